@@ -1,0 +1,148 @@
+# trainprof - see README.md.  `make` builds build/libtrainprof.so.
+#
+# Respects the user's CFLAGS/LDFLAGS; our own flags go in TP_CFLAGS.
+# Dependencies come from Debian (scripts/deps installs what is missing).
+
+CUDA_HOME ?= /usr/local/cuda
+PREFIX    ?= /usr/local
+CC        ?= cc
+PYTHON    ?= python3
+B         := build
+
+CFLAGS    ?= -O2 -g
+PKGS      := jansson zlib libunwind check
+
+PKG_OK := $(shell pkg-config --exists jansson zlib && echo yes)
+ifneq ($(PKG_OK),yes)
+ifeq ($(filter deps clean,$(MAKECMDGOALS)),)
+$(error missing build dependencies: run `make deps` (Debian packages libjansson-dev zlib1g-dev libunwind-dev check pkg-config))
+endif
+endif
+ifeq ($(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),)
+ifeq ($(filter deps clean,$(MAKECMDGOALS)),)
+$(error CUDA headers not found under CUDA_HOME=$(CUDA_HOME): set CUDA_HOME to the CUDA toolkit)
+endif
+endif
+
+TP_WARN   := -Wall -Wextra -Werror -Wshadow -Wno-missing-field-initializers
+TP_CFLAGS := -std=gnu11 -fPIC -fvisibility=hidden -MMD -MP $(TP_WARN) \
+             -I. -isystem $(CUDA_HOME)/include \
+             $(shell pkg-config --cflags jansson zlib 2>/dev/null) -D_GNU_SOURCE
+TP_LIBS   := $(shell pkg-config --libs jansson zlib 2>/dev/null) -ldl -lpthread -lm
+SAN       ?=
+
+CORE_SRC    := $(wildcard collector/*.c) $(wildcard handlers/*.c)
+PRELOAD_SRC := $(wildcard preload/*.c)
+CORE_OBJ    := $(CORE_SRC:%.c=$(B)/obj/%.o)
+PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(B)/obj/%.o)
+
+UNIT_SRC    := $(wildcard tests/unit/test_*.c)
+UNIT_BIN    := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+FAKE_SRC    := $(wildcard tests/fakes/*.c)
+PROG_SRC    := $(wildcard tests/programs/*.c)
+PROG_BIN    := $(PROG_SRC:tests/programs/%.c=$(B)/programs/%)
+
+.PHONY: all lib fakes programs unit check check-unit check-preload check-sanitize \
+        check-tsan demo bench install lint deps clean venv
+
+all: lib
+lib: $(B)/libtrainprof.so
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(TP_CFLAGS) $(SAN) $(CFLAGS) -c $< -o $@
+
+$(B)/libtrainprof_core.a: $(CORE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/libtrainprof.so: $(PRELOAD_OBJ) $(B)/libtrainprof_core.a preload/trainprof.map
+	$(CC) -shared $(SAN) $(CFLAGS) $(LDFLAGS) -o $@ $(PRELOAD_OBJ) $(B)/libtrainprof_core.a \
+	    -Wl,--version-script=preload/trainprof.map -Wl,-z,nodelete -Wl,-z,now \
+	    -Wl,-rpath,'$$ORIGIN' $(TP_LIBS)
+
+# ---- fakes of the GPU libraries and the example programs -------------------
+# The fake runtime carries the real soname so that programs linked against it
+# look exactly like programs linked against CUDA's libcudart.so.13.
+$(B)/fakes/libcudart.so.13: tests/fakes/cudart.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -fPIC -shared -O1 -g $(TP_WARN) -isystem $(CUDA_HOME)/include \
+	    -Wl,-soname,libcudart.so.13 -o $@ $< -lpthread
+	ln -sf libcudart.so.13 $(B)/fakes/libcudart.so
+
+fakes: $(B)/fakes/libcudart.so.13
+
+$(B)/programs/%: tests/programs/%.c $(B)/fakes/libcudart.so.13 preload/trainprof.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -g $(TP_WARN) -I. -isystem $(CUDA_HOME)/include $(SAN) \
+	    -o $@ $< -L$(B)/fakes -Wl,-rpath,'$$ORIGIN/../fakes' -lcudart -ldl -lpthread
+
+programs: $(PROG_BIN)
+
+# ---- tests -----------------------------------------------------------------
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+$(B)/tests/%: tests/unit/%.c $(B)/libtrainprof_core.a
+	@mkdir -p $(dir $@)
+	$(CC) $(TP_CFLAGS) $(SAN) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $< \
+	    $(B)/libtrainprof_core.a $(CHECK_LIBS) $(TP_LIBS)
+
+unit: $(UNIT_BIN)
+
+VENV := $(B)/venv
+venv: $(VENV)/.ok
+$(VENV)/.ok: tests/requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q -r tests/requirements.txt
+	touch $@
+
+check-unit: unit
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; CK_FORK=yes $$t; done
+
+check-preload: lib fakes programs venv
+	$(VENV)/bin/python -m pytest -q tests/preload
+
+check: lint check-unit check-preload
+
+# AddressSanitizer + UndefinedBehaviorSanitizer over the unit and preload tests.
+# The preloaded library needs the ASan runtime first in LD_PRELOAD; the tests
+# read TP_TEST_ASAN to do that.
+check-sanitize:
+	$(MAKE) B=build/asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" check-unit
+	$(MAKE) B=build/asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" lib fakes programs
+	$(MAKE) venv
+	TP_TEST_BUILD=build/asan TP_TEST_ASAN=$$($(CC) -print-file-name=libasan.so) \
+	    ASAN_OPTIONS=detect_leaks=0 $(VENV)/bin/python -m pytest -q tests/preload
+
+check-tsan:
+	$(MAKE) B=build/tsan SAN="-fsanitize=thread" check-unit
+
+lint:
+	@scripts/lint
+
+demo: lib fakes programs
+	@scripts/demo
+
+bench: lib fakes
+	@$(MAKE) -s $(B)/bench/launch_bench
+	@scripts/bench
+
+$(B)/bench/%: tests/bench/%.c $(B)/fakes/libcudart.so.13
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g $(TP_WARN) -isystem $(CUDA_HOME)/include -o $@ $< \
+	    -L$(B)/fakes -Wl,-rpath,'$$ORIGIN/../fakes' -lcudart -ldl -lpthread
+
+install: lib
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
+	    $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 $(B)/libtrainprof.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 preload/trainprof.h $(DESTDIR)$(PREFIX)/include/
+	install -m 755 scripts/trainprof $(DESTDIR)$(PREFIX)/bin/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' scripts/trainprof.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/trainprof.pc
+
+deps:
+	@scripts/deps
+
+clean:
+	rm -rf build
+
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,128 @@
+/*
+ * config.h - every TRAINPROF_* variable, parsed once, in one table.
+ *
+ * getenv() appears in collector/config.c and nowhere else (make lint).
+ */
+#ifndef TRAINPROF_COLLECTOR_CONFIG_H
+#define TRAINPROF_COLLECTOR_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TP_MAX_SIGNALS 8
+#define TP_PATTERN_MAX 256
+
+enum tp_signal_kind {
+    TP_SIGNAL_API = 0,   /* trainprof_step() */
+    TP_SIGNAL_NVTX,      /* nvtx:GLOB, at the end of a matching range */
+    TP_SIGNAL_LAUNCH,    /* launch:GLOB[/N], every Nth matching kernel launch */
+    TP_SIGNAL_CALL,      /* call:NAME[/N], every Nth call of NAME */
+};
+
+struct tp_signal {
+    enum tp_signal_kind kind;
+    char pattern[TP_PATTERN_MAX];  /* GLOB or NAME; empty for api */
+    uint64_t every;                /* N, >= 1 */
+    char text[TP_PATTERN_MAX + 32];/* the item as written, for metadata */
+};
+
+enum tp_log_level { TP_LOG_QUIET = 0, TP_LOG_ERROR, TP_LOG_WARN, TP_LOG_INFO, TP_LOG_DEBUG };
+
+enum tp_activity { TP_ACT_CPU = 1u << 0, TP_ACT_CUDA = 1u << 1 };
+enum tp_sys_stat { TP_SYS_CPU = 1u << 0, TP_SYS_MEMORY = 1u << 1, TP_SYS_DISK = 1u << 2, TP_SYS_NET = 1u << 3 };
+
+#define TP_MAX_HANDLERS 8
+#define TP_HANDLER_NAME_MAX 16
+
+struct tp_schedule {
+    uint64_t skip_first, wait, warmup, active, repeat;
+    int all;                       /* TRAINPROF_SCHEDULE=all */
+};
+
+struct tp_config {
+    int enabled;                   /* TRAINPROF_ENABLED */
+    struct tp_schedule schedule;   /* TRAINPROF_SCHEDULE */
+    int n_signals;                 /* TRAINPROF_STEP_ON */
+    struct tp_signal signals[TP_MAX_SIGNALS];
+    char run_name[256];            /* TRAINPROF_RUN_NAME, or derived (SPEC 4) */
+    char folder[1024];             /* TRAINPROF_FOLDER (format string, unexpanded) */
+    char filename[512];            /* TRAINPROF_FILENAME (format string, unexpanded) */
+    int gzip;                      /* TRAINPROF_GZIP */
+    int overwrite;                 /* TRAINPROF_OVERWRITE */
+    long keep;                     /* TRAINPROF_KEEP, -1 = all */
+    int n_handlers;                /* TRAINPROF_HANDLERS */
+    char handlers[TP_MAX_HANDLERS][TP_HANDLER_NAME_MAX];
+    char reports[1024];            /* TRAINPROF_REPORTS (format string) */
+    char exec[1024];               /* TRAINPROF_EXEC, "" if unset */
+    unsigned activities;           /* TRAINPROF_ACTIVITIES, enum tp_activity bits */
+    int record_shapes;             /* TRAINPROF_RECORD_SHAPES */
+    int profile_memory;            /* TRAINPROF_PROFILE_MEMORY */
+    int with_stack;                /* TRAINPROF_WITH_STACK */
+    int stack_depth;               /* TRAINPROF_STACK_DEPTH, 1..128 */
+    int with_flops;                /* TRAINPROF_WITH_FLOPS */
+    unsigned sys;                  /* TRAINPROF_SYS, enum tp_sys_stat bits, 0 = none */
+    double sys_interval;           /* TRAINPROF_SYS_INTERVAL, seconds, 0.01..3600 */
+    char ranks[1024];              /* TRAINPROF_RANKS, "" = all */
+    int rank_selected;             /* this process's rank is in TRAINPROF_RANKS */
+    long buffer_mb;                /* TRAINPROF_BUFFER_MB, 1..65536 */
+    char *metadata;                /* TRAINPROF_METADATA, a JSON object (compact), or NULL */
+    double peak_tflops;            /* TRAINPROF_PEAK_TFLOPS, 0 = from GPU name */
+    enum tp_log_level log;         /* TRAINPROF_LOG */
+    int strict;                    /* TRAINPROF_STRICT */
+    int dump_config;               /* TRAINPROF_DUMP_CONFIG */
+
+    /* launcher environment (SPEC 4, ranks) */
+    int rank, local_rank, world_size, local_world_size, node_rank;
+    char hostname[256];
+    char program[256];             /* basename of /proc/self/exe's argv[0] */
+
+    /* parse outcome */
+    int n_errors;                  /* bad values; the profiler stays passive if > 0 */
+    char messages[8][512];         /* error and warning lines, printed at activation */
+    int n_messages;
+};
+
+/* The process's configuration; valid after tp_config_init(). */
+extern struct tp_config tp_cfg;
+
+/*
+ * tp_config_init - parse the environment into tp_cfg, silently (decision 3).
+ * Idempotent and thread-safe: the first caller parses, others wait.
+ * Errors and warnings are kept in tp_cfg.messages for tp_config_report().
+ */
+void tp_config_init(void);
+
+/*
+ * tp_config_parse - parse from a lookup function instead of the environment
+ * (tests).  "get" returns the value of a variable or NULL; "names" lists
+ * every variable set in the environment (for unknown-name warnings), NULL
+ * terminated.  Fills "cfg" from scratch.  Returns the number of errors.
+ */
+int tp_config_parse(struct tp_config *cfg, const char *(*get)(const char *name),
+                    const char *const *names);
+
+/*
+ * tp_config_report - print the stored error/warning lines and, with
+ * TRAINPROF_DUMP_CONFIG=1, the effective configuration, to stderr, once.
+ * Called at activation.  Returns 1 if the profiler must stay passive.
+ * With TRAINPROF_STRICT=1 and an error, exits the process with status 2.
+ */
+int tp_config_report(void);
+
+/*
+ * tp_config_json - the effective configuration as a compact JSON object,
+ * allocated with malloc; caller frees.  NULL on allocation failure.
+ */
+char *tp_config_json(const struct tp_config *cfg);
+
+/* One row of the variable table: used by the README agreement test. */
+struct tp_config_var {
+    const char *name;
+    const char *def;       /* default, as documented */
+    const char *help;
+};
+
+/* tp_config_vars - the table of known variables; "*n" receives its length. */
+const struct tp_config_var *tp_config_vars(size_t *n);
+
+#endif

@@ -1,0 +1,33 @@
+/*
+ * format.h - SPEC 7 format strings: {run_name}, {rank}, {local_rank},
+ * {world_size}, {local_world_size}, {node_rank}, {batch}, {pid}, {hostname}.
+ */
+#ifndef TRAINPROF_COLLECTOR_FORMAT_H
+#define TRAINPROF_COLLECTOR_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct tp_format_vars {
+    const char *run_name;
+    const char *hostname;
+    int rank, local_rank, world_size, local_world_size, node_rank;
+    int pid;
+    int64_t batch;          /* < 0: {batch} not available (folder validation) */
+};
+
+/*
+ * tp_format_expand - expand "fmt" into "out" (size "outsz").
+ * Returns 0, or -1 with a reason in "err" (size "errsz"): unknown variable,
+ * unterminated brace, or output too long.  {{ and }} are literal braces.
+ */
+int tp_format_expand(const char *fmt, const struct tp_format_vars *v,
+                     char *out, size_t outsz, char *err, size_t errsz);
+
+/*
+ * tp_format_check - validate "fmt" without expanding (configuration time).
+ * Returns 0 or -1 with a reason in "err".
+ */
+int tp_format_check(const char *fmt, char *err, size_t errsz);
+
+#endif

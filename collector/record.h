@@ -1,0 +1,128 @@
+/*
+ * record.h - the one format shared by the collector and the handlers.
+ *
+ * DESIGN
+ * The hot path writes one fixed-size struct tp_record (64 bytes, one cache
+ * line) per intercepted call into its thread's buffer: raw values only, no
+ * strings, timestamps in TSC ticks.  At the end of a window the flush thread
+ * walks the buffers and turns every record into a struct tp_event (names
+ * resolved, times in Unix nanoseconds) that it hands to each handler in turn.
+ * Handlers see only tp_event and tp_window: they could run in another process
+ * on a dump of the records (the perf record/report split).
+ */
+#ifndef TRAINPROF_COLLECTOR_RECORD_H
+#define TRAINPROF_COLLECTOR_RECORD_H
+
+#include <stdint.h>
+
+enum tp_rec_kind {
+    TP_REC_NONE = 0,
+    TP_REC_API,      /* a runtime/driver call: memcpy, memset, sync, profiler control */
+    TP_REC_LAUNCH,   /* a kernel or graph launch */
+    TP_REC_STEP,     /* a recorded step ended: t0 = step start, t1 = step end */
+    TP_REC_RANGE,    /* an NVTX or trainprof range, written when it ends */
+    TP_REC_MARK,     /* an instant (NVTX mark, trainprof_instant) */
+    TP_REC_COUNTER,  /* trainprof_counter(name, value) */
+    TP_REC_KIND_COUNT
+};
+
+/* Launch forms: how rec.u.launch.func is to be interpreted. */
+enum tp_func_kind {
+    TP_FUNC_STUB = 0,   /* host stub address (cudaLaunchKernel, cooperative, ExC) */
+    TP_FUNC_KERNEL,     /* cudaKernel_t from __cudaGetKernel (__cudaLaunchKernel) */
+    TP_FUNC_GRAPH,      /* cudaGraphExec_t (cudaGraphLaunch) */
+};
+
+/* Memory-copy kinds, as in enum cudaMemcpyKind (0..4). */
+
+struct tp_record {
+    uint8_t  kind;      /* enum tp_rec_kind */
+    uint8_t  gen;       /* window generation (mod 256) the record belongs to */
+    uint16_t api;       /* enum tp_api_id (collector/apis.def), or 0 */
+    int32_t  status;    /* return code of the real call */
+    uint64_t t0;        /* TSC ticks at entry (range/step: start) */
+    uint64_t t1;        /* TSC ticks at return (range/step: end) */
+    union {
+        struct {
+            uint64_t func;      /* see enum tp_func_kind */
+            uint64_t stream;
+            uint32_t grid_x;
+            uint16_t grid_y, grid_z;
+            uint16_t block_x, block_y, block_z;
+            uint8_t  func_kind;
+            uint8_t  pad;
+            uint32_t smem;
+            uint32_t corr;      /* correlation id, 0 = assign at flush */
+        } launch;
+        struct {
+            uint64_t bytes;     /* memcpy/memset size */
+            uint64_t stream;    /* stream or event handle, 0 if none */
+            uint64_t dst, src;  /* memcpy: addresses; memset: dst, value */
+            uint32_t copy_kind; /* enum cudaMemcpyKind for copies */
+            uint32_t corr;
+        } api;
+        struct {
+            uint64_t index;     /* global 0-based step index */
+            uint32_t signal;    /* which step signal fired (enum tp_signal_kind) */
+        } step;
+        struct {
+            uint32_t name;      /* interned string id */
+            int32_t  tid;       /* thread the range started on (start/end ranges) */
+            uint32_t domain;    /* interned domain name id, 0 = default */
+            uint32_t source;    /* enum tp_range_source */
+            uint64_t range_id;
+        } range;
+        struct {
+            uint32_t name;
+            uint32_t domain;
+            double   value;     /* counters */
+        } mark;
+        uint8_t raw[40];
+    } u;
+};
+
+_Static_assert(sizeof(struct tp_record) == 64, "records are one cache line");
+
+enum tp_range_source { TP_RANGE_NVTX = 0, TP_RANGE_API = 1 };
+
+/* A drained record as handlers see it. */
+struct tp_event {
+    const struct tp_record *rec;   /* the raw record, for kind-specific fields */
+    const char *name;              /* API name, demangled kernel name, range message */
+    const char *domain;            /* NVTX domain name or NULL */
+    int32_t  pid;
+    int32_t  tid;
+    int64_t  ts_ns;                /* Unix time, ns */
+    int64_t  dur_ns;               /* >= 0 */
+    uint64_t correlation;          /* launches and API calls; unique per window */
+};
+
+/* What a handler knows about the window it is fed. */
+struct tp_window {
+    /* identity */
+    const char *run_name;
+    const char *hostname;
+    const char *program;          /* process name (basename of argv[0]) */
+    int32_t pid;
+    int rank, local_rank, world_size, local_world_size, node_rank;
+    uint64_t batch;               /* steps completed when the window was saved */
+    uint64_t first_step, last_step; /* recorded steps, inclusive; last < first: none */
+    int partial;                  /* saved at exit or on a signal */
+    const char *step_signal;      /* the signal that counted steps, "" if none */
+    int64_t base_time_ns;         /* Kineto's baseTimeNanoseconds */
+    int64_t start_ns, end_ns;     /* window bounds, Unix ns */
+    uint64_t records;             /* records in the window */
+    uint64_t dropped;             /* records lost to a full buffer */
+    uint64_t late;                /* records that arrived after their window was written */
+    const char *config_json;      /* effective configuration, a JSON object */
+    const char *user_metadata;    /* TRAINPROF_METADATA, a JSON object, or NULL */
+    const char *trace_folder;     /* expanded TRAINPROF_FOLDER */
+    const char *trace_filename;   /* expanded TRAINPROF_FILENAME (without .gz) */
+    const char *reports_folder;   /* expanded TRAINPROF_REPORTS */
+    int gzip;
+    int overwrite;
+    /* outputs: filled by handlers in list order (chrome first) */
+    char trace_path[4096];        /* the saved trace, "" if none */
+};
+
+#endif

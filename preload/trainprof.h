@@ -1,0 +1,45 @@
+/*
+ * trainprof.h - optional API for programs profiled with libtrainprof.so.
+ *
+ * A program that links nothing can still call these through
+ * dlsym(RTLD_DEFAULT, "trainprof_step") and run with or without the library:
+ *
+ *     void (*step)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "trainprof_step");
+ *     ...
+ *     if (step) step();
+ *
+ * All functions are thread safe, cheap outside recording windows, and never
+ * fail visibly: without the library, or with TRAINPROF_ENABLED=0, they do
+ * nothing.
+ */
+#ifndef TRAINPROF_H
+#define TRAINPROF_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* trainprof_step - end the current training step (step signal "api"). */
+void trainprof_step(void);
+
+/* trainprof_range_push - open a named range on this thread (a user_annotation
+ * event in the trace).  "name" is copied; it may be freed after the call. */
+void trainprof_range_push(const char *name);
+
+/* trainprof_range_pop - close the innermost range opened on this thread. */
+void trainprof_range_pop(void);
+
+/* trainprof_instant - a named instant event on this thread. */
+void trainprof_instant(const char *name);
+
+/* trainprof_counter - a sample of counter "name" (a "C" event). */
+void trainprof_counter(const char *name, double value);
+
+/* trainprof_enabled - 1 if this process is being profiled, else 0. */
+int trainprof_enabled(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
