@@ -1,0 +1,41 @@
+/*
+ * ranges.h - named ranges, instants and counters from NVTX and from the
+ * trainprof_* API.
+ *
+ * Push/pop ranges live on a per-thread stack (depth TP_RANGE_DEPTH; deeper
+ * pushes are counted and ignored); start/end ranges may end on another
+ * thread.  A range is written as one TP_REC_RANGE record when it ends, if a
+ * window was recording when it began.  Ends of ranges whose message matches
+ * an nvtx:GLOB step signal end a step (even outside windows).
+ * All functions are safe before activation (they activate) and with the
+ * profiler passive (they do nothing).
+ */
+#ifndef TRAINPROF_COLLECTOR_RANGES_H
+#define TRAINPROF_COLLECTOR_RANGES_H
+
+#include <stdint.h>
+#include "record.h"
+
+#define TP_RANGE_DEPTH 128
+
+/* Push a range named by interned id "name" in interned "domain" (0: none).
+ * Returns the depth after the push (NVTX's return value), or -1. */
+int tp_range_push(uint32_t name, uint32_t domain, enum tp_range_source src);
+
+/* Pop the innermost range of this thread.  Returns the depth before the pop
+ * minus one (NVTX's return value), or -1 if there was none. */
+int tp_range_pop(void);
+
+/* Start a range that may end on another thread; returns a non-zero id. */
+uint64_t tp_range_start(uint32_t name, uint32_t domain);
+
+/* End a range returned by tp_range_start (unknown ids are ignored). */
+void tp_range_end(uint64_t id);
+
+/* An instant named "name". */
+void tp_mark(uint32_t name, uint32_t domain);
+
+/* A counter sample. */
+void tp_counter(uint32_t name, double value);
+
+#endif
