@@ -74,6 +74,8 @@ struct tp_config {
     /* launcher environment (SPEC 4, ranks) */
     int rank, local_rank, world_size, local_world_size, node_rank;
     char hostname[256];
+    char nvtx_injection_path[1024];/* NVTX_INJECTION64_PATH as found, "" if unset */
+    char cupti_path[1024];         /* TRAINPROF_CUPTI_PATH, "" if unset */
     char program[256];             /* basename of /proc/self/exe's argv[0] */
 
     /* parse outcome */

@@ -86,10 +86,17 @@ _Static_assert(sizeof(struct tp_record) == 64, "records are one cache line");
 enum tp_range_source { TP_RANGE_NVTX = 0, TP_RANGE_API = 1 };
 
 /* A drained record as handlers see it. */
+enum tp_layer { TP_LAYER_NONE = 0, TP_LAYER_RUNTIME, TP_LAYER_DRIVER, TP_LAYER_LIBRARY };
+
 struct tp_event {
     const struct tp_record *rec;   /* the raw record, for kind-specific fields */
-    const char *name;              /* API name, demangled kernel name, range message */
+    const char *name;              /* API/LAUNCH: entry point name ("cudaMemcpyAsync");
+                                      RANGE/MARK/COUNTER: the message; STEP: NULL */
+    const char *kernel;            /* LAUNCH: demangled kernel name ("" for graphs) */
     const char *domain;            /* NVTX domain name or NULL */
+    const char *thread_name;       /* OS name of the recording thread ("" unknown) */
+    int32_t  cbid;                 /* API/LAUNCH: CUPTI callback id, -1 unknown */
+    uint8_t  layer;                /* API/LAUNCH: enum tp_layer */
     int32_t  pid;
     int32_t  tid;
     int64_t  ts_ns;                /* Unix time, ns */
