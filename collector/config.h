@@ -82,6 +82,7 @@ struct tp_config {
     int n_errors;                  /* bad values; the profiler stays passive if > 0 */
     char messages[8][512];         /* error and warning lines, printed at activation */
     int n_messages;
+    int n_dropped_messages;        /* lines that did not fit in messages[] */
 };
 
 /* The process's configuration; valid after tp_config_init(). */
@@ -102,6 +103,9 @@ void tp_config_init(void);
  */
 int tp_config_parse(struct tp_config *cfg, const char *(*get)(const char *name),
                     const char *const *names);
+
+/* tp_config_free - release what tp_config_parse allocated (metadata). */
+void tp_config_free(struct tp_config *cfg);
 
 /*
  * tp_config_report - print the stored error/warning lines and, with

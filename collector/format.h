@@ -14,6 +14,7 @@ struct tp_format_vars {
     int rank, local_rank, world_size, local_world_size, node_rank;
     int pid;
     int64_t batch;          /* < 0: {batch} not available (folder validation) */
+    const char *path;       /* {path}: the saved file, TRAINPROF_EXEC only; NULL = not available */
 };
 
 /*
@@ -29,5 +30,11 @@ int tp_format_expand(const char *fmt, const struct tp_format_vars *v,
  * Returns 0 or -1 with a reason in "err".
  */
 int tp_format_check(const char *fmt, char *err, size_t errsz);
+
+/*
+ * tp_format_check_exec - as tp_format_check, also accepting {path}
+ * (TRAINPROF_EXEC, SPEC 8).  Returns 0 or -1 with a reason in "err".
+ */
+int tp_format_check_exec(const char *fmt, char *err, size_t errsz);
 
 #endif

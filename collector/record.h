@@ -113,7 +113,8 @@ struct tp_window {
     int32_t pid;
     int rank, local_rank, world_size, local_world_size, node_rank;
     uint64_t batch;               /* steps completed when the window was saved */
-    uint64_t first_step, last_step; /* recorded steps, inclusive; last < first: none */
+    uint64_t first_step, last_step; /* recorded steps, inclusive, when steps_recorded > 0 */
+    uint64_t steps_recorded;      /* ProfilerStep events in the window */
     int partial;                  /* saved at exit or on a signal */
     const char *step_signal;      /* the signal that counted steps, "" if none */
     int64_t base_time_ns;         /* Kineto's baseTimeNanoseconds */

@@ -1,0 +1,71 @@
+/*
+ * apis.c - DESIGN: the tables are expanded from the same .def lists as the
+ * wrappers, so a name, its id and its CUPTI cbid cannot disagree.  The
+ * logical call of a _ptsz/_ptds variant is the entry without the suffix:
+ * the per-thread-default-stream form is the same operation.
+ */
+#include "apis.h"
+#include "record.h"
+
+#include <cupti_runtime_cbid.h>
+#include <stdatomic.h>
+#include <string.h>
+
+static const struct { const char *name; int cbid; uint8_t layer; } tp_apis[TP_API_COUNT] = {
+    [TP_API_NONE] = { "", -1, TP_LAYER_NONE },
+#define TP_FN(ret, name, params, args, cbid, rec) \
+    [TP_API_##name] = { #name, CUPTI_RUNTIME_TRACE_CBID_##cbid, TP_LAYER_RUNTIME },
+#include "../preload/cudart.def"
+#undef TP_FN
+};
+
+static _Atomic uint16_t tp_logical[TP_API_COUNT];
+
+const char *tp_api_name(unsigned id)
+{
+    return id < TP_API_COUNT ? tp_apis[id].name : "";
+}
+
+int tp_api_cbid(unsigned id)
+{
+    return id < TP_API_COUNT ? tp_apis[id].cbid : -1;
+}
+
+int tp_api_layer(unsigned id)
+{
+    return id < TP_API_COUNT ? tp_apis[id].layer : TP_LAYER_NONE;
+}
+
+static unsigned tp_api_lookup(const char *name, size_t len)
+{
+    for (unsigned i = 1; i < TP_API_COUNT; i++)
+        if (strlen(tp_apis[i].name) == len && memcmp(tp_apis[i].name, name, len) == 0)
+            return i;
+    return TP_API_NONE;
+}
+
+static size_t tp_base_len(const char *name)
+{
+    size_t n = strlen(name);
+    if (n > 5 && (strcmp(name + n - 5, "_ptsz") == 0 || strcmp(name + n - 5, "_ptds") == 0))
+        return n - 5;
+    return n;
+}
+
+unsigned tp_api_logical(unsigned id)
+{
+    if (id == 0 || id >= TP_API_COUNT)
+        return TP_API_NONE;
+    unsigned l = atomic_load_explicit(&tp_logical[id], memory_order_relaxed);
+    if (!l) {
+        unsigned base = tp_api_lookup(tp_apis[id].name, tp_base_len(tp_apis[id].name));
+        l = base ? base : id;
+        atomic_store_explicit(&tp_logical[id], (uint16_t)l, memory_order_relaxed);
+    }
+    return l;
+}
+
+unsigned tp_api_find(const char *name)
+{
+    return tp_api_lookup(name, tp_base_len(name));
+}

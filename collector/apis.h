@@ -1,0 +1,34 @@
+/*
+ * apis.h - ids, names and CUPTI callback ids of the intercepted entry
+ * points, generated from the preload .def lists (written once, there).
+ */
+#ifndef TRAINPROF_COLLECTOR_APIS_H
+#define TRAINPROF_COLLECTOR_APIS_H
+
+#include <stdint.h>
+
+enum tp_api_id {
+    TP_API_NONE = 0,
+#define TP_FN(ret, name, params, args, cbid, rec) TP_API_##name,
+#include "../preload/cudart.def"
+#undef TP_FN
+    TP_API_COUNT
+};
+
+/* tp_api_name - the entry point's name ("" for TP_API_NONE). */
+const char *tp_api_name(unsigned id);
+
+/* tp_api_cbid - CUPTI callback id, -1 if none. */
+int tp_api_cbid(unsigned id);
+
+/* tp_api_layer - enum tp_layer of the entry point. */
+int tp_api_layer(unsigned id);
+
+/* tp_api_logical - the id of the logical call ("cudaGraphLaunch" for
+ * "cudaGraphLaunch_ptsz"), used by call:NAME step signals. */
+unsigned tp_api_logical(unsigned id);
+
+/* tp_api_find - the id of logical call "name", or TP_API_NONE. */
+unsigned tp_api_find(const char *name);
+
+#endif

@@ -1,0 +1,238 @@
+/*
+ * buffer.c - DESIGN: the pool is one anonymous MAP_NORESERVE mapping, so
+ * reserving 256 MiB costs address space only; pages are touched as chunks
+ * are first used and are reused after a drain.  Chunks come from a bump
+ * index, then from a free list that is a Treiber stack of chunk indices with
+ * a 32-bit tag against ABA, so both ends are lock-free.  A thread's buffer
+ * (struct tp_tbuf) is calloc'ed the first time the thread records (once per
+ * thread, not per call) and is reused after the thread exits and its
+ * records are drained.  The pthread key destructor only marks the buffer
+ * exited: the flush thread retires it.
+ */
+#include "buffer.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+__thread struct tp_tbuf *tp_tls_buf __attribute__((tls_model("initial-exec")));
+
+static char *tp_pool;
+static uint32_t tp_pool_chunks;
+static _Atomic uint32_t tp_pool_bump;
+static _Atomic uint64_t tp_pool_free = UINT32_MAX;      /* tag << 32 | index */
+static _Atomic uint32_t tp_pool_used;
+static _Atomic(struct tp_tbuf *) tp_tbufs;
+static _Atomic uint64_t tp_dropped_orphan;              /* drops before a buffer existed */
+static pthread_key_t tp_tbuf_key;
+static pthread_once_t tp_key_once = PTHREAD_ONCE_INIT;
+
+static struct tp_chunk *tp_chunk_at(uint32_t i)
+{
+    return (struct tp_chunk *)(tp_pool + (size_t)i * TP_CHUNK_BYTES);
+}
+
+static struct tp_chunk *tp_chunk_get(void)
+{
+    uint64_t head = atomic_load_explicit(&tp_pool_free, memory_order_acquire);
+    struct tp_chunk *c = NULL;
+    while ((uint32_t)head != UINT32_MAX) {
+        c = tp_chunk_at((uint32_t)head);
+        uint32_t nxt = (uint32_t)(uintptr_t)atomic_load_explicit(&c->next, memory_order_relaxed);
+        uint64_t want = ((head >> 32) + 1) << 32 | nxt;
+        if (atomic_compare_exchange_weak_explicit(&tp_pool_free, &head, want,
+                                                  memory_order_acquire, memory_order_acquire))
+            break;
+        c = NULL;
+    }
+    if (!c) {
+        uint32_t i = atomic_load_explicit(&tp_pool_bump, memory_order_relaxed);
+        do {
+            if (i >= tp_pool_chunks)
+                return NULL;
+        } while (!atomic_compare_exchange_weak_explicit(&tp_pool_bump, &i, i + 1,
+                                                        memory_order_relaxed, memory_order_relaxed));
+        c = tp_chunk_at(i);
+        c->index = i;
+    }
+    atomic_store_explicit(&c->count, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->next, NULL, memory_order_relaxed);
+    atomic_fetch_add_explicit(&tp_pool_used, 1, memory_order_relaxed);
+    return c;
+}
+
+/* On the free list, chunk->next holds the index of the next free chunk. */
+static void tp_chunk_put(struct tp_chunk *c)
+{
+    uint64_t head = atomic_load_explicit(&tp_pool_free, memory_order_relaxed);
+    uint64_t want;
+    do {
+        atomic_store_explicit(&c->next, (struct tp_chunk *)(uintptr_t)(uint32_t)head, memory_order_relaxed);
+        want = ((head >> 32) + 1) << 32 | c->index;
+    } while (!atomic_compare_exchange_weak_explicit(&tp_pool_free, &head, want,
+                                                    memory_order_release, memory_order_relaxed));
+    atomic_fetch_sub_explicit(&tp_pool_used, 1, memory_order_relaxed);
+}
+
+int tp_buf_init(long mb)
+{
+    if (tp_pool)
+        return 0;
+    size_t bytes = (size_t)mb << 20;
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return -1;
+    tp_pool_chunks = (uint32_t)(bytes / TP_CHUNK_BYTES);
+    tp_pool = p;
+    return 0;
+}
+
+static void tp_tbuf_exit(void *arg)
+{
+    struct tp_tbuf *b = arg;
+    atomic_store_explicit(&b->state, TP_TBUF_EXITED, memory_order_release);
+}
+
+static void tp_key_make(void)
+{
+    pthread_key_create(&tp_tbuf_key, tp_tbuf_exit);
+}
+
+static struct tp_tbuf *tp_tbuf_register(void)
+{
+    struct tp_tbuf *b;
+    for (b = atomic_load(&tp_tbufs); b; b = b->next_all) {
+        int st = TP_TBUF_RETIRED;
+        if (atomic_compare_exchange_strong(&b->state, &st, TP_TBUF_LIVE))
+            break;
+    }
+    if (!b) {
+        b = calloc(1, sizeof *b);
+        if (!b)
+            return NULL;
+        b->next_all = atomic_load(&tp_tbufs);
+        while (!atomic_compare_exchange_weak(&tp_tbufs, &b->next_all, b))
+            ;
+    }
+    b->tid = (int32_t)syscall(SYS_gettid);
+    prctl(PR_GET_NAME, b->name, 0, 0, 0);
+    b->name[sizeof b->name - 1] = 0;
+    b->cur = NULL;
+    b->widx = 0;
+    pthread_once(&tp_key_once, tp_key_make);
+    pthread_setspecific(tp_tbuf_key, b);
+    tp_tls_buf = b;
+    return b;
+}
+
+struct tp_record *tp_buf_reserve_slow(void)
+{
+    struct tp_tbuf *b = tp_tls_buf;
+    if (!tp_pool)
+        return NULL;
+    if (!b && !(b = tp_tbuf_register())) {
+        atomic_fetch_add_explicit(&tp_dropped_orphan, 1, memory_order_relaxed);
+        return NULL;
+    }
+    if (b->cur && b->widx < TP_CHUNK_RECORDS)
+        return &b->cur->rec[b->widx];
+    struct tp_chunk *c = tp_chunk_get();
+    if (!c) {
+        atomic_fetch_add_explicit(&b->dropped, 1, memory_order_relaxed);
+        return NULL;
+    }
+    if (b->cur)
+        atomic_store_explicit(&b->cur->next, c, memory_order_release);
+    else
+        atomic_store_explicit(&b->first, c, memory_order_release);
+    b->cur = c;
+    b->widx = 0;
+    return &c->rec[0];
+}
+
+/* Reader: one thread's records. Returns records of "gen" seen. */
+static uint64_t tp_drain_one(struct tp_tbuf *b, uint8_t gen, tp_drain_fn fn, void *ctx,
+                             uint64_t *late, int count_only)
+{
+    uint64_t n = 0;
+    struct tp_chunk *c = b->head ? b->head : atomic_load_explicit(&b->first, memory_order_acquire);
+    uint32_t i = b->head ? b->ridx : 0;
+    while (c) {
+        uint32_t cnt = atomic_load_explicit(&c->count, memory_order_acquire);
+        for (; i < cnt; i++) {
+            const struct tp_record *r = &c->rec[i];
+            int8_t age = (int8_t)(uint8_t)(r->gen - gen);
+            if (age > 0)
+                goto stop;
+            if (age == 0) {
+                n++;
+                if (!count_only)
+                    fn(ctx, b, r);
+            } else if (!count_only && late) {
+                (*late)++;
+            }
+        }
+        if (i < TP_CHUNK_RECORDS)
+            break;
+        struct tp_chunk *nx = atomic_load_explicit(&c->next, memory_order_acquire);
+        if (!nx)
+            break;
+        if (!count_only) {
+            tp_chunk_put(c);
+            b->head = nx;
+            b->ridx = 0;
+        }
+        c = nx;
+        i = 0;
+    }
+stop:
+    if (!count_only && c) {
+        b->head = c;
+        b->ridx = i;
+    }
+    return n;
+}
+
+uint64_t tp_buf_drain(uint8_t gen, tp_drain_fn fn, void *ctx, uint64_t *late, int count_only)
+{
+    uint64_t n = 0;
+    for (struct tp_tbuf *b = atomic_load(&tp_tbufs); b; b = b->next_all) {
+        int st = atomic_load_explicit(&b->state, memory_order_acquire);
+        if (st == TP_TBUF_RETIRED)
+            continue;
+        n += tp_drain_one(b, gen, fn, ctx, late, count_only);
+        if (count_only || st != TP_TBUF_EXITED)
+            continue;
+        /* An exited thread writes no more: once read to the end, give back
+         * its last chunk and let a new thread take the buffer. */
+        struct tp_chunk *c = b->head;
+        if (!c || (b->ridx == atomic_load(&c->count) && !atomic_load(&c->next))) {
+            if (c)
+                tp_chunk_put(c);
+            b->head = NULL;
+            b->ridx = 0;
+            atomic_store(&b->first, NULL);
+            atomic_fetch_add(&tp_dropped_orphan, atomic_exchange(&b->dropped, 0));
+            atomic_store_explicit(&b->state, TP_TBUF_RETIRED, memory_order_release);
+        }
+    }
+    return n;
+}
+
+uint64_t tp_buf_dropped(void)
+{
+    uint64_t n = atomic_load(&tp_dropped_orphan);
+    for (struct tp_tbuf *b = atomic_load(&tp_tbufs); b; b = b->next_all)
+        n += atomic_load_explicit(&b->dropped, memory_order_relaxed);
+    return n;
+}
+
+uint32_t tp_buf_chunks_in_use(void)
+{
+    return atomic_load(&tp_pool_used);
+}

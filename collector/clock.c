@@ -1,0 +1,94 @@
+/*
+ * clock.c - DESIGN: the TSC is used only when CPUID says it is invariant
+ * (leaf 0x80000007, EDX bit 8); otherwise ticks are CLOCK_MONOTONIC ns.
+ * Anchors pair a tick with CLOCK_REALTIME read between two tick reads, and
+ * the pair with the narrowest bracket of a few tries is kept.  The rate is
+ * the slope between the first anchor and a fresh one; before 10 ms have
+ * passed it falls back to a 10 ms calibration against CLOCK_MONOTONIC.
+ */
+#include "clock.h"
+
+#include <pthread.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+int tp_clock_use_tsc;
+
+static struct { uint64_t tick; int64_t unix_ns; } tp_anchor0;
+static double tp_ns_per_tick_cal = 1.0;
+static pthread_once_t tp_clock_once = PTHREAD_ONCE_INIT;
+
+static int64_t tp_ts_ns(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static void tp_anchor(uint64_t *tick, int64_t *unix_ns)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 5; i++) {
+        uint64_t a = tp_clock_now();
+        int64_t t = tp_ts_ns(CLOCK_REALTIME);
+        uint64_t b = tp_clock_now();
+        if (b - a < best) {
+            best = b - a;
+            *tick = a + (b - a) / 2;
+            *unix_ns = t;
+        }
+    }
+}
+
+static void tp_clock_setup(void)
+{
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    if (__get_cpuid(0x80000000, &a, &b, &c, &d) && a >= 0x80000007) {
+        __get_cpuid(0x80000007, &a, &b, &c, &d);
+        tp_clock_use_tsc = (d >> 8) & 1;
+    }
+#endif
+    if (tp_clock_use_tsc) {
+        int64_t m0 = tp_ts_ns(CLOCK_MONOTONIC);
+        uint64_t t0 = tp_clock_now();
+        struct timespec sl = { 0, 10 * 1000 * 1000 };
+        nanosleep(&sl, NULL);
+        int64_t m1 = tp_ts_ns(CLOCK_MONOTONIC);
+        uint64_t t1 = tp_clock_now();
+        if (t1 > t0 && m1 > m0)
+            tp_ns_per_tick_cal = (double)(m1 - m0) / (double)(t1 - t0);
+        else
+            tp_clock_use_tsc = 0;
+    }
+    tp_anchor(&tp_anchor0.tick, &tp_anchor0.unix_ns);
+}
+
+void tp_clock_init(void)
+{
+    pthread_once(&tp_clock_once, tp_clock_setup);
+}
+
+struct tp_clock_map tp_clock_map_now(void)
+{
+    tp_clock_init();
+    struct tp_clock_map m = { tp_anchor0.tick, tp_anchor0.unix_ns, 1.0 };
+    if (!tp_clock_use_tsc) {
+        /* ticks are monotonic ns: the map is an offset */
+        m.tick0 = (uint64_t)tp_ts_ns(CLOCK_MONOTONIC);
+        m.unix0_ns = tp_ts_ns(CLOCK_REALTIME);
+        return m;
+    }
+    uint64_t tick;
+    int64_t unix_ns;
+    tp_anchor(&tick, &unix_ns);
+    if (unix_ns - tp_anchor0.unix_ns > 10 * 1000 * 1000 && tick > tp_anchor0.tick)
+        m.ns_per_tick = (double)(unix_ns - tp_anchor0.unix_ns) / (double)(tick - tp_anchor0.tick);
+    else
+        m.ns_per_tick = tp_ns_per_tick_cal;
+    /* anchor at the fresh point so that recent records convert most exactly */
+    m.tick0 = tick;
+    m.unix0_ns = unix_ns;
+    return m;
+}

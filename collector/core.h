@@ -1,0 +1,126 @@
+/*
+ * core.h - activation, the step schedule, windows, and the call protocol
+ * every wrapper follows.
+ *
+ * Every wrapper first reads one word, tp_hot.  Zero means "pass through":
+ * before any window, between windows and after the last one, with no
+ * call-counting step signal configured, that load and a branch are all a
+ * wrapper adds.  The low byte holds TP_HOT_* flags; bits 8-15 the current
+ * window generation, stamped into records so that the flush thread can tell
+ * windows apart.
+ */
+#ifndef TRAINPROF_COLLECTOR_CORE_H
+#define TRAINPROF_COLLECTOR_CORE_H
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "buffer.h"
+#include "clock.h"
+#include "config.h"
+#include "record.h"
+
+#define TP_HOT_INACTIVE   0x01u   /* not activated yet: the next call activates */
+#define TP_HOT_RECORDING  0x02u   /* a window records */
+#define TP_HOT_LAUNCH_SIG 0x04u   /* launch:GLOB step signal counts launches */
+#define TP_HOT_CALL_SIG   0x08u   /* call:NAME step signal counts calls */
+#define TP_HOT_FIRST_CALL 0x80u   /* only in struct tp_call: this call activated */
+#define TP_HOT_FLAGS      0xffu
+#define TP_HOT_GEN(w)     ((uint8_t)((w) >> 8))
+
+extern _Atomic uint32_t tp_hot;
+
+/* Per-thread nesting depth: > 0 while inside a recorded call or inside the
+ * profiler itself; helper threads keep it > 0 for life. */
+extern __thread int tp_depth __attribute__((tls_model("initial-exec")));
+
+static inline uint32_t tp_hot_load(void)
+{
+    return atomic_load_explicit(&tp_hot, memory_order_relaxed);
+}
+
+/* tp_core_activate - activate the profiler if not yet done (decision 3). */
+void tp_core_activate(void);
+
+/* tp_core_active - 1 if activated and not passive. */
+int tp_core_active(void);
+
+/* tp_core_step - a step signal of kind "kind" fired on this thread. */
+void tp_core_step(enum tp_signal_kind kind);
+
+/* tp_core_after_call - bookkeeping after the first real CUDA call returned
+ * (registers the exit flush after CUDA's own atexit handlers). */
+void tp_core_after_call(void);
+
+/* State of one intercepted call between tp_call_begin and tp_call_finish. */
+struct tp_call {
+    uint32_t hot;
+    uint16_t api;
+    uint64_t t0;
+    int saved_errno;
+};
+
+/* Slow path of tp_call_begin. */
+int tp_call_begin_slow(struct tp_call *c, uint16_t api, uint32_t hot);
+
+/*
+ * tp_call_begin - called when tp_hot is non-zero.  Returns 1 if the wrapper
+ * must go through tp_call_end/tp_call_finish, 0 for a plain pass-through
+ * (nested call, passive profiler).
+ */
+static inline int tp_call_begin(struct tp_call *c, uint16_t api)
+{
+    uint32_t hot = tp_hot_load();
+    if (__builtin_expect(tp_depth > 0 || !hot, 0))
+        return 0;
+    if (__builtin_expect(hot & TP_HOT_INACTIVE, 0))
+        return tp_call_begin_slow(c, api, hot);
+    c->hot = hot;
+    c->api = api;
+    c->t0 = (hot & TP_HOT_RECORDING) ? tp_clock_now() : 0;
+    tp_depth++;
+    return 1;
+}
+
+/*
+ * tp_call_end - after the real call: saves errno, and while recording returns
+ * a record slot with the common fields filled (or NULL).
+ */
+static inline struct tp_record *tp_call_end(struct tp_call *c, int32_t status)
+{
+    c->saved_errno = errno;
+    if (!(c->hot & TP_HOT_RECORDING))
+        return NULL;
+    uint64_t t1 = tp_clock_now();
+    struct tp_record *r = tp_buf_reserve();
+    if (r) {
+        r->kind = TP_REC_API;
+        r->gen = TP_HOT_GEN(c->hot);
+        r->api = c->api;
+        r->status = status;
+        r->t0 = c->t0;
+        r->t1 = t1;
+        __builtin_memset(&r->u, 0, sizeof r->u);
+    }
+    return r;
+}
+
+/* Slow path of tp_call_finish: step signals and first-call bookkeeping. */
+void tp_call_signal(struct tp_call *c, uint64_t func, int func_kind);
+
+/*
+ * tp_call_finish - publishes "r" (if not NULL), counts step signals (for
+ * launches "func" and "func_kind" name the kernel), restores errno.
+ */
+static inline void tp_call_finish(struct tp_call *c, struct tp_record *r, uint64_t func, int func_kind)
+{
+    if (r)
+        tp_buf_commit();
+    tp_depth--;
+    if (c->hot & (TP_HOT_LAUNCH_SIG | TP_HOT_CALL_SIG | TP_HOT_FIRST_CALL))
+        tp_call_signal(c, func, func_kind);
+    errno = c->saved_errno;
+}
+
+#endif

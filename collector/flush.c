@@ -1,0 +1,247 @@
+/*
+ * flush.c - DESIGN: turns one window of raw records into events for the
+ * handlers, on the tp-flush thread.  One pass over the buffers counts the
+ * window's records (the trace states its size before its events), a second
+ * pass converts and dispatches each record to every handler and gives the
+ * chunks back to the pool as it goes, so peak memory stays near the records
+ * already held.  Names are resolved here: API names from the tables, kernel
+ * names from the registration table (demangled once per kernel), then
+ * cudaFuncGetName, then the stub's symbol, then its address.  After the
+ * handlers, TRAINPROF_KEEP removes this process's oldest traces and their
+ * reports.
+ */
+#include "apis.h"
+#include "buffer.h"
+#include "clock.h"
+#include "config.h"
+#include "format.h"
+#include "intern.h"
+#include "kernels.h"
+#include "log.h"
+#include "window.h"
+#include "../handlers/handler.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Kineto's time base: floor(unix_s / 7889238) * 7889238 s (decision 5). */
+#define TP_TRIMONTH_S 7889238ll
+
+static uint64_t tp_next_corr = 1;          /* correlation ids of our own, flush thread only */
+
+struct tp_dispatch {
+    const struct tp_handler *h[TP_MAX_HANDLERS];
+    void *st[TP_MAX_HANDLERS];
+    int n;
+    struct tp_clock_map map;
+    int32_t pid;
+};
+
+static const char *tp_kernel_name(uint64_t func, int kind, char *buf, size_t bufsz)
+{
+    if (kind == TP_FUNC_GRAPH)
+        return "";
+    uint32_t id = tp_kernels_name_id(func, kind);
+    if (id)
+        return tp_intern_str(id);
+    if (kind == TP_FUNC_STUB) {
+        typedef int (*getname_fn)(const char **, const void *);
+        getname_fn getname = (getname_fn)dlsym(RTLD_DEFAULT, "cudaFuncGetName");
+        const char *n = NULL;
+        if (getname && getname(&n, (const void *)(uintptr_t)func) == 0 && n) {
+            tp_demangle(n, buf, bufsz);
+            return buf;
+        }
+        Dl_info info;
+        if (dladdr((const void *)(uintptr_t)func, &info) && info.dli_sname &&
+            info.dli_saddr == (void *)(uintptr_t)func) {
+            tp_demangle(info.dli_sname, buf, bufsz);
+            return buf;
+        }
+    }
+    snprintf(buf, bufsz, "kernel@0x%llx", (unsigned long long)func);
+    return buf;
+}
+
+static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct tp_record *r)
+{
+    struct tp_dispatch *d = ctx;
+    char kbuf[TP_INTERN_LEN_MAX + 1];
+    struct tp_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.rec = r;
+    ev.pid = d->pid;
+    ev.tid = t->tid;
+    ev.thread_name = t->name;
+    ev.cbid = -1;
+    ev.ts_ns = tp_clock_to_unix_ns(&d->map, r->t0);
+    ev.dur_ns = tp_clock_ticks_to_ns(&d->map, r->t0, r->t1);
+    switch (r->kind) {
+    case TP_REC_API:
+    case TP_REC_LAUNCH: {
+        ev.name = tp_api_name(r->api);
+        ev.cbid = tp_api_cbid(r->api);
+        ev.layer = (uint8_t)tp_api_layer(r->api);
+        uint32_t corr = r->kind == TP_REC_LAUNCH ? r->u.launch.corr : r->u.api.corr;
+        ev.correlation = corr ? corr : tp_next_corr++;
+        if (r->kind == TP_REC_LAUNCH)
+            ev.kernel = tp_kernel_name(r->u.launch.func, r->u.launch.func_kind, kbuf, sizeof kbuf);
+        break;
+    }
+    case TP_REC_RANGE:
+        ev.name = tp_intern_str(r->u.range.name);
+        ev.domain = r->u.range.domain ? tp_intern_str(r->u.range.domain) : NULL;
+        if (r->u.range.tid)
+            ev.tid = r->u.range.tid;
+        break;
+    case TP_REC_MARK:
+    case TP_REC_COUNTER:
+        ev.name = tp_intern_str(r->u.mark.name);
+        ev.domain = r->u.mark.domain ? tp_intern_str(r->u.mark.domain) : NULL;
+        ev.dur_ns = 0;
+        break;
+    case TP_REC_STEP:
+        break;
+    default:
+        return;
+    }
+    for (int i = 0; i < d->n; i++)
+        if (d->st[i] && d->h[i]->event)
+            d->h[i]->event(d->st[i], &ev);
+}
+
+/* The traces this process saved, oldest first, for TRAINPROF_KEEP. */
+static char **tp_saved;
+static size_t tp_n_saved;
+
+static void tp_report_path(const char *trace, const char *reports, const char *suffix,
+                           char *out, size_t outsz)
+{
+    const char *base = strrchr(trace, '/');
+    base = base ? base + 1 : trace;
+    size_t n = strlen(base);
+    if (n > 3 && strcmp(base + n - 3, ".gz") == 0)
+        n -= 3;
+    if (n > 5 && strncmp(base + n - 5, ".json", 5) == 0)
+        n -= 5;
+    snprintf(out, outsz, "%s/%.*s%s", reports, (int)n, base, suffix);
+}
+
+static void tp_keep(const char *trace, const char *reports)
+{
+    if (tp_cfg.keep < 0 || !trace[0])
+        return;
+    char **s = realloc(tp_saved, (tp_n_saved + 1) * sizeof *s);
+    if (!s)
+        return;
+    tp_saved = s;
+    tp_saved[tp_n_saved++] = strdup(trace);
+    while (tp_n_saved > (size_t)tp_cfg.keep) {
+        char *old = tp_saved[0];
+        if (old) {
+            static const char *const suffixes[] = {
+                ".summary.txt", ".stacks.txt", ".stacks.gpu.txt", ".memory.html", ".memory.json",
+            };
+            unlink(old);
+            for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
+                char p[4200];
+                tp_report_path(old, reports, suffixes[i], p, sizeof p);
+                unlink(p);
+            }
+            free(old);
+        }
+        memmove(tp_saved, tp_saved + 1, --tp_n_saved * sizeof *tp_saved);
+    }
+}
+
+static int tp_expand(const char *what, const char *fmt, const struct tp_format_vars *v,
+                     char *out, size_t outsz)
+{
+    char err[256];
+    if (tp_format_expand(fmt, v, out, outsz, err, sizeof err) == 0)
+        return 0;
+    TP_ERROR("%s=\"%s\": %s: window not saved", what, fmt, err);
+    return -1;
+}
+
+void tp_flush_write(const struct tp_win *w)
+{
+    static char *config_json;
+    if (!config_json)
+        config_json = tp_config_json(&tp_cfg);
+
+    struct tp_format_vars v = {
+        .run_name = tp_cfg.run_name, .hostname = tp_cfg.hostname,
+        .rank = tp_cfg.rank, .local_rank = tp_cfg.local_rank, .world_size = tp_cfg.world_size,
+        .local_world_size = tp_cfg.local_world_size, .node_rank = tp_cfg.node_rank,
+        .pid = (int)getpid(), .batch = (int64_t)w->batch,
+    };
+    char folder[4096], filename[1024], reports[4096];
+    uint64_t late = 0;
+    if (tp_expand("TRAINPROF_FOLDER", tp_cfg.folder, &v, folder, sizeof folder) ||
+        tp_expand("TRAINPROF_FILENAME", tp_cfg.filename, &v, filename, sizeof filename) ||
+        tp_expand("TRAINPROF_REPORTS", tp_cfg.reports, &v, reports, sizeof reports)) {
+        tp_buf_drain(w->gen, NULL, NULL, &late, 1);
+        return;
+    }
+
+    struct tp_dispatch d;
+    memset(&d, 0, sizeof d);
+    d.map = tp_clock_map_now();
+    d.pid = (int32_t)getpid();
+
+    struct tp_window win;
+    memset(&win, 0, sizeof win);
+    win.run_name = tp_cfg.run_name;
+    win.hostname = tp_cfg.hostname;
+    win.program = tp_cfg.program;
+    win.pid = d.pid;
+    win.rank = tp_cfg.rank;
+    win.local_rank = tp_cfg.local_rank;
+    win.world_size = tp_cfg.world_size;
+    win.local_world_size = tp_cfg.local_world_size;
+    win.node_rank = tp_cfg.node_rank;
+    win.batch = w->batch;
+    win.first_step = w->first_step;
+    win.steps_recorded = w->steps;
+    win.last_step = w->steps ? w->first_step + w->steps - 1 : w->first_step;
+    win.partial = w->partial;
+    win.step_signal = tp_core_signal_text();
+    win.start_ns = tp_clock_to_unix_ns(&d.map, w->start_tick);
+    win.end_ns = tp_clock_to_unix_ns(&d.map, w->end_tick);
+    win.base_time_ns = win.start_ns / (TP_TRIMONTH_S * 1000000000ll) * (TP_TRIMONTH_S * 1000000000ll);
+    win.records = tp_buf_drain(w->gen, NULL, NULL, NULL, 1);
+    win.dropped = w->dropped;
+    win.config_json = config_json ? config_json : "{}";
+    win.user_metadata = tp_cfg.metadata;
+    win.trace_folder = folder;
+    win.trace_filename = filename;
+    win.reports_folder = reports;
+    win.gzip = tp_cfg.gzip;
+    win.overwrite = tp_cfg.overwrite;
+
+    for (int i = 0; i < tp_cfg.n_handlers; i++) {
+        const struct tp_handler *h = tp_handler_find(tp_cfg.handlers[i]);
+        if (!h)
+            continue;
+        d.h[d.n] = h;
+        d.st[d.n] = h->open ? h->open(&win) : NULL;
+        d.n++;
+    }
+    tp_buf_drain(w->gen, tp_dispatch_record, &d, &late, 0);
+    win.late = late;
+    for (int i = 0; i < d.n; i++)
+        if (d.st[i] && d.h[i]->close)
+            d.h[i]->close(d.st[i], &win);
+
+    if (win.trace_path[0]) {
+        TP_INFO("rank %d: saved steps %llu-%llu%s (%llu events%s) to %s", win.rank,
+                (unsigned long long)win.first_step, (unsigned long long)win.last_step,
+                win.partial ? ", partial" : "", (unsigned long long)win.records,
+                win.dropped ? ", some dropped: raise TRAINPROF_BUFFER_MB" : "", win.trace_path);
+        tp_keep(win.trace_path, reports);
+    }
+}

@@ -1,0 +1,177 @@
+/*
+ * ranges.c - DESIGN: a push/pop range is remembered on a per-thread stack
+ * (name, domain, start tick, whether a window was recording at the push and
+ * its generation, whether its name matches an nvtx step pattern) and written
+ * as one complete record when it is popped, so a range costs one record and
+ * no pairing at flush time.  Start/end ranges can end on another thread: they
+ * sit in a fixed table indexed by id; a slot reused before its range ended
+ * loses that range (counted with the other drops).  Whether a name matches
+ * the nvtx:GLOB step patterns is decided once per interned string.
+ */
+#include "ranges.h"
+#include "core.h"
+#include "intern.h"
+
+#include <fnmatch.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct tp_open_range {
+    uint32_t name, domain;
+    uint64_t t0;
+    uint8_t gen;
+    uint8_t recording;
+    uint8_t step;
+};
+
+static __thread struct tp_open_range tp_stack[TP_RANGE_DEPTH];
+static __thread int tp_stack_n;                 /* may exceed TP_RANGE_DEPTH */
+static __thread int32_t tp_my_tid;
+
+#define TP_XRANGES 4096
+static struct {
+    _Atomic uint64_t id;                        /* 0 = free */
+    struct tp_open_range r;
+    int32_t tid;
+} tp_xranges[TP_XRANGES];
+static _Atomic uint64_t tp_xrange_next = 1;
+
+/* 1 if "name" ends a step under an nvtx:GLOB signal. */
+static int tp_is_step_range(uint32_t name)
+{
+    uint8_t f = tp_intern_flag(name);
+    if (!f) {
+        f = 2;
+        const char *s = tp_intern_str(name);
+        for (int i = 0; i < tp_cfg.n_signals; i++)
+            if (tp_cfg.signals[i].kind == TP_SIGNAL_NVTX && fnmatch(tp_cfg.signals[i].pattern, s, 0) == 0)
+                f = 1;
+        tp_intern_set_flag(name, f);
+    }
+    return f == 1;
+}
+
+static int tp_ranges_on(void)
+{
+    uint32_t hot = tp_hot_load();
+    if (hot & TP_HOT_INACTIVE) {
+        tp_core_activate();
+        hot = tp_hot_load();
+    }
+    return tp_core_active() && tp_depth == 0;
+}
+
+static void tp_open(struct tp_open_range *o, uint32_t name, uint32_t domain)
+{
+    uint32_t hot = tp_hot_load();
+    o->name = name;
+    o->domain = domain;
+    o->recording = (hot & TP_HOT_RECORDING) != 0;
+    o->gen = TP_HOT_GEN(hot);
+    o->t0 = o->recording ? tp_clock_now() : 0;
+    o->step = tp_is_step_range(name);
+}
+
+static void tp_close(const struct tp_open_range *o, int32_t tid, uint64_t id, enum tp_range_source src)
+{
+    if (o->recording) {
+        uint64_t t1 = tp_clock_now();
+        struct tp_record *r = tp_buf_reserve();
+        if (r) {
+            memset(r, 0, sizeof *r);
+            r->kind = TP_REC_RANGE;
+            r->gen = o->gen;
+            r->t0 = o->t0;
+            r->t1 = t1;
+            r->u.range.name = o->name;
+            r->u.range.domain = o->domain;
+            r->u.range.tid = tid;
+            r->u.range.source = (uint32_t)src;
+            r->u.range.range_id = id;
+            tp_buf_commit();
+        }
+    }
+    if (o->step)
+        tp_core_step(TP_SIGNAL_NVTX);
+}
+
+int tp_range_push(uint32_t name, uint32_t domain, enum tp_range_source src)
+{
+    (void)src;
+    if (!tp_ranges_on())
+        return -1;
+    if (tp_stack_n < TP_RANGE_DEPTH)
+        tp_open(&tp_stack[tp_stack_n], name, domain);
+    return tp_stack_n++;
+}
+
+int tp_range_pop(void)
+{
+    if (!tp_core_active() || tp_depth > 0 || tp_stack_n == 0)
+        return -1;
+    int depth = --tp_stack_n;
+    if (depth < TP_RANGE_DEPTH)
+        tp_close(&tp_stack[depth], 0, 0, TP_RANGE_NVTX);
+    return depth;
+}
+
+uint64_t tp_range_start(uint32_t name, uint32_t domain)
+{
+    if (!tp_ranges_on())
+        return 0;
+    uint64_t id = atomic_fetch_add(&tp_xrange_next, 1);
+    unsigned slot = (unsigned)(id % TP_XRANGES);
+    if (!tp_my_tid)
+        tp_my_tid = (int32_t)syscall(SYS_gettid);
+    atomic_store_explicit(&tp_xranges[slot].id, 0, memory_order_relaxed);
+    tp_open(&tp_xranges[slot].r, name, domain);
+    tp_xranges[slot].tid = tp_my_tid;
+    atomic_store_explicit(&tp_xranges[slot].id, id, memory_order_release);
+    return id;
+}
+
+void tp_range_end(uint64_t id)
+{
+    if (!id || !tp_core_active() || tp_depth > 0)
+        return;
+    unsigned slot = (unsigned)(id % TP_XRANGES);
+    uint64_t want = id;
+    if (atomic_load_explicit(&tp_xranges[slot].id, memory_order_acquire) != id)
+        return;
+    struct tp_open_range o = tp_xranges[slot].r;
+    int32_t tid = tp_xranges[slot].tid;
+    if (!atomic_compare_exchange_strong(&tp_xranges[slot].id, &want, 0))
+        return;
+    tp_close(&o, tid, id, TP_RANGE_NVTX);
+}
+
+static void tp_instant(int kind, uint32_t name, uint32_t domain, double value)
+{
+    if (!tp_ranges_on())
+        return;
+    uint32_t hot = tp_hot_load();
+    if (!(hot & TP_HOT_RECORDING))
+        return;
+    struct tp_record *r = tp_buf_reserve();
+    if (!r)
+        return;
+    memset(r, 0, sizeof *r);
+    r->kind = (uint8_t)kind;
+    r->gen = TP_HOT_GEN(hot);
+    r->t0 = r->t1 = tp_clock_now();
+    r->u.mark.name = name;
+    r->u.mark.domain = domain;
+    r->u.mark.value = value;
+    tp_buf_commit();
+}
+
+void tp_mark(uint32_t name, uint32_t domain)
+{
+    tp_instant(TP_REC_MARK, name, domain, 0);
+}
+
+void tp_counter(uint32_t name, double value)
+{
+    tp_instant(TP_REC_COUNTER, name, 0, value);
+}

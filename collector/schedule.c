@@ -1,0 +1,40 @@
+/*
+ * schedule.c - DESIGN: a transcription of torch.profiler.schedule's
+ * schedule_fn, including its real division in the repeat test (step / n >=
+ * repeat with step and n as reals), so that our windows fall on exactly the
+ * steps a PyTorch user expects.  The division is done in integers as
+ * step >= repeat * n, which is the same predicate without rounding.
+ */
+#include "schedule.h"
+
+enum tp_action tp_schedule_action(const struct tp_schedule *s, uint64_t step)
+{
+    if (s->all)
+        return TP_RECORD;
+    if (step < s->skip_first)
+        return TP_NONE;
+    step -= s->skip_first;
+    uint64_t n = s->wait + s->warmup + s->active;
+    if (s->repeat > 0 && step >= s->repeat * n)
+        return TP_NONE;
+    uint64_t m = step % n;
+    if (m < s->wait)
+        return TP_NONE;
+    if (m < s->wait + s->warmup)
+        return TP_WARMUP;
+    return m < n - 1 ? TP_RECORD : TP_RECORD_AND_SAVE;
+}
+
+int tp_schedule_finished(const struct tp_schedule *s, uint64_t step)
+{
+    if (s->all || s->repeat == 0)
+        return 0;
+    return step >= s->skip_first &&
+           step - s->skip_first >= s->repeat * (s->wait + s->warmup + s->active);
+}
+
+const char *tp_action_name(enum tp_action a)
+{
+    static const char *const names[] = { "NONE", "WARMUP", "RECORD", "RECORD_AND_SAVE" };
+    return names[a];
+}

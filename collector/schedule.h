@@ -1,0 +1,22 @@
+/*
+ * schedule.h - torch.profiler.schedule, exactly (SPEC 5).
+ */
+#ifndef TRAINPROF_COLLECTOR_SCHEDULE_H
+#define TRAINPROF_COLLECTOR_SCHEDULE_H
+
+#include <stdint.h>
+#include "config.h"
+
+enum tp_action { TP_NONE = 0, TP_WARMUP, TP_RECORD, TP_RECORD_AND_SAVE };
+
+/* tp_schedule_action - the action for global step "step" (0-based).
+ * With s->all every step records and none saves (the save happens at exit). */
+enum tp_action tp_schedule_action(const struct tp_schedule *s, uint64_t step);
+
+/* tp_schedule_finished - 1 if no step >= "step" will ever record or warm up. */
+int tp_schedule_finished(const struct tp_schedule *s, uint64_t step);
+
+/* tp_action_name - "NONE", "WARMUP", "RECORD", "RECORD_AND_SAVE". */
+const char *tp_action_name(enum tp_action a);
+
+#endif

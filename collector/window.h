@@ -1,0 +1,26 @@
+/*
+ * window.h - a recorded window handed from the training side to the flush
+ * thread (collector-internal).
+ */
+#ifndef TRAINPROF_COLLECTOR_WINDOW_H
+#define TRAINPROF_COLLECTOR_WINDOW_H
+
+#include <stdint.h>
+
+struct tp_win {
+    uint8_t  gen;
+    uint64_t batch;             /* steps completed when saved */
+    uint64_t first_step;        /* first recorded step */
+    uint64_t steps;             /* recorded steps that ended inside the window */
+    uint64_t start_tick, end_tick;
+    uint64_t dropped;           /* records dropped during the window */
+    int partial;
+};
+
+/* tp_flush_write - drain window "w" and run the handlers (flush thread). */
+void tp_flush_write(const struct tp_win *w);
+
+/* tp_flush_signal_text - the step signal used so far, for metadata. */
+const char *tp_core_signal_text(void);
+
+#endif

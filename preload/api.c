@@ -1,0 +1,51 @@
+/*
+ * api.c - DESIGN: the public trainprof_* functions (preload/trainprof.h).
+ * Each activates the profiler (decision 3) and is a no-op when passive.
+ */
+#include "resolve.h"
+#include "trainprof.h"
+#include "../collector/core.h"
+#include "../collector/intern.h"
+#include "../collector/ranges.h"
+
+static int tp_api_ready(void)
+{
+    if (tp_hot_load() & TP_HOT_INACTIVE)
+        tp_core_activate();
+    return tp_core_active();
+}
+
+TP_EXPORT void trainprof_step(void)
+{
+    if (tp_api_ready())
+        tp_core_step(TP_SIGNAL_API);
+}
+
+TP_EXPORT void trainprof_range_push(const char *name)
+{
+    if (tp_api_ready())
+        tp_range_push(tp_intern(name ? name : "", (size_t)-1), 0, TP_RANGE_API);
+}
+
+TP_EXPORT void trainprof_range_pop(void)
+{
+    if (tp_api_ready())
+        tp_range_pop();
+}
+
+TP_EXPORT void trainprof_instant(const char *name)
+{
+    if (tp_api_ready())
+        tp_mark(tp_intern(name ? name : "", (size_t)-1), 0);
+}
+
+TP_EXPORT void trainprof_counter(const char *name, double value)
+{
+    if (tp_api_ready())
+        tp_counter(tp_intern(name ? name : "", (size_t)-1), value);
+}
+
+TP_EXPORT int trainprof_enabled(void)
+{
+    return tp_api_ready();
+}

@@ -1,0 +1,120 @@
+/*
+ * cudart.c - DESIGN: the CUDA runtime wrappers, expanded from cudart.def.
+ *
+ * Every wrapper has one shape: load the real pointer (resolved on first
+ * use), load tp_hot, and if it is zero tail-call the real function.  Only
+ * while a window records or a step signal counts calls does it take the
+ * clock, call, fill a record and publish it (collector/core.h).  The
+ * runtime's own error code is returned when the real function is missing.
+ * Registration calls feed the kernel-name table and never activate.
+ */
+#include "resolve.h"
+#include "../collector/apis.h"
+#include "../collector/core.h"
+#include "../collector/kernels.h"
+
+#include <cuda_runtime_api.h>
+#include <string.h>
+
+#define TP_MISSING cudaErrorSharedObjectSymbolNotFound
+
+static inline void tp_fill_launch(struct tp_record *r, uint64_t func, int kind, dim3 g, dim3 b,
+                                  size_t smem, const void *stream)
+{
+    r->kind = TP_REC_LAUNCH;
+    r->u.launch.func = func;
+    r->u.launch.func_kind = (uint8_t)kind;
+    r->u.launch.grid_x = g.x;
+    r->u.launch.grid_y = (uint16_t)g.y;
+    r->u.launch.grid_z = (uint16_t)g.z;
+    r->u.launch.block_x = (uint16_t)b.x;
+    r->u.launch.block_y = (uint16_t)b.y;
+    r->u.launch.block_z = (uint16_t)b.z;
+    r->u.launch.smem = (uint32_t)smem;
+    r->u.launch.stream = (uint64_t)(uintptr_t)stream;
+}
+
+static inline void tp_fill_copy(struct tp_record *r, const void *dst, const void *src, size_t n,
+                                int kind, const void *stream)
+{
+    r->u.api.dst = (uint64_t)(uintptr_t)dst;
+    r->u.api.src = (uint64_t)(uintptr_t)src;
+    r->u.api.bytes = n;
+    r->u.api.copy_kind = (uint32_t)kind;
+    r->u.api.stream = (uint64_t)(uintptr_t)stream;
+}
+
+/* Record expressions of cudart.def: each sets the launch identity used by
+ * step signals ("tp_func", "tp_fkind") and fills "tp_r" when it is not NULL. */
+#define TP_R_LAUNCH(f, kind, g, b, sm, s) \
+    tp_func = (uint64_t)(uintptr_t)(f); tp_fkind = (kind); \
+    if (tp_r) tp_fill_launch(tp_r, tp_func, tp_fkind, g, b, sm, s)
+#define TP_R_LAUNCH_CFG(f, cfg) \
+    tp_func = (uint64_t)(uintptr_t)(f); tp_fkind = TP_FUNC_STUB; \
+    if (tp_r && cfg) tp_fill_launch(tp_r, tp_func, tp_fkind, (cfg)->gridDim, (cfg)->blockDim, (cfg)->dynamicSmemBytes, (cfg)->stream)
+#define TP_R_GRAPH(e, s) \
+    if (tp_r) { tp_r->kind = TP_REC_LAUNCH; tp_r->u.launch.func = (uint64_t)(uintptr_t)(e); \
+             tp_r->u.launch.func_kind = TP_FUNC_GRAPH; tp_r->u.launch.stream = (uint64_t)(uintptr_t)(s); }
+#define TP_R_COPY(d, s, n, k, st) if (tp_r) tp_fill_copy(tp_r, d, s, n, k, st)
+#define TP_R_SET(d, v, n, st)     if (tp_r) tp_fill_copy(tp_r, d, (const void *)(uintptr_t)(v), n, 0, st)
+#define TP_R_SYNC(h)              if (tp_r) tp_r->u.api.stream = (uint64_t)(uintptr_t)(h)
+#define TP_R_ALLOC(p, n)          if (tp_r) { tp_r->u.api.bytes = (n); tp_r->u.api.dst = (p) && tp_rc == 0 ? (uint64_t)(uintptr_t)*(p) : 0; }
+#define TP_R_FREE(p)              if (tp_r) tp_r->u.api.dst = (uint64_t)(uintptr_t)(p)
+#define TP_R_NONE                 (void)tp_r
+
+#define TP_FN(ret, name, params, args, cbid, rec)                                \
+    typedef ret (*tp_fn_##name) params;                                          \
+    static tp_fn_##name tp_real_##name;                                          \
+    TP_EXPORT ret name params                                                    \
+    {                                                                            \
+        tp_fn_##name real = __atomic_load_n(&tp_real_##name, __ATOMIC_ACQUIRE); \
+        if (__builtin_expect(!real, 0)) {                                        \
+            real = (tp_fn_##name)tp_resolve(#name);                              \
+            if (!real)                                                           \
+                return TP_MISSING;                                               \
+            __atomic_store_n(&tp_real_##name, real, __ATOMIC_RELEASE);           \
+        }                                                                        \
+        struct tp_call tp_c;                                                        \
+        if (__builtin_expect(!tp_hot_load(), 1) || !tp_call_begin(&tp_c, TP_API_##name)) \
+            return real args;                                                    \
+        ret tp_rc = real args;                                                      \
+        struct tp_record *tp_r = tp_call_end(&tp_c, (int32_t)tp_rc);                      \
+        uint64_t tp_func = 0;                                                       \
+        int tp_fkind = 0;                                                           \
+        rec;                                                                     \
+        tp_call_finish(&tp_c, tp_r, tp_func, tp_fkind);                                      \
+        return tp_rc;                                                               \
+    }
+#include "cudart.def"
+#undef TP_FN
+
+/* ---- registration: names for launches; never activates ------------------ */
+
+typedef void (*tp_register_fn)(void **, const char *, char *, const char *, int,
+                               uint3 *, uint3 *, dim3 *, dim3 *, int *);
+typedef cudaError_t (*tp_getkernel_fn)(cudaKernel_t *, const void *);
+
+TP_EXPORT void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
+                                      const char *deviceName, int thread_limit, uint3 *tid,
+                                      uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize)
+{
+    static tp_register_fn real;
+    if (!real)
+        real = (tp_register_fn)tp_resolve("__cudaRegisterFunction");
+    if (real)
+        real(fatCubinHandle, hostFun, deviceFun, deviceName, thread_limit, tid, bid, bDim, gDim, wSize);
+    /* always: registration can precede our constructor and its configuration,
+     * and the table is invisible to the program */
+    tp_kernels_register(hostFun, deviceFun ? deviceFun : deviceName);
+}
+
+TP_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *stub)
+{
+    static tp_getkernel_fn real;
+    if (!real && !(real = (tp_getkernel_fn)tp_resolve("__cudaGetKernel")))
+        return TP_MISSING;
+    cudaError_t rc = real(kernel, stub);
+    if (rc == cudaSuccess && kernel)
+        tp_kernels_alias(*kernel, stub);
+    return rc;
+}
