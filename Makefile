@@ -122,9 +122,8 @@ lint:
 demo: lib fakes programs
 	@scripts/demo
 
-bench: lib fakes
-	@$(MAKE) -s $(B)/bench/launch_bench
-	@scripts/bench
+bench: lib fakes $(B)/bench/launch_bench
+	@B=$(B) scripts/bench
 
 $(B)/bench/%: tests/bench/%.c $(B)/fakes/libcudart.so.13
 	@mkdir -p $(dir $@)

@@ -72,8 +72,9 @@ static volatile sig_atomic_t tp_sig_pending;
 static volatile sig_atomic_t tp_sig_saved;
 static int tp_sig_installed[2];            /* SIGTERM, SIGINT */
 static const int tp_sig_nums[2] = { SIGTERM, SIGINT };
-static _Atomic int tp_exit_registered;
+int tp_exit_hooked;
 static _Atomic int tp_exiting;
+static _Atomic int tp_exit_done;
 static uint64_t tp_activation_tick;
 static int tp_warned_no_step;
 
@@ -296,7 +297,7 @@ static void *tp_flush_main(void *arg)
 
 static void tp_atexit(void)
 {
-    if (getpid() != tp_owner || !tp_core_active())
+    if (getpid() != tp_owner || !tp_core_active() || atomic_exchange(&tp_exit_done, 1))
         return;
     atomic_store(&tp_exiting, 1);
     tp_depth++;
@@ -425,7 +426,7 @@ int tp_call_begin_slow(struct tp_call *c, uint16_t api, uint32_t hot)
     hot = tp_hot_load();
     if (!hot)
         return 0;
-    c->hot = hot | TP_HOT_FIRST_CALL;
+    c->hot = hot;
     c->api = api;
     c->t0 = (hot & TP_HOT_RECORDING) ? tp_clock_now() : 0;
     tp_depth++;
@@ -435,13 +436,21 @@ int tp_call_begin_slow(struct tp_call *c, uint16_t api, uint32_t hot)
 void tp_core_after_call(void)
 {
     int want = 0;
-    if (tp_core_active() && atomic_compare_exchange_strong(&tp_exit_registered, &want, 1))
+    if (tp_core_active() && __atomic_compare_exchange_n(&tp_exit_hooked, &want, 1, 0,
+                                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
         atexit(tp_atexit);
+}
+
+/* Fallback for a process that activated but made no CUDA call afterwards
+ * (trainprof_* or NVTX only): destructors run after atexit handlers. */
+__attribute__((destructor)) static void tp_fini(void)
+{
+    tp_atexit();
 }
 
 void tp_call_signal(struct tp_call *c, uint64_t func, int func_kind)
 {
-    if (c->hot & TP_HOT_FIRST_CALL)
+    if (!__atomic_load_n(&tp_exit_hooked, __ATOMIC_RELAXED))
         tp_core_after_call();
     for (int i = 0; i < tp_cfg.n_signals; i++) {
         const struct tp_signal *s = &tp_cfg.signals[i];

@@ -25,11 +25,11 @@
 #define TP_HOT_RECORDING  0x02u   /* a window records */
 #define TP_HOT_LAUNCH_SIG 0x04u   /* launch:GLOB step signal counts launches */
 #define TP_HOT_CALL_SIG   0x08u   /* call:NAME step signal counts calls */
-#define TP_HOT_FIRST_CALL 0x80u   /* only in struct tp_call: this call activated */
 #define TP_HOT_FLAGS      0xffu
 #define TP_HOT_GEN(w)     ((uint8_t)((w) >> 8))
 
 extern _Atomic uint32_t tp_hot;
+extern int tp_exit_hooked;    /* the exit flush is registered */
 
 /* Per-thread nesting depth: > 0 while inside a recorded call or inside the
  * profiler itself; helper threads keep it > 0 for life. */
@@ -118,7 +118,8 @@ static inline void tp_call_finish(struct tp_call *c, struct tp_record *r, uint64
     if (r)
         tp_buf_commit();
     tp_depth--;
-    if (c->hot & (TP_HOT_LAUNCH_SIG | TP_HOT_CALL_SIG | TP_HOT_FIRST_CALL))
+    if ((c->hot & (TP_HOT_LAUNCH_SIG | TP_HOT_CALL_SIG)) ||
+        !__atomic_load_n(&tp_exit_hooked, __ATOMIC_RELAXED))
         tp_call_signal(c, func, func_kind);
     errno = c->saved_errno;
 }

@@ -1,0 +1,92 @@
+/*
+ * test_schedule.c - tp_schedule_action against an independent model of
+ * torch.profiler.schedule: the phase is found by walking the cycle step by
+ * step (no modulo, no division), over many parameter sets and 200 steps.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include "collector/schedule.h"
+
+static enum tp_action model(const struct tp_schedule *s, uint64_t step)
+{
+    if (s->all)
+        return TP_RECORD;
+    if (step < s->skip_first)
+        return TP_NONE;
+    uint64_t cycle = 0, pos = 0;
+    uint64_t n = s->wait + s->warmup + s->active;
+    for (uint64_t i = s->skip_first; i < step; i++)
+        if (++pos == n) {
+            pos = 0;
+            cycle++;
+        }
+    if (s->repeat && cycle >= s->repeat)
+        return TP_NONE;
+    if (pos < s->wait)
+        return TP_NONE;
+    if (pos < s->wait + s->warmup)
+        return TP_WARMUP;
+    return pos == n - 1 ? TP_RECORD_AND_SAVE : TP_RECORD;
+}
+
+START_TEST(test_against_model)
+{
+    int cases = 0;
+    for (uint64_t skip = 0; skip <= 3; skip++)
+        for (uint64_t wait = 0; wait <= 3; wait++)
+            for (uint64_t warm = 0; warm <= 2; warm++)
+                for (uint64_t act = 1; act <= 4; act++)
+                    for (uint64_t rep = 0; rep <= 3; rep++) {
+                        struct tp_schedule s = { skip, wait, warm, act, rep, 0 };
+                        for (uint64_t step = 0; step < 200; step++) {
+                            enum tp_action want = model(&s, step), got = tp_schedule_action(&s, step);
+                            ck_assert_msg(want == got, "skip=%d wait=%d warmup=%d active=%d repeat=%d step=%d: %s != %s",
+                                          (int)skip, (int)wait, (int)warm, (int)act, (int)rep, (int)step,
+                                          tp_action_name(got), tp_action_name(want));
+                            /* finished means nothing later records or warms up */
+                            if (tp_schedule_finished(&s, step))
+                                ck_assert(want == TP_NONE);
+                        }
+                        cases++;
+                    }
+    ck_assert_int_eq(cases, 4 * 4 * 3 * 4 * 4);
+}
+END_TEST
+
+START_TEST(test_composer_defaults)
+{
+    struct tp_schedule s = { 0, 0, 1, 4, 1, 0 };
+    enum tp_action want[] = { TP_WARMUP, TP_RECORD, TP_RECORD, TP_RECORD, TP_RECORD_AND_SAVE, TP_NONE, TP_NONE };
+    for (unsigned i = 0; i < sizeof want / sizeof *want; i++)
+        ck_assert_int_eq(tp_schedule_action(&s, i), want[i]);
+    ck_assert(tp_schedule_finished(&s, 5));
+    ck_assert(!tp_schedule_finished(&s, 4));
+}
+END_TEST
+
+START_TEST(test_all_and_repeat_zero)
+{
+    struct tp_schedule all = { 0, 0, 0, 1, 0, 1 };
+    struct tp_schedule cyc = { 0, 1, 1, 1, 0, 0 };
+    for (uint64_t i = 0; i < 1000; i++) {
+        ck_assert_int_eq(tp_schedule_action(&all, i), TP_RECORD);
+        ck_assert_int_eq(tp_schedule_action(&cyc, i), (enum tp_action)(i % 3 == 0 ? TP_NONE : i % 3 == 1 ? TP_WARMUP : TP_RECORD_AND_SAVE));
+        ck_assert(!tp_schedule_finished(&cyc, i));
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("schedule");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_against_model);
+    tcase_add_test(tc, test_composer_defaults);
+    tcase_add_test(tc, test_all_and_repeat_zero);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
