@@ -448,18 +448,36 @@ __attribute__((destructor)) static void tp_fini(void)
     tp_atexit();
 }
 
+/* Which signals a launch of "func" hits, one bit per signal index; the last
+ * kernel's answer is kept per thread because loops launch the same kernels
+ * over and over. */
+static uint32_t tp_launch_hits(uint64_t func, int func_kind)
+{
+    static __thread uint64_t last_func __attribute__((tls_model("initial-exec")));
+    static __thread uint32_t last_mask __attribute__((tls_model("initial-exec")));
+    if (func == last_func)
+        return last_mask;
+    uint32_t mask = 0;
+    for (int i = 0; i < tp_cfg.n_signals; i++)
+        if (tp_cfg.signals[i].kind == TP_SIGNAL_LAUNCH && tp_kernels_match(func, func_kind, tp_cfg.signals[i].pattern))
+            mask |= 1u << i;
+    last_func = func;
+    last_mask = mask;
+    return mask;
+}
+
 void tp_call_signal(struct tp_call *c, uint64_t func, int func_kind)
 {
     if (!__atomic_load_n(&tp_exit_hooked, __ATOMIC_RELAXED))
         tp_core_after_call();
-    for (int i = 0; i < tp_cfg.n_signals; i++) {
-        const struct tp_signal *s = &tp_cfg.signals[i];
-        int hit = 0;
-        if (s->kind == TP_SIGNAL_CALL && (c->hot & TP_HOT_CALL_SIG))
-            hit = tp_call_api[i] && tp_api_logical(c->api) == tp_call_api[i];
-        else if (s->kind == TP_SIGNAL_LAUNCH && (c->hot & TP_HOT_LAUNCH_SIG) && func)
-            hit = tp_kernels_match(func, func_kind, s->pattern);
-        if (hit && (atomic_fetch_add(&tp_sig_count[i], 1) + 1) % s->every == 0)
-            tp_core_step(s->kind);
+    uint32_t hits = (c->hot & TP_HOT_LAUNCH_SIG) && func ? tp_launch_hits(func, func_kind) : 0;
+    if ((c->hot & TP_HOT_CALL_SIG)) {
+        unsigned api = tp_api_logical(c->api);
+        for (int i = 0; i < tp_cfg.n_signals; i++)
+            if (tp_cfg.signals[i].kind == TP_SIGNAL_CALL && tp_call_api[i] == api)
+                hits |= 1u << i;
     }
+    for (int i = 0; hits; i++, hits >>= 1)
+        if ((hits & 1) && (atomic_fetch_add(&tp_sig_count[i], 1) + 1) % tp_cfg.signals[i].every == 0)
+            tp_core_step(tp_cfg.signals[i].kind);
 }
