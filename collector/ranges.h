@@ -19,7 +19,8 @@
 #define TP_RANGE_DEPTH 128
 
 /* Push a range named by interned id "name" in interned "domain" (0: none).
- * Returns the depth after the push (NVTX's return value), or -1. */
+ * Returns the depth before the push, 0 for an outermost range (NVTX's
+ * return value), or -1. */
 int tp_range_push(uint32_t name, uint32_t domain, enum tp_range_source src);
 
 /* Pop the innermost range of this thread.  Returns the depth before the pop

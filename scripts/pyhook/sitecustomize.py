@@ -1,0 +1,140 @@
+"""trainprof's sitecustomize: count PyTorch optimizer steps with no script change.
+
+`trainprof run` puts this folder first on PYTHONPATH for Python commands.  At
+interpreter start it
+
+1. runs the sitecustomize this one shadows (the next one on sys.path), if any;
+2. arranges that, when (and only when) the program imports
+   torch.optim.optimizer, a global optimizer-step post hook is registered
+   (torch.optim.optimizer.register_optimizer_step_post_hook) that calls
+   trainprof_step() from the preloaded libtrainprof.so through ctypes: step
+   signal `api` (SPEC 5), Kineto's KINETO_USE_DAEMON hook without the daemon.
+
+torch is never imported here: processes that do not use it (the torchrun
+agent, compilers, DataLoader helpers, tools) pay one meta-path entry and
+nothing else.  Without the library (or with an old torch) the hook is a
+no-op.  Nothing here raises or prints: a failure leaves the program exactly
+as it would run without us.
+"""
+
+import sys
+
+_TARGET = "torch.optim.optimizer"
+
+
+def _trainprof_chain():
+    """Run the sitecustomize module this file shadows, if there is one."""
+    import importlib.machinery
+    import importlib.util
+    import os
+
+    here = os.path.dirname(os.path.realpath(__file__))
+    path = []
+    for p in sys.path:
+        try:
+            if os.path.realpath(p or os.curdir) == here:
+                continue
+        except Exception:
+            continue
+        path.append(p)
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
+    if spec is None or spec.loader is None:
+        return
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    # let `import sitecustomize` elsewhere still see the other module's names
+    me = sys.modules.get(__name__)
+    if me is not None:
+        for k, v in vars(mod).items():
+            if not k.startswith("__") and not hasattr(me, k):
+                setattr(me, k, v)
+
+
+_trainprof_step_fn = None
+
+
+def _trainprof_step(*_args, **_kwargs):
+    """The optimizer post hook: (optimizer, args, kwargs) -> None."""
+    global _trainprof_step_fn
+    try:
+        fn = _trainprof_step_fn
+        if fn is None:
+            import ctypes
+            try:
+                fn = ctypes.CDLL(None).trainprof_step
+                fn.restype = None
+                fn.argtypes = []
+            except (AttributeError, OSError):
+                fn = False          # library not preloaded: stay a no-op
+            _trainprof_step_fn = fn
+        if fn:
+            fn()
+    except Exception:
+        pass
+
+
+def _trainprof_register(module):
+    try:
+        register = getattr(module, "register_optimizer_step_post_hook", None)
+        if register is not None and not getattr(module, "_trainprof_hooked", False):
+            register(_trainprof_step)
+            module._trainprof_hooked = True
+    except Exception:
+        pass
+
+
+class _TrainprofFinder(object):
+    """A one-shot meta-path finder: when torch.optim.optimizer is imported,
+    find it with the other finders and register the hook once its module body
+    has run."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != _TARGET:
+            return None
+        try:
+            try:
+                sys.meta_path.remove(self)
+            except ValueError:
+                pass
+            spec = None
+            for finder in list(sys.meta_path):
+                find = getattr(finder, "find_spec", None)
+                if find is not None:
+                    spec = find(name, path, target)
+                    if spec is not None:
+                        break
+            loader = getattr(spec, "loader", None)
+            exec_module = getattr(loader, "exec_module", None)
+            # patch only a loader made for this one module (a FileLoader
+            # instance carries the module's name); a shared one is left alone
+            if exec_module is None or isinstance(loader, type) or \
+                    getattr(loader, "name", None) != name:
+                return spec
+
+            def exec_and_hook(module, _exec=exec_module):
+                _exec(module)
+                _trainprof_register(module)
+
+            loader.exec_module = exec_and_hook
+            return spec
+        except Exception:
+            return None
+
+
+def _trainprof_install():
+    mod = sys.modules.get(_TARGET)
+    if mod is not None:                # already imported (unusual at startup)
+        _trainprof_register(mod)
+        return
+    sys.meta_path.insert(0, _TrainprofFinder())
+
+
+try:
+    _trainprof_chain()
+except Exception:                      # a broken sitecustomize must not stop us
+    pass
+
+try:
+    _trainprof_install()
+except Exception:
+    pass
