@@ -12,9 +12,12 @@
  * what is accepted", keeps the default in its place and counts an error;
  * tp_config_report() prints the lines at activation, honours TRAINPROF_LOG,
  * TRAINPROF_DUMP_CONFIG and TRAINPROF_STRICT, and tells the caller to stay
- * passive.  Launcher variables are not ours to validate: a malformed RANK is
- * skipped and the next source in SPEC 4's order is tried.  An empty value
- * means unset, so `TRAINPROF_X= cmd` restores a default.
+ * passive.  TRAINPROF_ENABLED=0 silences all of it, STRICT included: a
+ * disabled profiler must not stop a program (the exec child of decision 10
+ * inherits the parent's variables).  Launcher variables are not ours to
+ * validate: a malformed RANK is skipped and the next source in SPEC 4's
+ * order is tried.  An empty value means unset, so `TRAINPROF_X= cmd`
+ * restores a default.
  */
 #include "config.h"
 
@@ -952,13 +955,10 @@ void tp_config_init(void)
     pthread_once(&init_once, init_run);
 }
 
-static void write_line(const char *a, const char *b, const char *c)
+static void write_line(const char *line)
 {
-    struct iovec iov[4] = {
-        { (void *)a, strlen(a) }, { (void *)b, strlen(b) }, { (void *)c, strlen(c) },
-        { (void *)"\n", 1 },
-    };
-    ssize_t w = writev(STDERR_FILENO, iov, 4);
+    struct iovec iov[2] = { { (void *)line, strlen(line) }, { (void *)"\n", 1 } };
+    ssize_t w = writev(STDERR_FILENO, iov, 2);
     (void)w;
 }
 
@@ -969,26 +969,34 @@ static void report_run(void)
 {
     const struct tp_config *c = &tp_cfg;
     int saved = errno;
-    tp_log_level = c->log;
+    tp_log_level = c->enabled ? c->log : TP_LOG_QUIET;
     for (int i = 0; i < c->n_messages; i++) {
         int level = strncmp(c->messages[i], "trainprof: error:", 17) == 0 ? TP_LOG_ERROR
                                                                            : TP_LOG_WARN;
-        if (level <= (int)c->log)
-            write_line(c->messages[i], "", "");
+        if (level <= tp_log_level)
+            write_line(c->messages[i]);
     }
-    if (c->n_dropped_messages && (int)c->log >= TP_LOG_WARN) {
+    if (c->n_dropped_messages && tp_log_level >= TP_LOG_WARN) {
         char more[96];
         snprintf(more, sizeof more, "trainprof: warning: %d more configuration messages not shown",
                  c->n_dropped_messages);
-        write_line(more, "", "");
+        write_line(more);
     }
-    if (c->dump_config) {
-        char buf[4096];
+    if (c->dump_config && c->enabled) {
+        char buf[4096], esc[8192];
         for (size_t i = 0; i < N_VARS; i++) {
             const char *v = opts[i].show(c, &opts[i], buf, sizeof buf);
+            size_t len = 0;
+            for (const unsigned char *p = (const unsigned char *)v; *p && len + 5 < sizeof esc; p++) {
+                if (*p < 0x20 || *p == 0x7f)
+                    len += (size_t)snprintf(esc + len, sizeof esc - len, "\\x%02x", *p);
+                else
+                    esc[len++] = (char)*p;
+            }
+            esc[len] = '\0';
             struct iovec iov[5] = {
                 { (void *)"trainprof: config: ", 19 }, { (void *)opts[i].name, strlen(opts[i].name) },
-                { (void *)"=", 1 }, { (void *)v, strlen(v) }, { (void *)"\n", 1 },
+                { (void *)"=", 1 }, { esc, len }, { (void *)"\n", 1 },
             };
             ssize_t w = writev(STDERR_FILENO, iov, 5);
             (void)w;
@@ -1001,7 +1009,7 @@ int tp_config_report(void)
 {
     tp_config_init();
     pthread_once(&report_once, report_run);
-    if (tp_cfg.n_errors && tp_cfg.strict && !atomic_exchange(&strict_exit, 1))
+    if (tp_cfg.n_errors && tp_cfg.strict && tp_cfg.enabled && !atomic_exchange(&strict_exit, 1))
         exit(2);
     return tp_cfg.n_errors > 0 || !tp_cfg.enabled || !tp_cfg.rank_selected;
 }

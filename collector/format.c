@@ -163,7 +163,7 @@ static int scan(const char *fmt, const struct tp_format_vars *v, int with_path,
             char acc[256];
             accepted_list(acc, sizeof acc, with_path);
             int shown = nlen > 64 ? 64 : (int)nlen;
-            set_err(err, errsz, "unknown variable {%.*s}%s; accepted: %s", shown, p + 1,
+            set_err(err, errsz, "unknown variable {%.*s%s}; accepted: %s", shown, p + 1,
                     nlen > 64 ? "..." : "", acc);
             return -1;
         }

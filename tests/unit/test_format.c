@@ -1,0 +1,184 @@
+/*
+ * test_format.c - SPEC 7 format strings: expansion, literal braces and
+ * every error (unknown variable, unterminated or lone brace, overflow).
+ *
+ * DESIGN
+ * One table of format strings with either the expected expansion or the
+ * expected reason; each row is checked through tp_format_expand and
+ * tp_format_check, which must agree on what is valid.
+ */
+#include "collector/format.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct tp_format_vars vars = {
+    .run_name = "job", .hostname = "node1", .rank = 3, .local_rank = 1, .world_size = 8,
+    .local_world_size = 4, .node_rank = 1, .pid = 1234, .batch = 5,
+};
+
+struct fmt_case {
+    const char *fmt;
+    const char *out;     /* NULL: an error */
+    const char *reason;  /* substring of the error */
+};
+
+static const struct fmt_case cases[] = {
+    { "", "", NULL },
+    { "plain/path.json", "plain/path.json", NULL },
+    { "{run_name}/traces", "job/traces", NULL },
+    { "rank{rank}.{batch}.pt.trace.json", "rank3.5.pt.trace.json", NULL },
+    { "{run_name}{rank}{local_rank}{world_size}{local_world_size}{node_rank}{batch}{pid}{hostname}",
+      "job3184151234node1", NULL },
+    { "{rank}{rank}", "33", NULL },
+    { "{{rank}}", "{rank}", NULL },
+    { "a{{b", "a{b", NULL },
+    { "a}}b", "a}b", NULL },
+    { "{{{rank}}}", "{3}", NULL },
+    { "{{}}", "{}", NULL },
+    { "{runname}", NULL, "unknown variable {runname}" },
+    { "{RANK}", NULL, "unknown variable {RANK}" },
+    { "{rank:02d}", NULL, "unknown variable {rank:02d}" },
+    { "{}", NULL, "unknown variable {}" },
+    { "{ rank }", NULL, "unknown variable { rank }" },
+    { "{epoch}", NULL, "accepted: {run_name}, {rank}, {local_rank}, {world_size}, "
+      "{local_world_size}, {node_rank}, {batch}, {pid}, {hostname}" },
+    { "{path}", NULL, "unknown variable {path}" },
+    { "{rank", NULL, "unterminated '{' at offset 0" },
+    { "x/{", NULL, "unterminated '{' at offset 2" },
+    { "{ra{rank}", NULL, "unterminated '{' at offset 0" },
+    { "{{{rank}", "{3", NULL },
+    { "{{{rank", NULL, "unterminated '{' at offset 2" },
+    { "rank}", NULL, "single '}' at offset 4" },
+    { "}", NULL, "single '}'" },
+    { "{rank}}", NULL, "single '}'" },
+};
+
+START_TEST(test_expand_table)
+{
+    const struct fmt_case *c = &cases[_i];
+    char out[256], err[512] = "";
+    int rc = tp_format_expand(c->fmt, &vars, out, sizeof out, err, sizeof err);
+    if (c->out) {
+        ck_assert_msg(rc == 0, "\"%s\": %s", c->fmt, err);
+        ck_assert_str_eq(out, c->out);
+    } else {
+        ck_assert_msg(rc == -1, "\"%s\" expanded to \"%s\"", c->fmt, out);
+        ck_assert_msg(strstr(err, c->reason) != NULL, "\"%s\": reason \"%s\", want \"%s\"",
+                      c->fmt, err, c->reason);
+        ck_assert_str_eq(out, "");
+    }
+}
+END_TEST
+
+START_TEST(test_check_table)
+{
+    const struct fmt_case *c = &cases[_i];
+    char err[512] = "";
+    int rc = tp_format_check(c->fmt, err, sizeof err);
+    ck_assert_int_eq(rc, c->out ? 0 : -1);
+    if (!c->out)
+        ck_assert_msg(strstr(err, c->reason) != NULL, "\"%s\": %s", c->fmt, err);
+}
+END_TEST
+
+START_TEST(test_path_only_for_exec)
+{
+    char err[512] = "";
+    ck_assert_int_eq(tp_format_check_exec("cp {path} /b/{run_name}/", err, sizeof err), 0);
+    ck_assert_int_eq(tp_format_check_exec("cp {file}", err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "{hostname}, {path}"));
+    ck_assert_int_eq(tp_format_check("cp {path}", err, sizeof err), -1);
+
+    struct tp_format_vars v = vars;
+    char out[128];
+    ck_assert_int_eq(tp_format_expand("cp {path}", &v, out, sizeof out, err, sizeof err), -1);
+    v.path = "/t/rank3.5.json.gz";
+    ck_assert_int_eq(tp_format_expand("cp {path} {rank}", &v, out, sizeof out, err, sizeof err), 0);
+    ck_assert_str_eq(out, "cp /t/rank3.5.json.gz 3");
+}
+END_TEST
+
+START_TEST(test_overflow)
+{
+    char out[16], err[256];
+    /* "rank3.5.json" is 12 bytes: fits 13, not 12. */
+    ck_assert_int_eq(tp_format_expand("rank{rank}.{batch}.json", &vars, out, 13, err, sizeof err), 0);
+    ck_assert_str_eq(out, "rank3.5.json");
+    ck_assert_int_eq(tp_format_expand("rank{rank}.{batch}.json", &vars, out, 12, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "longer than 11 bytes"));
+    ck_assert_str_eq(out, "");
+    ck_assert_int_eq(tp_format_expand("{hostname}{hostname}{hostname}{hostname}", &vars, out,
+                                      sizeof out, err, sizeof err), -1);
+    ck_assert_int_eq(tp_format_expand("x", &vars, out, 1, err, sizeof err), -1);
+    ck_assert_int_eq(tp_format_expand("", &vars, out, 1, err, sizeof err), 0);
+}
+END_TEST
+
+START_TEST(test_batch_unknown)
+{
+    struct tp_format_vars v = vars;
+    v.batch = -1;
+    char out[128], err[256];
+    ck_assert_int_eq(tp_format_expand("{run_name}/traces", &v, out, sizeof out, err, sizeof err), 0);
+    ck_assert_str_eq(out, "job/traces");
+    ck_assert_int_eq(tp_format_expand("b{batch}", &v, out, sizeof out, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "{batch}"));
+    v.batch = 12345678901LL;
+    ck_assert_int_eq(tp_format_expand("b{batch}", &v, out, sizeof out, err, sizeof err), 0);
+    ck_assert_str_eq(out, "b12345678901");
+}
+END_TEST
+
+START_TEST(test_values_and_nulls)
+{
+    struct tp_format_vars v = vars;
+    v.rank = -7;
+    v.run_name = NULL;
+    char out[128];
+    ck_assert_int_eq(tp_format_expand("[{run_name}]{rank}", &v, out, sizeof out, NULL, 0), 0);
+    ck_assert_str_eq(out, "[]-7");
+    ck_assert_int_eq(tp_format_expand("{bad}", &v, out, sizeof out, NULL, 0), -1);
+    ck_assert_int_eq(tp_format_check(NULL, NULL, 0), -1);
+    ck_assert_int_eq(tp_format_expand("x", NULL, out, sizeof out, NULL, 0), -1);
+}
+END_TEST
+
+START_TEST(test_long_unknown_name_truncated)
+{
+    char fmt[400], err[256];
+    fmt[0] = '{';
+    memset(fmt + 1, 'z', 300);
+    fmt[301] = '}';
+    fmt[302] = '\0';
+    ck_assert_int_eq(tp_format_check(fmt, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "...}"));
+    ck_assert_uint_lt(strlen(err), sizeof err);
+}
+END_TEST
+
+static Suite *format_suite(void)
+{
+    Suite *s = suite_create("format");
+    TCase *t = tcase_create("format");
+    size_t n = sizeof cases / sizeof cases[0];
+    tcase_add_loop_test(t, test_expand_table, 0, (int)n);
+    tcase_add_loop_test(t, test_check_table, 0, (int)n);
+    tcase_add_test(t, test_path_only_for_exec);
+    tcase_add_test(t, test_overflow);
+    tcase_add_test(t, test_batch_unknown);
+    tcase_add_test(t, test_values_and_nulls);
+    tcase_add_test(t, test_long_unknown_name_truncated);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(format_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
