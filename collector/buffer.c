@@ -173,7 +173,7 @@ static uint64_t tp_drain_one(struct tp_tbuf *b, uint8_t gen, tp_drain_fn fn, voi
                 n++;
                 if (!count_only)
                     fn(ctx, b, r);
-            } else if (!count_only && late) {
+            } else if (late) {
                 (*late)++;
             }
         }

@@ -213,7 +213,6 @@ void tp_flush_write(const struct tp_win *w)
     win.start_ns = tp_clock_to_unix_ns(&d.map, w->start_tick);
     win.end_ns = tp_clock_to_unix_ns(&d.map, w->end_tick);
     win.base_time_ns = win.start_ns / (TP_TRIMONTH_S * 1000000000ll) * (TP_TRIMONTH_S * 1000000000ll);
-    win.records = tp_buf_drain(w->gen, NULL, NULL, NULL, 1);
     win.dropped = w->dropped;
     win.config_json = config_json ? config_json : "{}";
     win.user_metadata = tp_cfg.metadata;
@@ -223,16 +222,27 @@ void tp_flush_write(const struct tp_win *w)
     win.gzip = tp_cfg.gzip;
     win.overwrite = tp_cfg.overwrite;
 
-    for (int i = 0; i < tp_cfg.n_handlers; i++) {
-        const struct tp_handler *h = tp_handler_find(tp_cfg.handlers[i]);
-        if (!h)
+    win.records = tp_buf_drain(w->gen, NULL, NULL, &late, 1);
+    win.late = late;
+
+    /* handlers run in the order of handlers.def (chrome first, so that the
+     * others can name their files after the trace), whatever the order of
+     * TRAINPROF_HANDLERS */
+    char order[256];
+    snprintf(order, sizeof order, "%s", tp_handler_names());
+    for (char *save = NULL, *name = strtok_r(order, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+        const struct tp_handler *h = NULL;
+        for (int i = 0; i < tp_cfg.n_handlers && !h; i++)
+            if (strcmp(tp_cfg.handlers[i], name) == 0)
+                h = tp_handler_find(name);
+        if (!h || d.n == TP_MAX_HANDLERS)
             continue;
         d.h[d.n] = h;
         d.st[d.n] = h->open ? h->open(&win) : NULL;
         d.n++;
     }
+    late = 0;
     tp_buf_drain(w->gen, tp_dispatch_record, &d, &late, 0);
-    win.late = late;
     for (int i = 0; i < d.n; i++)
         if (d.st[i] && d.h[i]->close)
             d.h[i]->close(d.st[i], &win);

@@ -8,7 +8,8 @@
  * Handlers run in the order of handlers/handlers.def; chrome comes first and
  * fills w->trace_path so that reports can be named after the trace.
  * A handler never touches live collector state: only its arguments.
- * NULL callbacks are allowed (tp_handlers_fill_defaults()).
+ * NULL callbacks are allowed: tp_handler_find() returns the handler with
+ * default stubs filled in (perf's perf_tool__fill_defaults).
  */
 #ifndef TRAINPROF_HANDLERS_HANDLER_H
 #define TRAINPROF_HANDLERS_HANDLER_H

@@ -1,0 +1,545 @@
+/*
+ * chrome.c - DESIGN: the Kineto-compatible trace of SPEC 7.1, streamed.
+ * open() writes the top-level keys up to "traceEvents": [ in Kineto's order
+ * (notes/trace-format.md 2.1), event() appends one event per line as it
+ * arrives, close() appends the metadata events of every thread seen and
+ * "traceName", then commits the file through output.c (temporary name,
+ * rename).  Nothing is buffered per event besides the writer's 64 KiB and a
+ * small (pid, tid) table for the metadata rows, so memory does not grow
+ * with the window.  Launch details go under "cuda stream", never "stream":
+ * HTA treats any event with a "stream" arg as a GPU event.  Configuration
+ * and user metadata are parsed with jansson and re-emitted through our own
+ * writer, so their strings get the same escaping as event names.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "../collector/log.h"
+#include "handler.h"
+#include "jsonw.h"
+#include "output.h"
+
+#ifndef TP_VERSION_STRING
+#define TP_VERSION_STRING "0.1.0"
+#endif
+
+#define LIT TP_JSONW_LIT
+
+struct chrome_thread {
+    int32_t pid, tid;
+    int used;
+    char name[64];
+};
+
+struct chrome {
+    struct tp_output out;
+    struct tp_jsonw j;
+    int64_t base;
+    int64_t meta_ts;               /* ts of the metadata events, relative */
+    uint64_t events;
+    struct chrome_thread *threads; /* open addressing on (pid, tid) */
+    size_t nthreads, cap;
+    size_t last;                   /* slot of the previous event's thread */
+};
+
+static const char *const reserved_keys[] = {
+    "schemaVersion", "deviceProperties", "distributedInfo", "trainprof", "displayTimeUnit",
+    "baseTimeNanoseconds", "traceEvents", "traceName",
+    /* catapult reads these top-level keys itself (trace_event_importer.html) */
+    "systemTraceEvents", "samples", "stackFrames", "traceAnnotations", "powerTraceAsString",
+};
+
+static void put_value(struct tp_jsonw *j, json_t *v)
+{
+    const char *key;
+    json_t *item;
+    size_t i;
+    int first = 1;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        tp_jsonw_char(j, '{');
+        json_object_foreach(v, key, item) {
+            if (!first)
+                LIT(j, ", ");
+            first = 0;
+            tp_jsonw_str(j, key);
+            LIT(j, ": ");
+            put_value(j, item);
+        }
+        tp_jsonw_char(j, '}');
+        break;
+    case JSON_ARRAY:
+        tp_jsonw_char(j, '[');
+        json_array_foreach(v, i, item) {
+            if (i)
+                LIT(j, ", ");
+            put_value(j, item);
+        }
+        tp_jsonw_char(j, ']');
+        break;
+    case JSON_STRING:
+        tp_jsonw_strn(j, json_string_value(v), json_string_length(v));
+        break;
+    case JSON_INTEGER:
+        tp_jsonw_i64(j, (int64_t)json_integer_value(v));
+        break;
+    case JSON_REAL:
+        tp_jsonw_double(j, json_real_value(v));
+        break;
+    case JSON_TRUE:
+        LIT(j, "true");
+        break;
+    case JSON_FALSE:
+        LIT(j, "false");
+        break;
+    default:
+        LIT(j, "null");
+    }
+}
+
+static json_t *load_object(const char *text)
+{
+    if (!text || !text[0])
+        return NULL;
+    json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
+    if (v && !json_is_object(v)) {
+        json_decref(v);
+        return NULL;
+    }
+    return v;
+}
+
+static int is_reserved(const char *key)
+{
+    for (size_t i = 0; i < sizeof reserved_keys / sizeof reserved_keys[0]; i++)
+        if (strcmp(key, reserved_keys[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static void put_header(struct chrome *c, const struct tp_window *w)
+{
+    struct tp_jsonw *j = &c->j;
+    LIT(j, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n");
+    LIT(j, "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": ");
+    tp_jsonw_i64(j, w->rank);
+    LIT(j, ", \"world_size\": ");
+    tp_jsonw_i64(j, w->world_size);
+    LIT(j, "},\n  \"trainprof\": {\"version\": \"" TP_VERSION_STRING "\", \"configuration\": ");
+    json_t *cfg = load_object(w->config_json);
+    if (cfg)
+        put_value(j, cfg);
+    else
+        LIT(j, "{}");
+    json_decref(cfg);
+    LIT(j, ", \"step_signal\": ");
+    tp_jsonw_str(j, w->step_signal);
+    int have_steps = w->last_step >= w->first_step;
+    LIT(j, ", \"steps_recorded\": ");
+    tp_jsonw_u64(j, have_steps ? w->last_step - w->first_step + 1 : 0);
+    LIT(j, ", \"first_step\": ");
+    if (have_steps)
+        tp_jsonw_u64(j, w->first_step);
+    else
+        LIT(j, "null");
+    LIT(j, ", \"last_step\": ");
+    if (have_steps)
+        tp_jsonw_u64(j, w->last_step);
+    else
+        LIT(j, "null");
+    LIT(j, ", \"batch\": ");
+    tp_jsonw_u64(j, w->batch);
+    if (w->partial)
+        LIT(j, ", \"partial\": true");
+    else
+        LIT(j, ", \"partial\": false");
+    LIT(j, ", \"records\": ");
+    tp_jsonw_u64(j, w->records);
+    LIT(j, ", \"dropped_events\": ");
+    tp_jsonw_u64(j, w->dropped);
+    LIT(j, ", \"late_events\": ");
+    tp_jsonw_u64(j, w->late);
+    LIT(j, "},\n");
+
+    json_t *user = load_object(w->user_metadata);
+    if (!user && w->user_metadata && w->user_metadata[0])
+        TP_WARN("TRAINPROF_METADATA is not a JSON object; not written to the trace");
+    const char *key;
+    json_t *item;
+    json_object_foreach(user, key, item) {
+        if (is_reserved(key)) {
+            TP_WARN("TRAINPROF_METADATA key \"%s\" is reserved by the trace format; skipped", key);
+            continue;
+        }
+        LIT(j, "  ");
+        tp_jsonw_str(j, key);
+        LIT(j, ": ");
+        put_value(j, item);
+        LIT(j, ",\n");
+    }
+    json_decref(user);
+
+    LIT(j, "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
+    tp_jsonw_i64(j, w->base_time_ns);
+    LIT(j, ",\n  \"traceEvents\": [");
+}
+
+static size_t thread_hash(int32_t pid, int32_t tid, size_t cap)
+{
+    uint64_t k = ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid;
+    k *= 0x9e3779b97f4a7c15ull;
+    return (size_t)(k >> 32) & (cap - 1);
+}
+
+static struct chrome_thread *thread_slot(struct chrome_thread *t, size_t cap, int32_t pid, int32_t tid)
+{
+    size_t i = thread_hash(pid, tid, cap);
+    while (t[i].used && (t[i].pid != pid || t[i].tid != tid))
+        i = (i + 1) & (cap - 1);
+    return &t[i];
+}
+
+static void note_thread(struct chrome *c, const struct tp_event *ev)
+{
+    struct chrome_thread *t = &c->threads[c->last];
+    if (!(t->used && t->pid == ev->pid && t->tid == ev->tid)) {
+        if ((c->nthreads + 1) * 2 > c->cap) {
+            size_t ncap = c->cap * 2;
+            struct chrome_thread *n = calloc(ncap, sizeof *n);
+            if (!n)
+                return;
+            for (size_t i = 0; i < c->cap; i++)
+                if (c->threads[i].used)
+                    *thread_slot(n, ncap, c->threads[i].pid, c->threads[i].tid) = c->threads[i];
+            free(c->threads);
+            c->threads = n;
+            c->cap = ncap;
+        }
+        t = thread_slot(c->threads, c->cap, ev->pid, ev->tid);
+        if (!t->used) {
+            t->used = 1;
+            t->pid = ev->pid;
+            t->tid = ev->tid;
+            c->nthreads++;
+        }
+        c->last = (size_t)(t - c->threads);
+    }
+    if (!t->name[0] && ev->thread_name && ev->thread_name[0]) {
+        size_t n = strlen(ev->thread_name);
+        if (n >= sizeof t->name)
+            n = sizeof t->name - 1;
+        memcpy(t->name, ev->thread_name, n);
+        t->name[n] = '\0';
+    }
+}
+
+static void *chrome_open(struct tp_window *w)
+{
+    w->trace_path[0] = '\0';
+    if (!w->trace_filename || !w->trace_filename[0]) {
+        TP_ERROR("no trace file name; trace not written");
+        return NULL;
+    }
+    struct chrome *c = calloc(1, sizeof *c);
+    if (!c) {
+        TP_ERROR("trace not written: %s", strerror(ENOMEM));
+        return NULL;
+    }
+    char path[TP_PATH_MAX];
+    const char *dir = w->trace_folder && w->trace_folder[0] ? w->trace_folder : ".";
+    size_t dl = strlen(dir);
+    int n = snprintf(path, sizeof path, "%s%s%s%s", dir, dir[dl - 1] == '/' ? "" : "/",
+                     w->trace_filename, w->gzip ? ".gz" : "");
+    if (n < 0 || (size_t)n >= sizeof path) {
+        TP_ERROR("cannot write %s/%s: %s", dir, w->trace_filename, strerror(ENAMETOOLONG));
+        free(c);
+        return NULL;
+    }
+    c->cap = 64;
+    c->threads = calloc(c->cap, sizeof *c->threads);
+    if (!c->threads) {
+        TP_ERROR("cannot write %s: %s", path, strerror(ENOMEM));
+        free(c);
+        return NULL;
+    }
+    if (tp_output_open(&c->out, path, 0, w->overwrite) != 0) {
+        free(c->threads);
+        free(c);
+        return NULL;
+    }
+    if (tp_jsonw_init(&c->j, c->out.fd, w->gzip, TP_JSONW_GZIP_LEVEL) != 0) {
+        tp_output_abort(&c->out, c->j.err);
+        tp_jsonw_finish(&c->j);
+        free(c->threads);
+        free(c);
+        return NULL;
+    }
+    c->base = w->base_time_ns;
+    c->meta_ts = w->start_ns > c->base ? w->start_ns - c->base : 0;
+    put_header(c, w);
+    return c;
+}
+
+static void put_ts(struct chrome *c, int64_t ts_ns)
+{
+    int64_t rel = ts_ns - c->base;
+    tp_jsonw_us(&c->j, rel > 0 ? rel : 0);
+}
+
+/* {"ph": PH, "cat": CAT, "name": NAME, "pid": P, "tid": T, "ts": TS */
+static void put_head(struct chrome *c, const char *ph_cat, size_t ph_cat_len,
+                     const char *name, const struct tp_event *ev)
+{
+    struct tp_jsonw *j = &c->j;
+    if (c->events++)
+        LIT(j, ",\n");
+    else
+        tp_jsonw_char(j, '\n');
+    tp_jsonw_raw(j, ph_cat, ph_cat_len);
+    LIT(j, "\"name\": ");
+    tp_jsonw_str(j, name);
+    LIT(j, ", \"pid\": ");
+    tp_jsonw_i64(j, ev->pid);
+    LIT(j, ", \"tid\": ");
+    tp_jsonw_i64(j, ev->tid);
+    LIT(j, ", \"ts\": ");
+    put_ts(c, ev->ts_ns);
+}
+
+#define HEAD(c, phcat, name, ev) put_head((c), "" phcat, sizeof(phcat) - 1, (name), (ev))
+
+static void put_dur(struct chrome *c, const struct tp_event *ev)
+{
+    LIT(&c->j, ", \"dur\": ");
+    tp_jsonw_us(&c->j, ev->dur_ns > 0 ? ev->dur_ns : 0);
+}
+
+static void put_triple(struct tp_jsonw *j, uint64_t x, uint64_t y, uint64_t z)
+{
+    tp_jsonw_char(j, '[');
+    tp_jsonw_u64(j, x);
+    LIT(j, ", ");
+    tp_jsonw_u64(j, y);
+    LIT(j, ", ");
+    tp_jsonw_u64(j, z);
+    tp_jsonw_char(j, ']');
+}
+
+static const char *const copy_kinds[] = { "HtoH", "HtoD", "DtoH", "DtoD", "Default" };
+
+static void put_call(struct chrome *c, const struct tp_event *ev)
+{
+    struct tp_jsonw *j = &c->j;
+    const struct tp_record *r = ev->rec;
+    const char *name = ev->name && ev->name[0] ? ev->name : "unknown";
+    switch (ev->layer) {
+    case TP_LAYER_DRIVER:
+        HEAD(c, "{\"ph\": \"X\", \"cat\": \"cuda_driver\", ", name, ev);
+        break;
+    case TP_LAYER_LIBRARY:
+        HEAD(c, "{\"ph\": \"X\", \"cat\": \"cpu_op\", ", name, ev);
+        break;
+    default:
+        HEAD(c, "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", ", name, ev);
+    }
+    put_dur(c, ev);
+    LIT(j, ", \"args\": {\"correlation\": ");
+    tp_jsonw_u64(j, ev->correlation);
+    if (ev->cbid >= 0) {
+        LIT(j, ", \"cbid\": ");
+        tp_jsonw_i64(j, ev->cbid);
+    }
+    if (r->kind == TP_REC_LAUNCH) {
+        if (ev->kernel && ev->kernel[0]) {
+            LIT(j, ", \"kernel\": ");
+            tp_jsonw_str(j, ev->kernel);
+        }
+        if (r->u.launch.func_kind != TP_FUNC_GRAPH) {
+            LIT(j, ", \"grid\": ");
+            put_triple(j, r->u.launch.grid_x, r->u.launch.grid_y, r->u.launch.grid_z);
+            LIT(j, ", \"block\": ");
+            put_triple(j, r->u.launch.block_x, r->u.launch.block_y, r->u.launch.block_z);
+            LIT(j, ", \"shared memory\": ");
+            tp_jsonw_u64(j, r->u.launch.smem);
+        }
+        LIT(j, ", \"cuda stream\": ");
+        tp_jsonw_u64(j, r->u.launch.stream);
+    } else {
+        int copy = strstr(name, "emcpy") != NULL;
+        int set = !copy && strstr(name, "emset") != NULL;
+        if (copy || set || r->u.api.bytes) {
+            LIT(j, ", \"bytes\": ");
+            tp_jsonw_u64(j, r->u.api.bytes);
+        }
+        if (copy && r->u.api.copy_kind < sizeof copy_kinds / sizeof copy_kinds[0]) {
+            LIT(j, ", \"kind\": \"");
+            tp_jsonw_lit(j, copy_kinds[r->u.api.copy_kind]);
+            tp_jsonw_char(j, '"');
+        }
+        if (copy || set || strstr(name, "Stream")) {
+            LIT(j, ", \"cuda stream\": ");
+            tp_jsonw_u64(j, r->u.api.stream);
+        } else if (strstr(name, "Event")) {
+            LIT(j, ", \"cuda event\": ");
+            tp_jsonw_u64(j, r->u.api.stream);
+        }
+    }
+    if (r->status != 0) {
+        LIT(j, ", \"status\": ");
+        tp_jsonw_i64(j, r->status);
+    }
+    LIT(j, "}}");
+}
+
+static void put_domain(struct chrome *c, const struct tp_event *ev)
+{
+    if (ev->domain && ev->domain[0]) {
+        LIT(&c->j, ", \"args\": {\"domain\": ");
+        tp_jsonw_str(&c->j, ev->domain);
+        tp_jsonw_char(&c->j, '}');
+    }
+}
+
+static void chrome_event(void *state, const struct tp_event *ev)
+{
+    struct chrome *c = state;
+    struct tp_jsonw *j = &c->j;
+    const struct tp_record *r = ev->rec;
+    if (!r || j->err)
+        return;
+    switch (r->kind) {
+    case TP_REC_API:
+    case TP_REC_LAUNCH:
+        put_call(c, ev);
+        break;
+    case TP_REC_STEP: {
+        char step[40] = "ProfilerStep#";
+        step[13 + tp_jsonw_fmt_u64(step + 13, r->u.step.index)] = '\0';
+        HEAD(c, "{\"ph\": \"X\", \"cat\": \"user_annotation\", ", step, ev);
+        put_dur(c, ev);
+        tp_jsonw_char(j, '}');
+        break;
+    }
+    case TP_REC_RANGE:
+        HEAD(c, "{\"ph\": \"X\", \"cat\": \"user_annotation\", ", ev->name ? ev->name : "", ev);
+        put_dur(c, ev);
+        put_domain(c, ev);
+        tp_jsonw_char(j, '}');
+        break;
+    case TP_REC_MARK:
+        HEAD(c, "{\"ph\": \"i\", \"s\": \"t\", \"cat\": \"user_annotation\", ",
+             ev->name ? ev->name : "", ev);
+        put_domain(c, ev);
+        tp_jsonw_char(j, '}');
+        break;
+    case TP_REC_COUNTER:
+        HEAD(c, "{\"ph\": \"C\", ", ev->name ? ev->name : "", ev);
+        LIT(j, ", \"args\": {");
+        tp_jsonw_str(j, ev->name ? ev->name : "");
+        LIT(j, ": ");
+        tp_jsonw_double(j, r->u.mark.value);
+        LIT(j, "}}");
+        break;
+    default:
+        return;
+    }
+    note_thread(c, ev);
+}
+
+static void put_meta(struct chrome *c, const char *what, int32_t pid, int32_t tid)
+{
+    struct tp_jsonw *j = &c->j;
+    if (c->events++)
+        LIT(j, ",\n");
+    else
+        tp_jsonw_char(j, '\n');
+    LIT(j, "{\"ph\": \"M\", \"name\": \"");
+    tp_jsonw_lit(j, what);
+    LIT(j, "\", \"pid\": ");
+    tp_jsonw_i64(j, pid);
+    LIT(j, ", \"tid\": ");
+    tp_jsonw_i64(j, tid);
+    LIT(j, ", \"ts\": ");
+    tp_jsonw_us(j, c->meta_ts);
+    LIT(j, ", \"args\": {");
+}
+
+static void put_process(struct chrome *c, const struct tp_window *w, int32_t pid)
+{
+    struct tp_jsonw *j = &c->j;
+    put_meta(c, "process_name", pid, 0);
+    LIT(j, "\"name\": ");
+    tp_jsonw_str(j, w->program && w->program[0] ? w->program : "process");
+    LIT(j, "}}");
+    put_meta(c, "process_labels", pid, 0);
+    LIT(j, "\"labels\": \"CPU\"}}");
+    put_meta(c, "process_sort_index", pid, 0);
+    LIT(j, "\"sort_index\": ");
+    tp_jsonw_i64(j, pid);
+    LIT(j, "}}");
+}
+
+static void put_threads(struct chrome *c, const struct tp_window *w)
+{
+    struct tp_jsonw *j = &c->j;
+    put_process(c, w, w->pid);
+    for (size_t i = 0; i < c->cap; i++) {
+        const struct chrome_thread *t = &c->threads[i];
+        if (!t->used || t->pid == w->pid)
+            continue;
+        int seen = 0;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = c->threads[k].used && c->threads[k].pid == t->pid;
+        if (!seen)
+            put_process(c, w, t->pid);
+    }
+    for (size_t i = 0; i < c->cap; i++) {
+        const struct chrome_thread *t = &c->threads[i];
+        if (!t->used)
+            continue;
+        char tid[24];
+        tid[tp_jsonw_fmt_u64(tid, (uint64_t)(t->tid < 0 ? -(int64_t)t->tid : t->tid))] = '\0';
+        put_meta(c, "thread_name", t->pid, t->tid);
+        LIT(j, "\"name\": \"thread ");
+        tp_jsonw_lit(j, tid);
+        if (t->name[0]) {
+            LIT(j, " (");
+            tp_jsonw_strbody(j, t->name, strlen(t->name));
+            tp_jsonw_char(j, ')');
+        }
+        LIT(j, "\"}}");
+        put_meta(c, "thread_sort_index", t->pid, t->tid);
+        LIT(j, "\"sort_index\": ");
+        tp_jsonw_i64(j, t->tid);
+        LIT(j, "}}");
+    }
+}
+
+static int chrome_close(void *state, struct tp_window *w)
+{
+    struct chrome *c = state;
+    struct tp_jsonw *j = &c->j;
+    put_threads(c, w);
+    const char *slash = strrchr(c->out.final, '/');
+    LIT(j, "\n  ],\n  \"traceName\": ");
+    tp_jsonw_str(j, slash ? slash + 1 : c->out.final);
+    LIT(j, "\n}\n");
+    int err = tp_jsonw_finish(j);
+    int rc = err ? tp_output_abort(&c->out, err) : tp_output_commit(&c->out);
+    if (rc == 0)
+        snprintf(w->trace_path, sizeof w->trace_path, "%s", c->out.final);
+    free(c->threads);
+    free(c);
+    return rc;
+}
+
+const struct tp_handler tp_handler_chrome = {
+    .name = "chrome",
+    .open = chrome_open,
+    .event = chrome_event,
+    .close = chrome_close,
+};

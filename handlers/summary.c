@@ -1,0 +1,456 @@
+/*
+ * summary.c - DESIGN: a text report per trace, "<reports>/<trace base>.summary.txt"
+ * (SPEC 8, decision 10), laid out like torch's key_averages().table(): name
+ * column left-aligned, numbers right-aligned, columns two spaces apart,
+ * dashed rules above and below the header and under the last row.  Events
+ * are aggregated while they stream (one small hash table per key kind,
+ * names copied once per distinct name, a one-entry cache of the previous
+ * name because consecutive events mostly repeat it); the file
+ * is written at close, after chrome has filled w->trace_path, through
+ * output.c.  No trace, no summary.  Times are kept in integer ns and
+ * printed with integer arithmetic so that the figures add up exactly.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../collector/log.h"
+#include "handler.h"
+#include "jsonw.h"
+#include "output.h"
+
+#define NAME_COLUMN_MAX 100
+
+struct agg {
+    char *name;
+    uint64_t calls;
+    int64_t total_ns, max_ns;
+};
+
+struct agg_table {
+    struct agg *slots;           /* open addressing, name NULL = empty */
+    size_t n, cap;
+    struct agg *last;            /* the previous lookup's entry */
+};
+
+struct step_row {
+    uint64_t index;
+    int64_t dur_ns;
+};
+
+struct summary {
+    struct agg_table apis, kernels;
+    struct step_row *steps;
+    size_t nsteps, capsteps;
+    int64_t host_ns;             /* sum of API and launch durations */
+    uint64_t launches;
+    int oom;
+};
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static struct agg *agg_slot(struct agg *slots, size_t cap, const char *key)
+{
+    size_t i = (size_t)hash_str(key) & (cap - 1);
+    while (slots[i].name && strcmp(slots[i].name, key) != 0)
+        i = (i + 1) & (cap - 1);
+    return &slots[i];
+}
+
+static struct agg *agg_find(struct summary *s, struct agg_table *t, const char *key)
+{
+    if (t->last && strcmp(t->last->name, key) == 0)
+        return t->last;
+    if ((t->n + 1) * 2 > t->cap) {
+        size_t ncap = t->cap ? t->cap * 2 : 64;
+        struct agg *n = calloc(ncap, sizeof *n);
+        if (!n) {
+            s->oom = 1;
+            return NULL;
+        }
+        for (size_t i = 0; i < t->cap; i++)
+            if (t->slots[i].name)
+                *agg_slot(n, ncap, t->slots[i].name) = t->slots[i];
+        free(t->slots);
+        t->slots = n;
+        t->cap = ncap;
+        t->last = NULL;
+    }
+    struct agg *a = agg_slot(t->slots, t->cap, key);
+    if (!a->name) {
+        a->name = strdup(key);
+        if (!a->name) {
+            s->oom = 1;
+            return NULL;
+        }
+        t->n++;
+    }
+    t->last = a;
+    return a;
+}
+
+static void agg_add(struct summary *s, struct agg_table *t, const char *key, int64_t dur)
+{
+    struct agg *a = agg_find(s, t, key);
+    if (!a)
+        return;
+    a->calls++;
+    a->total_ns += dur;
+    if (dur > a->max_ns)
+        a->max_ns = dur;
+}
+
+static void agg_free(struct agg_table *t)
+{
+    for (size_t i = 0; i < t->cap; i++)
+        free(t->slots[i].name);
+    free(t->slots);
+}
+
+static void *summary_open(struct tp_window *w)
+{
+    (void)w;
+    struct summary *s = calloc(1, sizeof *s);
+    if (!s)
+        TP_ERROR("summary not written: %s", strerror(ENOMEM));
+    return s;
+}
+
+static void summary_event(void *state, const struct tp_event *ev)
+{
+    struct summary *s = state;
+    const struct tp_record *r = ev->rec;
+    int64_t dur = ev->dur_ns > 0 ? ev->dur_ns : 0;
+    if (!r)
+        return;
+    switch (r->kind) {
+    case TP_REC_LAUNCH:
+        s->launches++;
+        if (ev->kernel && ev->kernel[0])
+            agg_add(s, &s->kernels, ev->kernel, dur);
+        else
+            agg_add(s, &s->kernels, r->u.launch.func_kind == TP_FUNC_GRAPH ? "(graph)" : "(unknown)", dur);
+        /* fall through */
+    case TP_REC_API:
+        s->host_ns += dur;
+        agg_add(s, &s->apis, ev->name && ev->name[0] ? ev->name : "unknown", dur);
+        break;
+    case TP_REC_STEP:
+        if (s->nsteps == s->capsteps) {
+            size_t ncap = s->capsteps ? s->capsteps * 2 : 64;
+            struct step_row *n = realloc(s->steps, ncap * sizeof *n);
+            if (!n) {
+                s->oom = 1;
+                return;
+            }
+            s->steps = n;
+            s->capsteps = ncap;
+        }
+        s->steps[s->nsteps].index = r->u.step.index;
+        s->steps[s->nsteps].dur_ns = dur;
+        s->nsteps++;
+        break;
+    default:
+        break;
+    }
+}
+
+/* "ns" in units of "unit_ns" with three decimals, rounded, integer arithmetic only. */
+static const char *fmt3(char *buf, size_t n, int64_t ns, int64_t unit_ns)
+{
+    int64_t milli = unit_ns / 1000;
+    int64_t q = ns >= 0 ? (ns + milli / 2) / milli : -((-ns + milli / 2) / milli);
+    int64_t a = q < 0 ? -q : q;
+    snprintf(buf, n, "%s%lld.%03lld", q < 0 ? "-" : "", (long long)(a / 1000), (long long)(a % 1000));
+    return buf;
+}
+
+/* Length of at most "max" bytes of s, cut on a UTF-8 boundary. */
+static size_t cut_utf8(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (n <= max)
+        return n;
+    while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
+        max--;
+    return max;
+}
+
+struct table {
+    int ncols;
+    const char *const *titles;   /* column 0 is the left-aligned name */
+    size_t width[8];
+};
+
+static void table_rule(struct tp_jsonw *j, const struct table *t)
+{
+    for (int c = 0; c < t->ncols; c++) {
+        if (c)
+            tp_jsonw_raw(j, "  ", 2);
+        for (size_t k = 0; k < t->width[c]; k++)
+            tp_jsonw_char(j, '-');
+    }
+    tp_jsonw_char(j, '\n');
+}
+
+static void table_row(struct tp_jsonw *j, const struct table *t, const char *const *cells)
+{
+    for (int c = 0; c < t->ncols; c++) {
+        size_t len = c == 0 ? cut_utf8(cells[0], NAME_COLUMN_MAX) : strlen(cells[c]);
+        int cut = c == 0 && len < strlen(cells[0]);
+        size_t shown = len + (cut ? 3 : 0);
+        size_t pad = t->width[c] > shown ? t->width[c] - shown : 0;
+        if (c)
+            tp_jsonw_raw(j, "  ", 2);
+        for (size_t k = 0; c && k < pad; k++)
+            tp_jsonw_char(j, ' ');
+        tp_jsonw_raw(j, cells[c], len);
+        if (cut)
+            tp_jsonw_raw(j, "...", 3);
+        for (size_t k = 0; !c && k < pad && c + 1 < t->ncols; k++)
+            tp_jsonw_char(j, ' ');
+    }
+    tp_jsonw_char(j, '\n');
+}
+
+static void table_fit(struct table *t, const char *const *cells)
+{
+    for (int c = 0; c < t->ncols; c++) {
+        size_t len = strlen(cells[c]);
+        if (c == 0 && len > NAME_COLUMN_MAX)
+            len = cut_utf8(cells[0], NAME_COLUMN_MAX) + 3;
+        if (len > t->width[c])
+            t->width[c] = len;
+    }
+}
+
+static int cmp_total(const void *a, const void *b)
+{
+    const struct agg *x = *(const struct agg *const *)a, *y = *(const struct agg *const *)b;
+    if (x->total_ns != y->total_ns)
+        return x->total_ns > y->total_ns ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static int cmp_calls(const void *a, const void *b)
+{
+    const struct agg *x = *(const struct agg *const *)a, *y = *(const struct agg *const *)b;
+    if (x->calls != y->calls)
+        return x->calls > y->calls ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static int cmp_step(const void *a, const void *b)
+{
+    const struct step_row *x = a, *y = b;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* The table's entries, sorted; NULL if empty or out of memory. */
+static struct agg **sorted(const struct agg_table *t, int (*cmp)(const void *, const void *))
+{
+    if (!t->n)
+        return NULL;
+    struct agg **v = malloc(t->n * sizeof *v);
+    if (!v)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->slots[i].name)
+            v[k++] = &t->slots[i];
+    qsort(v, k, sizeof *v, cmp);
+    return v;
+}
+
+#define CELL 48
+
+static void put_steps(struct tp_jsonw *j, struct summary *s)
+{
+    static const char *const titles[] = { "Step", "Wall (ms)" };
+    struct table t = { .ncols = 2, .titles = titles };
+    tp_jsonw_lit(j, "\nPer-step wall time\n");
+    if (!s->nsteps) {
+        tp_jsonw_lit(j, "(no step recorded)\n");
+        return;
+    }
+    qsort(s->steps, s->nsteps, sizeof *s->steps, cmp_step);
+    table_fit(&t, titles);
+    char a[CELL], b[CELL];
+    const char *cells[2] = { a, b };
+    int64_t sum = 0;
+    for (size_t i = 0; i < s->nsteps; i++) {
+        snprintf(a, sizeof a, "%llu", (unsigned long long)s->steps[i].index);
+        fmt3(b, sizeof b, s->steps[i].dur_ns, 1000000);
+        table_fit(&t, cells);
+        sum += s->steps[i].dur_ns;
+    }
+    table_rule(j, &t);
+    table_row(j, &t, titles);
+    table_rule(j, &t);
+    for (size_t i = 0; i < s->nsteps; i++) {
+        snprintf(a, sizeof a, "%llu", (unsigned long long)s->steps[i].index);
+        fmt3(b, sizeof b, s->steps[i].dur_ns, 1000000);
+        table_row(j, &t, cells);
+    }
+    table_rule(j, &t);
+    tp_jsonw_printf(j, "Mean step wall time (ms): %s over %zu steps\n",
+                    fmt3(a, sizeof a, sum / (int64_t)s->nsteps, 1000000), s->nsteps);
+}
+
+static void put_apis(struct tp_jsonw *j, struct summary *s)
+{
+    static const char *const titles[] = { "Name", "Calls", "Total (ms)", "Mean (us)", "Max (us)", "% Host" };
+    struct table t = { .ncols = 6, .titles = titles };
+    tp_jsonw_lit(j, "\nHost API calls\n");
+    struct agg **v = sorted(&s->apis, cmp_total);
+    if (!v) {
+        tp_jsonw_lit(j, "(no API call recorded)\n");
+        return;
+    }
+    char c1[CELL], c2[CELL], c3[CELL], c4[CELL], c5[CELL];
+    const char *cells[6] = { NULL, c1, c2, c3, c4, c5 };
+    table_fit(&t, titles);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) {
+            table_rule(j, &t);
+            table_row(j, &t, titles);
+            table_rule(j, &t);
+        }
+        for (size_t i = 0; i < s->apis.n; i++) {
+            const struct agg *a = v[i];
+            cells[0] = a->name;
+            snprintf(c1, sizeof c1, "%llu", (unsigned long long)a->calls);
+            fmt3(c2, sizeof c2, a->total_ns, 1000000);
+            fmt3(c3, sizeof c3, a->total_ns / (int64_t)a->calls, 1000);
+            fmt3(c4, sizeof c4, a->max_ns, 1000);
+            int64_t pct = s->host_ns > 0 ? (a->total_ns * 10000 + s->host_ns / 2) / s->host_ns : 0;
+            snprintf(c5, sizeof c5, "%lld.%02lld%%", (long long)(pct / 100), (long long)(pct % 100));
+            if (pass)
+                table_row(j, &t, cells);
+            else
+                table_fit(&t, cells);
+        }
+    }
+    table_rule(j, &t);
+    tp_jsonw_printf(j, "Host API time total (ms): %s\n", fmt3(c1, sizeof c1, s->host_ns, 1000000));
+    free(v);
+}
+
+static void put_kernels(struct tp_jsonw *j, struct summary *s)
+{
+    static const char *const titles[] = { "Kernel", "Launches" };
+    struct table t = { .ncols = 2, .titles = titles };
+    tp_jsonw_lit(j, "\nKernels launched\n");
+    struct agg **v = sorted(&s->kernels, cmp_calls);
+    if (!v) {
+        tp_jsonw_lit(j, "(no launch recorded)\n");
+        return;
+    }
+    char c1[CELL];
+    const char *cells[2] = { NULL, c1 };
+    table_fit(&t, titles);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) {
+            table_rule(j, &t);
+            table_row(j, &t, titles);
+            table_rule(j, &t);
+        }
+        for (size_t i = 0; i < s->kernels.n; i++) {
+            cells[0] = v[i]->name;
+            snprintf(c1, sizeof c1, "%llu", (unsigned long long)v[i]->calls);
+            if (pass)
+                table_row(j, &t, cells);
+            else
+                table_fit(&t, cells);
+        }
+    }
+    table_rule(j, &t);
+    tp_jsonw_printf(j, "Launches total: %llu\n", (unsigned long long)s->launches);
+    free(v);
+}
+
+static void put_header(struct tp_jsonw *j, const struct tp_window *w)
+{
+    const char *slash = strrchr(w->trace_path, '/');
+    char buf[CELL];
+    tp_jsonw_printf(j, "trainprof summary of %s\n\n", slash ? slash + 1 : w->trace_path);
+    tp_jsonw_printf(j, "Run:          %s\n", w->run_name ? w->run_name : "");
+    tp_jsonw_printf(j, "Program:      %s (pid %d) on %s\n", w->program ? w->program : "",
+                    (int)w->pid, w->hostname ? w->hostname : "");
+    tp_jsonw_printf(j, "Rank:         %d of %d (local rank %d)\n", w->rank, w->world_size,
+                    w->local_rank);
+    if (w->last_step >= w->first_step)
+        tp_jsonw_printf(j, "Steps:        %llu..%llu (%llu recorded), batch %llu\n",
+                        (unsigned long long)w->first_step, (unsigned long long)w->last_step,
+                        (unsigned long long)(w->last_step - w->first_step + 1),
+                        (unsigned long long)w->batch);
+    else
+        tp_jsonw_printf(j, "Steps:        none recorded, batch %llu\n", (unsigned long long)w->batch);
+    tp_jsonw_printf(j, "Step signal:  %s\n",
+                    w->step_signal && w->step_signal[0] ? w->step_signal : "(none fired)");
+    tp_jsonw_printf(j, "Window (ms):  %s wall time%s\n",
+                    fmt3(buf, sizeof buf, w->end_ns > w->start_ns ? w->end_ns - w->start_ns : 0, 1000000),
+                    w->partial ? ", partial (saved at exit or on a signal)" : "");
+    tp_jsonw_printf(j, "Trace:        %s\n", w->trace_path);
+}
+
+static void summary_free(struct summary *s)
+{
+    agg_free(&s->apis);
+    agg_free(&s->kernels);
+    free(s->steps);
+    free(s);
+}
+
+static int summary_close(void *state, struct tp_window *w)
+{
+    struct summary *s = state;
+    if (!w->trace_path[0]) {
+        summary_free(s);
+        return 0;
+    }
+    char path[TP_PATH_MAX];
+    int stem = tp_output_report_path(path, sizeof path, w->reports_folder, w->trace_path, "summary.txt");
+    if (stem < 0) {
+        TP_ERROR("summary of %s not written: %s", w->trace_path, strerror(ENAMETOOLONG));
+        summary_free(s);
+        return -1;
+    }
+    struct tp_output out;
+    if (tp_output_open(&out, path, (size_t)stem, w->overwrite) != 0) {
+        summary_free(s);
+        return -1;
+    }
+    struct tp_jsonw j;
+    if (tp_jsonw_init(&j, out.fd, 0, 0) == 0) {
+        put_header(&j, w);
+        put_steps(&j, s);
+        put_apis(&j, s);
+        put_kernels(&j, s);
+        tp_jsonw_printf(&j, "\nEvents: %llu records, %llu dropped, %llu late\n",
+                        (unsigned long long)w->records, (unsigned long long)w->dropped,
+                        (unsigned long long)w->late);
+        if (w->dropped)
+            tp_jsonw_lit(&j, "Some events were dropped (buffer full): raise TRAINPROF_BUFFER_MB.\n");
+        if (s->oom)
+            tp_jsonw_lit(&j, "Out of memory while summarising: the tables above are incomplete.\n");
+    }
+    int err = tp_jsonw_finish(&j);
+    int rc = err ? tp_output_abort(&out, err) : tp_output_commit(&out);
+    summary_free(s);
+    return rc;
+}
+
+const struct tp_handler tp_handler_summary = {
+    .name = "summary",
+    .open = summary_open,
+    .event = summary_event,
+    .close = summary_close,
+};

@@ -1,0 +1,711 @@
+/*
+ * test_chrome.c - the chrome handler, fed synthetic windows through its
+ * callbacks, its output gunzipped and parsed with jansson and checked
+ * against notes/trace-format.md section 7: key order, "rank": with a
+ * space, name+ph on every event, cat+dur on every X, at most 3 decimals,
+ * integer pid/tid, no "stream" key on CPU events, ProfilerStep#N,
+ * metadata rows per thread, hostile names as valid UTF-8.  Also the
+ * handler table, overwrite suffixes, failures, and the throughput of the
+ * whole handler (printed, not asserted).
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <zlib.h>
+
+#include "handlers/handler.h"
+
+#define BASE 1719853884000000000LL
+#define START (BASE + 1000000123LL)
+#define PID 4242
+
+static char root[64];
+static struct tp_window win;
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st;
+    (void)flag;
+    (void)f;
+    return remove(path);
+}
+
+static void cleanup(void)
+{
+    if (root[0])
+        nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    root[0] = '\0';
+}
+
+static char folder[128];
+
+static void setup_window(int gzip)
+{
+    if (!root[0]) {
+        strcpy(root, "/tmp/tp-chrome-XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(root));
+    }
+    snprintf(folder, sizeof folder, "%s/run/traces", root);
+    memset(&win, 0, sizeof win);
+    win.run_name = "run";
+    win.hostname = "host";
+    win.program = "train";
+    win.pid = PID;
+    win.rank = 3;
+    win.world_size = 8;
+    win.batch = 5;
+    win.first_step = 1;
+    win.last_step = 4;
+    win.step_signal = "api";
+    win.base_time_ns = BASE;
+    win.start_ns = START;
+    win.end_ns = START + 50000000;
+    win.records = 1000;
+    win.dropped = 2;
+    win.late = 1;
+    win.config_json = "{\"schedule\": \"wait=0\", \"gzip\": true, \"sys_interval\": 0.5}";
+    win.user_metadata = "{\"job\":\"j\\u0001\\\"\",\"traceEvents\":1,\"team\":{\"a\":[1,2.5,null,false]}}";
+    win.trace_folder = folder;
+    win.trace_filename = "rank3.5.pt.trace.json";
+    win.reports_folder = "unused";
+    win.gzip = gzip;
+    win.overwrite = 0;
+}
+
+/* One event and its record; the test keeps them alive across the call. */
+struct item {
+    struct tp_record rec;
+    struct tp_event ev;
+};
+
+static struct tp_event *mk(struct item *it, int kind, int tid, int64_t ts, int64_t dur)
+{
+    memset(it, 0, sizeof *it);
+    it->rec.kind = (uint8_t)kind;
+    it->ev.rec = &it->rec;
+    it->ev.pid = PID;
+    it->ev.tid = tid;
+    it->ev.ts_ns = ts;
+    it->ev.dur_ns = dur;
+    it->ev.cbid = -1;
+    it->ev.thread_name = tid == PID ? "main" : "w\"k\x01\xff";
+    return &it->ev;
+}
+
+static const char hostile_kernel[] = "void k<\"q\\b\">(\x01\x1f\x7f\xff\xc3(\xf0\x9f\x98\x80)";
+static const char hostile_kernel_decoded[] =
+    "void k<\"q\\b\">(\x01\x1f\x7f\xef\xbf\xbd\xef\xbf\xbd(\xf0\x9f\x98\x80)";
+
+static void feed_sample(const struct tp_handler *h, void *st)
+{
+    struct item it;
+    struct tp_event *ev;
+    int64_t t = START;
+    for (int step = 1; step <= 4; step++) {
+        int64_t s0 = t;
+        ev = mk(&it, TP_REC_LAUNCH, PID, t + 1000, 2345);
+        ev->name = "cudaLaunchKernel";
+        ev->kernel = step == 2 ? hostile_kernel : "gemm_kernel";
+        ev->layer = TP_LAYER_RUNTIME;
+        ev->cbid = 211;
+        ev->correlation = (uint64_t)step;
+        it.rec.u.launch.grid_x = 1024;
+        it.rec.u.launch.grid_y = 2;
+        it.rec.u.launch.grid_z = 3;
+        it.rec.u.launch.block_x = 256;
+        it.rec.u.launch.block_y = 1;
+        it.rec.u.launch.block_z = 1;
+        it.rec.u.launch.smem = 4096;
+        it.rec.u.launch.stream = 0x7f0012345678ull;
+        it.rec.u.launch.func_kind = TP_FUNC_STUB;
+        h->event(st, ev);
+
+        ev = mk(&it, TP_REC_API, PID, t + 5000, 7001);
+        ev->name = "cudaMemcpyAsync";
+        ev->layer = TP_LAYER_RUNTIME;
+        ev->cbid = 41;
+        ev->correlation = 100 + (uint64_t)step;
+        it.rec.u.api.bytes = 1 << 20;
+        it.rec.u.api.copy_kind = 1;
+        it.rec.u.api.stream = 77;
+        h->event(st, ev);
+
+        ev = mk(&it, TP_REC_STEP, PID, s0, 10000000);
+        it.rec.u.step.index = (uint64_t)step;
+        h->event(st, ev);
+        t += 10000000;
+    }
+    ev = mk(&it, TP_REC_API, PID, t + 100, 50);
+    ev->name = "cudaMemsetAsync";
+    ev->layer = TP_LAYER_RUNTIME;
+    it.rec.u.api.bytes = 64;
+    it.rec.u.api.stream = 9;
+    h->event(st, ev);
+
+    ev = mk(&it, TP_REC_API, PID, t + 200, 50);
+    ev->name = "cudaStreamSynchronize";
+    ev->layer = TP_LAYER_RUNTIME;
+    it.rec.u.api.stream = 9;
+    it.rec.status = 700;
+    h->event(st, ev);
+
+    ev = mk(&it, TP_REC_API, PID, t + 300, 50);
+    ev->name = "cudaEventSynchronize";
+    ev->layer = TP_LAYER_RUNTIME;
+    it.rec.u.api.stream = 0xabc;
+    h->event(st, ev);
+
+    ev = mk(&it, TP_REC_API, PID, t + 400, 50);
+    ev->name = "cuMemcpyHtoD_v2";
+    ev->layer = TP_LAYER_DRIVER;
+    it.rec.u.api.bytes = 8;
+    it.rec.u.api.copy_kind = 1;
+    h->event(st, ev);
+
+    ev = mk(&it, TP_REC_LAUNCH, PID, t + 500, 50);
+    ev->name = "cudaGraphLaunch";
+    ev->kernel = "";
+    ev->layer = TP_LAYER_RUNTIME;
+    it.rec.u.launch.func_kind = TP_FUNC_GRAPH;
+    it.rec.u.launch.stream = 5;
+    h->event(st, ev);
+
+    ev = mk(&it, TP_REC_API, PID, t + 600, 50);
+    ev->name = "cublasSgemm_v2";
+    ev->layer = TP_LAYER_LIBRARY;
+    h->event(st, ev);
+
+    int w = PID + 1;
+    ev = mk(&it, TP_REC_RANGE, w, START + 2000, 3000);
+    ev->name = "range \"x\"\n\xfe";
+    ev->domain = "dom";
+    h->event(st, ev);
+    ev = mk(&it, TP_REC_MARK, w, START + 2500, 0);
+    ev->name = "mark";
+    h->event(st, ev);
+    ev = mk(&it, TP_REC_COUNTER, w, START + 2600, 0);
+    ev->name = "loss";
+    it.rec.u.mark.value = NAN;
+    h->event(st, ev);
+    ev = mk(&it, TP_REC_COUNTER, w, START + 2700, 0);
+    ev->name = "loss";
+    it.rec.u.mark.value = 2.5;
+    h->event(st, ev);
+    ev = mk(&it, TP_REC_STEP, w, BASE - 5000, 10);
+    it.rec.u.step.index = 99;
+    h->event(st, ev);
+}
+
+static char *read_file(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)len + 1);
+    ck_assert_int_eq(fread(b, 1, (size_t)len, f), (size_t)len);
+    b[len] = '\0';
+    fclose(f);
+    *n = (size_t)len;
+    return b;
+}
+
+static char *gunzip_one_member(const char *z, size_t zn)
+{
+    z_stream s;
+    memset(&s, 0, sizeof s);
+    ck_assert_int_eq(inflateInit2(&s, 15 + 16), Z_OK);
+    size_t cap = zn * 10 + 65536, n = 0;
+    char *out = malloc(cap);
+    s.next_in = (unsigned char *)z;
+    s.avail_in = (unsigned)zn;
+    int rc;
+    do {
+        if (cap - n < 65536) {
+            cap *= 2;
+            out = realloc(out, cap);
+        }
+        s.next_out = (unsigned char *)out + n;
+        s.avail_out = (unsigned)(cap - n - 1);
+        rc = inflate(&s, Z_NO_FLUSH);
+        ck_assert_msg(rc == Z_OK || rc == Z_STREAM_END, "inflate: %d", rc);
+        n = (size_t)((char *)s.next_out - out);
+    } while (rc != Z_STREAM_END);
+    ck_assert_msg(s.avail_in == 0, "more than one gzip member");
+    inflateEnd(&s);
+    out[n] = '\0';
+    return out;
+}
+
+static char *load_text(const char *path, int gzip)
+{
+    size_t n;
+    char *raw = read_file(path, &n);
+    if (!gzip)
+        return raw;
+    ck_assert_uint_eq((unsigned char)raw[0], 0x1f);
+    char *text = gunzip_one_member(raw, n);
+    free(raw);
+    return text;
+}
+
+static int run_window(int gzip, void (*feed)(const struct tp_handler *, void *))
+{
+    const struct tp_handler *h = tp_handler_find("chrome");
+    ck_assert_ptr_nonnull(h);
+    void *st = h->open(&win);
+    if (!st)
+        return -1;
+    (void)gzip;
+    feed(h, st);
+    return h->close(st, &win);
+}
+
+/* Every "ts": and "dur": number in the raw text has at most 3 decimals. */
+static void check_decimals(const char *text)
+{
+    static const char *const keys[] = { "\"ts\": ", "\"dur\": " };
+    for (int k = 0; k < 2; k++) {
+        int seen = 0;
+        for (const char *p = strstr(text, keys[k]); p; p = strstr(p + 1, keys[k])) {
+            const char *q = p + strlen(keys[k]);
+            ck_assert_msg(*q == '-' || (*q >= '0' && *q <= '9'), "not a number at %.40s", p);
+            while (*q >= '0' && *q <= '9')
+                q++;
+            if (*q == '.') {
+                int d = 0;
+                for (q++; *q >= '0' && *q <= '9'; q++)
+                    d++;
+                ck_assert_msg(d >= 1 && d <= 3, "%d decimals at %.40s", d, p);
+            }
+            ck_assert_msg(*q != 'e' && *q != 'E', "exponent at %.40s", p);
+            seen++;
+        }
+        ck_assert_int_gt(seen, 0);
+    }
+}
+
+static json_t *find_event(json_t *events, const char *ph, const char *name, json_int_t tid)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(events, i, e) {
+        if (!strcmp(json_string_value(json_object_get(e, "ph")), ph) &&
+            !strcmp(json_string_value(json_object_get(e, "name")), name) &&
+            (tid < 0 || json_integer_value(json_object_get(e, "tid")) == tid))
+            return e;
+    }
+    return NULL;
+}
+
+static json_t *args_of(json_t *e)
+{
+    json_t *a = json_object_get(e, "args");
+    ck_assert_ptr_nonnull(a);
+    return a;
+}
+
+static double num(json_t *v)
+{
+    ck_assert_msg(json_is_number(v), "not a number");
+    return json_number_value(v);
+}
+
+static void check_sample(const char *text)
+{
+    json_error_t err;
+    json_t *root_obj = json_loads(text, 0, &err);
+    ck_assert_msg(root_obj != NULL, "trace is not valid JSON/UTF-8: %s (line %d)", err.text, err.line);
+
+    static const char *const order[] = {
+        "schemaVersion", "deviceProperties", "distributedInfo", "trainprof", "job", "team",
+        "displayTimeUnit", "baseTimeNanoseconds", "traceEvents", "traceName",
+    };
+    size_t k = 0;
+    for (void *it = json_object_iter(root_obj); it; it = json_object_iter_next(root_obj, it), k++) {
+        ck_assert_uint_lt(k, sizeof order / sizeof order[0]);
+        ck_assert_str_eq(json_object_iter_key(it), order[k]);
+    }
+    ck_assert_uint_eq(k, sizeof order / sizeof order[0]);
+
+    ck_assert_int_eq(json_integer_value(json_object_get(root_obj, "schemaVersion")), 1);
+    ck_assert(json_is_array(json_object_get(root_obj, "deviceProperties")));
+    json_t *di = json_object_get(root_obj, "distributedInfo");
+    ck_assert_str_eq(json_string_value(json_object_get(di, "backend")), "nccl");
+    ck_assert_int_eq(json_integer_value(json_object_get(di, "rank")), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(di, "world_size")), 8);
+    ck_assert_ptr_nonnull(strstr(text, "\"rank\": 3"));
+    ck_assert_ptr_null(strstr(text, "\"rank\":3"));
+
+    json_t *tp = json_object_get(root_obj, "trainprof");
+    ck_assert_str_eq(json_string_value(json_object_get(tp, "version")), "0.1.0");
+    json_t *cfg = json_object_get(tp, "configuration");
+    ck_assert_str_eq(json_string_value(json_object_get(cfg, "schedule")), "wait=0");
+    ck_assert(json_is_true(json_object_get(cfg, "gzip")));
+    ck_assert(num(json_object_get(cfg, "sys_interval")) == 0.5);
+    ck_assert_str_eq(json_string_value(json_object_get(tp, "step_signal")), "api");
+    ck_assert_int_eq(json_integer_value(json_object_get(tp, "steps_recorded")), 4);
+    ck_assert_int_eq(json_integer_value(json_object_get(tp, "first_step")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(tp, "last_step")), 4);
+    ck_assert_int_eq(json_integer_value(json_object_get(tp, "batch")), 5);
+    ck_assert(json_is_false(json_object_get(tp, "partial")));
+    ck_assert_int_eq(json_integer_value(json_object_get(tp, "records")), 1000);
+    ck_assert_int_eq(json_integer_value(json_object_get(tp, "dropped_events")), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(tp, "late_events")), 1);
+
+    ck_assert_str_eq(json_string_value(json_object_get(root_obj, "job")), "j\x01\"");
+    json_t *team = json_object_get(json_object_get(root_obj, "team"), "a");
+    ck_assert_uint_eq(json_array_size(team), 4);
+    ck_assert(num(json_array_get(team, 1)) == 2.5);
+    ck_assert_str_eq(json_string_value(json_object_get(root_obj, "displayTimeUnit")), "ms");
+    ck_assert(json_integer_value(json_object_get(root_obj, "baseTimeNanoseconds")) == BASE);
+
+    json_t *events = json_object_get(root_obj, "traceEvents");
+    ck_assert(json_is_array(events));
+    size_t i;
+    json_t *e;
+    json_array_foreach(events, i, e) {
+        json_t *name = json_object_get(e, "name"), *ph = json_object_get(e, "ph");
+        ck_assert_msg(json_is_string(name) && json_is_string(ph), "event %zu without name/ph", i);
+        ck_assert_msg(json_is_integer(json_object_get(e, "pid")), "event %zu: pid not an integer", i);
+        ck_assert_msg(json_is_integer(json_object_get(e, "tid")), "event %zu: tid not an integer", i);
+        ck_assert_msg(json_is_number(json_object_get(e, "ts")), "event %zu without ts", i);
+        ck_assert(num(json_object_get(e, "ts")) >= 0);
+        if (!strcmp(json_string_value(ph), "X")) {
+            ck_assert_msg(json_is_string(json_object_get(e, "cat")), "X event %zu without cat", i);
+            ck_assert_msg(json_is_number(json_object_get(e, "dur")), "X event %zu without dur", i);
+        }
+        json_t *args = json_object_get(e, "args");
+        ck_assert_msg(!args || !json_object_get(args, "stream"), "CPU event %zu has a stream arg", i);
+        ck_assert_msg(!json_object_get(e, "stream"), "event %zu has a stream key", i);
+    }
+    check_decimals(text);
+
+    for (int s = 1; s <= 4; s++) {
+        char name[32];
+        snprintf(name, sizeof name, "ProfilerStep#%d", s);
+        e = find_event(events, "X", name, PID);
+        ck_assert_msg(e != NULL, "%s missing", name);
+        ck_assert_str_eq(json_string_value(json_object_get(e, "cat")), "user_annotation");
+        ck_assert(fabs(num(json_object_get(e, "dur")) - 10000.0) < 1e-9);
+        double ts = (double)(START - BASE + (int64_t)(s - 1) * 10000000) / 1000.0;
+        ck_assert_msg(fabs(num(json_object_get(e, "ts")) - ts) < 1e-6, "step ts %f != %f",
+                      num(json_object_get(e, "ts")), ts);
+    }
+    e = find_event(events, "X", "ProfilerStep#99", PID + 1);
+    ck_assert_ptr_nonnull(e);
+    ck_assert(num(json_object_get(e, "ts")) == 0);
+
+    size_t launches = 0;
+    int hostile_seen = 0;
+    json_array_foreach(events, i, e) {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        if (strcmp(name, "cudaLaunchKernel"))
+            continue;
+        launches++;
+        ck_assert_str_eq(json_string_value(json_object_get(e, "cat")), "cuda_runtime");
+        json_t *a = args_of(e);
+        ck_assert(json_is_integer(json_object_get(a, "correlation")));
+        ck_assert_int_eq(json_integer_value(json_object_get(a, "cbid")), 211);
+        json_t *grid = json_object_get(a, "grid"), *block = json_object_get(a, "block");
+        ck_assert_int_eq(json_integer_value(json_array_get(grid, 0)), 1024);
+        ck_assert_int_eq(json_integer_value(json_array_get(grid, 1)), 2);
+        ck_assert_int_eq(json_integer_value(json_array_get(grid, 2)), 3);
+        ck_assert_int_eq(json_integer_value(json_array_get(block, 0)), 256);
+        ck_assert_int_eq(json_integer_value(json_object_get(a, "shared memory")), 4096);
+        ck_assert(json_integer_value(json_object_get(a, "cuda stream")) == 0x7f0012345678LL);
+        ck_assert_ptr_null(json_object_get(a, "status"));
+        ck_assert(fabs(num(json_object_get(e, "dur")) - 2.345) < 1e-9);
+        const char *kernel = json_string_value(json_object_get(a, "kernel"));
+        if (json_integer_value(json_object_get(a, "correlation")) == 2) {
+            ck_assert_str_eq(kernel, hostile_kernel_decoded);
+            hostile_seen = 1;
+        } else {
+            ck_assert_str_eq(kernel, "gemm_kernel");
+        }
+    }
+    ck_assert_uint_eq(launches, 4);
+    ck_assert(hostile_seen);
+
+    e = find_event(events, "X", "cudaMemcpyAsync", PID);
+    ck_assert_ptr_nonnull(e);
+    json_t *a = args_of(e);
+    ck_assert_int_eq(json_integer_value(json_object_get(a, "bytes")), 1 << 20);
+    ck_assert_str_eq(json_string_value(json_object_get(a, "kind")), "HtoD");
+    ck_assert_int_eq(json_integer_value(json_object_get(a, "cuda stream")), 77);
+    ck_assert_int_eq(json_integer_value(json_object_get(a, "cbid")), 41);
+
+    a = args_of(find_event(events, "X", "cudaMemsetAsync", PID));
+    ck_assert_int_eq(json_integer_value(json_object_get(a, "bytes")), 64);
+    ck_assert_ptr_null(json_object_get(a, "kind"));
+    ck_assert_ptr_null(json_object_get(a, "cbid"));
+    ck_assert_int_eq(json_integer_value(json_object_get(a, "cuda stream")), 9);
+
+    a = args_of(find_event(events, "X", "cudaStreamSynchronize", PID));
+    ck_assert_int_eq(json_integer_value(json_object_get(a, "status")), 700);
+    ck_assert_int_eq(json_integer_value(json_object_get(a, "cuda stream")), 9);
+    ck_assert_ptr_null(json_object_get(a, "bytes"));
+
+    a = args_of(find_event(events, "X", "cudaEventSynchronize", PID));
+    ck_assert_int_eq(json_integer_value(json_object_get(a, "cuda event")), 0xabc);
+    ck_assert_ptr_null(json_object_get(a, "cuda stream"));
+
+    e = find_event(events, "X", "cuMemcpyHtoD_v2", PID);
+    ck_assert_str_eq(json_string_value(json_object_get(e, "cat")), "cuda_driver");
+    ck_assert_int_eq(json_integer_value(json_object_get(args_of(e), "bytes")), 8);
+
+    e = find_event(events, "X", "cudaGraphLaunch", PID);
+    a = args_of(e);
+    ck_assert_ptr_null(json_object_get(a, "grid"));
+    ck_assert_ptr_null(json_object_get(a, "kernel"));
+    ck_assert_int_eq(json_integer_value(json_object_get(a, "cuda stream")), 5);
+
+    e = find_event(events, "X", "cublasSgemm_v2", PID);
+    ck_assert_str_eq(json_string_value(json_object_get(e, "cat")), "cpu_op");
+
+    e = find_event(events, "X", "range \"x\"\n\xef\xbf\xbd", PID + 1);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_str_eq(json_string_value(json_object_get(e, "cat")), "user_annotation");
+    ck_assert_str_eq(json_string_value(json_object_get(args_of(e), "domain")), "dom");
+    e = find_event(events, "i", "mark", PID + 1);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_str_eq(json_string_value(json_object_get(e, "s")), "t");
+    ck_assert_str_eq(json_string_value(json_object_get(e, "cat")), "user_annotation");
+    size_t counters = 0;
+    json_array_foreach(events, i, e) {
+        if (strcmp(json_string_value(json_object_get(e, "ph")), "C"))
+            continue;
+        json_t *v = json_object_get(args_of(e), "loss");
+        ck_assert(json_is_number(v));
+        ck_assert(counters == 0 ? num(v) == 0 : num(v) == 2.5);
+        counters++;
+    }
+    ck_assert_uint_eq(counters, 2);
+
+    e = find_event(events, "M", "process_name", -1);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_int_eq(json_integer_value(json_object_get(e, "pid")), PID);
+    ck_assert_str_eq(json_string_value(json_object_get(args_of(e), "name")), "train");
+    e = find_event(events, "M", "process_labels", -1);
+    ck_assert_str_eq(json_string_value(json_object_get(args_of(e), "labels")), "CPU");
+    e = find_event(events, "M", "process_sort_index", -1);
+    ck_assert_int_eq(json_integer_value(json_object_get(args_of(e), "sort_index")), PID);
+    e = find_event(events, "M", "thread_name", PID);
+    ck_assert_str_eq(json_string_value(json_object_get(args_of(e), "name")), "thread 4242 (main)");
+    e = find_event(events, "M", "thread_name", PID + 1);
+    ck_assert_str_eq(json_string_value(json_object_get(args_of(e), "name")),
+                     "thread 4243 (w\"k\x01\xef\xbf\xbd)");
+    for (int t = PID; t <= PID + 1; t++) {
+        e = find_event(events, "M", "thread_sort_index", t);
+        ck_assert_ptr_nonnull(e);
+        ck_assert_int_eq(json_integer_value(json_object_get(args_of(e), "sort_index")), t);
+    }
+    size_t tn = 0;
+    json_array_foreach(events, i, e)
+        tn += !strcmp(json_string_value(json_object_get(e, "name")), "thread_name");
+    ck_assert_uint_eq(tn, 2);
+
+    const char *slash = strrchr(win.trace_path, '/');
+    ck_assert_str_eq(json_string_value(json_object_get(root_obj, "traceName")), slash + 1);
+    json_decref(root_obj);
+}
+
+START_TEST(test_handler_table)
+{
+    ck_assert_str_eq(tp_handler_names(), "chrome,summary");
+    const struct tp_handler *c = tp_handler_find("chrome"), *s = tp_handler_find("summary");
+    ck_assert_ptr_nonnull(c);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_str_eq(c->name, "chrome");
+    ck_assert_str_eq(s->name, "summary");
+    ck_assert(c->open && c->event && c->close && s->open && s->event && s->close);
+    ck_assert_ptr_null(tp_handler_find("nope"));
+    ck_assert_ptr_null(tp_handler_find(NULL));
+}
+END_TEST
+
+START_TEST(test_trace_gzip)
+{
+    setup_window(1);
+    ck_assert_int_eq(run_window(1, feed_sample), 0);
+    char expect[256];
+    snprintf(expect, sizeof expect, "%s/rank3.5.pt.trace.json.gz", folder);
+    ck_assert_str_eq(win.trace_path, expect);
+    char *text = load_text(win.trace_path, 1);
+    check_sample(text);
+    free(text);
+}
+END_TEST
+
+START_TEST(test_trace_plain)
+{
+    setup_window(0);
+    ck_assert_int_eq(run_window(0, feed_sample), 0);
+    char expect[256];
+    snprintf(expect, sizeof expect, "%s/rank3.5.pt.trace.json", folder);
+    ck_assert_str_eq(win.trace_path, expect);
+    char *text = load_text(win.trace_path, 0);
+    ck_assert_int_eq(text[0], '{');
+    check_sample(text);
+    free(text);
+}
+END_TEST
+
+static void feed_nothing(const struct tp_handler *h, void *st)
+{
+    (void)h;
+    (void)st;
+}
+
+START_TEST(test_empty_window_and_no_steps)
+{
+    setup_window(1);
+    win.first_step = 3;
+    win.last_step = 2;
+    win.step_signal = "";
+    win.user_metadata = NULL;
+    win.config_json = "not json";
+    ck_assert_int_eq(run_window(1, feed_nothing), 0);
+    char *text = load_text(win.trace_path, 1);
+    json_t *r = json_loads(text, 0, NULL);
+    ck_assert_ptr_nonnull(r);
+    json_t *tp = json_object_get(r, "trainprof");
+    ck_assert(json_is_null(json_object_get(tp, "first_step")));
+    ck_assert_int_eq(json_integer_value(json_object_get(tp, "steps_recorded")), 0);
+    ck_assert_uint_eq(json_object_size(json_object_get(tp, "configuration")), 0);
+    json_t *events = json_object_get(r, "traceEvents");
+    ck_assert_uint_eq(json_array_size(events), 3);
+    json_decref(r);
+    free(text);
+}
+END_TEST
+
+START_TEST(test_no_overwrite)
+{
+    char p0[4096], p1[256];
+    setup_window(1);
+    ck_assert_int_eq(run_window(1, feed_sample), 0);
+    snprintf(p0, sizeof p0, "%s", win.trace_path);
+    setup_window(1);
+    ck_assert_int_eq(run_window(1, feed_sample), 0);
+    snprintf(p1, sizeof p1, "%s/rank3.5-1.pt.trace.json.gz", folder);
+    ck_assert_str_eq(win.trace_path, p1);
+    char *text = load_text(p1, 1);
+    check_sample(text);
+    free(text);
+    text = load_text(p0, 1);
+    ck_assert_ptr_nonnull(strstr(text, "\"traceName\": \"rank3.5.pt.trace.json.gz\""));
+    free(text);
+}
+END_TEST
+
+START_TEST(test_unwritable_folder)
+{
+    setup_window(1);
+    char file[128], bad[200];
+    snprintf(file, sizeof file, "%s/file", root);
+    FILE *f = fopen(file, "w");
+    fclose(f);
+    snprintf(bad, sizeof bad, "%s/traces", file);
+    win.trace_folder = bad;
+    snprintf(win.trace_path, sizeof win.trace_path, "stale");
+    const struct tp_handler *h = tp_handler_find("chrome");
+    ck_assert_ptr_null(h->open(&win));
+    ck_assert_str_eq(win.trace_path, "");
+}
+END_TEST
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static const char *const bench_kernels[] = {
+    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+    "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)",
+    "ampere_sgemm_128x64_tn",
+    "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>(Params)",
+    "elementwise_add_kernel",
+};
+
+static void feed_bench(const struct tp_handler *h, void *st)
+{
+    struct item it[2];
+    int64_t t = START;
+    for (int i = 0; i < 1000000; i++) {
+        struct item *x = &it[i & 1];
+        struct tp_event *ev;
+        if (i % 4 == 3) {
+            ev = mk(x, TP_REC_API, PID + (i & 7), t, 1200 + i % 531);
+            ev->name = "cudaMemcpyAsync";
+            x->rec.u.api.bytes = 4096;
+            x->rec.u.api.copy_kind = 1;
+            x->rec.u.api.stream = 7;
+        } else {
+            ev = mk(x, TP_REC_LAUNCH, PID + (i & 7), t, 2100 + i % 977);
+            ev->name = "cudaLaunchKernel";
+            ev->kernel = bench_kernels[i % 4];
+            x->rec.u.launch.grid_x = (uint32_t)(1 + i % 4096);
+            x->rec.u.launch.grid_y = x->rec.u.launch.grid_z = 1;
+            x->rec.u.launch.block_x = 256;
+            x->rec.u.launch.block_y = x->rec.u.launch.block_z = 1;
+            x->rec.u.launch.stream = 7;
+        }
+        ev->layer = TP_LAYER_RUNTIME;
+        ev->cbid = 211;
+        ev->correlation = (uint64_t)i + 1;
+        h->event(st, ev);
+        t += 2500 + i % 1013;
+    }
+}
+
+START_TEST(test_throughput)
+{
+    for (int gz = 1; gz >= 0; gz--) {
+        setup_window(gz);
+        win.overwrite = 1;
+        double t0 = now_s();
+        ck_assert_int_eq(run_window(gz, feed_bench), 0);
+        double dt = now_s() - t0;
+        struct stat st;
+        ck_assert_int_eq(stat(win.trace_path, &st), 0);
+        fprintf(stderr, "chrome handler throughput (%s): %.2f M events/s, %.1f MB file\n",
+                gz ? "gzip level 1" : "plain", 1.0 / dt, (double)st.st_size / 1e6);
+        unlink(win.trace_path);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("chrome");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_checked_fixture(tc, NULL, cleanup);
+    tcase_add_test(tc, test_handler_table);
+    tcase_add_test(tc, test_trace_gzip);
+    tcase_add_test(tc, test_trace_plain);
+    tcase_add_test(tc, test_empty_window_and_no_steps);
+    tcase_add_test(tc, test_no_overwrite);
+    tcase_add_test(tc, test_unwritable_folder);
+    tcase_add_test(tc, test_throughput);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
