@@ -64,15 +64,15 @@ $(B)/libtrainprof.so: $(PRELOAD_OBJ) $(B)/libtrainprof_core.a preload/trainprof.
 # ---- fakes of the GPU libraries and the example programs -------------------
 # The fake runtime carries the real soname so that programs linked against it
 # look exactly like programs linked against CUDA's libcudart.so.13.
-$(B)/fakes/libcudart.so.13: tests/fakes/cudart.c
+$(B)/fakes/libcudart.so.13: tests/fakes/cudart.c tests/fakes/cudart.map
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -fPIC -shared -O1 -g $(TP_WARN) -isystem $(CUDA_HOME)/include \
-	    -Wl,-soname,libcudart.so.13 -o $@ $< -lpthread
+	    -Wl,-soname,libcudart.so.13 -Wl,--version-script=tests/fakes/cudart.map -o $@ $< -lpthread
 	ln -sf libcudart.so.13 $(B)/fakes/libcudart.so
 
 fakes: $(B)/fakes/libcudart.so.13
 
-$(B)/programs/%: tests/programs/%.c $(B)/fakes/libcudart.so.13 preload/trainprof.h
+$(B)/programs/%: tests/programs/%.c tests/programs/prog.h $(B)/fakes/libcudart.so.13 preload/trainprof.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -g $(TP_WARN) -I. -isystem $(CUDA_HOME)/include $(SAN) \
 	    -o $@ $< -L$(B)/fakes -Wl,-rpath,'$$ORIGIN/../fakes' -lcudart -ldl -lpthread

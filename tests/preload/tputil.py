@@ -1,0 +1,252 @@
+"""Helpers for the preload tests: run a test program under LD_PRELOAD and read
+the traces it leaves.
+
+Every run happens in a fresh temporary directory with TRAINPROF_RUN_NAME=test
+and TRAINPROF_SYS=none (overridable), so traces land in <cwd>/test/traces/ and
+reports in <cwd>/test/reports/.  Traces are checked by parsing them, never by
+comparing text.
+"""
+
+import collections
+import gzip
+import json
+import atexit
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+class Result(collections.namedtuple("Result", "rc stdout stderr traces")):
+    """rc, stdout, stderr (bytes), traces (sorted paths); .cwd is the run's
+    directory."""
+    cwd = None
+
+LAUNCH_APIS = frozenset((
+    "cudaLaunchKernel", "cudaLaunchKernel_ptsz",
+    "__cudaLaunchKernel", "__cudaLaunchKernel_ptsz",
+    "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz",
+    "cudaLaunchCooperativeKernel", "cudaLaunchCooperativeKernel_ptsz",
+))
+
+STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+
+
+def build_dir():
+    """The build folder under test: $TP_TEST_BUILD or build (relative to the repo)."""
+    b = os.environ.get("TP_TEST_BUILD", "build")
+    return b if os.path.isabs(b) else os.path.join(ROOT, b)
+
+
+def lib_path():
+    return os.path.join(build_dir(), "libtrainprof.so")
+
+
+def program(name):
+    """Absolute path of a test program; an absolute path is returned as is."""
+    if os.path.isabs(name):
+        return name
+    return os.path.join(build_dir(), "programs", name)
+
+
+def preload_value():
+    """The LD_PRELOAD value: the ASan runtime first when TP_TEST_ASAN is set."""
+    parts = []
+    asan = os.environ.get("TP_TEST_ASAN")
+    if asan:
+        parts.append(asan)
+    parts.append(lib_path())
+    return " ".join(parts)
+
+
+def base_env(env=None, preload=True):
+    """The environment of a run: ours minus any TRAINPROF_*/NVTX/LD_PRELOAD
+    inherited from the caller, the test defaults, then `env` (a value of None
+    removes a variable)."""
+    e = {k: v for k, v in os.environ.items()
+         if not k.startswith("TRAINPROF_") and k not in
+         ("LD_PRELOAD", "NVTX_INJECTION64_PATH", "NVTX_INJECTION32_PATH",
+          "RANK", "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID")}
+    e["TRAINPROF_RUN_NAME"] = "test"
+    e["TRAINPROF_SYS"] = "none"
+    if preload:
+        e["LD_PRELOAD"] = preload_value()
+    for k, v in (env or {}).items():
+        if v is None:
+            e.pop(k, None)
+        else:
+            e[k] = str(v)
+    return e
+
+
+_tmp_root = None
+
+
+def new_dir():
+    """A fresh directory for one run, under a root removed when this Python
+    process exits (kept when TP_TEST_KEEP is set, for inspection)."""
+    global _tmp_root
+    if _tmp_root is None:
+        _tmp_root = tempfile.mkdtemp(prefix="tp-test-")
+        if not os.environ.get("TP_TEST_KEEP"):
+            atexit.register(shutil.rmtree, _tmp_root, True)
+    return tempfile.mkdtemp(dir=_tmp_root)
+
+
+def find_traces(cwd, run_name="test"):
+    d = os.path.join(cwd, run_name, "traces")
+    if not os.path.isdir(d):
+        return []
+    return sorted(os.path.join(d, f) for f in os.listdir(d)
+                  if not f.endswith(".tmp"))
+
+
+def run(prog, args=(), env=None, preload=True, cwd=None, timeout=60, stdin=None):
+    """Run build/programs/<prog> (or an absolute path) with `args`.
+
+    preload=False runs the program without the library (same environment
+    otherwise).  cwd defaults to a fresh directory from new_dir().  Returns Result(rc, stdout, stderr,
+    traces): stdout/stderr as bytes, traces the sorted paths of files in
+    <cwd>/<run_name>/traces/; .cwd is the directory it ran in.
+    """
+    if cwd is None:
+        cwd = new_dir()
+    e = base_env(env, preload)
+    p = subprocess.run([program(prog)] + [str(a) for a in args], cwd=cwd, env=e,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       stdin=subprocess.DEVNULL if stdin is None else stdin,
+                       timeout=timeout)
+    run_name = e.get("TRAINPROF_RUN_NAME", "test")
+    res = Result(p.returncode, p.stdout, p.stderr, find_traces(cwd, run_name))
+    res.cwd = cwd
+    return res
+
+
+def read_raw(path):
+    """The text of a trace, gunzipped if it is gzip (by magic, not by name)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return data.decode("utf-8")
+
+
+def load_trace(path):
+    """Parse a trace (gzip or plain JSON) into a dict, keeping key order."""
+    return json.loads(read_raw(path), object_pairs_hook=collections.OrderedDict)
+
+
+def events(trace, ph=None, cat=None, name=None):
+    """Events of a parsed trace, filtered by ph, cat and name when given."""
+    out = []
+    for ev in trace.get("traceEvents", []):
+        if ph is not None and ev.get("ph") != ph:
+            continue
+        if cat is not None and ev.get("cat") != cat:
+            continue
+        if name is not None and ev.get("name") != name:
+            continue
+        out.append(ev)
+    return out
+
+
+def steps(trace):
+    """Sorted ProfilerStep numbers of a parsed trace."""
+    out = []
+    for ev in events(trace, ph="X"):
+        m = STEP_RE.match(ev.get("name", ""))
+        if m:
+            out.append(int(m.group(1)))
+    return sorted(out)
+
+
+def launches(trace):
+    """cuda_runtime X events of the launch entry points."""
+    return [ev for ev in events(trace, ph="X", cat="cuda_runtime")
+            if ev.get("name") in LAUNCH_APIS]
+
+
+def launches_per_step(trace):
+    """{step: number of launch events inside that ProfilerStep's interval}
+    (same pid; any thread)."""
+    st = [(int(STEP_RE.match(ev["name"]).group(1)), ev)
+          for ev in events(trace, ph="X") if STEP_RE.match(ev.get("name", ""))]
+    out = {n: 0 for n, _ in st}
+    for la in launches(trace):
+        for n, ev in st:
+            if ev["pid"] == la["pid"] and ev["ts"] <= la["ts"] and \
+                    la["ts"] + la["dur"] <= ev["ts"] + ev["dur"] + 1e-3:
+                out[n] += 1
+                break
+    return out
+
+
+def trace_batch(path):
+    """The {batch} number in a default-named trace file, rank{r}.{batch}.pt.trace.json.gz."""
+    m = re.match(r"^rank(\d+)\.(\d+)\.pt\.trace\.json(\.gz)?$", os.path.basename(path))
+    return int(m.group(2)) if m else None
+
+
+# ---- an independent implementation of torch.profiler.schedule (SPEC 5) -----
+
+NONE, WARMUP, RECORD, RECORD_AND_SAVE = "NONE", "WARMUP", "RECORD", "RECORD_AND_SAVE"
+
+
+def schedule_fn(step, wait=0, warmup=1, active=4, repeat=1, skip_first=0):
+    if step < skip_first:
+        return NONE
+    step -= skip_first
+    n = wait + warmup + active
+    if repeat > 0 and step / n >= repeat:
+        return NONE
+    m = step % n
+    if m < wait:
+        return NONE
+    if m < wait + warmup:
+        return WARMUP
+    return RECORD if m < n - 1 else RECORD_AND_SAVE
+
+
+def parse_schedule(text):
+    """TRAINPROF_SCHEDULE text -> kwargs for schedule_fn, or None for `all`."""
+    kw = dict(wait=0, warmup=1, active=4, repeat=1, skip_first=0)
+    if text is None or text == "":
+        return kw
+    if text.strip() == "all":
+        return None
+    for item in text.split(","):
+        k, v = item.split("=")
+        kw[k.strip()] = int(v)
+    return kw
+
+
+def expected_windows(schedule_text, nsteps):
+    """[(batch, [step numbers], partial)] that the schedule saves over a run of
+    `nsteps` steps that then exits normally.  A window still open at exit
+    (the step after the last signal is a recording one) is saved then, with
+    batch = nsteps and partial = True.  Choose runs whose last recorded step
+    is complete: an exit-time window made only of the unfinished step is not
+    modelled."""
+    kw = parse_schedule(schedule_text)
+    if kw is None:
+        return [(nsteps, list(range(nsteps)), True)] if nsteps else []
+    out, cur = [], []
+    for s in range(nsteps):
+        a = schedule_fn(s, **kw)
+        if a in (RECORD, RECORD_AND_SAVE):
+            cur.append(s)
+        if a == RECORD_AND_SAVE:
+            out.append((s + 1, cur, False))
+            cur = []
+    if cur:
+        assert schedule_fn(nsteps, **kw) in (RECORD, RECORD_AND_SAVE)
+        out.append((nsteps, cur, True))
+    return out
+
+
+def exit_step_records(schedule_text, nsteps):
+    """Whether the unfinished step after the last signal is a recording one."""
+    kw = parse_schedule(schedule_text)
+    return kw is None or schedule_fn(nsteps, **kw) in (RECORD, RECORD_AND_SAVE)

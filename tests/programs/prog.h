@@ -1,0 +1,114 @@
+/*
+ * prog.h - shared by the test programs in tests/programs/.
+ *
+ * DESIGN
+ * The programs stand in for what nvcc emits and what a training loop does,
+ * written in C against the real CUDA headers.  Kernel registration uses the
+ * same entry points as nvcc's generated code (crt/host_runtime.h, C++-only,
+ * so the prototypes are repeated here); host stubs are distinct addresses.
+ * trainprof_* is reached through dlsym(RTLD_DEFAULT) so every program runs
+ * with or without the library and prints the same thing either way.
+ */
+#ifndef TRAINPROF_TESTS_PROG_H
+#define TRAINPROF_TESTS_PROG_H
+
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "preload/trainprof.h"
+
+void **__cudaRegisterFatBinary(void *fatCubin);
+void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
+void __cudaUnregisterFatBinary(void **fatCubinHandle);
+void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
+                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
+                            dim3 *bDim, dim3 *gDim, int *wSize);
+cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *func);
+cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void **a, size_t sm,
+                               cudaStream_t s);
+
+/* Stand-ins for host stubs: one byte each in a static area, so that any
+ * number of kernels get distinct, stable addresses. */
+static char prog_stub_area[4096] __attribute__((unused));
+#define PROG_STUB(i) ((const void *)&prog_stub_area[(i)])
+
+/* A fake fat binary; the fake runtime never looks inside. */
+static const unsigned long long prog_fatbin[4] __attribute__((unused)) = { 0x466243b1ull, 1, 0, 0 };
+
+static inline void **prog_register_module(void)
+{
+    return __cudaRegisterFatBinary((void *)prog_fatbin);
+}
+
+static inline void prog_register(void **h, const void *stub, const char *devname)
+{
+    /* nvcc passes the mangled name as both deviceFun and deviceName. */
+    __cudaRegisterFunction(h, (const char *)stub, (char *)devname, devname, -1,
+                           NULL, NULL, NULL, NULL, NULL);
+}
+
+static inline dim3 prog_dim3(unsigned x, unsigned y, unsigned z)
+{
+    dim3 d;
+    d.x = x;
+    d.y = y;
+    d.z = z;
+    return d;
+}
+
+#define PROG_CHECK(call)                                                              \
+    do {                                                                              \
+        cudaError_t e_ = (call);                                                      \
+        if (e_ != cudaSuccess) {                                                      \
+            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,      \
+                    cudaGetErrorString(e_));                                          \
+            exit(1);                                                                  \
+        }                                                                             \
+    } while (0)
+
+/* trainprof API through dlsym: no-ops without the library. */
+static inline void tp_call_step(void)
+{
+    static void (*fn)(void);
+    static int looked;
+    if (!looked) {
+        fn = (void (*)(void))dlsym(RTLD_DEFAULT, "trainprof_step");
+        looked = 1;
+    }
+    if (fn)
+        fn();
+}
+
+static inline void tp_call_range_push(const char *name)
+{
+    void (*fn)(const char *) = (void (*)(const char *))dlsym(RTLD_DEFAULT, "trainprof_range_push");
+    if (fn)
+        fn(name);
+}
+
+static inline void tp_call_range_pop(void)
+{
+    void (*fn)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "trainprof_range_pop");
+    if (fn)
+        fn();
+}
+
+/* Integer from the environment, or a default. */
+static inline long prog_env_long(const char *name, long def)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*end) {
+        fprintf(stderr, "bad %s=%s\n", name, v);
+        exit(64);
+    }
+    return n;
+}
+
+#endif

@@ -1,0 +1,176 @@
+/*
+ * train_loop.c - a training-loop stand-in for the preload tests.
+ *
+ * DESIGN
+ * Each step does what one iteration of a GPU training job does, in the order
+ * a real loop does it: H2D copy of the batch, an NVTX "forward" range around
+ * several cudaLaunchKernel launches, one launch through __cudaGetKernel +
+ * __cudaLaunchKernel (what nvcc 13 emits for <<<>>>) of the optimizer kernel,
+ * an async memset, a stream synchronization, a D2H copy, a checksum on the
+ * host from the copied data, then the step signal.  stdout is a pure function
+ * of the options, so it can be compared with and without the library.
+ *
+ * Options (argv, or the environment variable in brackets):
+ *   --steps=N        steps to run (TRAIN_STEPS, default 10)
+ *   --launches=L     cudaLaunchKernel launches per step (TRAIN_LAUNCHES,
+ *                    default 4); each step also makes 1 __cudaLaunchKernel
+ *   --mode=M         step signal the program gives (TRAIN_MODE, default api):
+ *                    api   trainprof_step() via dlsym after each step
+ *                    nvtx  an NVTX range "step" around each step
+ *                    both  both of the above (nvtx pop first, then api)
+ *                    none  no step signal
+ *   --sleep-us=U     sleep per step (TRAIN_SLEEP_US, default 0)
+ *   --notify=K       write "train_loop: step K done" to stderr after step K
+ *                    (TRAIN_NOTIFY, default -1: never)
+ *   --bad-launch     first launch a NULL function and print what
+ *                    cudaGetLastError, cudaPeekAtLastError and errno say
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdint.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nvtx3/nvToolsExt.h>
+
+#include "prog.h"
+
+enum { K_MATMUL_FWD, K_RELU_FWD, K_MATMUL_BWD, K_SOFTMAX, K_ADAM, K_COUNT };
+
+static const char *const kernel_names[K_COUNT] = {
+    "_Z10matmul_fwdPfS_S_i",
+    "_Z8relu_fwdPfi",
+    "_ZN4mlir7kernels10matmul_bwdEPKfS2_Pfi",
+    "_ZN6layers7softmaxIfEEvPT_i",
+    "_ZN5torch5optim9adam_stepEPfi",
+};
+
+#define N_FLOATS 1024
+
+static uint32_t fnv1a(const void *p, size_t n, uint32_t h)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+int main(int argc, char **argv)
+{
+    long steps = prog_env_long("TRAIN_STEPS", 10);
+    long launches = prog_env_long("TRAIN_LAUNCHES", 4);
+    long sleep_us = prog_env_long("TRAIN_SLEEP_US", 0);
+    long notify = prog_env_long("TRAIN_NOTIFY", -1);
+    const char *mode = getenv("TRAIN_MODE") ? getenv("TRAIN_MODE") : "api";
+    int bad_launch = 0;
+
+    static const struct option opts[] = {
+        { "steps", required_argument, 0, 's' },
+        { "launches", required_argument, 0, 'l' },
+        { "mode", required_argument, 0, 'm' },
+        { "sleep-us", required_argument, 0, 'u' },
+        { "notify", required_argument, 0, 'n' },
+        { "bad-launch", no_argument, 0, 'b' },
+        { 0, 0, 0, 0 },
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 's': steps = atol(optarg); break;
+        case 'l': launches = atol(optarg); break;
+        case 'm': mode = optarg; break;
+        case 'u': sleep_us = atol(optarg); break;
+        case 'n': notify = atol(optarg); break;
+        case 'b': bad_launch = 1; break;
+        default:
+            fprintf(stderr, "usage: %s [--steps=N] [--launches=L] [--mode=api|nvtx|both|none] "
+                    "[--sleep-us=U] [--notify=K] [--bad-launch]\n", argv[0]);
+            return 64;
+        }
+    }
+    int use_api = !strcmp(mode, "api") || !strcmp(mode, "both");
+    int use_nvtx = !strcmp(mode, "nvtx") || !strcmp(mode, "both");
+    if (!use_api && !use_nvtx && strcmp(mode, "none")) {
+        fprintf(stderr, "bad mode %s\n", mode);
+        return 64;
+    }
+
+    void **module = prog_register_module();
+    for (int k = 0; k < K_COUNT; k++)
+        prog_register(module, PROG_STUB(k), kernel_names[k]);
+    __cudaRegisterFatBinaryEnd(module);
+
+    float *host = malloc(N_FLOATS * sizeof(float));
+    float *back = malloc(N_FLOATS * sizeof(float));
+    float *d_a = NULL, *d_b = NULL;
+    cudaStream_t stream;
+    PROG_CHECK(cudaMalloc((void **)&d_a, N_FLOATS * sizeof(float)));
+    PROG_CHECK(cudaMalloc((void **)&d_b, N_FLOATS * sizeof(float)));
+    PROG_CHECK(cudaStreamCreate(&stream));
+
+    if (bad_launch) {
+        errno = 1234;
+        cudaError_t e = cudaLaunchKernel(NULL, prog_dim3(1, 1, 1), prog_dim3(1, 1, 1), NULL, 0,
+                                         stream);
+        int saved = errno;
+        cudaError_t peek = cudaPeekAtLastError();
+        cudaError_t last = cudaGetLastError();
+        cudaError_t after = cudaGetLastError();
+        printf("bad launch: %s peek %s last %s after %s errno %d\n", cudaGetErrorName(e),
+               cudaGetErrorName(peek), cudaGetErrorName(last), cudaGetErrorName(after), saved);
+    }
+
+    uint32_t total = 2166136261u;
+    long total_launches = 0;
+    for (long s = 0; s < steps; s++) {
+        if (use_nvtx)
+            nvtxRangePushA("step");
+        for (int i = 0; i < N_FLOATS; i++)
+            host[i] = (float)((s * 31 + i) % 97) * 0.5f;
+        PROG_CHECK(cudaMemcpy(d_a, host, N_FLOATS * sizeof(float), cudaMemcpyHostToDevice));
+
+        nvtxRangePushA("forward");
+        int n = N_FLOATS;
+        void *args[] = { &d_a, &d_b, &n };
+        for (long l = 0; l < launches; l++) {
+            int k = (int)(l % K_ADAM);
+            PROG_CHECK(cudaLaunchKernel(PROG_STUB(k), prog_dim3(16 + (unsigned)k, 1, 1),
+                                        prog_dim3(128, 1, 1), args, (size_t)k * 256, stream));
+        }
+        nvtxRangePop();
+
+        cudaKernel_t adam;
+        PROG_CHECK(__cudaGetKernel(&adam, PROG_STUB(K_ADAM)));
+        PROG_CHECK(__cudaLaunchKernel(adam, prog_dim3(8, 2, 1), prog_dim3(256, 1, 1), args, 0,
+                                      stream));
+        PROG_CHECK(cudaMemsetAsync(d_a, (int)(s & 0xff), 16, stream));
+        PROG_CHECK(cudaStreamSynchronize(stream));
+        PROG_CHECK(cudaMemcpy(back, d_a, N_FLOATS * sizeof(float), cudaMemcpyDeviceToHost));
+        uint32_t sum = fnv1a(back, N_FLOATS * sizeof(float), 2166136261u);
+        total = fnv1a(&sum, sizeof(sum), total);
+        total_launches += launches + 1;
+        printf("step %ld launches %ld checksum %08x\n", s, launches + 1, sum);
+        fflush(stdout);
+
+        if (sleep_us > 0) {
+            struct timespec ts = { sleep_us / 1000000, (sleep_us % 1000000) * 1000 };
+            nanosleep(&ts, NULL);
+        }
+        if (use_nvtx)
+            nvtxRangePop();
+        if (use_api)
+            tp_call_step();
+        if (s == notify)
+            fprintf(stderr, "train_loop: step %ld done\n", s);
+    }
+
+    PROG_CHECK(cudaStreamDestroy(stream));
+    PROG_CHECK(cudaFree(d_a));
+    PROG_CHECK(cudaFree(d_b));
+    free(host);
+    free(back);
+    printf("total launches %ld checksum %08x\n", total_launches, total);
+    return 0;
+}
