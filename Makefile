@@ -12,14 +12,17 @@ B         := build
 CFLAGS    ?= -O2 -g
 PKGS      := jansson zlib libunwind check
 
+# `make check` and `make demo` install missing Debian packages first (deps),
+# then run again in a sub-make that sees them; other goals fail with a message.
+SELF_INSTALLING := deps clean check demo
 PKG_OK := $(shell pkg-config --exists jansson zlib && echo yes)
 ifneq ($(PKG_OK),yes)
-ifeq ($(filter deps clean,$(MAKECMDGOALS)),)
+ifeq ($(filter $(SELF_INSTALLING),$(MAKECMDGOALS)),)
 $(error missing build dependencies: run `make deps` (Debian packages libjansson-dev zlib1g-dev libunwind-dev check pkg-config))
 endif
 endif
 ifeq ($(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h),)
-ifeq ($(filter deps clean,$(MAKECMDGOALS)),)
+ifeq ($(filter $(SELF_INSTALLING),$(MAKECMDGOALS)),)
 $(error CUDA headers not found under CUDA_HOME=$(CUDA_HOME): set CUDA_HOME to the CUDA toolkit)
 endif
 endif
@@ -42,8 +45,8 @@ FAKE_SRC    := $(wildcard tests/fakes/*.c)
 PROG_SRC    := $(wildcard tests/programs/*.c)
 PROG_BIN    := $(PROG_SRC:tests/programs/%.c=$(B)/programs/%)
 
-.PHONY: all lib fakes programs unit check check-unit check-preload check-sanitize \
-        check-tsan demo bench install lint deps clean venv
+.PHONY: all lib fakes programs unit check check-all check-unit check-preload check-sanitize \
+        check-tsan demo demo-run bench install lint deps clean venv
 
 all: lib
 lib: $(B)/libtrainprof.so
@@ -101,7 +104,10 @@ check-unit: unit
 check-preload: lib fakes programs venv
 	$(VENV)/bin/python -m pytest -q tests/preload
 
-check: lint check-unit check-preload
+check: deps
+	@$(MAKE) --no-print-directory check-all
+
+check-all: lint check-unit check-preload
 
 # AddressSanitizer + UndefinedBehaviorSanitizer over the unit and preload tests.
 # The preloaded library needs the ASan runtime first in LD_PRELOAD; the tests
@@ -119,8 +125,11 @@ check-tsan:
 lint:
 	@scripts/lint
 
-demo: lib fakes programs
-	@scripts/demo
+demo: deps
+	@$(MAKE) --no-print-directory demo-run
+
+demo-run: lib fakes programs
+	@B=$(B) scripts/demo
 
 bench: lib fakes $(B)/bench/launch_bench
 	@B=$(B) scripts/bench
