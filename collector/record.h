@@ -115,7 +115,9 @@ struct tp_window {
     uint64_t batch;               /* steps completed when the window was saved */
     uint64_t first_step, last_step; /* recorded steps, inclusive, when steps_recorded > 0 */
     uint64_t steps_recorded;      /* ProfilerStep events in the window */
-    int partial;                  /* saved at exit or on a signal */
+    int partial;                  /* cut short by exit or a signal (not with
+                                     TRAINPROF_SCHEDULE=all, whose one window
+                                     ends at exit by design) */
     const char *step_signal;      /* the signal that counted steps, "" if none */
     int64_t base_time_ns;         /* Kineto's baseTimeNanoseconds */
     int64_t start_ns, end_ns;     /* window bounds, Unix ns */

@@ -1,0 +1,31 @@
+"""The shared library's contract with the dynamic linker (SPEC 2, decision 8)."""
+import re
+import subprocess
+
+import tputil
+
+
+def _lib():
+    return f"{tputil.build_dir()}/libtrainprof.so"
+
+
+def test_no_cuda_library_is_needed():
+    out = subprocess.run(["readelf", "-d", _lib()], capture_output=True, text=True, check=True).stdout
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+    assert needed, out
+    for name in needed:
+        assert not re.match(r"lib(cuda|cudart|cupti|cublas|cudnn|nccl)", name), needed
+    assert "$ORIGIN" in out, "run path $ORIGIN lets nodes carry libjansson/libz beside the library"
+
+
+def test_exports_only_entry_points_and_api():
+    out = subprocess.run(["nm", "-D", "--defined-only", _lib()], capture_output=True, text=True, check=True).stdout
+    names = [line.split()[-1] for line in out.splitlines() if line.strip()]
+    allowed = re.compile(r"^(cuda|__cuda|cu[A-Z]|cublas|cudnn|nccl|trainprof_|InitializeInjectionNvtx2$|dlsym$)")
+    assert "trainprof_step" in names and "cudaLaunchKernel" in names and "__cudaLaunchKernel" in names
+    assert "InitializeInjectionNvtx2" in names
+    stray = [n for n in names if not allowed.match(n)]
+    assert not stray, stray
+    # no versioned definitions: a named version node would stop versioned
+    # references (cudaLaunchKernel@libcudart.so.13) from binding to us
+    assert "@@" not in out and "@" not in "".join(names)
