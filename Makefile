@@ -162,4 +162,4 @@ deps:
 clean:
 	rm -rf build
 
--include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(B)/obj $(B)/tests -name '*.d' 2>/dev/null)

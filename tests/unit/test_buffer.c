@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collector/buffer.h"
+#include "tests/unit/tp_test.h"
 
 #define THREADS 8
 #define PER_THREAD 20000
@@ -120,9 +121,5 @@ int main(void)
     tcase_add_test(tc, test_full_pool_drops_and_counts);
     tcase_add_test(tc, test_generations);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tp_test_run(s);
 }

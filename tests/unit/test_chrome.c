@@ -24,6 +24,7 @@
 #include <zlib.h>
 
 #include "handlers/handler.h"
+#include "tests/unit/tp_test.h"
 
 #define BASE 1719853884000000000LL
 #define START (BASE + 1000000123LL)
@@ -32,19 +33,9 @@
 static char root[64];
 static struct tp_window win;
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st;
-    (void)flag;
-    (void)f;
-    return remove(path);
-}
-
 static void cleanup(void)
 {
-    if (root[0])
-        nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    root[0] = '\0';
+    tp_test_rmtree(root);
 }
 
 static char folder[128];
@@ -52,8 +43,7 @@ static char folder[128];
 static void setup_window(int gzip)
 {
     if (!root[0]) {
-        strcpy(root, "/tmp/tp-chrome-XXXXXX");
-        ck_assert_ptr_nonnull(mkdtemp(root));
+        tp_test_mkdtemp(root, sizeof root, "chrome");
     }
     snprintf(folder, sizeof folder, "%s/run/traces", root);
     memset(&win, 0, sizeof win);
@@ -703,9 +693,5 @@ int main(void)
     tcase_add_test(tc, test_unwritable_folder);
     tcase_add_test(tc, test_throughput);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tp_test_run(s);
 }

@@ -12,6 +12,7 @@
 #include <check.h>
 #include <stdio.h>
 #include <string.h>
+#include "tests/unit/tp_test.h"
 
 static const struct tp_format_vars vars = {
     .run_name = "job", .hostname = "node1", .rank = 3, .local_rank = 1, .world_size = 8,
@@ -176,9 +177,5 @@ static Suite *format_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(format_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tp_test_run(format_suite());
 }

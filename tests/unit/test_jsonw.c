@@ -18,6 +18,7 @@
 #include <zlib.h>
 
 #include "handlers/jsonw.h"
+#include "tests/unit/tp_test.h"
 
 /* A writer on a fresh temporary file; out_fd keeps it readable. */
 static int tmp_fd(void)
@@ -441,9 +442,5 @@ int main(void)
     tcase_add_test(tc, test_write_error_sticky);
     tcase_add_test(tc, test_throughput);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tp_test_run(s);
 }

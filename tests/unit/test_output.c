@@ -16,28 +16,18 @@
 #include <unistd.h>
 
 #include "handlers/output.h"
+#include "tests/unit/tp_test.h"
 
 static char root[64];
 
 static void make_root(void)
 {
-    strcpy(root, "/tmp/tp-output-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(root));
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st;
-    (void)flag;
-    (void)f;
-    return remove(path);
+    tp_test_mkdtemp(root, sizeof root, "output");
 }
 
 static void cleanup(void)
 {
-    if (root[0])
-        nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    root[0] = '\0';
+    tp_test_rmtree(root);
 }
 
 static void put(const char *path, const char *text)
@@ -366,9 +356,5 @@ int main(void)
     tcase_add_test(tc, test_disk_full_leaves_nothing);
     tcase_add_test(tc, test_stale_tmp);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tp_test_run(s);
 }

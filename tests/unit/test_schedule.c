@@ -6,6 +6,7 @@
 #include <check.h>
 #include <stdlib.h>
 #include "collector/schedule.h"
+#include "tests/unit/tp_test.h"
 
 static enum tp_action model(const struct tp_schedule *s, uint64_t step)
 {
@@ -84,9 +85,5 @@ int main(void)
     tcase_add_test(tc, test_composer_defaults);
     tcase_add_test(tc, test_all_and_repeat_zero);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tp_test_run(s);
 }

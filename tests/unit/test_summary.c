@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "handlers/handler.h"
+#include "tests/unit/tp_test.h"
 
 #define PID 77
 
@@ -20,26 +21,15 @@ static char root[64];
 static char reports[128];
 static struct tp_window win;
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st;
-    (void)flag;
-    (void)f;
-    return remove(path);
-}
-
 static void cleanup(void)
 {
-    if (root[0])
-        nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    root[0] = '\0';
+    tp_test_rmtree(root);
 }
 
 static void setup_window(void)
 {
     if (!root[0]) {
-        strcpy(root, "/tmp/tp-summary-XXXXXX");
-        ck_assert_ptr_nonnull(mkdtemp(root));
+        tp_test_mkdtemp(root, sizeof root, "summary");
     }
     snprintf(reports, sizeof reports, "%s/run/reports", root);
     memset(&win, 0, sizeof win);
@@ -283,9 +273,5 @@ int main(void)
     tcase_add_test(tc, test_no_trace_no_summary);
     tcase_add_test(tc, test_empty_and_no_replace);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tp_test_run(s);
 }
