@@ -87,6 +87,9 @@ int tp_buf_init(long mb)
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
         return -1;
+    /* 2 MiB pages where the kernel allows them: a window's first pass over
+     * the pool takes 512 times fewer page faults on the training threads */
+    madvise(p, bytes, MADV_HUGEPAGE);
     tp_pool_chunks = (uint32_t)(bytes / TP_CHUNK_BYTES);
     tp_pool = p;
     return 0;
