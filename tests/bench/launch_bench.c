@@ -1,6 +1,7 @@
 /*
  * launch_bench.c - ns per cudaLaunchKernel on the fake runtime.
- * Usage: launch_bench LAUNCHES STEPS.  Prints "ns_per_launch=X" on stdout.
+ * Usage: launch_bench LAUNCHES STEPS.  Prints "ns_per_launch=X" and the
+ * longest trainprof_step() call, "max_step_us=Y" (the stall at a save), on stdout.
  * Steps are signalled through trainprof_step() when the library is present.
  */
 #include <cuda_runtime_api.h>
@@ -34,15 +35,19 @@ int main(int argc, char **argv)
     dim3 g = { 1, 1, 1 }, b = { 32, 1, 1 };
     cudaDeviceSynchronize();
     long per = launches / steps;
-    double total = 0;
+    double total = 0, max_step = 0;
     for (long s = 0; s < steps; s++) {
         double t0 = now_ns();
         for (long i = 0; i < per; i++)
             cudaLaunchKernel((const void *)bench_kernel, g, b, NULL, 0, 0);
         total += now_ns() - t0;
-        if (step)
+        if (step) {
+            double s0 = now_ns();
             step();
+            double d = now_ns() - s0;
+            max_step = d > max_step ? d : max_step;
+        }
     }
-    printf("ns_per_launch=%.2f\n", total / (double)(per * steps));
+    printf("ns_per_launch=%.2f\nmax_step_us=%.1f\n", total / (double)(per * steps), max_step / 1000);
     return 0;
 }
