@@ -11,10 +11,22 @@
 #include <stdatomic.h>
 #include <string.h>
 
-static const struct { const char *name; int cbid; uint8_t layer; } tp_apis[TP_API_COUNT] = {
-    [TP_API_NONE] = { "", -1, TP_LAYER_NONE },
+/* Each record expression of a .def line names its form here. */
+#define TP_R_LAUNCH(...)     TP_FORM_LAUNCH
+#define TP_R_LAUNCH_CFG(...) TP_FORM_LAUNCH
+#define TP_R_GRAPH(...)      TP_FORM_LAUNCH
+#define TP_R_COPY(...)       TP_FORM_COPY
+#define TP_R_SET(...)        TP_FORM_SET
+#define TP_R_SYNC(...)       TP_FORM_SYNC_STREAM
+#define TP_R_SYNC_EVENT(...) TP_FORM_SYNC_EVENT
+#define TP_R_ALLOC(...)      TP_FORM_ALLOC
+#define TP_R_FREE(...)       TP_FORM_FREE
+#define TP_R_NONE            TP_FORM_NONE
+
+static const struct { const char *name; int cbid; uint8_t layer, form; } tp_apis[TP_API_COUNT] = {
+    [TP_API_NONE] = { "", -1, TP_LAYER_NONE, TP_FORM_NONE },
 #define TP_FN(ret, name, params, args, cbid, rec) \
-    [TP_API_##name] = { #name, CUPTI_RUNTIME_TRACE_CBID_##cbid, TP_LAYER_RUNTIME },
+    [TP_API_##name] = { #name, CUPTI_RUNTIME_TRACE_CBID_##cbid, TP_LAYER_RUNTIME, rec },
 #include "../preload/cudart.def"
 #undef TP_FN
 };
@@ -29,6 +41,11 @@ const char *tp_api_name(unsigned id)
 int tp_api_cbid(unsigned id)
 {
     return id < TP_API_COUNT ? tp_apis[id].cbid : -1;
+}
+
+int tp_api_form(unsigned id)
+{
+    return id < TP_API_COUNT ? tp_apis[id].form : TP_FORM_NONE;
 }
 
 int tp_api_layer(unsigned id)

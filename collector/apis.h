@@ -21,6 +21,9 @@ const char *tp_api_name(unsigned id);
 /* tp_api_cbid - CUPTI callback id, -1 if none. */
 int tp_api_cbid(unsigned id);
 
+/* tp_api_form - enum tp_form: what the entry point's records hold. */
+int tp_api_form(unsigned id);
+
 /* tp_api_layer - enum tp_layer of the entry point. */
 int tp_api_layer(unsigned id);
 

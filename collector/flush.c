@@ -85,6 +85,7 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
         ev.name = tp_api_name(r->api);
         ev.cbid = tp_api_cbid(r->api);
         ev.layer = (uint8_t)tp_api_layer(r->api);
+        ev.form = (uint8_t)tp_api_form(r->api);
         uint32_t corr = r->kind == TP_REC_LAUNCH ? r->u.launch.corr : r->u.api.corr;
         ev.correlation = corr ? corr : tp_next_corr++;
         if (r->kind == TP_REC_LAUNCH)

@@ -88,6 +88,18 @@ enum tp_range_source { TP_RANGE_NVTX = 0, TP_RANGE_API = 1 };
 /* A drained record as handlers see it. */
 enum tp_layer { TP_LAYER_NONE = 0, TP_LAYER_RUNTIME, TP_LAYER_DRIVER, TP_LAYER_LIBRARY };
 
+/* What an API record's payload holds: the record form of its .def line. */
+enum tp_form {
+    TP_FORM_NONE = 0,
+    TP_FORM_LAUNCH,       /* u.launch */
+    TP_FORM_COPY,         /* u.api: dst, src, bytes, copy_kind, stream */
+    TP_FORM_SET,          /* u.api: dst, src = value, bytes, stream */
+    TP_FORM_SYNC_STREAM,  /* u.api.stream: a stream (0: the device) */
+    TP_FORM_SYNC_EVENT,   /* u.api.stream: an event */
+    TP_FORM_ALLOC,        /* u.api: dst = address, bytes */
+    TP_FORM_FREE,         /* u.api: dst = address */
+};
+
 struct tp_event {
     const struct tp_record *rec;   /* the raw record, for kind-specific fields */
     const char *name;              /* API/LAUNCH: entry point name ("cudaMemcpyAsync");
@@ -97,6 +109,7 @@ struct tp_event {
     const char *thread_name;       /* OS name of the recording thread ("" unknown) */
     int32_t  cbid;                 /* API/LAUNCH: CUPTI callback id, -1 unknown */
     uint8_t  layer;                /* API/LAUNCH: enum tp_layer */
+    uint8_t  form;                 /* API/LAUNCH: enum tp_form */
     int32_t  pid;
     int32_t  tid;
     int64_t  ts_ns;                /* Unix time, ns */

@@ -369,9 +369,9 @@ static void put_call(struct chrome *c, const struct tp_event *ev)
         LIT(j, ", \"cuda stream\": ");
         tp_jsonw_u64(j, r->u.launch.stream);
     } else {
-        int copy = strstr(name, "emcpy") != NULL;
-        int set = !copy && strstr(name, "emset") != NULL;
-        if (copy || set || r->u.api.bytes) {
+        int copy = ev->form == TP_FORM_COPY;
+        int set = ev->form == TP_FORM_SET;
+        if (copy || set || ev->form == TP_FORM_ALLOC) {
             LIT(j, ", \"bytes\": ");
             tp_jsonw_u64(j, r->u.api.bytes);
         }
@@ -380,10 +380,10 @@ static void put_call(struct chrome *c, const struct tp_event *ev)
             tp_jsonw_lit(j, copy_kinds[r->u.api.copy_kind]);
             tp_jsonw_char(j, '"');
         }
-        if (copy || set || strstr(name, "Stream")) {
+        if (copy || set || ev->form == TP_FORM_SYNC_STREAM) {
             LIT(j, ", \"cuda stream\": ");
             tp_jsonw_u64(j, r->u.api.stream);
-        } else if (strstr(name, "Event")) {
+        } else if (ev->form == TP_FORM_SYNC_EVENT) {
             LIT(j, ", \"cuda event\": ");
             tp_jsonw_u64(j, r->u.api.stream);
         }

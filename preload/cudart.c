@@ -58,6 +58,7 @@ static inline void tp_fill_copy(struct tp_record *r, const void *dst, const void
 #define TP_R_COPY(d, s, n, k, st) if (tp_r) tp_fill_copy(tp_r, d, s, n, k, st)
 #define TP_R_SET(d, v, n, st)     if (tp_r) tp_fill_copy(tp_r, d, (const void *)(uintptr_t)(v), n, 0, st)
 #define TP_R_SYNC(h)              if (tp_r) tp_r->u.api.stream = (uint64_t)(uintptr_t)(h)
+#define TP_R_SYNC_EVENT(h)        TP_R_SYNC(h)
 #define TP_R_ALLOC(p, n)          if (tp_r) { tp_r->u.api.bytes = (n); tp_r->u.api.dst = (p) && tp_rc == 0 ? (uint64_t)(uintptr_t)*(p) : 0; }
 #define TP_R_FREE(p)              if (tp_r) tp_r->u.api.dst = (uint64_t)(uintptr_t)(p)
 #define TP_R_NONE                 (void)tp_r

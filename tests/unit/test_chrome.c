@@ -105,6 +105,7 @@ static void feed_sample(const struct tp_handler *h, void *st)
         int64_t s0 = t;
         ev = mk(&it, TP_REC_LAUNCH, PID, t + 1000, 2345);
         ev->name = "cudaLaunchKernel";
+        ev->form = TP_FORM_LAUNCH;
         ev->kernel = step == 2 ? hostile_kernel : "gemm_kernel";
         ev->layer = TP_LAYER_RUNTIME;
         ev->cbid = 211;
@@ -122,6 +123,7 @@ static void feed_sample(const struct tp_handler *h, void *st)
 
         ev = mk(&it, TP_REC_API, PID, t + 5000, 7001);
         ev->name = "cudaMemcpyAsync";
+        ev->form = TP_FORM_COPY;
         ev->layer = TP_LAYER_RUNTIME;
         ev->cbid = 41;
         ev->correlation = 100 + (uint64_t)step;
@@ -137,6 +139,7 @@ static void feed_sample(const struct tp_handler *h, void *st)
     }
     ev = mk(&it, TP_REC_API, PID, t + 100, 50);
     ev->name = "cudaMemsetAsync";
+    ev->form = TP_FORM_SET;
     ev->layer = TP_LAYER_RUNTIME;
     it.rec.u.api.bytes = 64;
     it.rec.u.api.stream = 9;
@@ -144,6 +147,7 @@ static void feed_sample(const struct tp_handler *h, void *st)
 
     ev = mk(&it, TP_REC_API, PID, t + 200, 50);
     ev->name = "cudaStreamSynchronize";
+    ev->form = TP_FORM_SYNC_STREAM;
     ev->layer = TP_LAYER_RUNTIME;
     it.rec.u.api.stream = 9;
     it.rec.status = 700;
@@ -151,12 +155,14 @@ static void feed_sample(const struct tp_handler *h, void *st)
 
     ev = mk(&it, TP_REC_API, PID, t + 300, 50);
     ev->name = "cudaEventSynchronize";
+    ev->form = TP_FORM_SYNC_EVENT;
     ev->layer = TP_LAYER_RUNTIME;
     it.rec.u.api.stream = 0xabc;
     h->event(st, ev);
 
     ev = mk(&it, TP_REC_API, PID, t + 400, 50);
     ev->name = "cuMemcpyHtoD_v2";
+    ev->form = TP_FORM_COPY;
     ev->layer = TP_LAYER_DRIVER;
     it.rec.u.api.bytes = 8;
     it.rec.u.api.copy_kind = 1;
@@ -164,6 +170,7 @@ static void feed_sample(const struct tp_handler *h, void *st)
 
     ev = mk(&it, TP_REC_LAUNCH, PID, t + 500, 50);
     ev->name = "cudaGraphLaunch";
+    ev->form = TP_FORM_LAUNCH;
     ev->kernel = "";
     ev->layer = TP_LAYER_RUNTIME;
     it.rec.u.launch.func_kind = TP_FUNC_GRAPH;
@@ -641,6 +648,7 @@ static void feed_bench(const struct tp_handler *h, void *st)
         if (i % 4 == 3) {
             ev = mk(x, TP_REC_API, PID + (i & 7), t, 1200 + i % 531);
             ev->name = "cudaMemcpyAsync";
+        ev->form = TP_FORM_COPY;
             x->rec.u.api.bytes = 4096;
             x->rec.u.api.copy_kind = 1;
             x->rec.u.api.stream = 7;
