@@ -68,3 +68,39 @@ def test_every_entry_point_recorded_once_per_call():
         assert one(name)["bytes"] == nbytes, (name, one(name))
     for ev in runtime:
         assert "stream" not in ev.get("args", {}), ev
+
+
+def _def_forms():
+    """name -> record form (the TP_R_* macro of its .def line)."""
+    forms = {}
+    with open(DEF) as f:
+        for line in f:
+            m = re.match(r"^TP_FN\(\s*[^,]+,\s*([A-Za-z_0-9]+)\s*,.*(TP_R_[A-Z_]+)", line)
+            if m:
+                forms[m.group(1)] = m.group(2)
+    return forms
+
+
+def test_args_follow_the_record_form():
+    r = tputil.run("all_apis", env={"TRAINPROF_SCHEDULE": "all"})
+    assert r.rc == 0, r.stderr
+    trace = tputil.load_trace(r.traces[0])
+    forms = _def_forms()
+    seen = set()
+    for ev in tputil.events(trace, ph="X", cat="cuda_runtime"):
+        form, args = forms[ev["name"]], ev["args"]
+        seen.add(form)
+        if form == "TP_R_COPY":
+            assert "bytes" in args and args["kind"] in ("HtoH", "HtoD", "DtoH", "DtoD", "Default"), ev
+            assert "cuda stream" in args, ev
+        elif form == "TP_R_SET":
+            assert "bytes" in args and "kind" not in args and "cuda stream" in args, ev
+        elif form == "TP_R_SYNC":
+            assert "cuda stream" in args and "bytes" not in args, ev
+        elif form == "TP_R_SYNC_EVENT":
+            assert "cuda event" in args and "cuda stream" not in args, ev
+        elif form == "TP_R_ALLOC":
+            assert "bytes" in args, ev
+        elif form in ("TP_R_FREE", "TP_R_NONE"):
+            assert not {"bytes", "kind", "cuda stream", "cuda event"} & set(args), ev
+    assert {"TP_R_COPY", "TP_R_SET", "TP_R_SYNC", "TP_R_SYNC_EVENT", "TP_R_ALLOC"} <= seen
