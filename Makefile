@@ -73,12 +73,29 @@ $(B)/fakes/libcudart.so.13: tests/fakes/cudart.c tests/fakes/cudart.map
 	    -Wl,-soname,libcudart.so.13 -Wl,--version-script=tests/fakes/cudart.map -o $@ $< -lpthread
 	ln -sf libcudart.so.13 $(B)/fakes/libcudart.so
 
-fakes: $(B)/fakes/libcudart.so.13
+# Other fakes: tests/fakes/X.c -> build/fakes/libX.so; a file tests/fakes/X.map,
+# if present, is its version script, and FAKE_SONAME_X its soname
+# (set in tests/fakes/*.mk).
+FAKE_OTHER := $(filter-out tests/fakes/cudart.c,$(FAKE_SRC))
+FAKE_LIBS  := $(FAKE_OTHER:tests/fakes/%.c=$(B)/fakes/lib%.so)
+-include $(wildcard tests/fakes/*.mk tests/programs/*.mk)
 
-$(B)/programs/%: tests/programs/%.c tests/programs/prog.h $(B)/fakes/libcudart.so.13 preload/trainprof.h
+$(B)/fakes/lib%.so: tests/fakes/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -fPIC -shared -O1 -g $(TP_WARN) -isystem $(CUDA_HOME)/include \
+	    -Wl,-soname,$(or $(FAKE_SONAME_$*),lib$*.so) \
+	    $(if $(wildcard tests/fakes/$*.map),-Wl,--version-script=tests/fakes/$*.map) \
+	    -o $@ $< -lpthread
+	$(if $(FAKE_SONAME_$*),ln -sf lib$*.so $(B)/fakes/$(FAKE_SONAME_$*))
+
+fakes: $(B)/fakes/libcudart.so.13 $(FAKE_LIBS)
+
+# Per-program extra libraries: PROG_LIBS_<program> in tests/programs/<program>.mk
+# (e.g. a fake and the real cuBLASLt, whose descriptor functions need no GPU).
+$(B)/programs/%: tests/programs/%.c tests/programs/prog.h $(B)/fakes/libcudart.so.13 $(FAKE_LIBS) preload/trainprof.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -g $(TP_WARN) -I. -isystem $(CUDA_HOME)/include $(SAN) \
-	    -o $@ $< -L$(B)/fakes -Wl,-rpath,'$$ORIGIN/../fakes' -lcudart -ldl -lpthread
+	    -o $@ $< -L$(B)/fakes -Wl,-rpath,'$$ORIGIN/../fakes' $(PROG_LIBS_$*) -lcudart -ldl -lpthread
 
 programs: $(PROG_BIN)
 

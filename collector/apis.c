@@ -22,12 +22,20 @@
 #define TP_R_ALLOC(...)      TP_FORM_ALLOC
 #define TP_R_FREE(...)       TP_FORM_FREE
 #define TP_R_NONE            TP_FORM_NONE
+#define TP_R_GEMM(...)       TP_FORM_GEMM
+#define TP_R_COLL(...)       TP_FORM_COLL
 
 static const struct { const char *name; int cbid; uint8_t layer, form; } tp_apis[TP_API_COUNT] = {
     [TP_API_NONE] = { "", -1, TP_LAYER_NONE, TP_FORM_NONE },
 #define TP_FN(ret, name, params, args, cbid, rec) \
     [TP_API_##name] = { #name, CUPTI_RUNTIME_TRACE_CBID_##cbid, TP_LAYER_RUNTIME, rec },
+#define TP_LIB_FN(ret, name, params, args, rec) \
+    [TP_API_##name] = { #name, -1, TP_LAYER_LIBRARY, rec },
 #include "../preload/cudart.def"
+#include "../preload/cublas.def"
+#include "../preload/cublaslt.def"
+#include "../preload/nccl.def"
+#undef TP_LIB_FN
 #undef TP_FN
 };
 

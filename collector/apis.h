@@ -10,7 +10,12 @@
 enum tp_api_id {
     TP_API_NONE = 0,
 #define TP_FN(ret, name, params, args, cbid, rec) TP_API_##name,
+#define TP_LIB_FN(ret, name, params, args, rec) TP_API_##name,
 #include "../preload/cudart.def"
+#include "../preload/cublas.def"
+#include "../preload/cublaslt.def"
+#include "../preload/nccl.def"
+#undef TP_LIB_FN
 #undef TP_FN
     TP_API_COUNT
 };

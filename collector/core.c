@@ -39,6 +39,7 @@
 
 _Atomic uint32_t tp_hot = TP_HOT_INACTIVE;
 __thread int tp_depth __attribute__((tls_model("initial-exec")));
+__thread int tp_lib_depth __attribute__((tls_model("initial-exec")));
 
 static pthread_once_t tp_activate_once = PTHREAD_ONCE_INIT;
 static _Atomic int tp_active;              /* activated and not passive */
@@ -429,7 +430,7 @@ int tp_call_begin_slow(struct tp_call *c, uint16_t api, uint32_t hot)
     c->hot = hot;
     c->api = api;
     c->t0 = (hot & TP_HOT_RECORDING) ? tp_clock_now() : 0;
-    tp_depth++;
+    (*c->depth)++;
     return 1;
 }
 

@@ -31,9 +31,13 @@
 extern _Atomic uint32_t tp_hot;
 extern int tp_exit_hooked;    /* the exit flush is registered */
 
-/* Per-thread nesting depth: > 0 while inside a recorded call or inside the
- * profiler itself; helper threads keep it > 0 for life. */
+/* Per-thread nesting depth of CUDA runtime/driver calls: > 0 while inside a
+ * recorded call or inside the profiler itself; helper threads keep it > 0
+ * for life.  Library calls (cuBLAS, cuBLASLt, cuDNN, NCCL) nest separately
+ * in tp_lib_depth: a GEMM that re-enters cuBLASLt is one record, while the
+ * launches it makes are records of their own (decision 1). */
 extern __thread int tp_depth __attribute__((tls_model("initial-exec")));
+extern __thread int tp_lib_depth __attribute__((tls_model("initial-exec")));
 
 static inline uint32_t tp_hot_load(void)
 {
@@ -55,6 +59,7 @@ void tp_core_after_call(void);
 
 /* State of one intercepted call between tp_call_begin and tp_call_finish. */
 struct tp_call {
+    int *depth;           /* &tp_depth or &tp_lib_depth */
     uint32_t hot;
     uint16_t api;
     uint64_t t0;
@@ -69,18 +74,30 @@ int tp_call_begin_slow(struct tp_call *c, uint16_t api, uint32_t hot);
  * must go through tp_call_end/tp_call_finish, 0 for a plain pass-through
  * (nested call, passive profiler).
  */
-static inline int tp_call_begin(struct tp_call *c, uint16_t api)
+static inline int tp_call_begin_at(struct tp_call *c, uint16_t api, int *depth)
 {
     uint32_t hot = tp_hot_load();
-    if (__builtin_expect(tp_depth > 0 || !hot, 0))
+    if (__builtin_expect(*depth > 0 || tp_depth > 0 || !hot, 0))
         return 0;
+    c->depth = depth;
     if (__builtin_expect(hot & TP_HOT_INACTIVE, 0))
         return tp_call_begin_slow(c, api, hot);
     c->hot = hot;
     c->api = api;
     c->t0 = (hot & TP_HOT_RECORDING) ? tp_clock_now() : 0;
-    tp_depth++;
+    (*depth)++;
     return 1;
+}
+
+static inline int tp_call_begin(struct tp_call *c, uint16_t api)
+{
+    return tp_call_begin_at(c, api, &tp_depth);
+}
+
+/* tp_lib_begin - tp_call_begin for a math or communication library call. */
+static inline int tp_lib_begin(struct tp_call *c, uint16_t api)
+{
+    return tp_call_begin_at(c, api, &tp_lib_depth);
 }
 
 /*
@@ -117,7 +134,7 @@ static inline void tp_call_finish(struct tp_call *c, struct tp_record *r, uint64
 {
     if (r)
         tp_buf_commit();
-    tp_depth--;
+    (*c->depth)--;
     if ((c->hot & (TP_HOT_LAUNCH_SIG | TP_HOT_CALL_SIG)) ||
         !__atomic_load_n(&tp_exit_hooked, __ATOMIC_RELAXED))
         tp_call_signal(c, func, func_kind);

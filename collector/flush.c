@@ -222,6 +222,7 @@ void tp_flush_write(const struct tp_win *w)
     win.reports_folder = reports;
     win.gzip = tp_cfg.gzip;
     win.overwrite = tp_cfg.overwrite;
+    win.record_shapes = tp_cfg.record_shapes;
 
     win.records = tp_buf_drain(w->gen, NULL, NULL, &late, 1);
     win.late = late;

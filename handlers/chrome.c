@@ -44,6 +44,7 @@ struct chrome {
     struct chrome_thread *threads; /* open addressing on (pid, tid) */
     size_t nthreads, cap;
     size_t last;                   /* slot of the previous event's thread */
+    int record_shapes;
 };
 
 static const char *const reserved_keys[] = {
@@ -279,6 +280,7 @@ static void *chrome_open(struct tp_window *w)
         return NULL;
     }
     c->base = w->base_time_ns;
+    c->record_shapes = w->record_shapes;
     c->meta_ts = w->start_ns > c->base ? w->start_ns - c->base : 0;
     put_header(c, w);
     return c;
@@ -331,6 +333,71 @@ static void put_triple(struct tp_jsonw *j, uint64_t x, uint64_t y, uint64_t z)
 
 static const char *const copy_kinds[] = { "HtoH", "HtoD", "DtoH", "DtoD", "Default" };
 
+static void put_key_str(struct tp_jsonw *j, const char *key, const char *v)
+{
+    tp_jsonw_lit(j, key);
+    tp_jsonw_str(j, v);
+}
+
+static void put_key_u64(struct tp_jsonw *j, const char *key, uint64_t v)
+{
+    tp_jsonw_lit(j, key);
+    tp_jsonw_u64(j, v);
+}
+
+/* cuBLAS/cuBLASLt: FLOPs and precision always; sizes as torch's
+ * record_shapes writes them (A is m x k, B is k x n) when asked. */
+static void put_gemm(struct chrome *c, const struct tp_record *r)
+{
+    struct tp_jsonw *j = &c->j;
+    put_key_u64(j, ", \"flops\": ", r->u.lib.flops);
+    put_key_str(j, ", \"precision\": ", tp_precision_name(r->u.lib.precision));
+    if (!c->record_shapes)
+        return;
+    put_key_u64(j, ", \"m\": ", r->u.lib.m);
+    put_key_u64(j, ", \"n\": ", r->u.lib.n);
+    put_key_u64(j, ", \"k\": ", r->u.lib.k);
+    put_key_u64(j, ", \"batch\": ", r->u.lib.batch);
+    LIT(j, ", \"Input Dims\": [[");
+    tp_jsonw_u64(j, r->u.lib.m);
+    tp_jsonw_char(j, ',');
+    tp_jsonw_char(j, ' ');
+    tp_jsonw_u64(j, r->u.lib.k);
+    LIT(j, "], [");
+    tp_jsonw_u64(j, r->u.lib.k);
+    tp_jsonw_char(j, ',');
+    tp_jsonw_char(j, ' ');
+    tp_jsonw_u64(j, r->u.lib.n);
+    LIT(j, "]], \"Input type\": [");
+    for (int i = 0; i < 2; i++) {
+        if (i)
+            LIT(j, ", ");
+        tp_jsonw_str(j, tp_dtype_name(r->u.lib.dtype));
+    }
+    tp_jsonw_char(j, ']');
+}
+
+/* NCCL: the args Kineto copies from record_param_comms, plus bytes and the
+ * nccl-tests bus bandwidth factor. */
+static void put_coll(struct chrome *c, const struct tp_record *r)
+{
+    struct tp_jsonw *j = &c->j;
+    unsigned op = r->u.lib.op, n = r->u.lib.m, size = tp_dtype_size(r->u.lib.dtype);
+    uint64_t count = size ? r->u.lib.bytes / size : 0, in, out;
+    tp_coll_nelems(op, count, n, &in, &out);
+    put_key_str(j, ", \"Collective name\": ", tp_coll_name(op));
+    put_key_u64(j, ", \"In msg nelems\": ", in);
+    put_key_u64(j, ", \"Out msg nelems\": ", out);
+    put_key_u64(j, ", \"Group size\": ", n);
+    put_key_u64(j, ", \"Rank\": ", r->u.lib.n);
+    put_key_str(j, ", \"dtype\": ", tp_dtype_name(r->u.lib.dtype));
+    put_key_u64(j, ", \"bytes\": ", r->u.lib.bytes);
+    LIT(j, ", \"busbw factor\": ");
+    tp_jsonw_double(j, tp_coll_busbw_factor(op, n));
+    if (op == TP_COLL_SEND || op == TP_COLL_RECV)
+        put_key_u64(j, ", \"peer\": ", r->u.lib.k);
+}
+
 static void put_call(struct chrome *c, const struct tp_event *ev)
 {
     struct tp_jsonw *j = &c->j;
@@ -368,6 +435,10 @@ static void put_call(struct chrome *c, const struct tp_event *ev)
         }
         LIT(j, ", \"cuda stream\": ");
         tp_jsonw_u64(j, r->u.launch.stream);
+    } else if (ev->form == TP_FORM_GEMM) {
+        put_gemm(c, r);
+    } else if (ev->form == TP_FORM_COLL) {
+        put_coll(c, r);
     } else {
         int copy = ev->form == TP_FORM_COPY;
         int set = ev->form == TP_FORM_SET;
