@@ -24,6 +24,7 @@
 #define TP_R_NONE            TP_FORM_NONE
 #define TP_R_GEMM(...)       TP_FORM_GEMM
 #define TP_R_COLL(...)       TP_FORM_COLL
+#define TP_R_CONV(...)       TP_FORM_CONV
 
 static const struct { const char *name; int cbid; uint8_t layer, form; } tp_apis[TP_API_COUNT] = {
     [TP_API_NONE] = { "", -1, TP_LAYER_NONE, TP_FORM_NONE },
@@ -35,6 +36,7 @@ static const struct { const char *name; int cbid; uint8_t layer, form; } tp_apis
 #include "../preload/cublas.def"
 #include "../preload/cublaslt.def"
 #include "../preload/nccl.def"
+#include "../preload/cudnn.def"
 #undef TP_LIB_FN
 #undef TP_FN
 };

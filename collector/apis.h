@@ -15,6 +15,7 @@ enum tp_api_id {
 #include "../preload/cublas.def"
 #include "../preload/cublaslt.def"
 #include "../preload/nccl.def"
+#include "../preload/cudnn.def"
 #undef TP_LIB_FN
 #undef TP_FN
     TP_API_COUNT

@@ -136,6 +136,10 @@ enum tp_form {
     TP_FORM_FREE,         /* u.api: dst = address */
     TP_FORM_GEMM,         /* u.lib: a cuBLAS/cuBLASLt matrix product */
     TP_FORM_COLL,         /* u.lib: an NCCL collective or send/recv */
+    TP_FORM_CONV,         /* u.lib: a cuDNN convolution as its implicit GEMM:
+                             m = N, n = output channels (K), k = C/groups x
+                             filter spatial size, batch = output spatial size,
+                             flops = 2 m n k batch */
 };
 
 /* tp_dtype_size - bytes per element, 0 if unknown. */

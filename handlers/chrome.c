@@ -435,7 +435,7 @@ static void put_call(struct chrome *c, const struct tp_event *ev)
         }
         LIT(j, ", \"cuda stream\": ");
         tp_jsonw_u64(j, r->u.launch.stream);
-    } else if (ev->form == TP_FORM_GEMM) {
+    } else if (ev->form == TP_FORM_GEMM || ev->form == TP_FORM_CONV) {
         put_gemm(c, r);
     } else if (ev->form == TP_FORM_COLL) {
         put_coll(c, r);
