@@ -76,6 +76,7 @@ $(B)/fakes/libcudart.so.13: tests/fakes/cudart.c tests/fakes/cudart.map
 # Other fakes: tests/fakes/X.c -> build/fakes/libX.so; a file tests/fakes/X.map,
 # if present, is its version script, and FAKE_SONAME_X its soname
 # (set in tests/fakes/*.mk).
+comma      := ,
 FAKE_OTHER := $(filter-out tests/fakes/cudart.c,$(FAKE_SRC))
 FAKE_LIBS  := $(FAKE_OTHER:tests/fakes/%.c=$(B)/fakes/lib%.so)
 -include $(wildcard tests/fakes/*.mk tests/programs/*.mk)
@@ -84,7 +85,7 @@ $(B)/fakes/lib%.so: tests/fakes/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -fPIC -shared -O1 -g $(TP_WARN) -isystem $(CUDA_HOME)/include \
 	    -Wl,-soname,$(or $(FAKE_SONAME_$*),lib$*.so) \
-	    $(if $(wildcard tests/fakes/$*.map),-Wl,--version-script=tests/fakes/$*.map) \
+	    $(if $(wildcard tests/fakes/$*.map),-Wl$(comma)--version-script=tests/fakes/$*.map) \
 	    -o $@ $< -lpthread
 	$(if $(FAKE_SONAME_$*),ln -sf lib$*.so $(B)/fakes/$(FAKE_SONAME_$*))
 
