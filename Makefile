@@ -87,7 +87,7 @@ $(B)/fakes/lib%.so: tests/fakes/%.c
 	    -Wl,-soname,$(or $(FAKE_SONAME_$*),lib$*.so) \
 	    $(if $(wildcard tests/fakes/$*.map),-Wl$(comma)--version-script=tests/fakes/$*.map) \
 	    -o $@ $< -lpthread
-	$(if $(FAKE_SONAME_$*),ln -sf lib$*.so $(B)/fakes/$(FAKE_SONAME_$*))
+	$(if $(filter-out lib$*.so,$(FAKE_SONAME_$*)),ln -sf lib$*.so $(B)/fakes/$(FAKE_SONAME_$*))
 
 fakes: $(B)/fakes/libcudart.so.13 $(FAKE_LIBS)
 

@@ -174,7 +174,7 @@ static uint64_t tp_drain_one(struct tp_tbuf *b, uint8_t gen, tp_drain_fn fn, voi
                 goto stop;
             if (age == 0) {
                 n++;
-                if (!count_only)
+                if (fn)
                     fn(ctx, b, r);
             } else if (late) {
                 (*late)++;

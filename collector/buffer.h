@@ -78,9 +78,9 @@ typedef void (*tp_drain_fn)(void *ctx, const struct tp_tbuf *t, const struct tp_
  * older generation are skipped and added to "*late"; a newer one ends that
  * thread's pass.  Consumed chunks return to the pool after "fn" has seen
  * them, so "fn" must not keep record pointers.  With "count_only" nothing is
- * consumed and "fn" may be NULL: the return value is the number of records
- * of "gen" and "*late" counts the stale ones (counts precede the events in
- * a trace).
+ * consumed ("fn", if not NULL, peeks at the records): the return value is
+ * the number of records of "gen" and "*late" counts the stale ones (counts
+ * precede the events in a trace).
  */
 uint64_t tp_buf_drain(uint8_t gen, tp_drain_fn fn, void *ctx, uint64_t *late, int count_only);
 

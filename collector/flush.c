@@ -114,6 +114,84 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
             d->h[i]->event(d->st[i], &ev);
 }
 
+/* ---- per-step FLOPs: two peeks before the handlers open ------------------ */
+
+struct tp_step_ticks {
+    uint64_t t0, t1;
+    uint64_t index;
+};
+
+struct tp_steps {
+    struct tp_step_ticks *tick;    /* sorted by index, hence by time */
+    struct tp_window_step *v;      /* what handlers see, parallel to tick */
+    size_t n, cap;
+    uint64_t flops;
+};
+
+static void tp_collect_step(void *ctx, const struct tp_tbuf *t, const struct tp_record *r)
+{
+    (void)t;
+    struct tp_steps *s = ctx;
+    if (r->kind != TP_REC_STEP)
+        return;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        struct tp_step_ticks *v = realloc(s->tick, cap * sizeof *v);
+        if (!v)
+            return;
+        s->tick = v;
+        s->cap = cap;
+    }
+    s->tick[s->n++] = (struct tp_step_ticks){ r->t0, r->t1, r->u.step.index };
+}
+
+static void tp_collect_flops(void *ctx, const struct tp_tbuf *t, const struct tp_record *r)
+{
+    (void)t;
+    struct tp_steps *s = ctx;
+    if (r->kind != TP_REC_API || !r->u.lib.flops)
+        return;
+    int form = tp_api_form(r->api);
+    if (form != TP_FORM_GEMM && form != TP_FORM_CONV)
+        return;
+    s->flops += r->u.lib.flops;
+    /* the last step that began at or before the call */
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->tick[mid].t0 <= r->t0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo > 0 && r->t0 < s->tick[lo - 1].t1)
+        s->v[lo - 1].flops += r->u.lib.flops;
+}
+
+/* Steps end in index order (under the step lock), so index order is time order. */
+static int tp_step_cmp(const void *a, const void *b)
+{
+    const struct tp_step_ticks *x = a, *y = b;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Fill "s" for window "gen"; s->v is NULL if memory ran out. */
+static void tp_steps_collect(struct tp_steps *s, uint8_t gen, const struct tp_clock_map *map)
+{
+    tp_buf_drain(gen, tp_collect_step, s, NULL, 1);
+    qsort(s->tick, s->n, sizeof *s->tick, tp_step_cmp);
+    s->v = calloc(s->n ? s->n : 1, sizeof *s->v);
+    if (!s->v)
+        return;
+    for (size_t i = 0; i < s->n; i++)
+        s->v[i] = (struct tp_window_step){
+            .index = s->tick[i].index,
+            .start_ns = tp_clock_to_unix_ns(map, s->tick[i].t0),
+            .end_ns = tp_clock_to_unix_ns(map, s->tick[i].t1),
+        };
+    tp_buf_drain(gen, tp_collect_flops, s, NULL, 1);
+}
+
 /* The traces this process saved, oldest first, for TRAINPROF_KEEP. */
 static char **tp_saved;
 static size_t tp_n_saved;
@@ -226,6 +304,16 @@ void tp_flush_write(const struct tp_win *w)
 
     win.records = tp_buf_drain(w->gen, NULL, NULL, &late, 1);
     win.late = late;
+    struct tp_steps steps;
+    memset(&steps, 0, sizeof steps);
+    tp_steps_collect(&steps, w->gen, &d.map);
+    win.steps = steps.v;
+    win.flops = steps.flops;
+    win.peak_tflops = tp_cfg.peak_tflops;
+    if (!steps.v)
+        win.steps_recorded = 0;
+    else if (steps.n < win.steps_recorded)
+        win.steps_recorded = steps.n;
 
     /* handlers run in the order of handlers.def (chrome first, so that the
      * others can name their files after the trace), whatever the order of
@@ -248,6 +336,9 @@ void tp_flush_write(const struct tp_win *w)
     for (int i = 0; i < d.n; i++)
         if (d.st[i] && d.h[i]->close)
             d.h[i]->close(d.st[i], &win);
+
+    free(steps.v);
+    free(steps.tick);
 
     if (win.trace_path[0]) {
         TP_INFO("rank %d: saved steps %llu-%llu%s (%llu events%s) to %s", win.rank,

@@ -237,6 +237,13 @@ struct tp_event {
     uint64_t correlation;          /* launches and API calls; unique per window */
 };
 
+/* A recorded step, with the library FLOPs of the calls that began in it. */
+struct tp_window_step {
+    uint64_t index;
+    int64_t start_ns, end_ns;     /* Unix ns */
+    uint64_t flops;
+};
+
 /* What a handler knows about the window it is fed. */
 struct tp_window {
     /* identity */
@@ -248,6 +255,9 @@ struct tp_window {
     uint64_t batch;               /* steps completed when the window was saved */
     uint64_t first_step, last_step; /* recorded steps, inclusive, when steps_recorded > 0 */
     uint64_t steps_recorded;      /* ProfilerStep events in the window */
+    const struct tp_window_step *steps; /* the recorded steps in time order */
+    uint64_t flops;               /* library FLOPs of the whole window */
+    double peak_tflops;           /* TRAINPROF_PEAK_TFLOPS, 0 if unknown */
     int partial;                  /* cut short by exit or a signal (not with
                                      TRAINPROF_SCHEDULE=all, whose one window
                                      ends at exit by design) */

@@ -45,6 +45,8 @@ struct chrome {
     size_t nthreads, cap;
     size_t last;                   /* slot of the previous event's thread */
     int record_shapes;
+    const struct tp_window_step *steps;
+    uint64_t n_steps;
 };
 
 static const char *const reserved_keys[] = {
@@ -139,9 +141,9 @@ static void put_header(struct chrome *c, const struct tp_window *w)
     json_decref(cfg);
     LIT(j, ", \"step_signal\": ");
     tp_jsonw_str(j, w->step_signal);
-    int have_steps = w->last_step >= w->first_step;
+    int have_steps = w->steps_recorded > 0;
     LIT(j, ", \"steps_recorded\": ");
-    tp_jsonw_u64(j, have_steps ? w->last_step - w->first_step + 1 : 0);
+    tp_jsonw_u64(j, w->steps_recorded);
     LIT(j, ", \"first_step\": ");
     if (have_steps)
         tp_jsonw_u64(j, w->first_step);
@@ -164,7 +166,22 @@ static void put_header(struct chrome *c, const struct tp_window *w)
     tp_jsonw_u64(j, w->dropped);
     LIT(j, ", \"late_events\": ");
     tp_jsonw_u64(j, w->late);
-    LIT(j, "},\n");
+    LIT(j, ", \"flops\": ");
+    tp_jsonw_u64(j, w->flops);
+    LIT(j, ", \"steps\": [");
+    for (uint64_t i = 0; i < w->steps_recorded && w->steps; i++) {
+        const struct tp_window_step *s = &w->steps[i];
+        tp_jsonw_lit(j, i ? ", {\"step\": " : "{\"step\": ");
+        tp_jsonw_u64(j, s->index);
+        LIT(j, ", \"wall_ms\": ");
+        tp_jsonw_double(j, (double)(s->end_ns - s->start_ns) / 1e6);
+        LIT(j, ", \"flops\": ");
+        tp_jsonw_u64(j, s->flops);
+        LIT(j, ", \"tflops_per_s\": ");
+        tp_jsonw_double(j, s->end_ns > s->start_ns ? (double)s->flops / (double)(s->end_ns - s->start_ns) / 1e3 : 0);
+        tp_jsonw_char(j, '}');
+    }
+    LIT(j, "]},\n");
 
     json_t *user = load_object(w->user_metadata);
     if (!user && w->user_metadata && w->user_metadata[0])
@@ -281,6 +298,8 @@ static void *chrome_open(struct tp_window *w)
     }
     c->base = w->base_time_ns;
     c->record_shapes = w->record_shapes;
+    c->steps = w->steps;
+    c->n_steps = w->steps ? w->steps_recorded : 0;
     c->meta_ts = w->start_ns > c->base ? w->start_ns - c->base : 0;
     put_header(c, w);
     return c;
@@ -466,6 +485,39 @@ static void put_call(struct chrome *c, const struct tp_event *ev)
     LIT(j, "}}");
 }
 
+static void put_counter(struct chrome *c, const char *name, const struct tp_event *at, int64_t ts_ns,
+                        double v)
+{
+    struct tp_event e = *at;
+    e.ts_ns = ts_ns;
+    HEAD(c, "{\"ph\": \"C\", ", name, &e);
+    LIT(&c->j, ", \"args\": {");
+    tp_jsonw_str(&c->j, name);
+    LIT(&c->j, ": ");
+    tp_jsonw_double(&c->j, v);
+    LIT(&c->j, "}}");
+}
+
+/* Per-step FLOPs and achieved TFLOP/s as counters over the step's span,
+ * back to 0 after the window's last step. */
+static void put_step_counters(struct chrome *c, const struct tp_event *ev)
+{
+    uint64_t idx = ev->rec->u.step.index;
+    for (uint64_t i = 0; i < c->n_steps; i++) {
+        const struct tp_window_step *s = &c->steps[i];
+        if (s->index != idx)
+            continue;
+        int64_t dur = s->end_ns - s->start_ns;
+        put_counter(c, "FLOPs", ev, ev->ts_ns, (double)s->flops);
+        put_counter(c, "TFLOP/s", ev, ev->ts_ns, dur > 0 ? (double)s->flops / (double)dur / 1e3 : 0);
+        if (i == c->n_steps - 1) {
+            put_counter(c, "FLOPs", ev, ev->ts_ns + ev->dur_ns, 0);
+            put_counter(c, "TFLOP/s", ev, ev->ts_ns + ev->dur_ns, 0);
+        }
+        return;
+    }
+}
+
 static void put_domain(struct chrome *c, const struct tp_event *ev)
 {
     if (ev->domain && ev->domain[0]) {
@@ -493,6 +545,7 @@ static void chrome_event(void *state, const struct tp_event *ev)
         HEAD(c, "{\"ph\": \"X\", \"cat\": \"user_annotation\", ", step, ev);
         put_dur(c, ev);
         tp_jsonw_char(j, '}');
+        put_step_counters(c, ev);
         break;
     }
     case TP_REC_RANGE:

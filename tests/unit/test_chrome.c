@@ -56,6 +56,14 @@ static void setup_window(int gzip)
     win.batch = 5;
     win.first_step = 1;
     win.last_step = 4;
+    /* feed_window's steps 1..4 start at START and last 10 ms each */
+    static struct tp_window_step steps[4];
+    for (int i = 0; i < 4; i++)
+        steps[i] = (struct tp_window_step){ (uint64_t)i + 1, START + i * 10000000LL,
+                                            START + (i + 1) * 10000000LL, (uint64_t)(i + 1) * 1000000000ull };
+    win.steps = steps;
+    win.steps_recorded = 4;
+    win.flops = 10000000000ull;
     win.step_signal = "api";
     win.base_time_ns = BASE;
     win.start_ns = START;
@@ -360,6 +368,26 @@ static void check_sample(const char *text)
     ck_assert_int_eq(json_integer_value(json_object_get(tp, "records")), 1000);
     ck_assert_int_eq(json_integer_value(json_object_get(tp, "dropped_events")), 2);
     ck_assert_int_eq(json_integer_value(json_object_get(tp, "late_events")), 1);
+    ck_assert(json_integer_value(json_object_get(tp, "flops")) == 10000000000LL);
+    json_t *st = json_object_get(tp, "steps");
+    ck_assert_int_eq(json_array_size(st), 4);
+    json_t *s2 = json_array_get(st, 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(s2, "step")), 2);
+    ck_assert(json_integer_value(json_object_get(s2, "flops")) == 2000000000LL);
+    ck_assert(fabs(num(json_object_get(s2, "tflops_per_s")) - 0.2) < 1e-9);
+    ck_assert(fabs(num(json_object_get(s2, "wall_ms")) - 10.0) < 1e-9);
+    /* FLOPs and TFLOP/s counters: one sample per step, back to 0 after the last */
+    size_t nflops = 0, ci;
+    json_t *ce;
+    json_array_foreach(json_object_get(root_obj, "traceEvents"), ci, ce) {
+        if (strcmp(json_string_value(json_object_get(ce, "ph")), "C") != 0 ||
+            strcmp(json_string_value(json_object_get(ce, "name")), "TFLOP/s") != 0)
+            continue;
+        double v = num(json_object_get(json_object_get(ce, "args"), "TFLOP/s"));
+        ck_assert(v == 0 || fabs(v - 0.1 * (double)(nflops + 1)) < 1e-9);
+        nflops++;
+    }
+    ck_assert_uint_eq(nflops, 5);
 
     ck_assert_str_eq(json_string_value(json_object_get(root_obj, "job")), "j\x01\"");
     json_t *team = json_object_get(json_object_get(root_obj, "team"), "a");
@@ -481,7 +509,8 @@ static void check_sample(const char *text)
     ck_assert_str_eq(json_string_value(json_object_get(e, "cat")), "user_annotation");
     size_t counters = 0;
     json_array_foreach(events, i, e) {
-        if (strcmp(json_string_value(json_object_get(e, "ph")), "C"))
+        if (strcmp(json_string_value(json_object_get(e, "ph")), "C") ||
+            strcmp(json_string_value(json_object_get(e, "name")), "loss"))
             continue;
         json_t *v = json_object_get(args_of(e), "loss");
         ck_assert(json_is_number(v));
@@ -569,7 +598,9 @@ START_TEST(test_empty_window_and_no_steps)
 {
     setup_window(1);
     win.first_step = 3;
-    win.last_step = 2;
+    win.last_step = 3;
+    win.steps_recorded = 0;
+    win.steps = NULL;
     win.step_signal = "";
     win.user_metadata = NULL;
     win.config_json = "not json";
