@@ -1,0 +1,92 @@
+/*
+ * cublas.c - a fake libcublas.so.13: the executing half of cuBLAS for the
+ * preload tests.
+ *
+ * DESIGN
+ * Handles hold a math mode and a stream; every GEMM entry point of
+ * preload/cublas.def exists with cuBLAS's own prototype (the .def is
+ * expanded here too, so a wrong parameter list fails to compile against
+ * cublas_api.h) and succeeds without computing.  Two behave like the real
+ * library in the ways the wrappers must cope with: cublasGemmEx calls
+ * cublasLtMatmul through the PLT (libcublas.so.13 imports it, notes 1.1),
+ * and cublasSgemm_v2 launches one kernel through the CUDA runtime.  Both
+ * symbols are left undefined here and bound at load time from the program's
+ * libraries (or the preloaded wrappers), as in the real library.
+ */
+#include <cublas_api.h>
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAKE_EXPORT __attribute__((visibility("default")))
+
+struct cublasContext {
+    cublasMath_t mode;
+    cudaStream_t stream;
+};
+
+FAKE_EXPORT cublasStatus_t cublasCreate_v2(cublasHandle_t *h)
+{
+    if (!h)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    *h = calloc(1, sizeof **h);
+    return *h ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_ALLOC_FAILED;
+}
+
+FAKE_EXPORT cublasStatus_t cublasDestroy_v2(cublasHandle_t h)
+{
+    free(h);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+FAKE_EXPORT cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s)
+{
+    if (!h)
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    h->stream = s;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+FAKE_EXPORT cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t mode)
+{
+    if (!h)
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    h->mode = mode;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+FAKE_EXPORT cublasStatus_t cublasGetMathMode(cublasHandle_t h, cublasMath_t *mode)
+{
+    if (!h || !mode)
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    *mode = h->mode;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* The host stub of the one kernel cublasSgemm_v2 launches. */
+static char fake_sgemm_kernel;
+
+static cublasStatus_t fake_gemm(const char *name, cublasHandle_t h)
+{
+    if (!h)
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (strcmp(name, "cublasSgemm_v2") == 0) {
+        dim3 g = { 1, 1, 1 }, b = { 128, 1, 1 };
+        if (cudaLaunchKernel(&fake_sgemm_kernel, g, b, NULL, 0, h->stream) != cudaSuccess)
+            return CUBLAS_STATUS_EXECUTION_FAILED;
+    } else if (strcmp(name, "cublasGemmEx") == 0) {
+        if (cublasLtMatmul(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                           NULL, NULL, NULL, 0, h->stream) != CUBLAS_STATUS_SUCCESS)
+            return CUBLAS_STATUS_EXECUTION_FAILED;
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* The H forms, declared for C++ only, get their prototype here. */
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#define TP_LIB_FN(ret, name, params, args, rec) \
+    FAKE_EXPORT ret name params;                \
+    FAKE_EXPORT ret name params { return fake_gemm(#name, h); }
+#include "../../preload/cublas.def"
+#undef TP_LIB_FN
