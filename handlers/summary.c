@@ -26,6 +26,7 @@ struct agg {
     char *name;
     uint64_t calls;
     int64_t total_ns, max_ns;
+    uint64_t flops;
 };
 
 struct agg_table {
@@ -40,7 +41,8 @@ struct step_row {
 };
 
 struct summary {
-    struct agg_table apis, kernels;
+    struct agg_table apis, kernels, libs;
+    uint64_t lib_flops;
     struct step_row *steps;
     size_t nsteps, capsteps;
     int64_t host_ns;             /* sum of API and launch durations */
@@ -96,15 +98,16 @@ static struct agg *agg_find(struct summary *s, struct agg_table *t, const char *
     return a;
 }
 
-static void agg_add(struct summary *s, struct agg_table *t, const char *key, int64_t dur)
+static struct agg *agg_add(struct summary *s, struct agg_table *t, const char *key, int64_t dur)
 {
     struct agg *a = agg_find(s, t, key);
     if (!a)
-        return;
+        return NULL;
     a->calls++;
     a->total_ns += dur;
     if (dur > a->max_ns)
         a->max_ns = dur;
+    return a;
 }
 
 static void agg_free(struct agg_table *t)
@@ -139,6 +142,16 @@ static void summary_event(void *state, const struct tp_event *ev)
             agg_add(s, &s->kernels, r->u.launch.func_kind == TP_FUNC_GRAPH ? "(graph)" : "(unknown)", dur);
         /* fall through */
     case TP_REC_API:
+        if (ev->layer == TP_LAYER_LIBRARY) {
+            /* library calls contain runtime calls: a table of their own,
+             * so that host API shares do not count time twice */
+            struct agg *a = agg_add(s, &s->libs, ev->name && ev->name[0] ? ev->name : "unknown", dur);
+            if (a && (ev->form == TP_FORM_GEMM || ev->form == TP_FORM_CONV)) {
+                a->flops += r->u.lib.flops;
+                s->lib_flops += r->u.lib.flops;
+            }
+            break;
+        }
         s->host_ns += dur;
         agg_add(s, &s->apis, ev->name && ev->name[0] ? ev->name : "unknown", dur);
         break;
@@ -271,10 +284,33 @@ static struct agg **sorted(const struct agg_table *t, int (*cmp)(const void *, c
 
 #define CELL 48
 
-static void put_steps(struct tp_jsonw *j, struct summary *s)
+/* The FLOPs of step "index" from the window's step list, 0 if unknown. */
+static uint64_t step_flops(const struct tp_window *w, uint64_t index)
 {
-    static const char *const titles[] = { "Step", "Wall (ms)" };
-    struct table t = { .ncols = 2, .titles = titles };
+    for (uint64_t i = 0; w->steps && i < w->steps_recorded; i++)
+        if (w->steps[i].index == index)
+            return w->steps[i].flops;
+    return 0;
+}
+
+/* GFLOP with three decimals, from FLOPs. */
+static const char *fmt_gflop(char *buf, size_t n, uint64_t flops)
+{
+    snprintf(buf, n, "%.3f", (double)flops / 1e9);
+    return buf;
+}
+
+/* TFLOP/s over "ns", three decimals. */
+static const char *fmt_tflops(char *buf, size_t n, uint64_t flops, int64_t ns)
+{
+    snprintf(buf, n, "%.3f", ns > 0 ? (double)flops / (double)ns / 1e3 : 0.0);
+    return buf;
+}
+
+static void put_steps(struct tp_jsonw *j, struct summary *s, const struct tp_window *w)
+{
+    static const char *const titles[] = { "Step", "Wall (ms)", "GFLOP", "TFLOP/s" };
+    struct table t = { .ncols = 4, .titles = titles };
     tp_jsonw_lit(j, "\nPer-step wall time\n");
     if (!s->nsteps) {
         tp_jsonw_lit(j, "(no step recorded)\n");
@@ -282,26 +318,87 @@ static void put_steps(struct tp_jsonw *j, struct summary *s)
     }
     qsort(s->steps, s->nsteps, sizeof *s->steps, cmp_step);
     table_fit(&t, titles);
-    char a[CELL], b[CELL];
-    const char *cells[2] = { a, b };
+    char a[CELL], b[CELL], c[CELL], d[CELL];
+    const char *cells[4] = { a, b, c, d };
     int64_t sum = 0;
+    uint64_t flops = 0;
     for (size_t i = 0; i < s->nsteps; i++) {
+        uint64_t f = step_flops(w, s->steps[i].index);
         snprintf(a, sizeof a, "%llu", (unsigned long long)s->steps[i].index);
         fmt3(b, sizeof b, s->steps[i].dur_ns, 1000000);
+        fmt_gflop(c, sizeof c, f);
+        fmt_tflops(d, sizeof d, f, s->steps[i].dur_ns);
         table_fit(&t, cells);
         sum += s->steps[i].dur_ns;
+        flops += f;
     }
     table_rule(j, &t);
     table_row(j, &t, titles);
     table_rule(j, &t);
     for (size_t i = 0; i < s->nsteps; i++) {
+        uint64_t f = step_flops(w, s->steps[i].index);
         snprintf(a, sizeof a, "%llu", (unsigned long long)s->steps[i].index);
         fmt3(b, sizeof b, s->steps[i].dur_ns, 1000000);
+        fmt_gflop(c, sizeof c, f);
+        fmt_tflops(d, sizeof d, f, s->steps[i].dur_ns);
         table_row(j, &t, cells);
     }
     table_rule(j, &t);
     tp_jsonw_printf(j, "Mean step wall time (ms): %s over %zu steps\n",
                     fmt3(a, sizeof a, sum / (int64_t)s->nsteps, 1000000), s->nsteps);
+    tp_jsonw_printf(j, "Library FLOPs in these steps: %s GFLOP, achieved %s TFLOP/s\n",
+                    fmt_gflop(a, sizeof a, flops), fmt_tflops(b, sizeof b, flops, sum));
+    if (w->peak_tflops > 0) {
+        double tf = sum > 0 ? (double)flops / (double)sum / 1e3 : 0;
+        tp_jsonw_printf(j, "Library FLOP utilisation (MFU-like): %.2f%% of %.1f TFLOP/s (TRAINPROF_PEAK_TFLOPS);"
+                           " counts cuBLAS/cuDNN work only, recompute included\n",
+                        100.0 * tf / w->peak_tflops, w->peak_tflops);
+    } else {
+        tp_jsonw_lit(j, "Library FLOP utilisation (MFU-like): set TRAINPROF_PEAK_TFLOPS to the GPU's dense peak\n");
+    }
+}
+
+static void put_libs(struct tp_jsonw *j, struct summary *s)
+{
+    static const char *const titles[] = { "Name", "Calls", "Total (ms)", "Mean (us)", "GFLOP", "% FLOPs" };
+    struct table t = { .ncols = 6, .titles = titles };
+    if (!s->libs.n)
+        return;
+    tp_jsonw_lit(j, "\nLibrary calls (cuBLAS, cuBLASLt, cuDNN, NCCL)\n");
+    struct agg **v = sorted(&s->libs, cmp_total);
+    if (!v)
+        return;
+    char c1[CELL], c2[CELL], c3[CELL], c4[CELL], c5[CELL];
+    const char *cells[6] = { NULL, c1, c2, c3, c4, c5 };
+    table_fit(&t, titles);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) {
+            table_rule(j, &t);
+            table_row(j, &t, titles);
+            table_rule(j, &t);
+        }
+        for (size_t i = 0; i < s->libs.n; i++) {
+            const struct agg *a = v[i];
+            cells[0] = a->name;
+            snprintf(c1, sizeof c1, "%llu", (unsigned long long)a->calls);
+            fmt3(c2, sizeof c2, a->total_ns, 1000000);
+            fmt3(c3, sizeof c3, a->total_ns / (int64_t)a->calls, 1000);
+            if (a->flops) {
+                fmt_gflop(c4, sizeof c4, a->flops);
+                snprintf(c5, sizeof c5, "%.2f%%", s->lib_flops ? 100.0 * (double)a->flops / (double)s->lib_flops : 0.0);
+            } else {
+                snprintf(c4, sizeof c4, "--");
+                snprintf(c5, sizeof c5, "--");
+            }
+            if (pass)
+                table_row(j, &t, cells);
+            else
+                table_fit(&t, cells);
+        }
+    }
+    table_rule(j, &t);
+    tp_jsonw_printf(j, "Library FLOPs total: %s GFLOP\n", fmt_gflop(c1, sizeof c1, s->lib_flops));
+    free(v);
 }
 
 static void put_apis(struct tp_jsonw *j, struct summary *s)
@@ -403,6 +500,7 @@ static void put_header(struct tp_jsonw *j, const struct tp_window *w)
 
 static void summary_free(struct summary *s)
 {
+    agg_free(&s->libs);
     agg_free(&s->apis);
     agg_free(&s->kernels);
     free(s->steps);
@@ -431,7 +529,8 @@ static int summary_close(void *state, struct tp_window *w)
     struct tp_jsonw j;
     if (tp_jsonw_init(&j, out.fd, 0, 0) == 0) {
         put_header(&j, w);
-        put_steps(&j, s);
+        put_steps(&j, s, w);
+        put_libs(&j, s);
         put_apis(&j, s);
         put_kernels(&j, s);
         tp_jsonw_printf(&j, "\nEvents: %llu records, %llu dropped, %llu late\n",

@@ -1,6 +1,8 @@
 """Per-step library FLOPs (issue 3): the trace's trainprof.steps and the
 FLOPs / TFLOP/s counters agree with the GEMM and convolution events."""
 
+import pathlib
+
 import pytest
 
 import tputil
@@ -47,3 +49,30 @@ def test_no_library_calls_means_zero_flops():
     assert meta["flops"] == 0
     assert [s["flops"] for s in meta["steps"]] == [0, 0, 0, 0]
     assert [s["step"] for s in meta["steps"]] == [1, 2, 3, 4]
+
+
+def test_summary_flops_equal_the_trace():
+    r = tputil.run("gemm_calls", env={"TRAINPROF_PEAK_TFLOPS": "100"})
+    assert r.rc == 0, r.stderr
+    trace = tputil.load_trace(r.traces[0])
+    meta = trace["trainprof"]
+    reports = sorted(pathlib.Path(r.cwd, "test", "reports").glob("*.summary.txt"))
+    assert len(reports) == 1
+    text = reports[0].read_text()
+    rows = {}
+    in_steps = False
+    for line in text.splitlines():
+        if line.startswith("Per-step wall time"):
+            in_steps = True
+        elif in_steps and line.startswith("Mean step"):
+            in_steps = False
+        elif in_steps and line[:1].isdigit():
+            cols = line.split()
+            rows[int(cols[0])] = float(cols[2])
+    assert rows == {s["step"]: round(s["flops"] / 1e9, 3) for s in meta["steps"]}
+    total = [l for l in text.splitlines() if l.startswith("Library FLOPs total:")]
+    lib_flops = sum(ev["args"].get("flops", 0) for ev in tputil.events(trace, ph="X", cat="cpu_op"))
+    assert total == [f"Library FLOPs total: {lib_flops / 1e9:.3f} GFLOP"]
+    assert "of 100.0 TFLOP/s (TRAINPROF_PEAK_TFLOPS)" in text
+    for name in {ev["name"] for ev in tputil.events(trace, ph="X", cat="cpu_op")}:
+        assert name in text
