@@ -119,6 +119,8 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
 struct tp_step_ticks {
     uint64_t t0, t1;
     uint64_t index;
+    int32_t tid;
+    const char *thread_name;
 };
 
 struct tp_steps {
@@ -142,7 +144,7 @@ static void tp_collect_step(void *ctx, const struct tp_tbuf *t, const struct tp_
         s->tick = v;
         s->cap = cap;
     }
-    s->tick[s->n++] = (struct tp_step_ticks){ r->t0, r->t1, r->u.step.index };
+    s->tick[s->n++] = (struct tp_step_ticks){ r->t0, r->t1, r->u.step.index, t->tid, t->name };
 }
 
 static void tp_collect_flops(void *ctx, const struct tp_tbuf *t, const struct tp_record *r)
@@ -188,6 +190,8 @@ static void tp_steps_collect(struct tp_steps *s, uint8_t gen, const struct tp_cl
             .index = s->tick[i].index,
             .start_ns = tp_clock_to_unix_ns(map, s->tick[i].t0),
             .end_ns = tp_clock_to_unix_ns(map, s->tick[i].t1),
+            .tid = s->tick[i].tid,
+            .thread_name = s->tick[i].thread_name,
         };
     tp_buf_drain(gen, tp_collect_flops, s, NULL, 1);
 }

@@ -242,6 +242,8 @@ struct tp_window_step {
     uint64_t index;
     int64_t start_ns, end_ns;     /* Unix ns */
     uint64_t flops;
+    int32_t tid;                  /* the thread that ended the step */
+    const char *thread_name;
 };
 
 /* What a handler knows about the window it is fed. */

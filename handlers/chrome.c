@@ -255,6 +255,8 @@ static void note_thread(struct chrome *c, const struct tp_event *ev)
     }
 }
 
+static void put_steps(struct chrome *c, const struct tp_window *w);
+
 static void *chrome_open(struct tp_window *w)
 {
     w->trace_path[0] = '\0';
@@ -302,6 +304,7 @@ static void *chrome_open(struct tp_window *w)
     c->n_steps = w->steps ? w->steps_recorded : 0;
     c->meta_ts = w->start_ns > c->base ? w->start_ns - c->base : 0;
     put_header(c, w);
+    put_steps(c, w);
     return c;
 }
 
@@ -415,6 +418,10 @@ static void put_coll(struct chrome *c, const struct tp_record *r)
     tp_jsonw_double(j, tp_coll_busbw_factor(op, n));
     if (op == TP_COLL_SEND || op == TP_COLL_RECV)
         put_key_u64(j, ", \"peer\": ", r->u.lib.k);
+    else if (op == TP_COLL_BROADCAST || op == TP_COLL_REDUCE)
+        put_key_u64(j, ", \"root\": ", r->u.lib.k);
+    if (r->u.lib.flags & TP_LIB_GROUPED)
+        LIT(j, ", \"grouped\": true");
 }
 
 static void put_call(struct chrome *c, const struct tp_event *ev)
@@ -518,6 +525,34 @@ static void put_step_counters(struct chrome *c, const struct tp_event *ev)
     }
 }
 
+static void put_step(struct chrome *c, const struct tp_event *ev)
+{
+    char step[40] = "ProfilerStep#";
+    step[13 + tp_jsonw_fmt_u64(step + 13, ev->rec->u.step.index)] = '\0';
+    HEAD(c, "{\"ph\": \"X\", \"cat\": \"user_annotation\", ", step, ev);
+    put_dur(c, ev);
+    tp_jsonw_char(&c->j, '}');
+    put_step_counters(c, ev);
+}
+
+/* The window's steps, before any other event: a step is recorded when it
+ * ends, but catapult takes the first of two slices that start together as
+ * the parent, so parents must come first in the file. */
+static void put_steps(struct chrome *c, const struct tp_window *w)
+{
+    for (uint64_t i = 0; i < c->n_steps; i++) {
+        const struct tp_window_step *s = &c->steps[i];
+        struct tp_record r = { .kind = TP_REC_STEP };
+        r.u.step.index = s->index;
+        struct tp_event ev = {
+            .rec = &r, .pid = w->pid, .tid = s->tid,
+            .thread_name = s->thread_name ? s->thread_name : "",
+            .ts_ns = s->start_ns, .dur_ns = s->end_ns > s->start_ns ? s->end_ns - s->start_ns : 0,
+        };
+        put_step(c, &ev);
+    }
+}
+
 static void put_domain(struct chrome *c, const struct tp_event *ev)
 {
     if (ev->domain && ev->domain[0]) {
@@ -539,15 +574,10 @@ static void chrome_event(void *state, const struct tp_event *ev)
     case TP_REC_LAUNCH:
         put_call(c, ev);
         break;
-    case TP_REC_STEP: {
-        char step[40] = "ProfilerStep#";
-        step[13 + tp_jsonw_fmt_u64(step + 13, r->u.step.index)] = '\0';
-        HEAD(c, "{\"ph\": \"X\", \"cat\": \"user_annotation\", ", step, ev);
-        put_dur(c, ev);
-        tp_jsonw_char(j, '}');
-        put_step_counters(c, ev);
+    case TP_REC_STEP:
+        if (!c->n_steps)        /* no step list (out of memory): write as they come */
+            put_step(c, ev);
         break;
-    }
     case TP_REC_RANGE:
         HEAD(c, "{\"ph\": \"X\", \"cat\": \"user_annotation\", ", ev->name ? ev->name : "", ev);
         put_dur(c, ev);

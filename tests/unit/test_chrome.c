@@ -59,8 +59,10 @@ static void setup_window(int gzip)
     /* feed_window's steps 1..4 start at START and last 10 ms each */
     static struct tp_window_step steps[4];
     for (int i = 0; i < 4; i++)
-        steps[i] = (struct tp_window_step){ (uint64_t)i + 1, START + i * 10000000LL,
-                                            START + (i + 1) * 10000000LL, (uint64_t)(i + 1) * 1000000000ull };
+        steps[i] = (struct tp_window_step){ .index = (uint64_t)i + 1, .start_ns = START + i * 10000000LL,
+                                            .end_ns = START + (i + 1) * 10000000LL,
+                                            .flops = (uint64_t)(i + 1) * 1000000000ull,
+                                            .tid = PID, .thread_name = "main" };
     win.steps = steps;
     win.steps_recorded = 4;
     win.flops = 10000000000ull;
@@ -206,8 +208,8 @@ static void feed_sample(const struct tp_handler *h, void *st)
     ev->name = "loss";
     it.rec.u.mark.value = 2.5;
     h->event(st, ev);
-    ev = mk(&it, TP_REC_STEP, w, BASE - 5000, 10);
-    it.rec.u.step.index = 99;
+    ev = mk(&it, TP_REC_RANGE, w, BASE - 5000, 10);
+    ev->name = "before the base";
     h->event(st, ev);
 }
 
@@ -428,7 +430,7 @@ static void check_sample(const char *text)
         ck_assert_msg(fabs(num(json_object_get(e, "ts")) - ts) < 1e-6, "step ts %f != %f",
                       num(json_object_get(e, "ts")), ts);
     }
-    e = find_event(events, "X", "ProfilerStep#99", PID + 1);
+    e = find_event(events, "X", "before the base", PID + 1);
     ck_assert_ptr_nonnull(e);
     ck_assert(num(json_object_get(e, "ts")) == 0);
 

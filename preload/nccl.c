@@ -1,0 +1,346 @@
+/*
+ * nccl.c - DESIGN: the NCCL wrappers, expanded from nccl.def with the shape
+ * of the runtime wrappers (preload/cudart.c), nesting as library calls
+ * (tp_lib_begin: the launches a collective makes are still recorded as
+ * runtime calls of their own, decision 1).
+ *
+ * A collective's record holds what its arguments say: bytes = count x the
+ * element size (NCCL exports no type-size function, so the table is ours,
+ * as nccl-tests keeps its own wordSize()), the dtype, and the communicator's
+ * size and rank.  Those two are asked of NCCL (ncclCommCount and
+ * ncclCommUserRank) at most once per communicator and kept in a small
+ * lock-free open-addressing table keyed by the ncclComm_t pointer:
+ *  - creation wrappers fill it from their own arguments (InitRank,
+ *    InitRankConfig, InitRankScalable, InitAll), or from the getters right
+ *    after the real call (Split, Shrink), outside any recording path;
+ *  - Destroy and Abort remove the entry before the real call frees the
+ *    communicator (a later communicator may get the same address);
+ *  - a communicator we did not see created (a non-blocking one still
+ *    initialising, pncclCommInitRank, a creator added later) is asked once,
+ *    at its first recorded collective.
+ * The getters of real NCCL emit NVTX ranges, so they are called with
+ * tp_depth raised: nothing they do is recorded.
+ *
+ * The creation and destruction wrappers are not recorded and never
+ * activate the profiler (like registration in cudart.c).
+ *
+ * ncclGroupStart/End keep a per-thread group depth on every call, even
+ * outside windows: a window that opens or closes inside a group would
+ * otherwise leave the depth wrong for the rest of the run.  It is one
+ * thread-local add, and only in those two wrappers.
+ */
+#include "resolve.h"
+#include "../collector/apis.h"
+#include "../collector/core.h"
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#define TP_MISSING ncclSystemError
+
+static __thread int tp_nccl_group __attribute__((tls_model("initial-exec")));
+
+/* ---- dtype table ---------------------------------------------------------- */
+
+/* enum tp_dtype of an ncclDataType_t; TP_DT_UNKNOWN (size 0) for anything
+ * else, so an unknown type records bytes 0. */
+static inline unsigned tp_nccl_dtype(int dt)
+{
+    static const uint8_t map[ncclNumTypes] = {
+        [ncclInt8] = TP_DT_I8,         [ncclUint8] = TP_DT_U8,
+        [ncclInt32] = TP_DT_I32,       [ncclUint32] = TP_DT_U32,
+        [ncclInt64] = TP_DT_I64,       [ncclUint64] = TP_DT_U64,
+        [ncclFloat16] = TP_DT_F16,     [ncclFloat32] = TP_DT_F32,
+        [ncclFloat64] = TP_DT_F64,     [ncclBfloat16] = TP_DT_BF16,
+        [ncclFloat8e4m3] = TP_DT_F8E4M3, [ncclFloat8e5m2] = TP_DT_F8E5M2,
+    };
+    return dt >= 0 && dt < ncclNumTypes ? map[dt] : TP_DT_UNKNOWN;
+}
+
+/* ---- communicator cache ---------------------------------------------------- */
+
+typedef ncclResult_t (*tp_comm_get_fn)(const ncclComm_t, int *);
+
+static tp_comm_get_fn tp_comm_count, tp_comm_rank;
+
+/* Resolves the getters (idempotent; called when a wrapper resolves its real
+ * function, never on the recording path: tp_resolve may allocate). */
+static void tp_nccl_getters(void)
+{
+    if (!__atomic_load_n(&tp_comm_rank, __ATOMIC_ACQUIRE)) {
+        __atomic_store_n(&tp_comm_count, (tp_comm_get_fn)tp_resolve("ncclCommCount"),
+                         __ATOMIC_RELEASE);
+        __atomic_store_n(&tp_comm_rank, (tp_comm_get_fn)tp_resolve("ncclCommUserRank"),
+                         __ATOMIC_RELEASE);
+    }
+}
+
+#define TP_COMMS       1024u          /* slots; a job has a handful of communicators */
+#define TP_COMM_PROBES 32u            /* longest probe sequence */
+#define TP_COMM_TOMB   ((uintptr_t)1) /* a removed entry: keeps probe chains intact */
+#define TP_COMM_VALID  (1ull << 63)
+
+/* key: the communicator (0 = never used, TP_COMM_TOMB = removed);
+ * val: TP_COMM_VALID | size << 32 | rank, 0 while being filled.  A reader
+ * checks the key again after reading val, so a value is never taken from a
+ * slot that changed hands in between (a collective racing the destruction
+ * of its own communicator is the caller's bug anyway). */
+static struct tp_comm_slot {
+    _Atomic uintptr_t key;
+    _Atomic uint64_t val;
+} tp_comms[TP_COMMS];
+
+static inline unsigned tp_comm_hash(uintptr_t key)
+{
+    return (unsigned)(((uint64_t)key * 0x9e3779b97f4a7c15ull) >> 54) & (TP_COMMS - 1);
+}
+
+/* The cached value of "comm", 0 if none. */
+static uint64_t tp_comm_lookup(uintptr_t comm)
+{
+    unsigned h = tp_comm_hash(comm);
+    for (unsigned i = 0; i < TP_COMM_PROBES; i++) {
+        struct tp_comm_slot *s = &tp_comms[(h + i) & (TP_COMMS - 1)];
+        uintptr_t k = atomic_load_explicit(&s->key, memory_order_acquire);
+        if (k == 0)
+            return 0;
+        if (k == comm) {
+            uint64_t v = atomic_load_explicit(&s->val, memory_order_acquire);
+            if (v && atomic_load_explicit(&s->key, memory_order_acquire) == comm)
+                return v;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* Removes every entry of "comm" (two racing inserts may have made two). */
+static void tp_comm_forget(uintptr_t comm)
+{
+    unsigned h = tp_comm_hash(comm);
+    for (unsigned i = 0; i < TP_COMM_PROBES; i++) {
+        struct tp_comm_slot *s = &tp_comms[(h + i) & (TP_COMMS - 1)];
+        uintptr_t k = atomic_load_explicit(&s->key, memory_order_acquire);
+        if (k == 0)
+            return;
+        if (k == comm) {
+            atomic_store_explicit(&s->val, 0, memory_order_release);
+            atomic_store_explicit(&s->key, TP_COMM_TOMB, memory_order_release);
+        }
+    }
+}
+
+/* Stores size and rank of "comm", replacing an entry it may have; a full
+ * probe sequence leaves it uncached (each recorded call then asks NCCL). */
+static void tp_comm_store(uintptr_t comm, int size, int rank)
+{
+    if (comm <= TP_COMM_TOMB)
+        return;
+    uint64_t v = TP_COMM_VALID | (uint64_t)(uint32_t)size << 32 | (uint32_t)rank;
+    unsigned h = tp_comm_hash(comm);
+    for (unsigned i = 0; i < TP_COMM_PROBES; i++) {
+        struct tp_comm_slot *s = &tp_comms[(h + i) & (TP_COMMS - 1)];
+        uintptr_t k = atomic_load_explicit(&s->key, memory_order_acquire);
+        if (k == comm) {
+            atomic_store_explicit(&s->val, v, memory_order_release);
+            return;
+        }
+    }
+    for (unsigned i = 0; i < TP_COMM_PROBES; i++) {
+        struct tp_comm_slot *s = &tp_comms[(h + i) & (TP_COMMS - 1)];
+        uintptr_t k = atomic_load_explicit(&s->key, memory_order_acquire);
+        if ((k == 0 || k == TP_COMM_TOMB) &&
+            atomic_compare_exchange_strong_explicit(&s->key, &k, comm, memory_order_acq_rel,
+                                                    memory_order_acquire)) {
+            atomic_store_explicit(&s->val, v, memory_order_release);
+            return;
+        }
+    }
+}
+
+/* Asks NCCL for size and rank of "comm" and caches them; 0 if it cannot
+ * tell yet (a non-blocking communicator still initialising). */
+static uint64_t tp_comm_ask(ncclComm_t comm)
+{
+    tp_comm_get_fn gc = __atomic_load_n(&tp_comm_count, __ATOMIC_ACQUIRE);
+    tp_comm_get_fn gr = __atomic_load_n(&tp_comm_rank, __ATOMIC_ACQUIRE);
+    int size = 0, rank = 0;
+    if (!comm || !gc || !gr)
+        return 0;
+    tp_depth++;
+    int ok = gc(comm, &size) == ncclSuccess && gr(comm, &rank) == ncclSuccess;
+    tp_depth--;
+    if (!ok || size <= 0)
+        return 0;
+    tp_comm_store((uintptr_t)comm, size, rank);
+    return TP_COMM_VALID | (uint64_t)(uint32_t)size << 32 | (uint32_t)rank;
+}
+
+/* ---- records ----------------------------------------------------------------- */
+
+static void tp_nccl_fill(struct tp_record *r, unsigned op, size_t count, int dt, ncclComm_t comm,
+                         int peer)
+{
+    unsigned t = tp_nccl_dtype(dt);
+    uint64_t bytes;
+    if (__builtin_mul_overflow((uint64_t)count, (uint64_t)tp_dtype_size(t), &bytes))
+        bytes = UINT64_MAX;
+    uint64_t v = tp_comm_lookup((uintptr_t)comm);
+    if (!v)
+        v = tp_comm_ask(comm);
+    r->u.lib.bytes = bytes;
+    r->u.lib.dtype = (uint8_t)t;
+    r->u.lib.op = (uint8_t)op;
+    r->u.lib.m = (uint32_t)(v >> 32) & 0x7fffffffu;
+    r->u.lib.n = (uint32_t)v;
+    r->u.lib.k = (uint32_t)peer;
+    r->u.lib.flags = tp_nccl_group > 0 ? TP_LIB_GROUPED : 0;
+}
+
+/* Group depth, kept on every call (see DESIGN); constant-folded away in
+ * every other wrapper. */
+static inline void tp_nccl_group_track(unsigned api)
+{
+    if (api == TP_API_ncclGroupStart)
+        tp_nccl_group++;
+    else if (api == TP_API_ncclGroupEnd && tp_nccl_group > 0)
+        tp_nccl_group--;
+}
+
+#define TP_R_COLL(op, count, dt, comm, peer) \
+    if (tp_r) tp_nccl_fill(tp_r, op, count, dt, comm, peer)
+#define TP_R_NONE (void)tp_r
+
+#define TP_LIB_FN(ret, name, params, args, rec)                                  \
+    typedef ret (*tp_fn_##name) params;                                          \
+    static tp_fn_##name tp_real_##name;                                          \
+    TP_EXPORT ret name params                                                    \
+    {                                                                            \
+        tp_fn_##name real = __atomic_load_n(&tp_real_##name, __ATOMIC_ACQUIRE); \
+        if (__builtin_expect(!real, 0)) {                                        \
+            real = (tp_fn_##name)tp_resolve(#name);                              \
+            if (!real)                                                           \
+                return TP_MISSING;                                               \
+            tp_nccl_getters();                                                   \
+            __atomic_store_n(&tp_real_##name, real, __ATOMIC_RELEASE);           \
+        }                                                                        \
+        tp_nccl_group_track(TP_API_##name);                                      \
+        struct tp_call tp_c;                                                     \
+        if (__builtin_expect(!tp_hot_load(), 1) || !tp_lib_begin(&tp_c, TP_API_##name)) \
+            return real args;                                                    \
+        ret tp_rc = real args;                                                   \
+        struct tp_record *tp_r = tp_call_end(&tp_c, (int32_t)tp_rc);             \
+        rec;                                                                     \
+        tp_call_finish(&tp_c, tp_r, 0, 0);                                       \
+        return tp_rc;                                                            \
+    }
+#include "nccl.def"
+#undef TP_LIB_FN
+
+/* ---- communicator creation and destruction: feed the cache ------------------ */
+
+/* Resolves "name" once into *slot, and the getters with it. */
+static void *tp_nccl_real(void **slot, const char *name)
+{
+    void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = tp_resolve(name);
+        if (f) {
+            tp_nccl_getters();
+            __atomic_store_n(slot, f, __ATOMIC_RELEASE);
+        }
+    }
+    return f;
+}
+
+#define TP_NCCL_REAL(name) \
+    static void *tp_slot; \
+    __typeof__(&name) real = (__typeof__(&name))tp_nccl_real(&tp_slot, #name); \
+    if (!real) \
+        return TP_MISSING
+
+/* A new communicator: forget whatever the address held before, then store
+ * what the arguments say (size <= 0: ask NCCL, which may not know yet). */
+static void tp_comm_created(ncclComm_t comm, int size, int rank)
+{
+    if (!comm)
+        return;
+    tp_comm_forget((uintptr_t)comm);
+    if (size > 0)
+        tp_comm_store((uintptr_t)comm, size, rank);
+    else
+        tp_comm_ask(comm);
+}
+
+TP_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
+{
+    TP_NCCL_REAL(ncclCommInitRank);
+    ncclResult_t rc = real(comm, nranks, id, rank);
+    if ((rc == ncclSuccess || rc == ncclInProgress) && comm)
+        tp_comm_created(*comm, nranks, rank);
+    return rc;
+}
+
+TP_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id,
+                                              int rank, ncclConfig_t *config)
+{
+    TP_NCCL_REAL(ncclCommInitRankConfig);
+    ncclResult_t rc = real(comm, nranks, id, rank, config);
+    if ((rc == ncclSuccess || rc == ncclInProgress) && comm)
+        tp_comm_created(*comm, nranks, rank);
+    return rc;
+}
+
+TP_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int rank, int nid,
+                                                ncclUniqueId *ids, ncclConfig_t *config)
+{
+    TP_NCCL_REAL(ncclCommInitRankScalable);
+    ncclResult_t rc = real(comm, nranks, rank, nid, ids, config);
+    if ((rc == ncclSuccess || rc == ncclInProgress) && comm)
+        tp_comm_created(*comm, nranks, rank);
+    return rc;
+}
+
+TP_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
+{
+    TP_NCCL_REAL(ncclCommInitAll);
+    ncclResult_t rc = real(comms, ndev, devlist);
+    if (rc == ncclSuccess && comms)
+        for (int i = 0; i < ndev; i++)
+            tp_comm_created(comms[i], ndev, i);
+    return rc;
+}
+
+TP_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
+                                     ncclConfig_t *config)
+{
+    TP_NCCL_REAL(ncclCommSplit);
+    ncclResult_t rc = real(comm, color, key, newcomm, config);
+    if ((rc == ncclSuccess || rc == ncclInProgress) && newcomm)
+        tp_comm_created(*newcomm, 0, 0);
+    return rc;
+}
+
+TP_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *exclude, int nexclude,
+                                      ncclComm_t *newcomm, ncclConfig_t *config, int flags)
+{
+    TP_NCCL_REAL(ncclCommShrink);
+    ncclResult_t rc = real(comm, exclude, nexclude, newcomm, config, flags);
+    if ((rc == ncclSuccess || rc == ncclInProgress) && newcomm)
+        tp_comm_created(*newcomm, 0, 0);
+    return rc;
+}
+
+TP_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
+{
+    TP_NCCL_REAL(ncclCommDestroy);
+    tp_comm_forget((uintptr_t)comm);
+    return real(comm);
+}
+
+TP_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
+{
+    TP_NCCL_REAL(ncclCommAbort);
+    tp_comm_forget((uintptr_t)comm);
+    return real(comm);
+}

@@ -1,0 +1,316 @@
+/*
+ * nccl.c - the executing half of a fake NCCL (build/fakes/libnccl.so.2,
+ * soname libnccl.so.2 like the real library, which has no symbol versions).
+ *
+ * DESIGN
+ * Communicators come from a fixed pool, first free slot first, so a
+ * communicator created after one is destroyed gets the same address: that
+ * is what tests of the profiler's per-communicator cache need.  A
+ * communicator's size and rank come from its creation arguments
+ * (ncclCommSplit: size = color, rank = key; ncclCommShrink: size minus the
+ * excluded ranks, same rank).  Collectives check their arguments like NCCL
+ * (an unknown type or operation is ncclInvalidArgument) and move no data;
+ * ncclAllReduce launches one kernel through the CUDA runtime, registered in
+ * a constructor under the name NCCL's device kernels carry, so a test can
+ * see launches made inside a collective.
+ * FAKE_NCCL_STATS=1 prints to stderr at exit how often ncclCommCount and
+ * ncclCommUserRank were called.
+ */
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAKE_EXPORT __attribute__((visibility("default")))
+
+void **__cudaRegisterFatBinary(void *fatCubin);
+void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
+void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
+                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
+                            dim3 *bDim, dim3 *gDim, int *wSize);
+
+struct ncclComm {
+    int used;
+    int size;
+    int rank;
+    int device;
+};
+
+#define FAKE_COMMS 64
+static struct ncclComm comms[FAKE_COMMS];
+static int group_depth;
+static int count_calls, rank_calls;
+
+static char kernel_stub;   /* host stub stand-in: its address names the kernel */
+static const unsigned long long fatbin[4] = { 0x466243b1ull, 1, 0, 0 };
+
+__attribute__((constructor)) static void fake_nccl_init(void)
+{
+    void **h = __cudaRegisterFatBinary((void *)fatbin);
+    static char name[] = "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE";
+    __cudaRegisterFunction(h, &kernel_stub, name, name, -1, NULL, NULL, NULL, NULL, NULL);
+    __cudaRegisterFatBinaryEnd(h);
+}
+
+__attribute__((destructor)) static void fake_nccl_fini(void)
+{
+    const char *s = getenv("FAKE_NCCL_STATS");
+    if (s && strcmp(s, "1") == 0)
+        fprintf(stderr, "fake-nccl: ncclCommCount=%d ncclCommUserRank=%d\n", count_calls,
+                rank_calls);
+}
+
+static ncclComm_t comm_new(int size, int rank)
+{
+    for (int i = 0; i < FAKE_COMMS; i++)
+        if (!comms[i].used) {
+            comms[i].used = 1;
+            comms[i].size = size;
+            comms[i].rank = rank;
+            comms[i].device = 0;
+            return &comms[i];
+        }
+    return NULL;
+}
+
+static int comm_ok(const struct ncclComm *c)
+{
+    return c && c >= comms && c < comms + FAKE_COMMS && c->used;
+}
+
+FAKE_EXPORT ncclResult_t ncclGetVersion(int *version)
+{
+    if (!version)
+        return ncclInvalidArgument;
+    *version = NCCL_VERSION_CODE;
+    return ncclSuccess;
+}
+
+FAKE_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
+{
+    if (!id)
+        return ncclInvalidArgument;
+    memset(id, 0, sizeof *id);
+    memcpy(id->internal, "fake-nccl", 9);
+    return ncclSuccess;
+}
+
+FAKE_EXPORT const char *ncclGetErrorString(ncclResult_t r)
+{
+    switch (r) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error";
+    case ncclSystemError: return "unhandled system error";
+    case ncclInternalError: return "internal error";
+    case ncclInvalidArgument: return "invalid argument";
+    case ncclInvalidUsage: return "invalid usage";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "unknown result code";
+    }
+}
+
+static ncclResult_t init(ncclComm_t *comm, int nranks, int rank)
+{
+    if (!comm || nranks <= 0 || rank < 0 || rank >= nranks)
+        return ncclInvalidArgument;
+    *comm = comm_new(nranks, rank);
+    return *comm ? ncclSuccess : ncclSystemError;
+}
+
+FAKE_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
+{
+    (void)id;
+    return init(comm, nranks, rank);
+}
+
+FAKE_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id,
+                                                int rank, ncclConfig_t *config)
+{
+    (void)id; (void)config;
+    return init(comm, nranks, rank);
+}
+
+FAKE_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
+{
+    if (!comm || ndev <= 0)
+        return ncclInvalidArgument;
+    for (int i = 0; i < ndev; i++) {
+        comm[i] = comm_new(ndev, i);
+        if (!comm[i])
+            return ncclSystemError;
+        comm[i]->device = devlist ? devlist[i] : i;
+    }
+    return ncclSuccess;
+}
+
+FAKE_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
+                                       ncclConfig_t *config)
+{
+    (void)config;
+    if (!comm_ok(comm) || !newcomm)
+        return ncclInvalidArgument;
+    if (color == NCCL_SPLIT_NOCOLOR) {
+        *newcomm = NULL;
+        return ncclSuccess;
+    }
+    return init(newcomm, color, key);
+}
+
+FAKE_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *exclude, int nexclude,
+                                        ncclComm_t *newcomm, ncclConfig_t *config, int flags)
+{
+    (void)exclude; (void)config; (void)flags;
+    if (!comm_ok(comm) || !newcomm || nexclude < 0 || nexclude >= comm->size)
+        return ncclInvalidArgument;
+    return init(newcomm, comm->size - nexclude, comm->rank % (comm->size - nexclude));
+}
+
+FAKE_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
+{
+    if (!comm_ok(comm))
+        return ncclInvalidArgument;
+    memset(comm, 0, sizeof *comm);
+    return ncclSuccess;
+}
+
+FAKE_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
+{
+    return ncclCommDestroy(comm);
+}
+
+FAKE_EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm, int *count)
+{
+    __atomic_add_fetch(&count_calls, 1, __ATOMIC_RELAXED);
+    if (!comm_ok(comm) || !count)
+        return ncclInvalidArgument;
+    *count = comm->size;
+    return ncclSuccess;
+}
+
+FAKE_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank)
+{
+    __atomic_add_fetch(&rank_calls, 1, __ATOMIC_RELAXED);
+    if (!comm_ok(comm) || !rank)
+        return ncclInvalidArgument;
+    *rank = comm->rank;
+    return ncclSuccess;
+}
+
+FAKE_EXPORT ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device)
+{
+    if (!comm_ok(comm) || !device)
+        return ncclInvalidArgument;
+    *device = comm->device;
+    return ncclSuccess;
+}
+
+static ncclResult_t check(size_t count, ncclDataType_t dt, ncclComm_t comm)
+{
+    (void)count;
+    if (!comm_ok(comm) || (int)dt < 0 || dt >= ncclNumTypes)
+        return ncclInvalidArgument;
+    return ncclSuccess;
+}
+
+static ncclResult_t check_op(ncclRedOp_t op)
+{
+    return (int)op >= 0 && op < ncclNumOps ? ncclSuccess : ncclInvalidArgument;
+}
+
+static ncclResult_t check_root(int root, ncclComm_t comm)
+{
+    return root >= 0 && root < comm->size ? ncclSuccess : ncclInvalidArgument;
+}
+
+FAKE_EXPORT ncclResult_t ncclAllReduce(const void *sb, void *rb, size_t count, ncclDataType_t dt,
+                                       ncclRedOp_t op, ncclComm_t comm, cudaStream_t s)
+{
+    (void)sb; (void)rb;
+    ncclResult_t r = check(count, dt, comm);
+    if (r == ncclSuccess)
+        r = check_op(op);
+    if (r != ncclSuccess)
+        return r;
+    dim3 g = { 1, 1, 1 }, b = { 64, 1, 1 };
+    return cudaLaunchKernel(&kernel_stub, g, b, NULL, 0, s) == cudaSuccess
+        ? ncclSuccess : ncclUnhandledCudaError;
+}
+
+FAKE_EXPORT ncclResult_t ncclAllGather(const void *sb, void *rb, size_t count, ncclDataType_t dt,
+                                       ncclComm_t comm, cudaStream_t s)
+{
+    (void)sb; (void)rb; (void)s;
+    return check(count, dt, comm);
+}
+
+FAKE_EXPORT ncclResult_t ncclReduceScatter(const void *sb, void *rb, size_t count,
+                                           ncclDataType_t dt, ncclRedOp_t op, ncclComm_t comm,
+                                           cudaStream_t s)
+{
+    (void)sb; (void)rb; (void)s;
+    ncclResult_t r = check(count, dt, comm);
+    return r != ncclSuccess ? r : check_op(op);
+}
+
+FAKE_EXPORT ncclResult_t ncclBroadcast(const void *sb, void *rb, size_t count, ncclDataType_t dt,
+                                       int root, ncclComm_t comm, cudaStream_t s)
+{
+    (void)sb; (void)rb; (void)s;
+    ncclResult_t r = check(count, dt, comm);
+    return r != ncclSuccess ? r : check_root(root, comm);
+}
+
+FAKE_EXPORT ncclResult_t ncclBcast(void *b, size_t count, ncclDataType_t dt, int root,
+                                   ncclComm_t comm, cudaStream_t s)
+{
+    return ncclBroadcast(b, b, count, dt, root, comm, s);
+}
+
+FAKE_EXPORT ncclResult_t ncclReduce(const void *sb, void *rb, size_t count, ncclDataType_t dt,
+                                    ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t s)
+{
+    (void)sb; (void)rb; (void)s;
+    ncclResult_t r = check(count, dt, comm);
+    if (r == ncclSuccess)
+        r = check_op(op);
+    return r != ncclSuccess ? r : check_root(root, comm);
+}
+
+FAKE_EXPORT ncclResult_t ncclAlltoAll(const void *sb, void *rb, size_t count, ncclDataType_t dt,
+                                      ncclComm_t comm, cudaStream_t s)
+{
+    (void)sb; (void)rb; (void)s;
+    return check(count, dt, comm);
+}
+
+FAKE_EXPORT ncclResult_t ncclSend(const void *sb, size_t count, ncclDataType_t dt, int peer,
+                                  ncclComm_t comm, cudaStream_t s)
+{
+    (void)sb; (void)s;
+    ncclResult_t r = check(count, dt, comm);
+    return r != ncclSuccess ? r : check_root(peer, comm);
+}
+
+FAKE_EXPORT ncclResult_t ncclRecv(void *rb, size_t count, ncclDataType_t dt, int peer,
+                                  ncclComm_t comm, cudaStream_t s)
+{
+    (void)rb; (void)s;
+    ncclResult_t r = check(count, dt, comm);
+    return r != ncclSuccess ? r : check_root(peer, comm);
+}
+
+FAKE_EXPORT ncclResult_t ncclGroupStart(void)
+{
+    group_depth++;
+    return ncclSuccess;
+}
+
+FAKE_EXPORT ncclResult_t ncclGroupEnd(void)
+{
+    if (group_depth == 0)
+        return ncclInvalidUsage;
+    group_depth--;
+    return ncclSuccess;
+}

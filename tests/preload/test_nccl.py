@@ -1,0 +1,211 @@
+"""NCCL wrappers (preload/nccl.def, preload/nccl.c) against the fake NCCL
+(tests/fakes/nccl.c) driven by tests/programs/nccl_calls.c: every collective
+is one cpu_op event with the args Kineto writes for record_param_comms, with
+bytes, group size and rank from the communicator cache and the nccl-tests bus
+bandwidth factor, all hand-computed here."""
+
+import os
+import re
+
+import pytest
+
+import tputil
+
+PROG = "nccl_calls"
+DEF = os.path.join(tputil.ROOT, "preload", "nccl.def")
+NCCL_INVALID_ARGUMENT = 4
+
+# name, count, nccl dtype -> (torch name, size), group size, rank, peer (send/recv)
+def _coll(name, op, count, dtype, n, rank, peer=None, root=None):
+    tname, size = dtype
+    ins, outs = count, count
+    if op == "allgather":
+        outs = count * n
+    elif op == "reduce_scatter":
+        ins = count * n
+    if op == "allreduce":
+        factor = 2 * (n - 1) / n
+    elif op in ("allgather", "reduce_scatter", "all_to_all"):
+        factor = (n - 1) / n
+    else:
+        factor = 1
+    args = {"Collective name": op, "In msg nelems": ins, "Out msg nelems": outs,
+            "Group size": n, "Rank": rank, "dtype": tname, "bytes": count * size,
+            "busbw factor": factor}
+    if peer is not None:
+        args["peer"] = peer
+    if root is not None:
+        args["root"] = root
+    return (name, args)
+
+
+F32, BF16, F16, I64, U8, F64, I32 = ("Float", 4), ("BFloat16", 2), ("Half", 2), \
+    ("Long", 8), ("Byte", 1), ("Double", 8), ("Int", 4)
+F8E4, F8E5, U32, I8, U64 = ("Float8_e4m3fn", 1), ("Float8_e5m2", 1), ("UInt32", 4), \
+    ("Char", 1), ("UInt64", 8)
+GROUP = ("group", None)
+
+# step 1 of nccl_calls.c, in order (A = 4 ranks rank 1, B = 8 ranks rank 3,
+# InitAll pair = 2 ranks, C = 16 ranks rank 5, split S = 3 ranks rank 2,
+# T = 3 ranks rank 2 at a reused address)
+STEP1 = [
+    _coll("ncclAllReduce", "allreduce", 1024, F32, 4, 1),
+    _coll("ncclAllGather", "allgather", 256, BF16, 4, 1),
+    _coll("ncclReduceScatter", "reduce_scatter", 128, F16, 4, 1),
+    _coll("ncclBroadcast", "broadcast", 100, I64, 4, 1, root=2),
+    _coll("ncclBcast", "broadcast", 10, U8, 4, 1, root=1),
+    _coll("ncclReduce", "reduce", 64, F64, 8, 3, root=0),
+    _coll("ncclAlltoAll", "all_to_all", 32, I32, 8, 3),
+    ("ncclGroupStart", {}),
+    ("ncclGroupStart", {}),
+    _coll("ncclSend", "send", 50, F8E4, 4, 1, peer=2),
+    ("ncclGroupEnd", {}),
+    _coll("ncclRecv", "recv", 60, F8E5, 4, 1, peer=0),
+    ("ncclGroupEnd", {}),
+    _coll("ncclAllReduce", "allreduce", 5, U32, 2, 1),
+    _coll("ncclAllReduce", "allreduce", 3, I8, 16, 5),
+    _coll("ncclAllReduce", "allreduce", 9, F64, 3, 2),
+    _coll("ncclAllGather", "allgather", 11, U64, 3, 2),
+    _coll("ncclSend", "send", 7, U8, 8, 3, peer=3),
+]
+GROUPED = {("ncclSend", 50), ("ncclRecv", 60)}   # (name, In msg nelems) inside the group
+KERNEL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+
+
+def _def_names():
+    with open(DEF) as f:
+        return {m.group(1) for m in
+                (re.match(r"^TP_LIB_FN\(\s*[^,]+,\s*([A-Za-z_0-9]+)\s*,", l) for l in f) if m}
+
+
+def _args(ev):
+    return {k: v for k, v in ev.get("args", {}).items() if k not in ("correlation", "grouped")}
+
+
+def _step_bounds(trace):
+    out = {}
+    for ev in tputil.events(trace, ph="X"):
+        m = tputil.STEP_RE.match(ev.get("name", ""))
+        if m:
+            out[int(m.group(1))] = (ev["ts"], ev["ts"] + ev["dur"])
+    return out
+
+
+def _inside(ev, lo, hi):
+    return lo <= ev["ts"] and ev["ts"] + ev["dur"] <= hi + 1e-3
+
+
+def _cpu_ops(trace):
+    return sorted(tputil.events(trace, ph="X", cat="cpu_op"), key=lambda e: e["ts"])
+
+
+def _run(schedule, env=None):
+    e = {"TRAINPROF_SCHEDULE": schedule}
+    e.update(env or {})
+    r = tputil.run(PROG, env=e)
+    assert r.rc == 0, r.stderr
+    return r
+
+
+@pytest.fixture(scope="module")
+def all_run():
+    r = _run("all")
+    assert len(r.traces) == 1
+    return r, tputil.load_trace(r.traces[0])
+
+
+def test_stdout_and_status_same_with_and_without_library(all_run):
+    plain = tputil.run(PROG, preload=False)
+    assert plain.rc == 0, plain.stderr
+    assert all_run[0].stdout == plain.stdout
+    assert b"reuses the destroyed communicator's address: yes" in plain.stdout
+    outside = tputil.run(PROG, env={"TRAINPROF_SCHEDULE": "skip_first=1000000"})
+    assert outside.rc == 0 and outside.stdout == plain.stdout and outside.traces == []
+
+
+def test_every_collective_once_with_expected_args(all_run):
+    trace = all_run[1]
+    lo, hi = _step_bounds(trace)[1]
+    got = [(ev["name"], _args(ev)) for ev in _cpu_ops(trace) if _inside(ev, lo, hi)]
+    assert got == STEP1
+    assert {ev["name"] for ev in _cpu_ops(trace)} == _def_names()
+
+
+def test_every_step_and_nothing_else(all_run):
+    trace = all_run[1]
+    bounds = _step_bounds(trace)
+    assert sorted(bounds) == [0, 1, 2, 3]
+    per_step = {s: [(ev["name"], ev["args"].get("In msg nelems"))
+                    for ev in _cpu_ops(trace) if _inside(ev, *bounds[s])] for s in bounds}
+    assert per_step[0] == [("ncclAllReduce", 1000)]
+    assert per_step[2] == [("ncclAllReduce", 0)]
+    assert per_step[3] == [("ncclAllReduce", 1003)]
+    assert sum(len(v) for v in per_step.values()) == len(_cpu_ops(trace))
+
+
+def test_unknown_dtype_gives_bytes_0(all_run):
+    trace = all_run[1]
+    lo, hi = _step_bounds(trace)[2]
+    (ev,) = [ev for ev in _cpu_ops(trace) if _inside(ev, lo, hi)]
+    a = ev["args"]
+    assert a["bytes"] == 0 and a["dtype"] == "unknown"
+    assert a["In msg nelems"] == 0 and a["Out msg nelems"] == 0
+    assert a["Group size"] == 4 and a["Rank"] == 1
+    assert a["status"] == NCCL_INVALID_ARGUMENT
+
+
+def test_launch_inside_collective_is_its_own_runtime_event(all_run):
+    trace = all_run[1]
+    launches = tputil.events(trace, ph="X", cat="cuda_runtime", name="cudaLaunchKernel")
+    reduces = [ev for ev in _cpu_ops(trace) if ev["name"] == "ncclAllReduce"
+               and ev["args"]["bytes"] > 0]
+    assert len(reduces) == 6 and len(launches) == 6
+    for red in reduces:
+        inner = [la for la in launches if _inside(la, red["ts"], red["ts"] + red["dur"])
+                 and la["tid"] == red["tid"]]
+        assert len(inner) == 1, red
+        assert inner[0]["args"]["kernel"] == KERNEL
+        assert inner[0]["args"]["correlation"] != red["args"]["correlation"]
+    assert not [ev for ev in _cpu_ops(trace) if ev["name"].startswith("cudaLaunch")]
+
+
+def test_group_calls_lie_inside_the_group(all_run):
+    trace = all_run[1]
+    lo, hi = _step_bounds(trace)[1]
+    ops = [ev for ev in _cpu_ops(trace) if _inside(ev, lo, hi)]
+    starts = [ev["ts"] for ev in ops if ev["name"] == "ncclGroupStart"]
+    ends = [ev["ts"] for ev in ops if ev["name"] == "ncclGroupEnd"]
+    for ev in ops:
+        key = (ev["name"], ev["args"].get("In msg nelems"))
+        if key in GROUPED:
+            assert min(starts) < ev["ts"] < max(ends)
+        elif ev["name"] not in ("ncclGroupStart", "ncclGroupEnd"):
+            assert ev["ts"] < min(starts) or ev["ts"] > max(ends)
+
+
+def test_grouped_flag(all_run):
+    ops = [ev for ev in _cpu_ops(all_run[1]) if "Collective name" in ev["args"]]
+    if not any("grouped" in ev["args"] for ev in ops):
+        pytest.skip("handlers/chrome.c does not print TP_LIB_GROUPED yet")
+    grouped = {(ev["name"], ev["args"]["In msg nelems"]) for ev in ops
+               if ev["args"].get("grouped")}
+    assert grouped == GROUPED
+
+
+def test_nothing_recorded_outside_windows():
+    r = _run("wait=1,warmup=0,active=1")
+    assert len(r.traces) == 1
+    trace = tputil.load_trace(r.traces[0])
+    assert tputil.steps(trace) == [1]
+    assert [(ev["name"], _args(ev)) for ev in _cpu_ops(trace)] == STEP1
+    launches = tputil.events(trace, ph="X", cat="cuda_runtime")
+    assert len(launches) == 4   # the allreduces of step 1 with a known type
+
+
+def test_size_and_rank_asked_at_most_once_per_communicator():
+    plain = tputil.run(PROG, preload=False, env={"FAKE_NCCL_STATS": "1"})
+    assert b"fake-nccl: ncclCommCount=1 ncclCommUserRank=1" in plain.stderr
+    # the program asks once; the profiler once, for the split communicator
+    # (all others are filled from their creation arguments)
+    r = _run("all", env={"FAKE_NCCL_STATS": "1"})
+    assert b"fake-nccl: ncclCommCount=2 ncclCommUserRank=2" in r.stderr
