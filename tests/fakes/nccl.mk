@@ -2,8 +2,8 @@
 # with the real soname libnccl.so.2 (the real library has no symbol
 # versions, so no version script).  Linked against the fake runtime: its
 # ncclAllReduce launches a kernel through cudaLaunchKernel.
-# An explicit rule: the pattern rule's $(if ...,-Wl,--version-script=...)
-# splits at the comma and passes a bare --version-script when there is no map.
+# An explicit rule because this fake links against the fake runtime, which
+# the Makefile's rule for fakes does not do.
 FAKE_SONAME_nccl := libnccl.so.2
 
 $(B)/fakes/libnccl.so: tests/fakes/nccl.c tests/fakes/nccl.mk $(B)/fakes/libcudart.so.13
