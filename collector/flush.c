@@ -181,7 +181,8 @@ static int tp_step_cmp(const void *a, const void *b)
 static void tp_steps_collect(struct tp_steps *s, uint8_t gen, const struct tp_clock_map *map)
 {
     tp_buf_drain(gen, tp_collect_step, s, NULL, 1);
-    qsort(s->tick, s->n, sizeof *s->tick, tp_step_cmp);
+    if (s->n > 1)
+        qsort(s->tick, s->n, sizeof *s->tick, tp_step_cmp);
     s->v = calloc(s->n ? s->n : 1, sizeof *s->v);
     if (!s->v)
         return;
