@@ -16,7 +16,7 @@
  * float data with no or the default compute type.
  */
 #include "gemm.h"
-#include "resolve.h"
+#include "wrap.h"
 #include "../collector/apis.h"
 #include "../collector/core.h"
 
@@ -69,26 +69,7 @@ static inline void tp_blas_grouped64(struct tp_record *r, cublasHandle_t h, cons
 /* The record expression of cublas.def: "form" picks the filler above. */
 #define TP_R_GEMM(form, ...) if (tp_r) tp_blas_##form(tp_r, __VA_ARGS__)
 
-#define TP_LIB_FN(ret, name, params, args, rec)                                  \
-    typedef ret (*tp_fn_##name) params;                                          \
-    static tp_fn_##name tp_real_##name;                                          \
-    TP_EXPORT ret name params                                                    \
-    {                                                                            \
-        tp_fn_##name real = __atomic_load_n(&tp_real_##name, __ATOMIC_ACQUIRE); \
-        if (__builtin_expect(!real, 0)) {                                        \
-            real = (tp_fn_##name)tp_resolve(#name);                              \
-            if (!real)                                                           \
-                return TP_MISSING;                                               \
-            __atomic_store_n(&tp_real_##name, real, __ATOMIC_RELEASE);           \
-        }                                                                        \
-        struct tp_call tp_c;                                                     \
-        if (__builtin_expect(!tp_hot_load(), 1) || !tp_lib_begin(&tp_c, TP_API_##name)) \
-            return real args;                                                    \
-        ret tp_rc = real args;                                                   \
-        struct tp_record *tp_r = tp_call_end(&tp_c, (int32_t)tp_rc);             \
-        rec;                                                                     \
-        tp_call_finish(&tp_c, tp_r, 0, 0);                                       \
-        return tp_rc;                                                            \
-    }
+#define TP_LIB_FN(ret, name, params, args, rec) \
+    TP_WRAP(ret, name, params, args, TP_MISSING, (void)0, (void)0, tp_lib_begin, rec)
 #include "cublas.def"
 #undef TP_LIB_FN

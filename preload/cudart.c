@@ -8,7 +8,7 @@
  * runtime's own error code is returned when the real function is missing.
  * Registration calls feed the kernel-name table and never activate.
  */
-#include "resolve.h"
+#include "wrap.h"
 #include "../collector/apis.h"
 #include "../collector/core.h"
 #include "../collector/kernels.h"
@@ -63,29 +63,8 @@ static inline void tp_fill_copy(struct tp_record *r, const void *dst, const void
 #define TP_R_FREE(p)              if (tp_r) tp_r->u.api.dst = (uint64_t)(uintptr_t)(p)
 #define TP_R_NONE                 (void)tp_r
 
-#define TP_FN(ret, name, params, args, cbid, rec)                                \
-    typedef ret (*tp_fn_##name) params;                                          \
-    static tp_fn_##name tp_real_##name;                                          \
-    TP_EXPORT ret name params                                                    \
-    {                                                                            \
-        tp_fn_##name real = __atomic_load_n(&tp_real_##name, __ATOMIC_ACQUIRE); \
-        if (__builtin_expect(!real, 0)) {                                        \
-            real = (tp_fn_##name)tp_resolve(#name);                              \
-            if (!real)                                                           \
-                return TP_MISSING;                                               \
-            __atomic_store_n(&tp_real_##name, real, __ATOMIC_RELEASE);           \
-        }                                                                        \
-        struct tp_call tp_c;                                                        \
-        if (__builtin_expect(!tp_hot_load(), 1) || !tp_call_begin(&tp_c, TP_API_##name)) \
-            return real args;                                                    \
-        ret tp_rc = real args;                                                      \
-        struct tp_record *tp_r = tp_call_end(&tp_c, (int32_t)tp_rc);                      \
-        uint64_t tp_func = 0;                                                       \
-        int tp_fkind = 0;                                                           \
-        rec;                                                                     \
-        tp_call_finish(&tp_c, tp_r, tp_func, tp_fkind);                                      \
-        return tp_rc;                                                               \
-    }
+#define TP_FN(ret, name, params, args, cbid, rec) \
+    TP_WRAP(ret, name, params, args, TP_MISSING, (void)0, (void)0, tp_call_begin, rec)
 #include "cudart.def"
 #undef TP_FN
 

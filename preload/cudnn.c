@@ -16,7 +16,7 @@
  * Missing getters or a failing read leave flops 0 and the precision unknown.
  */
 #include "conv.h"
-#include "resolve.h"
+#include "wrap.h"
 #include "../collector/apis.h"
 #include "../collector/core.h"
 
@@ -81,27 +81,7 @@ static void tp_conv_record(struct tp_record *r, cudnnTensorDescriptor_t out,
 #define TP_R_CONV(out, w, conv) if (tp_r) tp_conv_record(tp_r, out, w, conv)
 #define TP_R_NONE               (void)tp_r
 
-#define TP_LIB_FN(ret, name, params, args, rec)                                  \
-    typedef ret (*tp_fn_##name) params;                                          \
-    static tp_fn_##name tp_real_##name;                                          \
-    TP_EXPORT ret name params                                                    \
-    {                                                                            \
-        tp_fn_##name real = __atomic_load_n(&tp_real_##name, __ATOMIC_ACQUIRE); \
-        if (__builtin_expect(!real, 0)) {                                        \
-            real = (tp_fn_##name)tp_resolve(#name);                              \
-            if (!real)                                                           \
-                return TP_MISSING;                                               \
-            tp_cudnn_getters();                                                  \
-            __atomic_store_n(&tp_real_##name, real, __ATOMIC_RELEASE);           \
-        }                                                                        \
-        struct tp_call tp_c;                                                     \
-        if (__builtin_expect(!tp_hot_load(), 1) || !tp_lib_begin(&tp_c, TP_API_##name)) \
-            return real args;                                                    \
-        ret tp_rc = real args;                                                   \
-        struct tp_record *tp_r = tp_call_end(&tp_c, (int32_t)tp_rc);             \
-        rec;                                                                     \
-        tp_call_finish(&tp_c, tp_r, 0, 0);                                       \
-        return tp_rc;                                                            \
-    }
+#define TP_LIB_FN(ret, name, params, args, rec) \
+    TP_WRAP(ret, name, params, args, TP_MISSING, tp_cudnn_getters(), (void)0, tp_lib_begin, rec)
 #include "cudnn.def"
 #undef TP_LIB_FN

@@ -29,7 +29,7 @@
  * otherwise leave the depth wrong for the rest of the run.  It is one
  * thread-local add, and only in those two wrappers.
  */
-#include "resolve.h"
+#include "wrap.h"
 #include "../collector/apis.h"
 #include "../collector/core.h"
 
@@ -211,29 +211,8 @@ static inline void tp_nccl_group_track(unsigned api)
     if (tp_r) tp_nccl_fill(tp_r, op, count, dt, comm, peer)
 #define TP_R_NONE (void)tp_r
 
-#define TP_LIB_FN(ret, name, params, args, rec)                                  \
-    typedef ret (*tp_fn_##name) params;                                          \
-    static tp_fn_##name tp_real_##name;                                          \
-    TP_EXPORT ret name params                                                    \
-    {                                                                            \
-        tp_fn_##name real = __atomic_load_n(&tp_real_##name, __ATOMIC_ACQUIRE); \
-        if (__builtin_expect(!real, 0)) {                                        \
-            real = (tp_fn_##name)tp_resolve(#name);                              \
-            if (!real)                                                           \
-                return TP_MISSING;                                               \
-            tp_nccl_getters();                                                   \
-            __atomic_store_n(&tp_real_##name, real, __ATOMIC_RELEASE);           \
-        }                                                                        \
-        tp_nccl_group_track(TP_API_##name);                                      \
-        struct tp_call tp_c;                                                     \
-        if (__builtin_expect(!tp_hot_load(), 1) || !tp_lib_begin(&tp_c, TP_API_##name)) \
-            return real args;                                                    \
-        ret tp_rc = real args;                                                   \
-        struct tp_record *tp_r = tp_call_end(&tp_c, (int32_t)tp_rc);             \
-        rec;                                                                     \
-        tp_call_finish(&tp_c, tp_r, 0, 0);                                       \
-        return tp_rc;                                                            \
-    }
+#define TP_LIB_FN(ret, name, params, args, rec) \
+    TP_WRAP(ret, name, params, args, TP_MISSING, tp_nccl_getters(), tp_nccl_group_track(TP_API_##name), tp_lib_begin, rec)
 #include "nccl.def"
 #undef TP_LIB_FN
 

@@ -1,0 +1,50 @@
+/*
+ * wrap.h - the one shape of every generated wrapper (STYLE: "every wrapper
+ * has the same short shape").  Each preload/<lib>.c defines its record
+ * expressions (TP_R_*) and expands its .def list through TP_WRAP.
+ */
+#ifndef TRAINPROF_PRELOAD_WRAP_H
+#define TRAINPROF_PRELOAD_WRAP_H
+
+#include "resolve.h"
+#include "../collector/apis.h"
+#include "../collector/core.h"
+
+/*
+ * TP_WRAP - define the exported wrapper "name".
+ *   missing     returned when no real function can be found
+ *   on_resolve  run once, after the real function was found
+ *   on_entry    run on every call, before the fast path (keep it trivial)
+ *   begin       tp_call_begin (CUDA runtime/driver) or tp_lib_begin (libraries)
+ *   rec         the record expression: fills tp_r when it is not NULL, and for
+ *               launches sets tp_func/tp_fkind for step signals
+ * Outside windows the wrapper is one load of tp_hot and a call of the real
+ * function; errno and the return value pass through unchanged.
+ */
+#define TP_WRAP(ret, name, params, args, missing, on_resolve, on_entry, begin, rec)   \
+    typedef ret (*tp_fn_##name) params;                                              \
+    static tp_fn_##name tp_real_##name;                                              \
+    TP_EXPORT ret name params                                                        \
+    {                                                                                \
+        tp_fn_##name real = __atomic_load_n(&tp_real_##name, __ATOMIC_ACQUIRE);     \
+        if (__builtin_expect(!real, 0)) {                                            \
+            real = (tp_fn_##name)tp_resolve(#name);                                  \
+            if (!real)                                                               \
+                return missing;                                                      \
+            on_resolve;                                                              \
+            __atomic_store_n(&tp_real_##name, real, __ATOMIC_RELEASE);               \
+        }                                                                            \
+        on_entry;                                                                    \
+        struct tp_call tp_c;                                                         \
+        if (__builtin_expect(!tp_hot_load(), 1) || !begin(&tp_c, TP_API_##name))     \
+            return real args;                                                        \
+        ret tp_rc = real args;                                                       \
+        struct tp_record *tp_r = tp_call_end(&tp_c, (int32_t)tp_rc);                 \
+        uint64_t tp_func = 0;                                                        \
+        int tp_fkind = 0;                                                            \
+        rec;                                                                         \
+        tp_call_finish(&tp_c, tp_r, tp_func, tp_fkind);                              \
+        return tp_rc;                                                                \
+    }
+
+#endif
