@@ -358,18 +358,30 @@ static void put_steps(struct tp_jsonw *j, struct summary *s, const struct tp_win
     }
 }
 
-static void put_libs(struct tp_jsonw *j, struct summary *s)
+/* Fills the cells of aggregate row "a" after the name (cells[1..]). */
+typedef void (*row_fn)(const struct summary *s, const struct agg *a, char (*cells)[CELL]);
+
+/*
+ * put_agg_table - "heading", then the rows of "at" sorted by "cmp" in columns
+ * aligned like key_averages().table().  Returns 0, or -1 after writing
+ * "empty" when there is no row.
+ */
+static int put_agg_table(struct tp_jsonw *j, const struct summary *s, const char *heading,
+                         const char *empty, const struct agg_table *at,
+                         int (*cmp)(const void *, const void *), const char *const *titles,
+                         int ncols, row_fn fill)
 {
-    static const char *const titles[] = { "Name", "Calls", "Total (ms)", "Mean (us)", "GFLOP", "% FLOPs" };
-    struct table t = { .ncols = 6, .titles = titles };
-    if (!s->libs.n)
-        return;
-    tp_jsonw_lit(j, "\nLibrary calls (cuBLAS, cuBLASLt, cuDNN, NCCL)\n");
-    struct agg **v = sorted(&s->libs, cmp_total);
-    if (!v)
-        return;
-    char c1[CELL], c2[CELL], c3[CELL], c4[CELL], c5[CELL];
-    const char *cells[6] = { NULL, c1, c2, c3, c4, c5 };
+    tp_jsonw_lit(j, heading);
+    struct agg **v = sorted(at, cmp);
+    if (!v) {
+        tp_jsonw_lit(j, empty);
+        return -1;
+    }
+    struct table t = { .ncols = ncols, .titles = titles };
+    char buf[8][CELL];
+    const char *cells[8];
+    for (int c = 0; c < ncols && c < 8; c++)
+        cells[c] = buf[c];
     table_fit(&t, titles);
     for (int pass = 0; pass < 2; pass++) {
         if (pass) {
@@ -377,19 +389,9 @@ static void put_libs(struct tp_jsonw *j, struct summary *s)
             table_row(j, &t, titles);
             table_rule(j, &t);
         }
-        for (size_t i = 0; i < s->libs.n; i++) {
-            const struct agg *a = v[i];
-            cells[0] = a->name;
-            snprintf(c1, sizeof c1, "%llu", (unsigned long long)a->calls);
-            fmt3(c2, sizeof c2, a->total_ns, 1000000);
-            fmt3(c3, sizeof c3, a->total_ns / (int64_t)a->calls, 1000);
-            if (a->flops) {
-                fmt_gflop(c4, sizeof c4, a->flops);
-                snprintf(c5, sizeof c5, "%.2f%%", s->lib_flops ? 100.0 * (double)a->flops / (double)s->lib_flops : 0.0);
-            } else {
-                snprintf(c4, sizeof c4, "--");
-                snprintf(c5, sizeof c5, "--");
-            }
+        for (size_t i = 0; i < at->n; i++) {
+            fill(s, v[i], buf);
+            cells[0] = v[i]->name;
             if (pass)
                 table_row(j, &t, cells);
             else
@@ -397,80 +399,66 @@ static void put_libs(struct tp_jsonw *j, struct summary *s)
         }
     }
     table_rule(j, &t);
-    tp_jsonw_printf(j, "Library FLOPs total: %s GFLOP\n", fmt_gflop(c1, sizeof c1, s->lib_flops));
     free(v);
+    return 0;
+}
+
+static void api_row(const struct summary *s, const struct agg *a, char (*c)[CELL])
+{
+    snprintf(c[1], CELL, "%llu", (unsigned long long)a->calls);
+    fmt3(c[2], CELL, a->total_ns, 1000000);
+    fmt3(c[3], CELL, a->total_ns / (int64_t)a->calls, 1000);
+    fmt3(c[4], CELL, a->max_ns, 1000);
+    int64_t pct = s->host_ns > 0 ? (a->total_ns * 10000 + s->host_ns / 2) / s->host_ns : 0;
+    snprintf(c[5], CELL, "%lld.%02lld%%", (long long)(pct / 100), (long long)(pct % 100));
 }
 
 static void put_apis(struct tp_jsonw *j, struct summary *s)
 {
     static const char *const titles[] = { "Name", "Calls", "Total (ms)", "Mean (us)", "Max (us)", "% Host" };
-    struct table t = { .ncols = 6, .titles = titles };
-    tp_jsonw_lit(j, "\nHost API calls\n");
-    struct agg **v = sorted(&s->apis, cmp_total);
-    if (!v) {
-        tp_jsonw_lit(j, "(no API call recorded)\n");
+    char buf[CELL];
+    if (put_agg_table(j, s, "\nHost API calls\n", "(no API call recorded)\n", &s->apis, cmp_total,
+                      titles, 6, api_row) == 0)
+        tp_jsonw_printf(j, "Host API time total (ms): %s\n", fmt3(buf, sizeof buf, s->host_ns, 1000000));
+}
+
+static void lib_row(const struct summary *s, const struct agg *a, char (*c)[CELL])
+{
+    snprintf(c[1], CELL, "%llu", (unsigned long long)a->calls);
+    fmt3(c[2], CELL, a->total_ns, 1000000);
+    fmt3(c[3], CELL, a->total_ns / (int64_t)a->calls, 1000);
+    if (a->flops) {
+        fmt_gflop(c[4], CELL, a->flops);
+        snprintf(c[5], CELL, "%.2f%%", s->lib_flops ? 100.0 * (double)a->flops / (double)s->lib_flops : 0.0);
+    } else {
+        snprintf(c[4], CELL, "--");
+        snprintf(c[5], CELL, "--");
+    }
+}
+
+static void put_libs(struct tp_jsonw *j, struct summary *s)
+{
+    static const char *const titles[] = { "Name", "Calls", "Total (ms)", "Mean (us)", "GFLOP", "% FLOPs" };
+    char buf[CELL];
+    if (!s->libs.n)
         return;
-    }
-    char c1[CELL], c2[CELL], c3[CELL], c4[CELL], c5[CELL];
-    const char *cells[6] = { NULL, c1, c2, c3, c4, c5 };
-    table_fit(&t, titles);
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass) {
-            table_rule(j, &t);
-            table_row(j, &t, titles);
-            table_rule(j, &t);
-        }
-        for (size_t i = 0; i < s->apis.n; i++) {
-            const struct agg *a = v[i];
-            cells[0] = a->name;
-            snprintf(c1, sizeof c1, "%llu", (unsigned long long)a->calls);
-            fmt3(c2, sizeof c2, a->total_ns, 1000000);
-            fmt3(c3, sizeof c3, a->total_ns / (int64_t)a->calls, 1000);
-            fmt3(c4, sizeof c4, a->max_ns, 1000);
-            int64_t pct = s->host_ns > 0 ? (a->total_ns * 10000 + s->host_ns / 2) / s->host_ns : 0;
-            snprintf(c5, sizeof c5, "%lld.%02lld%%", (long long)(pct / 100), (long long)(pct % 100));
-            if (pass)
-                table_row(j, &t, cells);
-            else
-                table_fit(&t, cells);
-        }
-    }
-    table_rule(j, &t);
-    tp_jsonw_printf(j, "Host API time total (ms): %s\n", fmt3(c1, sizeof c1, s->host_ns, 1000000));
-    free(v);
+    if (put_agg_table(j, s, "\nLibrary calls (cuBLAS, cuBLASLt, cuDNN, NCCL)\n", "", &s->libs, cmp_total,
+                      titles, 6, lib_row) == 0)
+        tp_jsonw_printf(j, "Library FLOPs total: %s GFLOP\n", fmt_gflop(buf, sizeof buf, s->lib_flops));
+}
+
+static void kernel_row(const struct summary *s, const struct agg *a, char (*c)[CELL])
+{
+    (void)s;
+    snprintf(c[1], CELL, "%llu", (unsigned long long)a->calls);
 }
 
 static void put_kernels(struct tp_jsonw *j, struct summary *s)
 {
     static const char *const titles[] = { "Kernel", "Launches" };
-    struct table t = { .ncols = 2, .titles = titles };
-    tp_jsonw_lit(j, "\nKernels launched\n");
-    struct agg **v = sorted(&s->kernels, cmp_calls);
-    if (!v) {
-        tp_jsonw_lit(j, "(no launch recorded)\n");
-        return;
-    }
-    char c1[CELL];
-    const char *cells[2] = { NULL, c1 };
-    table_fit(&t, titles);
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass) {
-            table_rule(j, &t);
-            table_row(j, &t, titles);
-            table_rule(j, &t);
-        }
-        for (size_t i = 0; i < s->kernels.n; i++) {
-            cells[0] = v[i]->name;
-            snprintf(c1, sizeof c1, "%llu", (unsigned long long)v[i]->calls);
-            if (pass)
-                table_row(j, &t, cells);
-            else
-                table_fit(&t, cells);
-        }
-    }
-    table_rule(j, &t);
-    tp_jsonw_printf(j, "Launches total: %llu\n", (unsigned long long)s->launches);
-    free(v);
+    if (put_agg_table(j, s, "\nKernels launched\n", "(no launch recorded)\n", &s->kernels, cmp_calls,
+                      titles, 2, kernel_row) == 0)
+        tp_jsonw_printf(j, "Launches total: %llu\n", (unsigned long long)s->launches);
 }
 
 static void put_header(struct tp_jsonw *j, const struct tp_window *w)
