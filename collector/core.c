@@ -88,9 +88,26 @@ static void tp_wake(void)
     }
 }
 
+static int tp_captures;                    /* open stream captures, under tp_step_lock */
+
 static void tp_hot_set(uint32_t flags, uint8_t gen)
 {
+    if (tp_captures > 0)
+        flags |= TP_HOT_CAPTURE;
     atomic_store_explicit(&tp_hot, flags | (uint32_t)gen << 8, memory_order_release);
+}
+
+void tp_core_capturing(int delta)
+{
+    if (!tp_core_active())
+        return;
+    pthread_mutex_lock(&tp_step_lock);
+    tp_captures += delta;
+    if (!atomic_load(&tp_exiting)) {
+        uint32_t hot = atomic_load(&tp_hot);
+        tp_hot_set(hot & (TP_HOT_FLAGS & ~TP_HOT_CAPTURE), TP_HOT_GEN(hot));
+    }
+    pthread_mutex_unlock(&tp_step_lock);
 }
 
 int tp_core_active(void)

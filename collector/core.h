@@ -25,6 +25,7 @@
 #define TP_HOT_RECORDING  0x02u   /* a window records */
 #define TP_HOT_LAUNCH_SIG 0x04u   /* launch:GLOB step signal counts launches */
 #define TP_HOT_CALL_SIG   0x08u   /* call:NAME step signal counts calls */
+#define TP_HOT_CAPTURE    0x10u   /* some thread captures a CUDA graph (graphs.h) */
 #define TP_HOT_FLAGS      0xffu
 #define TP_HOT_GEN(w)     ((uint8_t)((w) >> 8))
 
@@ -52,6 +53,10 @@ int tp_core_active(void);
 
 /* tp_core_step - a step signal of kind "kind" fired on this thread. */
 void tp_core_step(enum tp_signal_kind kind);
+
+/* tp_core_capturing - a thread began (+1) or ended (-1) a stream capture:
+ * keeps TP_HOT_CAPTURE set while any capture is open. */
+void tp_core_capturing(int delta);
 
 /* tp_core_after_call - bookkeeping after the first real CUDA call returned
  * (registers the exit flush after CUDA's own atexit handlers). */

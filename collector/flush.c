@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "config.h"
 #include "format.h"
+#include "graphs.h"
 #include "intern.h"
 #include "kernels.h"
 #include "log.h"
@@ -90,6 +91,8 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
         ev.correlation = corr ? corr : tp_next_corr++;
         if (r->kind == TP_REC_LAUNCH)
             ev.kernel = tp_kernel_name(r->u.launch.func, r->u.launch.func_kind, kbuf, sizeof kbuf);
+        if (r->kind == TP_REC_LAUNCH && r->u.launch.func_kind == TP_FUNC_GRAPH)
+            ev.flops = tp_graphs_exec_flops(r->u.launch.func);
         break;
     }
     case TP_REC_RANGE:
@@ -147,16 +150,27 @@ static void tp_collect_step(void *ctx, const struct tp_tbuf *t, const struct tp_
     s->tick[s->n++] = (struct tp_step_ticks){ r->t0, r->t1, r->u.step.index, t->tid, t->name };
 }
 
+/* The FLOPs a record stands for: library calls that ran (not those captured
+ * into a graph: they run at its launches), and graph launches. */
+static uint64_t tp_record_flops(const struct tp_record *r)
+{
+    if (r->kind == TP_REC_LAUNCH)
+        return r->u.launch.func_kind == TP_FUNC_GRAPH ? tp_graphs_exec_flops(r->u.launch.func) : 0;
+    int form = tp_api_form(r->api);
+    if (r->kind != TP_REC_API || (form != TP_FORM_GEMM && form != TP_FORM_CONV) ||
+        (r->u.lib.flags & TP_LIB_CAPTURED))
+        return 0;
+    return r->u.lib.flops;
+}
+
 static void tp_collect_flops(void *ctx, const struct tp_tbuf *t, const struct tp_record *r)
 {
     (void)t;
     struct tp_steps *s = ctx;
-    if (r->kind != TP_REC_API || !r->u.lib.flops)
+    uint64_t flops = tp_record_flops(r);
+    if (!flops)
         return;
-    int form = tp_api_form(r->api);
-    if (form != TP_FORM_GEMM && form != TP_FORM_CONV)
-        return;
-    s->flops += r->u.lib.flops;
+    s->flops += flops;
     /* the last step that began at or before the call */
     size_t lo = 0, hi = s->n;
     while (lo < hi) {
@@ -167,7 +181,7 @@ static void tp_collect_flops(void *ctx, const struct tp_tbuf *t, const struct tp
             hi = mid;
     }
     if (lo > 0 && r->t0 < s->tick[lo - 1].t1)
-        s->v[lo - 1].flops += r->u.lib.flops;
+        s->v[lo - 1].flops += flops;
 }
 
 /* Steps end in index order (under the step lock), so index order is time order. */

@@ -123,6 +123,7 @@ enum tp_coll {
 
 #define TP_LIB_COMPLEX 0x01u   /* GEMM on complex numbers */
 #define TP_LIB_GROUPED 0x02u   /* collective issued inside ncclGroupStart/End */
+#define TP_LIB_CAPTURED 0x04u  /* made during a CUDA graph capture: runs at graph launch */
 
 /* What an API record's payload holds: the record form of its .def line. */
 enum tp_form {
@@ -235,6 +236,7 @@ struct tp_event {
     int64_t  ts_ns;                /* Unix time, ns */
     int64_t  dur_ns;               /* >= 0 */
     uint64_t correlation;          /* launches and API calls; unique per window */
+    uint64_t flops;                /* graph launches: library FLOPs captured in the graph */
 };
 
 /* A recorded step, with the library FLOPs of the calls that began in it. */

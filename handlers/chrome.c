@@ -374,6 +374,8 @@ static void put_gemm(struct chrome *c, const struct tp_record *r)
     struct tp_jsonw *j = &c->j;
     put_key_u64(j, ", \"flops\": ", r->u.lib.flops);
     put_key_str(j, ", \"precision\": ", tp_precision_name(r->u.lib.precision));
+    if (r->u.lib.flags & TP_LIB_CAPTURED)
+        LIT(j, ", \"captured\": true");
     if (!c->record_shapes)
         return;
     put_key_u64(j, ", \"m\": ", r->u.lib.m);
@@ -458,6 +460,8 @@ static void put_call(struct chrome *c, const struct tp_event *ev)
             put_triple(j, r->u.launch.block_x, r->u.launch.block_y, r->u.launch.block_z);
             LIT(j, ", \"shared memory\": ");
             tp_jsonw_u64(j, r->u.launch.smem);
+        } else if (ev->flops) {
+            put_key_u64(j, ", \"flops\": ", ev->flops);
         }
         LIT(j, ", \"cuda stream\": ");
         tp_jsonw_u64(j, r->u.launch.stream);

@@ -43,6 +43,7 @@ struct step_row {
 struct summary {
     struct agg_table apis, kernels, libs;
     uint64_t lib_flops;
+    uint64_t graph_flops;        /* library FLOPs run by CUDA graph launches */
     struct step_row *steps;
     size_t nsteps, capsteps;
     int64_t host_ns;             /* sum of API and launch durations */
@@ -136,6 +137,7 @@ static void summary_event(void *state, const struct tp_event *ev)
     switch (r->kind) {
     case TP_REC_LAUNCH:
         s->launches++;
+        s->graph_flops += ev->flops;
         if (ev->kernel && ev->kernel[0])
             agg_add(s, &s->kernels, ev->kernel, dur);
         else
@@ -146,7 +148,8 @@ static void summary_event(void *state, const struct tp_event *ev)
             /* library calls contain runtime calls: a table of their own,
              * so that host API shares do not count time twice */
             struct agg *a = agg_add(s, &s->libs, ev->name && ev->name[0] ? ev->name : "unknown", dur);
-            if (a && (ev->form == TP_FORM_GEMM || ev->form == TP_FORM_CONV)) {
+            if (a && (ev->form == TP_FORM_GEMM || ev->form == TP_FORM_CONV) &&
+                !(r->u.lib.flags & TP_LIB_CAPTURED)) {
                 a->flops += r->u.lib.flops;
                 s->lib_flops += r->u.lib.flops;
             }
@@ -440,11 +443,15 @@ static void put_libs(struct tp_jsonw *j, struct summary *s)
 {
     static const char *const titles[] = { "Name", "Calls", "Total (ms)", "Mean (us)", "GFLOP", "% FLOPs" };
     char buf[CELL];
-    if (!s->libs.n)
+    if (!s->libs.n && !s->graph_flops)
         return;
     if (put_agg_table(j, s, "\nLibrary calls (cuBLAS, cuBLASLt, cuDNN, NCCL)\n", "", &s->libs, cmp_total,
                       titles, 6, lib_row) == 0)
         tp_jsonw_printf(j, "Library FLOPs total: %s GFLOP\n", fmt_gflop(buf, sizeof buf, s->lib_flops));
+    if (s->graph_flops)
+        tp_jsonw_printf(j, "Library FLOPs run by CUDA graph launches: %s GFLOP"
+                           " (captured calls count at each launch)\n",
+                        fmt_gflop(buf, sizeof buf, s->graph_flops));
 }
 
 static void kernel_row(const struct summary *s, const struct agg *a, char (*c)[CELL])

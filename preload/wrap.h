@@ -9,6 +9,7 @@
 #include "resolve.h"
 #include "../collector/apis.h"
 #include "../collector/core.h"
+#include "../collector/graphs.h"
 
 /*
  * TP_WRAP - define the exported wrapper "name".
@@ -19,7 +20,9 @@
  *   rec         the record expression: fills tp_r when it is not NULL, and for
  *               launches sets tp_func/tp_fkind for step signals
  * Outside windows the wrapper is one load of tp_hot and a call of the real
- * function; errno and the return value pass through unchanged.
+ * function; errno and the return value pass through unchanged.  During a
+ * CUDA graph capture a call that records nothing still fills a scratch
+ * record, so that the capture learns its FLOPs (collector/graphs.h).
  */
 #define TP_WRAP(ret, name, params, args, missing, on_resolve, on_entry, begin, rec)   \
     typedef ret (*tp_fn_##name) params;                                              \
@@ -40,11 +43,36 @@
             return real args;                                                        \
         ret tp_rc = real args;                                                       \
         struct tp_record *tp_r = tp_call_end(&tp_c, (int32_t)tp_rc);                 \
+        struct tp_record tp_scratch;                                                 \
+        int tp_cap = tp_graphs_capturing(&tp_c);                                     \
+        if (__builtin_expect(tp_cap && !tp_r, 0)) {                                  \
+            __builtin_memset(&tp_scratch, 0, sizeof tp_scratch);                     \
+            tp_scratch.kind = TP_REC_API;                                            \
+            tp_scratch.api = TP_API_##name;                                          \
+            tp_r = &tp_scratch;                                                      \
+        }                                                                            \
         uint64_t tp_func = 0;                                                        \
         int tp_fkind = 0;                                                            \
         rec;                                                                         \
-        tp_call_finish(&tp_c, tp_r, tp_func, tp_fkind);                              \
+        if (__builtin_expect(tp_cap, 0))                                             \
+            tp_graphs_captured(tp_r);                                                \
+        tp_call_finish(&tp_c, tp_r == &tp_scratch ? NULL : tp_r, tp_func, tp_fkind); \
         return tp_rc;                                                                \
+    }
+
+/*
+ * TP_REAL - declare "real" as the real function "name" of type "type",
+ * resolved on first use; returns "missing" from the caller if none exists.
+ * For hand-written wrappers whose work is not a record (registration,
+ * graph capture bookkeeping).
+ */
+#define TP_REAL(type, name, missing)                                                 \
+    static type tp_slot_##name;                                                      \
+    type real = __atomic_load_n(&tp_slot_##name, __ATOMIC_ACQUIRE);                  \
+    if (__builtin_expect(!real, 0)) {                                                \
+        if (!(real = (type)tp_resolve(#name)))                                       \
+            return missing;                                                          \
+        __atomic_store_n(&tp_slot_##name, real, __ATOMIC_RELEASE);                   \
     }
 
 #endif

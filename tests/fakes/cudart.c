@@ -408,6 +408,56 @@ FAKE_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGr
     return cudaSuccess;
 }
 
+FAKE_EXPORT cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                                      unsigned long long flags)
+{
+    return cudaGraphInstantiate(pGraphExec, graph, flags);
+}
+
+/* Stream capture: the captured work is not kept (nothing runs anyway); the
+ * graph ending the capture is a fresh one.  One capture per thread. */
+static __thread cudaStream_t capturing;
+static __thread int capture_open;
+
+static cudaError_t begin_capture(cudaStream_t s)
+{
+    if (capture_open)
+        return fail(cudaErrorIllegalState);
+    capture_open = 1;
+    capturing = s;
+    return cudaSuccess;
+}
+
+static cudaError_t end_capture(cudaStream_t s, cudaGraph_t *g)
+{
+    if (!capture_open || s != capturing || !g)
+        return fail(cudaErrorStreamCaptureInvalidated);
+    capture_open = 0;
+    return cudaGraphCreate(g, 0);
+}
+
+FAKE_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode)
+{
+    (void)mode;
+    return begin_capture(s);
+}
+
+FAKE_EXPORT cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t s, enum cudaStreamCaptureMode mode)
+{
+    (void)mode;
+    return begin_capture(s);
+}
+
+FAKE_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g)
+{
+    return end_capture(s, g);
+}
+
+FAKE_EXPORT cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t s, cudaGraph_t *g)
+{
+    return end_capture(s, g);
+}
+
 FAKE_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e)
 {
     if (!e)

@@ -1,0 +1,43 @@
+"""Library FLOPs inside CUDA graphs (issue 3): GEMMs captured into a graph
+count at every launch of it, not where they were captured."""
+
+import tputil
+
+GRAPH = 2 * 64 * 32 * 16 + 2 * 128 * 8 * 4      # the two captured GEMMs
+DIRECT = 2 * 10 * 20 * 30                       # one direct GEMM per step
+
+
+def _trace(env, args=()):
+    r = tputil.run("graph_calls", args, env=env)
+    assert r.rc == 0, r.stderr
+    assert len(r.traces) == 1
+    return r, tputil.load_trace(r.traces[0])
+
+
+def test_captured_before_the_window_counts_at_each_launch():
+    # captured in step 0 (warm-up: nothing recorded), launched 3 times a step
+    r, trace = _trace({"TRAINPROF_SCHEDULE": "warmup=1,active=3"})
+    assert r.stdout == tputil.run("graph_calls", preload=False).stdout
+    launches = tputil.events(trace, ph="X", name="cudaGraphLaunch")
+    assert len(launches) == 9
+    assert all(ev["args"]["flops"] == GRAPH for ev in launches)
+    steps = trace["trainprof"]["steps"]
+    assert [s["step"] for s in steps] == [1, 2, 3]
+    assert all(s["flops"] == 3 * GRAPH + DIRECT for s in steps)
+    assert trace["trainprof"]["flops"] == 3 * (3 * GRAPH + DIRECT)
+
+
+def test_captured_inside_the_window_is_marked_and_not_counted_there():
+    _, trace = _trace({"TRAINPROF_SCHEDULE": "all"}, args=("2", "1"))
+    ops = tputil.events(trace, ph="X", cat="cpu_op")
+    captured = [ev for ev in ops if ev["args"].get("captured")]
+    assert sorted(ev["args"]["flops"] for ev in captured) == sorted([2 * 64 * 32 * 16, 2 * 128 * 8 * 4])
+    steps = {s["step"]: s["flops"] for s in trace["trainprof"]["steps"]}
+    assert steps == {0: 0, 1: GRAPH + DIRECT, 2: GRAPH + DIRECT}
+
+
+def test_summary_reports_graph_flops():
+    import pathlib
+    r, trace = _trace({"TRAINPROF_SCHEDULE": "warmup=1,active=3"})
+    text = next(pathlib.Path(r.cwd, "test", "reports").glob("*.summary.txt")).read_text()
+    assert f"Library FLOPs run by CUDA graph launches: {9 * GRAPH / 1e9:.3f} GFLOP" in text
