@@ -19,27 +19,21 @@
  *   begin       tp_call_begin (CUDA runtime/driver) or tp_lib_begin (libraries)
  *   rec         the record expression: fills tp_r when it is not NULL, and for
  *               launches sets tp_func/tp_fkind for step signals
- * Outside windows the wrapper is one load of tp_hot and a call of the real
- * function; errno and the return value pass through unchanged.  During a
+ * Outside windows the wrapper is one load of tp_hot and a tail call of the
+ * real function (the recording path is a separate function, so that the
+ * wrapper's frame stays empty); errno and the return value pass through
+ * unchanged.  During a
  * CUDA graph capture a call that records nothing still fills a scratch
  * record, so that the capture learns its FLOPs (collector/graphs.h).
  */
 #define TP_WRAP(ret, name, params, args, missing, on_resolve, on_entry, begin, rec)   \
     typedef ret (*tp_fn_##name) params;                                              \
     static tp_fn_##name tp_real_##name;                                              \
-    TP_EXPORT ret name params                                                        \
+    static __attribute__((noinline)) ret tp_slow_##name params                       \
     {                                                                                \
-        tp_fn_##name real = __atomic_load_n(&tp_real_##name, __ATOMIC_ACQUIRE);     \
-        if (__builtin_expect(!real, 0)) {                                            \
-            real = (tp_fn_##name)tp_resolve(#name);                                  \
-            if (!real)                                                               \
-                return missing;                                                      \
-            on_resolve;                                                              \
-            __atomic_store_n(&tp_real_##name, real, __ATOMIC_RELEASE);               \
-        }                                                                            \
-        on_entry;                                                                    \
+        tp_fn_##name real = tp_real_##name;                                          \
         struct tp_call tp_c;                                                         \
-        if (__builtin_expect(!tp_hot_load(), 1) || !begin(&tp_c, TP_API_##name))     \
+        if (!begin(&tp_c, TP_API_##name))                                            \
             return real args;                                                        \
         ret tp_rc = real args;                                                       \
         struct tp_record *tp_r = tp_call_end(&tp_c, (int32_t)tp_rc);                 \
@@ -58,6 +52,21 @@
             tp_graphs_captured(tp_r);                                                \
         tp_call_finish(&tp_c, tp_r == &tp_scratch ? NULL : tp_r, tp_func, tp_fkind); \
         return tp_rc;                                                                \
+    }                                                                                \
+    TP_EXPORT ret name params                                                        \
+    {                                                                                \
+        tp_fn_##name real = __atomic_load_n(&tp_real_##name, __ATOMIC_ACQUIRE);     \
+        if (__builtin_expect(!real, 0)) {                                            \
+            real = (tp_fn_##name)tp_resolve(#name);                                  \
+            if (!real)                                                               \
+                return missing;                                                      \
+            on_resolve;                                                              \
+            __atomic_store_n(&tp_real_##name, real, __ATOMIC_RELEASE);               \
+        }                                                                            \
+        on_entry;                                                                    \
+        if (__builtin_expect(!tp_hot_load(), 1))                                     \
+            return real args;                                                        \
+        return tp_slow_##name args;                                                  \
     }
 
 /*
