@@ -81,6 +81,10 @@ static void tp_conv_record(struct tp_record *r, cudnnTensorDescriptor_t out,
 #define TP_R_CONV(out, w, conv) if (tp_r) tp_conv_record(tp_r, out, w, conv)
 #define TP_R_NONE               (void)tp_r
 
+/* cudnnBackendExecute: the plan's FLOPs, preload/cudnn_backend.c */
+void tp_backend_record(struct tp_record *r, void *plan);
+#define TP_R_BEXEC(plan) if (tp_r) tp_backend_record(tp_r, plan)
+
 #define TP_LIB_FN(ret, name, params, args, rec) \
     TP_WRAP(ret, name, params, args, TP_MISSING, tp_cudnn_getters(), (void)0, tp_lib_begin, rec)
 #include "cudnn.def"

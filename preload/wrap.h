@@ -31,7 +31,7 @@
     static tp_fn_##name tp_real_##name;                                              \
     static __attribute__((noinline)) ret tp_slow_##name params                       \
     {                                                                                \
-        tp_fn_##name real = tp_real_##name;                                          \
+        tp_fn_##name real = __atomic_load_n(&tp_real_##name, __ATOMIC_ACQUIRE);     \
         struct tp_call tp_c;                                                         \
         if (!begin(&tp_c, TP_API_##name))                                            \
             return real args;                                                        \

@@ -1,0 +1,146 @@
+/*
+ * test_backend.c - the descriptor tracking of preload/cudnn_backend.c
+ * without cuDNN (fake addresses): the heuristics path (GetAttribute
+ * ENGINEHEUR_RESULTS fills configs the program created, which cannot run
+ * without a GPU, so it is tested here), an engine read back from a config,
+ * the plan cache and its invalidation by a change in the chain, and a
+ * destroyed descriptor whose address is reused.
+ */
+#include <check.h>
+#include <string.h>
+
+#define TP_BACKEND_NO_WRAPPERS
+#include "preload/conv.c"
+#include "preload/cudnn_backend.c"
+#include "tests/unit/tp_test.h"
+
+static char mem[64];
+#define D(i) ((void *)&mem[i])
+
+static void tensor(void *d, int64_t a, int64_t b, int64_t c, int64_t e)
+{
+    int64_t dims[4] = { a, b, c, e };
+    int dt = CUDNN_DATA_FLOAT;
+    tp_bd_create(d, CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    tp_bd_set(d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims);
+    tp_bd_set(d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
+}
+
+static void link(void *d, int type, int attr, void *to)
+{
+    if (type)
+        tp_bd_create(d, type);
+    tp_bd_set(d, attr, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &to);
+}
+
+static uint64_t flops(void *plan)
+{
+    struct tp_record r;
+    memset(&r, 0, sizeof r);
+    tp_backend_record(&r, plan);
+    return r.u.lib.flops;
+}
+
+/* x D(0), w D(1), y D(2), op D(3), graph D(4), heur D(5), cfgs D(6), D(7),
+ * plan D(8), engine D(9) */
+static void fwd_graph(int64_t k)
+{
+    tensor(D(0), 2, 8, 16, 16);
+    tensor(D(1), k, 8, 3, 3);
+    tensor(D(2), 2, k, 16, 16);
+    link(D(3), CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+         CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, D(0));
+    link(D(3), 0, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, D(1));
+    link(D(3), 0, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, D(2));
+    link(D(4), CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, CUDNN_ATTR_OPERATIONGRAPH_OPS, D(3));
+}
+
+START_TEST(test_heuristics_and_cache)
+{
+    uint64_t f16 = 2ull * (2 * 16 * 16 * 16) * 8 * 9;
+    fwd_graph(16);
+    link(D(5), CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, D(4));
+    tp_bd_create(D(6), CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+    tp_bd_create(D(7), CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+    link(D(8), CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+         D(7));
+    ck_assert_uint_eq(flops(D(8)), 0);           /* config not filled yet */
+    void *cfgs[2] = { D(6), D(7) };
+    int64_t n = 2;
+    tp_bd_get(D(5), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 2, &n, cfgs);
+    ck_assert_uint_eq(flops(D(8)), f16);
+    /* cached: the second read is the lock-free one */
+    uint64_t e = tp_bd_epoch;
+    ck_assert_uint_eq(flops(D(8)), f16);
+    ck_assert_uint_eq(tp_bd_epoch, e);
+    ck_assert_uint_eq(__atomic_load_n(&tp_bd_probe(D(8))->c_epoch, __ATOMIC_RELAXED), e);
+    /* an engine read back from the config leads to the same graph */
+    tp_bd_create(D(9), CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+    void *eng = D(9);
+    n = 1;
+    tp_bd_get(D(7), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &eng);
+    link(D(6), 0, CUDNN_ATTR_ENGINECFG_ENGINE, D(9));
+    link(D(8), 0, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, D(6));
+    ck_assert_uint_eq(flops(D(8)), f16);
+    /* the filter and output destroyed, their addresses reused by K = 32:
+     * the cached value is not used */
+    tp_bd_destroy(D(1));
+    tp_bd_destroy(D(2));
+    ck_assert_uint_eq(flops(D(8)), 0);
+    tensor(D(1), 32, 8, 3, 3);
+    tensor(D(2), 2, 32, 16, 16);
+    ck_assert_uint_eq(flops(D(8)), 2 * f16);
+    /* untracked descriptors and attributes change nothing */
+    e = tp_bd_epoch;
+    tp_bd_create(D(20), CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+    tp_bd_set(D(20), CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &eng);
+    tp_bd_destroy(D(20));
+    ck_assert_uint_eq(tp_bd_epoch, e);
+    for (int i = 0; i < 10; i++)
+        tp_bd_destroy(D(i));
+    ck_assert_uint_eq(flops(D(8)), 0);
+}
+END_TEST
+
+START_TEST(test_matmul_and_eviction)
+{
+    int64_t a[3] = { 3, 32, 64 }, c[3] = { 3, 32, 40 };
+    int dt = CUDNN_DATA_BFLOAT16;
+    tp_bd_create(D(0), CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    tp_bd_set(D(0), CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 3, a);
+    tp_bd_set(D(0), CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
+    tp_bd_create(D(2), CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    tp_bd_set(D(2), CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 3, c);
+    link(D(3), CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, CUDNN_ATTR_OPERATION_MATMUL_ADESC, D(0));
+    link(D(3), 0, CUDNN_ATTR_OPERATION_MATMUL_CDESC, D(2));
+    link(D(4), CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, CUDNN_ATTR_OPERATIONGRAPH_OPS, D(3));
+    link(D(9), CUDNN_BACKEND_ENGINE_DESCRIPTOR, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, D(4));
+    link(D(6), CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, CUDNN_ATTR_ENGINECFG_ENGINE, D(9));
+    link(D(8), CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+         D(6));
+    struct tp_record r;
+    memset(&r, 0, sizeof r);
+    tp_backend_record(&r, D(8));
+    ck_assert_uint_eq(r.u.lib.flops, 2ull * 3 * 32 * 40 * 64);
+    ck_assert_uint_eq(r.u.lib.m, 32);
+    ck_assert_uint_eq(r.u.lib.n, 40);
+    ck_assert_uint_eq(r.u.lib.k, 64);
+    ck_assert_uint_eq(r.u.lib.batch, 3);
+    ck_assert_uint_eq(r.u.lib.precision, TP_PREC_BF16);
+    /* far more descriptors than slots: the table stays bounded, no crash */
+    static char many[3 * TP_BD_SLOTS];
+    for (int i = 0; i < 3 * TP_BD_SLOTS; i++)
+        tp_bd_create(&many[i], CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    tp_backend_record(&r, D(8));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("backend");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_heuristics_and_cache);
+    tcase_add_test(tc, test_matmul_and_eviction);
+    suite_add_tcase(s, tc);
+    return tp_test_run(s);
+}
