@@ -52,6 +52,7 @@
 
 enum { TP_BD_OUT = 0, TP_BD_FILT = 1, TP_BD_IN = 2, TP_BD_CONV = 3 }; /* op refs */
 enum { TP_BD_MM_C = 0, TP_BD_MM_A = 1, TP_BD_MM_B = 2 };
+enum { TP_BD_SD_Q = 0, TP_BD_SD_K = 1, TP_BD_SD_V = 2 };
 enum { TP_BD_LINK = 0, TP_BD_HEUR_GRAPH = 1 }; /* engine/cfg/plan/heur refs */
 
 struct tp_bd {
@@ -84,6 +85,8 @@ static int tp_bd_kept(int type)
     case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR:
     case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR:
     case CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR:
+    case CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR:
+    case CUDNN_BACKEND_OPERATION_SDPA_BWD_DESCRIPTOR:
     case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
     case CUDNN_BACKEND_ENGINE_DESCRIPTOR:
     case CUDNN_BACKEND_ENGINECFG_DESCRIPTOR:
@@ -121,6 +124,12 @@ static int tp_bd_attr(int attr, int *ref)
     case CUDNN_ATTR_OPERATION_MATMUL_CDESC: *ref = TP_BD_MM_C; break;
     case CUDNN_ATTR_OPERATION_MATMUL_ADESC: *ref = TP_BD_MM_A; break;
     case CUDNN_ATTR_OPERATION_MATMUL_BDESC: *ref = TP_BD_MM_B; break;
+    case CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC: *ref = TP_BD_SD_Q; return CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR;
+    case CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC: *ref = TP_BD_SD_K; return CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR;
+    case CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC: *ref = TP_BD_SD_V; return CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR;
+    case CUDNN_ATTR_OPERATION_SDPA_BWD_QDESC: *ref = TP_BD_SD_Q; return CUDNN_BACKEND_OPERATION_SDPA_BWD_DESCRIPTOR;
+    case CUDNN_ATTR_OPERATION_SDPA_BWD_KDESC: *ref = TP_BD_SD_K; return CUDNN_BACKEND_OPERATION_SDPA_BWD_DESCRIPTOR;
+    case CUDNN_ATTR_OPERATION_SDPA_BWD_VDESC: *ref = TP_BD_SD_V; return CUDNN_BACKEND_OPERATION_SDPA_BWD_DESCRIPTOR;
     case CUDNN_ATTR_OPERATIONGRAPH_OPS: return CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR;
     case CUDNN_ATTR_ENGINE_OPERATION_GRAPH: *ref = TP_BD_LINK; break;
     case CUDNN_ATTR_ENGINECFG_ENGINE: *ref = TP_BD_LINK; break;
@@ -310,11 +319,49 @@ static uint64_t tp_bd_sat_add(uint64_t a, uint64_t b)
     return a + b < a ? UINT64_MAX : a + b;
 }
 
+/*
+ * Attention, as torch.utils.flop_counter counts it (notes 2.3, causal masks
+ * ignored): forward QK^T and PV, 2 b h s_q s_k (d_q + d_v); backward the
+ * recomputed QK^T and four products, 2 b h s_q s_k (3 d_q + 2 d_v).
+ * Recorded as m = s_q, n = s_k, k = d_q, batch = b h.
+ */
+static int tp_bd_sdpa(struct tp_bd *op, struct tp_record *r)
+{
+    struct tp_bd *q = tp_bd_find(op->ref[TP_BD_SD_Q], CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    struct tp_bd *k = tp_bd_find(op->ref[TP_BD_SD_K], CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    struct tp_bd *v = tp_bd_find(op->ref[TP_BD_SD_V], CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    if (!q || !k || !v || q->n != 4 || k->n != 4 || v->n != 4)
+        return -1;
+    for (int i = 0; i < 4; i++)
+        if (q->u.dims[i] <= 0 || k->u.dims[i] <= 0 || v->u.dims[i] <= 0)
+            return -1;
+    uint64_t b = (uint64_t)q->u.dims[0], h = (uint64_t)q->u.dims[1];
+    uint64_t sq = (uint64_t)q->u.dims[2], dq = (uint64_t)q->u.dims[3];
+    uint64_t sk = (uint64_t)k->u.dims[2], dv = (uint64_t)v->u.dims[3];
+    uint64_t coef = op->type == CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR ? dq + dv : 3 * dq + 2 * dv;
+    uint64_t f = 2;
+    if (__builtin_mul_overflow(f, b, &f) || __builtin_mul_overflow(f, h, &f) ||
+        __builtin_mul_overflow(f, sq, &f) || __builtin_mul_overflow(f, sk, &f) ||
+        __builtin_mul_overflow(f, coef, &f))
+        f = UINT64_MAX;
+    r->u.lib.flops = f;
+    r->u.lib.m = (uint32_t)sq;
+    r->u.lib.n = (uint32_t)sk;
+    r->u.lib.k = (uint32_t)dq;
+    r->u.lib.batch = (uint32_t)(b * h);
+    r->u.lib.dtype = (uint8_t)tp_cudnn_dtype(q->dtype);
+    r->u.lib.precision = (uint8_t)tp_cudnn_precision(q->dtype, CUDNN_DEFAULT_MATH);
+    return 0;
+}
+
 /* One op's FLOPs into "r" (tp_bd_lock held); 0 if unknown. */
 static int tp_bd_op(struct tp_bd *op, struct tp_record *r)
 {
     if (!op)
         return -1;
+    if (op->type == CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR ||
+        op->type == CUDNN_BACKEND_OPERATION_SDPA_BWD_DESCRIPTOR)
+        return tp_bd_sdpa(op, r);
     if (op->type == CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR) {
         struct tp_bd *c = tp_bd_find(op->ref[TP_BD_MM_C], CUDNN_BACKEND_TENSOR_DESCRIPTOR);
         struct tp_bd *a = tp_bd_find(op->ref[TP_BD_MM_A], CUDNN_BACKEND_TENSOR_DESCRIPTOR);

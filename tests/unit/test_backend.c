@@ -14,7 +14,7 @@
 #include "preload/cudnn_backend.c"
 #include "tests/unit/tp_test.h"
 
-static char mem[64];
+static char mem[64];  /* fake descriptor addresses, D(0)..D(63) */
 #define D(i) ((void *)&mem[i])
 
 static void tensor(void *d, int64_t a, int64_t b, int64_t c, int64_t e)
@@ -135,12 +135,60 @@ START_TEST(test_matmul_and_eviction)
 }
 END_TEST
 
+/* SDPA as torch.utils.flop_counter counts it: forward 2 b h sq sk (dq + dv),
+ * backward 2 b h sq sk (3 dq + 2 dv); d_v != d_q to tell the terms apart. */
+START_TEST(test_sdpa_forward_and_backward)
+{
+    static const struct { int op, q, k, v; uint64_t coef; } cases[2] = {
+        { CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR, CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC,
+          CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC, 64 + 32 },
+        { CUDNN_BACKEND_OPERATION_SDPA_BWD_DESCRIPTOR, CUDNN_ATTR_OPERATION_SDPA_BWD_QDESC,
+          CUDNN_ATTR_OPERATION_SDPA_BWD_KDESC, CUDNN_ATTR_OPERATION_SDPA_BWD_VDESC, 3 * 64 + 2 * 32 },
+    };
+    for (int i = 0; i < 2; i++) {
+        int base = 20 + 10 * i;
+        tensor(D(base + 0), 2, 4, 128, 64);     /* Q [b, h, sq, dq] */
+        tensor(D(base + 1), 2, 4, 256, 64);     /* K [b, h, sk, dq] */
+        tensor(D(base + 2), 2, 4, 256, 32);     /* V [b, h, sk, dv] */
+        link(D(base + 3), cases[i].op, cases[i].q, D(base + 0));
+        link(D(base + 3), 0, cases[i].k, D(base + 1));
+        link(D(base + 3), 0, cases[i].v, D(base + 2));
+        link(D(base + 4), CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, CUDNN_ATTR_OPERATIONGRAPH_OPS, D(base + 3));
+        link(D(base + 5), CUDNN_BACKEND_ENGINE_DESCRIPTOR, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, D(base + 4));
+        link(D(base + 6), CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, CUDNN_ATTR_ENGINECFG_ENGINE, D(base + 5));
+        link(D(base + 7), CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+             D(base + 6));
+        struct tp_record r;
+        memset(&r, 0, sizeof r);
+        tp_backend_record(&r, D(base + 7));
+        ck_assert_uint_eq(r.u.lib.flops, 2ull * 2 * 4 * 128 * 256 * cases[i].coef);
+        ck_assert_uint_eq(r.u.lib.m, 128);
+        ck_assert_uint_eq(r.u.lib.n, 256);
+        ck_assert_uint_eq(r.u.lib.k, 64);
+        ck_assert_uint_eq(r.u.lib.batch, 8);
+    }
+    /* a V of the wrong rank makes the op unknown, not a crash */
+    tensor(D(50), 2, 4, 256, 32);
+    int64_t dims3[3] = { 8, 256, 32 };
+    tp_bd_set(D(50), CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 3, dims3);
+    link(D(51), CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR, CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, D(20));
+    link(D(51), 0, CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, D(21));
+    link(D(51), 0, CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC, D(50));
+    link(D(52), CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, CUDNN_ATTR_OPERATIONGRAPH_OPS, D(51));
+    link(D(53), CUDNN_BACKEND_ENGINE_DESCRIPTOR, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, D(52));
+    link(D(54), CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, CUDNN_ATTR_ENGINECFG_ENGINE, D(53));
+    link(D(55), CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, D(54));
+    ck_assert_uint_eq(flops(D(55)), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("backend");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_heuristics_and_cache);
     tcase_add_test(tc, test_matmul_and_eviction);
+    tcase_add_test(tc, test_sdpa_forward_and_backward);
     suite_add_tcase(s, tc);
     return tp_test_run(s);
 }
