@@ -56,22 +56,10 @@ def _run(shapes):
     return r, tputil.load_trace(r.traces[0])
 
 
-def _by_step(trace):
-    st = [(int(tputil.STEP_RE.match(ev["name"]).group(1)), ev)
-          for ev in tputil.events(trace, ph="X") if tputil.STEP_RE.match(ev.get("name", ""))]
-    out = {n: [] for n, _ in st}
-    for ev in sorted(tputil.events(trace, ph="X", cat="cpu_op"), key=lambda e: e["ts"]):
-        inside = [n for n, s in st if s["ts"] <= ev["ts"] and
-                  ev["ts"] + ev["dur"] <= s["ts"] + s["dur"] + 1e-3]
-        assert len(inside) == 1, ev
-        out[inside[0]].append(ev)
-    return out
-
-
 def test_execute_carries_the_plans_flops_per_step():
     r, trace = _run(shapes=True)
     assert tputil.steps(trace) == [1, 2, 3, 4]
-    by_step = _by_step(trace)
+    by_step = tputil.cpu_ops_by_step(trace)
     for step, plans in STEPS.items():
         evs = by_step[step]
         assert [ev["name"] for ev in evs] == ["cudnnBackendExecute"] * len(plans), (step, evs)

@@ -59,23 +59,10 @@ def _run(shapes):
     return tputil.load_trace(r.traces[0])
 
 
-def _by_step(trace):
-    """{step: [cpu_op events inside it, in time order]}; asserts none outside."""
-    st = [(int(tputil.STEP_RE.match(ev["name"]).group(1)), ev)
-          for ev in tputil.events(trace, ph="X") if tputil.STEP_RE.match(ev.get("name", ""))]
-    out = {n: [] for n, _ in st}
-    for ev in sorted(tputil.events(trace, ph="X", cat="cpu_op"), key=lambda e: e["ts"]):
-        inside = [n for n, s in st if s["ts"] <= ev["ts"] and
-                  ev["ts"] + ev["dur"] <= s["ts"] + s["dur"] + 1e-3]
-        assert len(inside) == 1, ev
-        out[inside[0]].append(ev)
-    return out
-
-
 def test_each_call_once_with_flops_precision_and_shapes():
     trace = _run(shapes=True)
     assert tputil.steps(trace) == [1, 2, 3, 4, 5]
-    by_step = _by_step(trace)
+    by_step = tputil.cpu_ops_by_step(trace)
     # step 0 (warm-up) and the call after the last step are not recorded
     assert sum(len(v) for v in by_step.values()) == len(CASES) * len(CALLS)
     for i, case in enumerate(CASES):

@@ -250,3 +250,17 @@ def exit_step_records(schedule_text, nsteps):
     """Whether the unfinished step after the last signal is a recording one."""
     kw = parse_schedule(schedule_text)
     return kw is None or schedule_fn(nsteps, **kw) in (RECORD, RECORD_AND_SAVE)
+
+
+def cpu_ops_by_step(trace):
+    """{step: [cpu_op events inside it, in time order]}; asserts that every
+    cpu_op lies in exactly one ProfilerStep."""
+    st = [(int(STEP_RE.match(ev["name"]).group(1)), ev)
+          for ev in events(trace, ph="X") if STEP_RE.match(ev.get("name", ""))]
+    out = {n: [] for n, _ in st}
+    for ev in sorted(events(trace, ph="X", cat="cpu_op"), key=lambda e: e["ts"]):
+        inside = [n for n, s in st if s["ts"] <= ev["ts"] and
+                  ev["ts"] + ev["dur"] <= s["ts"] + s["dur"] + 1e-3]
+        assert len(inside) == 1, ev
+        out[inside[0]].append(ev)
+    return out

@@ -26,7 +26,7 @@ static void tensor(void *d, int64_t a, int64_t b, int64_t c, int64_t e)
     tp_bd_set(d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
 }
 
-static void link(void *d, int type, int attr, void *to)
+static void bd_link(void *d, int type, int attr, void *to)
 {
     if (type)
         tp_bd_create(d, type);
@@ -48,21 +48,21 @@ static void fwd_graph(int64_t k)
     tensor(D(0), 2, 8, 16, 16);
     tensor(D(1), k, 8, 3, 3);
     tensor(D(2), 2, k, 16, 16);
-    link(D(3), CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+    bd_link(D(3), CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
          CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, D(0));
-    link(D(3), 0, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, D(1));
-    link(D(3), 0, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, D(2));
-    link(D(4), CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, CUDNN_ATTR_OPERATIONGRAPH_OPS, D(3));
+    bd_link(D(3), 0, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, D(1));
+    bd_link(D(3), 0, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, D(2));
+    bd_link(D(4), CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, CUDNN_ATTR_OPERATIONGRAPH_OPS, D(3));
 }
 
 START_TEST(test_heuristics_and_cache)
 {
     uint64_t f16 = 2ull * (2 * 16 * 16 * 16) * 8 * 9;
     fwd_graph(16);
-    link(D(5), CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, D(4));
+    bd_link(D(5), CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, D(4));
     tp_bd_create(D(6), CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
     tp_bd_create(D(7), CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-    link(D(8), CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+    bd_link(D(8), CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
          D(7));
     ck_assert_uint_eq(flops(D(8)), 0);           /* config not filled yet */
     void *cfgs[2] = { D(6), D(7) };
@@ -79,8 +79,8 @@ START_TEST(test_heuristics_and_cache)
     void *eng = D(9);
     n = 1;
     tp_bd_get(D(7), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &eng);
-    link(D(6), 0, CUDNN_ATTR_ENGINECFG_ENGINE, D(9));
-    link(D(8), 0, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, D(6));
+    bd_link(D(6), 0, CUDNN_ATTR_ENGINECFG_ENGINE, D(9));
+    bd_link(D(8), 0, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, D(6));
     ck_assert_uint_eq(flops(D(8)), f16);
     /* the filter and output destroyed, their addresses reused by K = 32:
      * the cached value is not used */
@@ -111,12 +111,12 @@ START_TEST(test_matmul_and_eviction)
     tp_bd_set(D(0), CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt);
     tp_bd_create(D(2), CUDNN_BACKEND_TENSOR_DESCRIPTOR);
     tp_bd_set(D(2), CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 3, c);
-    link(D(3), CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, CUDNN_ATTR_OPERATION_MATMUL_ADESC, D(0));
-    link(D(3), 0, CUDNN_ATTR_OPERATION_MATMUL_CDESC, D(2));
-    link(D(4), CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, CUDNN_ATTR_OPERATIONGRAPH_OPS, D(3));
-    link(D(9), CUDNN_BACKEND_ENGINE_DESCRIPTOR, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, D(4));
-    link(D(6), CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, CUDNN_ATTR_ENGINECFG_ENGINE, D(9));
-    link(D(8), CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+    bd_link(D(3), CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, CUDNN_ATTR_OPERATION_MATMUL_ADESC, D(0));
+    bd_link(D(3), 0, CUDNN_ATTR_OPERATION_MATMUL_CDESC, D(2));
+    bd_link(D(4), CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, CUDNN_ATTR_OPERATIONGRAPH_OPS, D(3));
+    bd_link(D(9), CUDNN_BACKEND_ENGINE_DESCRIPTOR, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, D(4));
+    bd_link(D(6), CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, CUDNN_ATTR_ENGINECFG_ENGINE, D(9));
+    bd_link(D(8), CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
          D(6));
     struct tp_record r;
     memset(&r, 0, sizeof r);
@@ -150,13 +150,13 @@ START_TEST(test_sdpa_forward_and_backward)
         tensor(D(base + 0), 2, 4, 128, 64);     /* Q [b, h, sq, dq] */
         tensor(D(base + 1), 2, 4, 256, 64);     /* K [b, h, sk, dq] */
         tensor(D(base + 2), 2, 4, 256, 32);     /* V [b, h, sk, dv] */
-        link(D(base + 3), cases[i].op, cases[i].q, D(base + 0));
-        link(D(base + 3), 0, cases[i].k, D(base + 1));
-        link(D(base + 3), 0, cases[i].v, D(base + 2));
-        link(D(base + 4), CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, CUDNN_ATTR_OPERATIONGRAPH_OPS, D(base + 3));
-        link(D(base + 5), CUDNN_BACKEND_ENGINE_DESCRIPTOR, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, D(base + 4));
-        link(D(base + 6), CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, CUDNN_ATTR_ENGINECFG_ENGINE, D(base + 5));
-        link(D(base + 7), CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+        bd_link(D(base + 3), cases[i].op, cases[i].q, D(base + 0));
+        bd_link(D(base + 3), 0, cases[i].k, D(base + 1));
+        bd_link(D(base + 3), 0, cases[i].v, D(base + 2));
+        bd_link(D(base + 4), CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, CUDNN_ATTR_OPERATIONGRAPH_OPS, D(base + 3));
+        bd_link(D(base + 5), CUDNN_BACKEND_ENGINE_DESCRIPTOR, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, D(base + 4));
+        bd_link(D(base + 6), CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, CUDNN_ATTR_ENGINECFG_ENGINE, D(base + 5));
+        bd_link(D(base + 7), CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
              D(base + 6));
         struct tp_record r;
         memset(&r, 0, sizeof r);
@@ -171,13 +171,13 @@ START_TEST(test_sdpa_forward_and_backward)
     tensor(D(50), 2, 4, 256, 32);
     int64_t dims3[3] = { 8, 256, 32 };
     tp_bd_set(D(50), CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 3, dims3);
-    link(D(51), CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR, CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, D(20));
-    link(D(51), 0, CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, D(21));
-    link(D(51), 0, CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC, D(50));
-    link(D(52), CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, CUDNN_ATTR_OPERATIONGRAPH_OPS, D(51));
-    link(D(53), CUDNN_BACKEND_ENGINE_DESCRIPTOR, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, D(52));
-    link(D(54), CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, CUDNN_ATTR_ENGINECFG_ENGINE, D(53));
-    link(D(55), CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, D(54));
+    bd_link(D(51), CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR, CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, D(20));
+    bd_link(D(51), 0, CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, D(21));
+    bd_link(D(51), 0, CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC, D(50));
+    bd_link(D(52), CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, CUDNN_ATTR_OPERATIONGRAPH_OPS, D(51));
+    bd_link(D(53), CUDNN_BACKEND_ENGINE_DESCRIPTOR, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, D(52));
+    bd_link(D(54), CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, CUDNN_ATTR_ENGINECFG_ENGINE, D(53));
+    bd_link(D(55), CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, D(54));
     ck_assert_uint_eq(flops(D(55)), 0);
 }
 END_TEST

@@ -228,32 +228,6 @@ static char *read_file(const char *path, size_t *n)
     return b;
 }
 
-static char *gunzip_one_member(const char *z, size_t zn)
-{
-    z_stream s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(inflateInit2(&s, 15 + 16), Z_OK);
-    size_t cap = zn * 10 + 65536, n = 0;
-    char *out = malloc(cap);
-    s.next_in = (unsigned char *)z;
-    s.avail_in = (unsigned)zn;
-    int rc;
-    do {
-        if (cap - n < 65536) {
-            cap *= 2;
-            out = realloc(out, cap);
-        }
-        s.next_out = (unsigned char *)out + n;
-        s.avail_out = (unsigned)(cap - n - 1);
-        rc = inflate(&s, Z_NO_FLUSH);
-        ck_assert_msg(rc == Z_OK || rc == Z_STREAM_END, "inflate: %d", rc);
-        n = (size_t)((char *)s.next_out - out);
-    } while (rc != Z_STREAM_END);
-    ck_assert_msg(s.avail_in == 0, "more than one gzip member");
-    inflateEnd(&s);
-    out[n] = '\0';
-    return out;
-}
 
 static char *load_text(const char *path, int gzip)
 {
@@ -262,7 +236,7 @@ static char *load_text(const char *path, int gzip)
     if (!gzip)
         return raw;
     ck_assert_uint_eq((unsigned char)raw[0], 0x1f);
-    char *text = gunzip_one_member(raw, n);
+    char *text = tp_test_gunzip_one(raw, n, NULL);
     free(raw);
     return text;
 }

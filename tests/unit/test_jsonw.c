@@ -258,34 +258,6 @@ START_TEST(test_doubles)
 }
 END_TEST
 
-/* Inflates one gzip member; fails if bytes follow it (a second member). */
-static char *gunzip_one_member(const char *z, size_t zn, size_t *out_n)
-{
-    z_stream s;
-    memset(&s, 0, sizeof s);
-    ck_assert_int_eq(inflateInit2(&s, 15 + 16), Z_OK);
-    size_t cap = zn * 8 + 1024, n = 0;
-    char *out = malloc(cap);
-    s.next_in = (unsigned char *)z;
-    s.avail_in = (unsigned)zn;
-    int rc;
-    do {
-        if (cap - n < 65536) {
-            cap *= 2;
-            out = realloc(out, cap);
-        }
-        s.next_out = (unsigned char *)out + n;
-        s.avail_out = (unsigned)(cap - n - 1);
-        rc = inflate(&s, Z_NO_FLUSH);
-        ck_assert_msg(rc == Z_OK || rc == Z_STREAM_END, "inflate: %d", rc);
-        n = (size_t)((char *)s.next_out - out);
-    } while (rc != Z_STREAM_END);
-    ck_assert_msg(s.avail_in == 0, "%u bytes after the first gzip member", s.avail_in);
-    inflateEnd(&s);
-    out[n] = '\0';
-    *out_n = n;
-    return out;
-}
 
 START_TEST(test_gzip_one_member)
 {
@@ -319,7 +291,7 @@ START_TEST(test_gzip_one_member)
     ck_assert_uint_eq((unsigned char)z[0], 0x1f);
     ck_assert_uint_eq((unsigned char)z[1], 0x8b);
     ck_assert_uint_eq((unsigned char)z[2], 8);
-    char *text = gunzip_one_member(z, zn, &n);
+    char *text = tp_test_gunzip_one(z, zn, &n);
     ck_assert_uint_eq(n, en);
     ck_assert_mem_eq(text, expect, n);
     json_t *v = json_loads(text, 0, NULL);
@@ -341,7 +313,7 @@ START_TEST(test_gzip_empty)
     ck_assert_int_eq(tp_jsonw_finish(&w), 0);
     size_t zn, n;
     char *z = read_all(fd, &zn);
-    char *text = gunzip_one_member(z, zn, &n);
+    char *text = tp_test_gunzip_one(z, zn, &n);
     ck_assert_uint_eq(n, 0);
     free(text);
     free(z);
