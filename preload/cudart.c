@@ -78,11 +78,8 @@ TP_EXPORT void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun
                                       const char *deviceName, int thread_limit, uint3 *tid,
                                       uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize)
 {
-    static tp_register_fn real;
-    if (!real)
-        real = (tp_register_fn)tp_resolve("__cudaRegisterFunction");
-    if (real)
-        real(fatCubinHandle, hostFun, deviceFun, deviceName, thread_limit, tid, bid, bDim, gDim, wSize);
+    TP_REAL(tp_register_fn, __cudaRegisterFunction, );
+    real(fatCubinHandle, hostFun, deviceFun, deviceName, thread_limit, tid, bid, bDim, gDim, wSize);
     /* always: registration can precede our constructor and its configuration,
      * and the table is invisible to the program */
     tp_kernels_register(hostFun, deviceFun ? deviceFun : deviceName);
@@ -90,9 +87,7 @@ TP_EXPORT void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun
 
 TP_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *stub)
 {
-    static tp_getkernel_fn real;
-    if (!real && !(real = (tp_getkernel_fn)tp_resolve("__cudaGetKernel")))
-        return TP_MISSING;
+    TP_REAL(tp_getkernel_fn, __cudaGetKernel, TP_MISSING);
     cudaError_t rc = real(kernel, stub);
     if (rc == cudaSuccess && kernel)
         tp_kernels_alias(*kernel, stub);

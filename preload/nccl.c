@@ -218,25 +218,8 @@ static inline void tp_nccl_group_track(unsigned api)
 
 /* ---- communicator creation and destruction: feed the cache ------------------ */
 
-/* Resolves "name" once into *slot, and the getters with it. */
-static void *tp_nccl_real(void **slot, const char *name)
-{
-    void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-    if (!f) {
-        f = tp_resolve(name);
-        if (f) {
-            tp_nccl_getters();
-            __atomic_store_n(slot, f, __ATOMIC_RELEASE);
-        }
-    }
-    return f;
-}
-
-#define TP_NCCL_REAL(name) \
-    static void *tp_slot; \
-    __typeof__(&name) real = (__typeof__(&name))tp_nccl_real(&tp_slot, #name); \
-    if (!real) \
-        return TP_MISSING
+/* The real "name", resolved once together with the getters. */
+#define TP_NCCL_REAL(name) TP_REAL_THEN(__typeof__(&name), name, TP_MISSING, tp_nccl_getters())
 
 /* A new communicator: forget whatever the address held before, then store
  * what the arguments say (size <= 0: ask NCCL, which may not know yet). */

@@ -70,18 +70,21 @@
     }
 
 /*
- * TP_REAL - declare "real" as the real function "name" of type "type",
- * resolved on first use; returns "missing" from the caller if none exists.
- * For hand-written wrappers whose work is not a record (registration,
- * graph capture bookkeeping).
+ * TP_REAL_THEN - declare "real" as the real function "name" of type "type",
+ * resolved on first use, then run "on_resolve" once; returns "missing" from
+ * the caller if none exists.  For hand-written wrappers whose work is not a
+ * record (registration, graph capture, communicator bookkeeping).
  */
-#define TP_REAL(type, name, missing)                                                 \
+#define TP_REAL_THEN(type, name, missing, on_resolve)                                \
     static type tp_slot_##name;                                                      \
     type real = __atomic_load_n(&tp_slot_##name, __ATOMIC_ACQUIRE);                  \
     if (__builtin_expect(!real, 0)) {                                                \
         if (!(real = (type)tp_resolve(#name)))                                       \
             return missing;                                                          \
+        on_resolve;                                                                  \
         __atomic_store_n(&tp_slot_##name, real, __ATOMIC_RELEASE);                   \
     }
+
+#define TP_REAL(type, name, missing) TP_REAL_THEN(type, name, missing, (void)0)
 
 #endif

@@ -192,13 +192,6 @@ static void execute(cudnnHandle_t h, const char *name, bd_t plan, bd_t vp)
     printf("%s cudnnBackendExecute -> %d\n", name, (int)s);
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int main(void)
 {
     long bench = prog_env_long("BACKEND_BENCH", 0);
@@ -215,10 +208,10 @@ int main(void)
 
     if (bench > 0) {
         for (int step = 0; step < 6; step++) {
-            uint64_t t0 = now_ns();
+            uint64_t t0 = prog_now_ns();
             for (long j = 0; j < bench; j++)
                 cudnnBackendExecute(h, conv.plan, vp);
-            uint64_t t1 = now_ns();
+            uint64_t t1 = prog_now_ns();
             if (step > 0)
                 fprintf(stderr, "backend_calls: step %d: %.1f ns per cudnnBackendExecute\n",
                         step, (double)(t1 - t0) / (double)bench);

@@ -143,13 +143,6 @@ static void run_case(cudnnHandle_t h, const struct conv_case *cc, const struct c
     printf("%s cudnnConvolutionBackwardFilter -> %d\n", cc->name, (int)s);
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int main(void)
 {
     long bench = prog_env_long("CONV_BENCH", 0);
@@ -164,12 +157,12 @@ int main(void)
 
     if (bench > 0) {
         for (int step = 0; step < 6; step++) {
-            uint64_t t0 = now_ns();
+            uint64_t t0 = prog_now_ns();
             for (long j = 0; j < bench; j++)
                 cudnnConvolutionForward(h, &one, d[0].x, buf_x, d[0].w, buf_w, d[0].conv,
                                         CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, buf_ws,
                                         sizeof buf_ws, &zero, d[0].y, buf_y);
-            uint64_t t1 = now_ns();
+            uint64_t t1 = prog_now_ns();
             if (step > 0)
                 fprintf(stderr, "conv_calls: step %d: %.1f ns per cudnnConvolutionForward\n",
                         step, (double)(t1 - t0) / (double)bench);

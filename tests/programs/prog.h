@@ -16,7 +16,9 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "preload/trainprof.h"
 
@@ -109,6 +111,14 @@ static inline long prog_env_long(const char *name, long def)
         exit(64);
     }
     return n;
+}
+
+/* prog_now_ns - CLOCK_MONOTONIC in ns, for the programs' timing modes. */
+static inline uint64_t prog_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 #endif
