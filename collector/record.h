@@ -30,7 +30,8 @@ enum tp_rec_kind {
 enum tp_func_kind {
     TP_FUNC_STUB = 0,   /* host stub address (cudaLaunchKernel, cooperative, ExC) */
     TP_FUNC_KERNEL,     /* cudaKernel_t from __cudaGetKernel (__cudaLaunchKernel) */
-    TP_FUNC_GRAPH,      /* cudaGraphExec_t (cudaGraphLaunch) */
+    TP_FUNC_GRAPH,      /* cudaGraphExec_t or CUgraphExec (graph launches) */
+    TP_FUNC_DRIVER,     /* CUfunction or CUkernel (driver launches: cuLaunchKernel*) */
 };
 
 /* Memory-copy kinds, as in enum cudaMemcpyKind (0..4). */

@@ -1,0 +1,115 @@
+/*
+ * cupti.h - the device side: CUPTI's Activity API, loaded at run time.
+ *
+ * libcupti is never linked: tp_cupti_start() reuses a copy already loaded in
+ * the process or dlopen()s one (TRAINPROF_CUPTI_PATH, the directory of the
+ * loaded libcuda/libcudart, $CUDA_HOME, the default search path), requires
+ * CUPTI >= 13, subscribes with cuptiSubscribe_v2 and enables the activity
+ * kinds.  CUPTI hands completed buffers to a callback on its own threads;
+ * decoding happens on tp-flush, in tp_cupti_collect(), which turns every
+ * record into a fixed struct below (times in tp_clock ticks: our clock is
+ * CUPTI's timestamp callback).  Everything here runs on tp-flush except
+ * tp_cupti_ext_push/pop, which library wrappers call around the real call
+ * while a window records.
+ */
+#ifndef TRAINPROF_COLLECTOR_CUPTI_H
+#define TRAINPROF_COLLECTOR_CUPTI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum tp_dev_kind { TP_DEV_NONE = 0, TP_DEV_KERNEL, TP_DEV_MEMCPY, TP_DEV_MEMSET, TP_DEV_SYNC };
+
+/* One device-side activity. */
+struct tp_dev_record {
+    uint8_t  kind;              /* enum tp_dev_kind */
+    uint8_t  copy_kind;         /* MEMCPY: CUpti_ActivityMemcpyKind;
+                                   SYNC: CUpti_ActivitySynchronizationType */
+    uint8_t  src_kind, dst_kind;/* MEMCPY: CUpti_ActivityMemoryKind; MEMSET: dst_kind */
+    uint32_t device;
+    uint32_t context;
+    uint32_t stream;            /* CUPTI stream id */
+    uint32_t correlation;       /* CUPTI correlation id, 0 if none */
+    uint32_t name;              /* KERNEL: interned demangled name (collector/intern.h) */
+    uint64_t start, end;        /* tp_clock ticks; end >= start */
+    uint64_t bytes;             /* MEMCPY, MEMSET */
+    int32_t  grid[3], block[3]; /* KERNEL */
+    int32_t  static_smem, dynamic_smem;
+    uint16_t registers;         /* KERNEL: registers per thread */
+    uint16_t pad;
+    uint32_t graph_id;          /* KERNEL/MEMCPY/MEMSET launched by a graph, else 0 */
+    uint64_t graph_node_id;
+};
+
+/* A runtime or driver API record of a launch, copy, set or synchronization
+ * (the only cbids enabled): what joins our host records to CUPTI's
+ * correlation ids (decision 1). */
+struct tp_dev_api {
+    uint64_t start, end;        /* tp_clock ticks */
+    uint32_t correlation;
+    uint32_t thread_id;         /* CUPTI's threadId */
+    uint32_t cbid;
+    uint8_t  driver;            /* 1: driver API, 0: runtime API */
+};
+
+/* An external correlation: CUPTI correlation id -> the id pushed by
+ * tp_cupti_ext_push() around the library call that issued the work. */
+struct tp_dev_ext {
+    uint32_t correlation;
+    uint64_t external_id;
+};
+
+/* The device side of one window; arrays sorted by start (ext: by correlation). */
+struct tp_dev_window {
+    struct tp_dev_record *rec;
+    size_t n_rec;
+    struct tp_dev_api *api;
+    size_t n_api;
+    struct tp_dev_ext *ext;
+    size_t n_ext;
+    uint64_t dropped;           /* records CUPTI dropped (cuptiActivityGetNumDroppedRecords)
+                                   plus records we could not store, since the last take */
+};
+
+/* tp_cupti_start - load and subscribe on first use, register the buffer and
+ * timestamp callbacks, enable the activity kinds.  Returns 0, or -1 if CUPTI
+ * cannot be had (missing, too old, another subscriber): said once on stderr,
+ * and never tried again. */
+int tp_cupti_start(void);
+
+/* tp_cupti_enabled - 1 while the activity kinds are enabled. */
+int tp_cupti_enabled(void);
+
+/* tp_cupti_collect - cuptiActivityFlushAll ("forced": also buffers still in
+ * use, as at exit) and decode every completed buffer into the pending lists. */
+void tp_cupti_collect(int forced);
+
+/* tp_cupti_unfinished - launches whose API record starts in [t0, t1] and
+ * whose kernel record has not arrived yet. */
+size_t tp_cupti_unfinished(uint64_t t0, uint64_t t1);
+
+/* tp_cupti_take - move the pending records of the window [t0, t1] into "out":
+ * API records that start in it, device records whose correlation is one of
+ * theirs or that start in it, and the external correlations of those.
+ * Pending records older than t1 are then discarded (warmup, gaps). */
+void tp_cupti_take(uint64_t t0, uint64_t t1, struct tp_dev_window *out);
+
+/* tp_cupti_window_free - release what tp_cupti_take() gave. */
+void tp_cupti_window_free(struct tp_dev_window *w);
+
+/* tp_cupti_stop - between windows ("final" 0): disable the kinds where
+ * CUPTI >= 13.0 Update 1 allows it, else keep them on (records are then
+ * discarded).  After the last window ("final" 1): flush, disable,
+ * unsubscribe and cuptiFinalize (CUDA >= 12.6, not during a stream capture). */
+void tp_cupti_stop(int final);
+
+/* tp_cupti_ext_push/pop - any thread, only while tp_cupti_enabled(): bracket
+ * a library call with external correlation id "id" (never 0). */
+void tp_cupti_ext_push(uint64_t id);
+void tp_cupti_ext_pop(void);
+
+/* tp_cupti_status - one line for the trace metadata and summary:
+ * "active (CUPTI 130001)", "unavailable: <why>", "off (TRAINPROF_ACTIVITIES)". */
+const char *tp_cupti_status(void);
+
+#endif

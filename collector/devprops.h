@@ -1,0 +1,36 @@
+/*
+ * devprops.h - device properties for the trace's deviceProperties and for
+ * occupancy estimates, asked of the CUDA driver on the flush thread
+ * (decision 2: never the runtime, never from a wrapper).
+ */
+#ifndef TRAINPROF_COLLECTOR_DEVPROPS_H
+#define TRAINPROF_COLLECTOR_DEVPROPS_H
+
+#include <stdint.h>
+
+/* Kineto's deviceProperties fields. */
+struct tp_devprop {
+    int id;
+    char name[256];
+    uint64_t total_global_mem;
+    int compute_major, compute_minor;
+    int max_threads_per_block;
+    int max_threads_per_sm;
+    int regs_per_block, regs_per_sm;
+    int warp_size;
+    int smem_per_block, smem_per_sm, smem_per_block_optin, reserved_smem_per_block;
+    int num_sms;
+};
+
+/* tp_devprops_get - the devices of the loaded driver, queried once (later
+ * calls return the same table); 0 and *out = NULL if libcuda is not loaded
+ * in the process (it is never loaded by us) or cuInit has not succeeded. */
+int tp_devprops_get(const struct tp_devprop **out);
+
+/* tp_devprops_occupancy - Kineto's "est. achieved occupancy %" (0..100) for a
+ * kernel on device "d", computed with the toolkit's cuda_occupancy.h; -1 if
+ * it cannot be computed. */
+double tp_devprops_occupancy(const struct tp_devprop *d, int registers, int static_smem,
+                             int dynamic_smem, int block_threads, double blocks_per_sm);
+
+#endif

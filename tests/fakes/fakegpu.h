@@ -1,0 +1,37 @@
+/*
+ * fakegpu.h - how the fake runtime (cudart.c) and the fake driver (cuda.c)
+ * tell the fake CUPTI (cupti.c) about the work they pretend to run.
+ *
+ * The fake CUPTI, once its activity kinds are enabled, finds the fakes with
+ * dlopen(soname, RTLD_NOLOAD) and calls their exported fakegpu_set_observer().
+ * From then on each fake calls begin() on entry of every API call it
+ * implements and end() just before returning; the fake CUPTI turns the pair
+ * into an API record (and, for work, a device record) and delivers them from
+ * its own thread.  Passing NULLs stops the reports.
+ */
+#ifndef TRAINPROF_FAKES_FAKEGPU_H
+#define TRAINPROF_FAKES_FAKEGPU_H
+
+#include <stdint.h>
+
+enum fakegpu_domain { FAKEGPU_RUNTIME = 0, FAKEGPU_DRIVER = 1 };
+enum fakegpu_kind { FAKEGPU_NONE = 0, FAKEGPU_KERNEL, FAKEGPU_MEMCPY, FAKEGPU_MEMSET, FAKEGPU_SYNC };
+
+struct fakegpu_op {
+    int domain;              /* enum fakegpu_domain */
+    int cbid;                /* CUPTI runtime or driver callback id of the call */
+    int kind;                /* enum fakegpu_kind */
+    const char *kernel;      /* KERNEL: mangled name, NULL if unknown */
+    unsigned grid[3], block[3];
+    unsigned smem;           /* KERNEL: dynamic shared memory */
+    uint64_t stream;         /* stream handle as passed (0: default stream) */
+    uint64_t bytes;          /* MEMCPY, MEMSET */
+    int copy_kind;           /* MEMCPY: enum cudaMemcpyKind */
+};
+
+/* begin() returns a token (the fake correlation id) that end() gets back. */
+typedef uint64_t (*fakegpu_begin_fn)(void);
+typedef void (*fakegpu_end_fn)(uint64_t token, const struct fakegpu_op *op);
+typedef void (*fakegpu_set_observer_fn)(fakegpu_begin_fn begin, fakegpu_end_fn end);
+
+#endif
