@@ -123,6 +123,7 @@ static struct tp_tbuf *tp_tbuf_register(void)
             ;
     }
     b->tid = (int32_t)syscall(SYS_gettid);
+    b->pthread_id = (uint32_t)(uintptr_t)pthread_self();
     prctl(PR_GET_NAME, b->name, 0, 0, 0);
     b->name[sizeof b->name - 1] = 0;
     b->cur = NULL;

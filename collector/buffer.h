@@ -30,6 +30,8 @@ struct tp_chunk {
 struct tp_tbuf {
     struct tp_tbuf *next_all;               /* registry, never unlinked */
     int32_t tid;
+    uint32_t pthread_id;                    /* low bits of pthread_self(): one of the
+                                               thread ids CUPTI may report */
     char name[16];                          /* the thread's name when it registered */
     _Atomic int state;                      /* TP_TBUF_* */
     /* writer side */

@@ -21,6 +21,7 @@
  */
 #include "core.h"
 #include "apis.h"
+#include "cupti.h"
 #include "kernels.h"
 #include "log.h"
 #include "schedule.h"
@@ -90,10 +91,18 @@ static void tp_wake(void)
 
 static int tp_captures;                    /* open stream captures, under tp_step_lock */
 
+/* The device side (CUPTI), driven by tp-flush: tp_dev_want says whether the
+ * current step warms up or records (GPU activity wanted), tp_dev_on whether
+ * CUPTI's kinds are enabled. */
+static _Atomic int tp_dev_want;
+static _Atomic int tp_dev_on;
+
 static void tp_hot_set(uint32_t flags, uint8_t gen)
 {
     if (tp_captures > 0)
         flags |= TP_HOT_CAPTURE;
+    if ((flags & TP_HOT_RECORDING) && atomic_load_explicit(&tp_dev_on, memory_order_relaxed))
+        flags |= TP_HOT_EXTCORR;
     atomic_store_explicit(&tp_hot, flags | (uint32_t)gen << 8, memory_order_release);
 }
 
@@ -105,7 +114,19 @@ void tp_core_capturing(int delta)
     tp_captures += delta;
     if (!atomic_load(&tp_exiting)) {
         uint32_t hot = atomic_load(&tp_hot);
-        tp_hot_set(hot & (TP_HOT_FLAGS & ~TP_HOT_CAPTURE), TP_HOT_GEN(hot));
+        tp_hot_set(hot & (TP_HOT_FLAGS & ~(TP_HOT_CAPTURE | TP_HOT_EXTCORR)), TP_HOT_GEN(hot));
+    }
+    pthread_mutex_unlock(&tp_step_lock);
+}
+
+/* Recompute tp_hot after tp_dev_on changed (tp-flush). */
+static void tp_hot_refresh(void)
+{
+    pthread_mutex_lock(&tp_step_lock);
+    if (!atomic_load(&tp_exiting)) {
+        uint32_t hot = atomic_load(&tp_hot);
+        if (hot & ~TP_HOT_INACTIVE)
+            tp_hot_set(hot & (TP_HOT_FLAGS & ~(TP_HOT_CAPTURE | TP_HOT_EXTCORR)), TP_HOT_GEN(hot));
     }
     pthread_mutex_unlock(&tp_step_lock);
 }
@@ -162,6 +183,9 @@ static void tp_enter_step(uint64_t now)
     uint32_t flags = tp_sig_flags;
     if (tp_schedule_finished(&tp_cfg.schedule, tp_steps))
         flags = 0;      /* nothing left to count: calls go back to one load */
+    int want = a != TP_NONE && (tp_cfg.activities & TP_ACT_CUDA);
+    if (atomic_exchange(&tp_dev_want, want) != want)
+        tp_wake();      /* tp-flush starts or stops CUPTI (decision 6) */
     if (a == TP_RECORD || a == TP_RECORD_AND_SAVE)
         flags |= TP_HOT_RECORDING;
     tp_hot_set(flags, tp_gen);
@@ -265,6 +289,65 @@ static void tp_warn_no_step(const char *when)
 
 /* ---- the flush thread ---------------------------------------------------- */
 
+/* Start or stop CUPTI as the schedule asks (tp-flush, no lock held).  Kinds
+ * stay enabled while windows wait to be written. */
+static void tp_device_follow(int queued)
+{
+    int want = atomic_load(&tp_dev_want) && !atomic_load(&tp_exiting);
+    if (want && !tp_cupti_enabled()) {
+        if (tp_cupti_start() == 0) {
+            atomic_store(&tp_dev_on, 1);
+            tp_hot_refresh();
+        }
+    } else if (!want && !queued && tp_cupti_enabled() && !atomic_load(&tp_exiting)) {
+        pthread_mutex_lock(&tp_step_lock);
+        int final = tp_schedule_finished(&tp_cfg.schedule, tp_steps);
+        int capturing = tp_captures > 0;
+        pthread_mutex_unlock(&tp_step_lock);
+        atomic_store(&tp_dev_on, 0);
+        tp_hot_refresh();
+        tp_cupti_stop(final && !capturing);
+    }
+}
+
+/* Wait until the device side of "w" is complete (decision 5): every launch
+ * has its device record, or 2 more steps or 10 s have passed, or the process
+ * is exiting (then CUPTI is flushed forcibly). */
+static void tp_device_wait(const struct tp_win *w)
+{
+    struct tp_clock_map m = tp_clock_map_now();
+    uint64_t t_begin = tp_clock_now();
+    for (;;) {
+        int exiting = atomic_load(&tp_exiting) || tp_sig_pending;
+        tp_cupti_collect(exiting);
+        if (exiting || tp_cupti_unfinished(w->start_tick, w->end_tick) == 0)
+            return;
+        pthread_mutex_lock(&tp_step_lock);
+        uint64_t steps = tp_steps;
+        pthread_mutex_unlock(&tp_step_lock);
+        if (steps >= w->batch + 2 || tp_clock_ticks_to_ns(&m, t_begin, tp_clock_now()) > 10ll * 1000000000ll)
+            return;
+        struct pollfd p = { tp_wake_fd[0], POLLIN, 0 };
+        if (poll(&p, 1, 20) > 0) {
+            char buf[64];
+            ssize_t r = read(tp_wake_fd[0], buf, sizeof buf);
+            (void)r;
+        }
+    }
+}
+
+static void tp_write_window(const struct tp_win *w)
+{
+    struct tp_dev_window dev;
+    memset(&dev, 0, sizeof dev);
+    if (tp_cupti_enabled()) {
+        tp_device_wait(w);
+        tp_cupti_take(w->start_tick, w->end_tick, &dev);
+    }
+    tp_flush_write(w, tp_cupti_enabled() || dev.n_rec ? &dev : NULL);
+    tp_cupti_window_free(&dev);
+}
+
 static void *tp_flush_main(void *arg)
 {
     (void)arg;
@@ -294,7 +377,7 @@ static void *tp_flush_main(void *arg)
             pthread_mutex_unlock(&tp_q_lock);
             if (!have)
                 break;
-            tp_flush_write(&w);
+            tp_write_window(&w);
             pthread_mutex_lock(&tp_q_lock);
             tp_q_busy = 0;
             pthread_cond_broadcast(&tp_q_done);
@@ -302,6 +385,10 @@ static void *tp_flush_main(void *arg)
         }
         if (tp_sig_pending)
             tp_sig_saved = 1;
+        pthread_mutex_lock(&tp_q_lock);
+        int queued = tp_q_head != tp_q_tail;
+        pthread_mutex_unlock(&tp_q_lock);
+        tp_device_follow(queued);
         if (!tp_warned_no_step && tp_activation_tick) {
             struct tp_clock_map m = tp_clock_map_now();
             if (tp_clock_ticks_to_ns(&m, tp_activation_tick, tp_clock_now()) > 60ll * 1000000000ll)
@@ -447,6 +534,7 @@ int tp_call_begin_slow(struct tp_call *c, uint16_t api, uint32_t hot)
     c->hot = hot;
     c->api = api;
     c->t0 = (hot & TP_HOT_RECORDING) ? tp_clock_now() : 0;
+    c->ext = 0;
     (*c->depth)++;
     return 1;
 }

@@ -26,6 +26,8 @@
 #define TP_HOT_LAUNCH_SIG 0x04u   /* launch:GLOB step signal counts launches */
 #define TP_HOT_CALL_SIG   0x08u   /* call:NAME step signal counts calls */
 #define TP_HOT_CAPTURE    0x10u   /* some thread captures a CUDA graph (graphs.h) */
+#define TP_HOT_EXTCORR    0x20u   /* recording with CUPTI on: library calls push
+                                     their external correlation id (cupti.h) */
 #define TP_HOT_FLAGS      0xffu
 #define TP_HOT_GEN(w)     ((uint8_t)((w) >> 8))
 
@@ -66,6 +68,7 @@ void tp_core_after_call(void);
 struct tp_call {
     int *depth;           /* &tp_depth or &tp_lib_depth */
     uint32_t hot;
+    int ext;              /* an external correlation id was pushed */
     uint16_t api;
     uint64_t t0;
     int saved_errno;
@@ -73,6 +76,11 @@ struct tp_call {
 
 /* Slow path of tp_call_begin. */
 int tp_call_begin_slow(struct tp_call *c, uint16_t api, uint32_t hot);
+
+/* External correlation around a library call (collector/cupti.c): the id is
+ * the call's start tick, which the flush thread finds again in its record. */
+void tp_cupti_ext_push(uint64_t id);
+void tp_cupti_ext_pop(void);
 
 /*
  * tp_call_begin - called when tp_hot is non-zero.  Returns 1 if the wrapper
@@ -90,6 +98,9 @@ static inline int tp_call_begin_at(struct tp_call *c, uint16_t api, int *depth)
     c->hot = hot;
     c->api = api;
     c->t0 = (hot & TP_HOT_RECORDING) ? tp_clock_now() : 0;
+    c->ext = depth == &tp_lib_depth && (hot & TP_HOT_EXTCORR);
+    if (__builtin_expect(c->ext, 0))
+        tp_cupti_ext_push(c->t0);
     (*depth)++;
     return 1;
 }
@@ -112,6 +123,8 @@ static inline int tp_lib_begin(struct tp_call *c, uint16_t api)
 static inline struct tp_record *tp_call_end(struct tp_call *c, int32_t status)
 {
     c->saved_errno = errno;
+    if (__builtin_expect(c->ext, 0))
+        tp_cupti_ext_pop();
     if (!(c->hot & TP_HOT_RECORDING))
         return NULL;
     uint64_t t1 = tp_clock_now();

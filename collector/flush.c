@@ -14,6 +14,8 @@
 #include "buffer.h"
 #include "clock.h"
 #include "config.h"
+#include "cupti.h"
+#include "device.h"
 #include "format.h"
 #include "graphs.h"
 #include "intern.h"
@@ -39,7 +41,16 @@ struct tp_dispatch {
     int n;
     struct tp_clock_map map;
     int32_t pid;
+    struct tp_devjoin *join;       /* device side, NULL without CUPTI */
 };
+
+static void tp_dispatch_event(void *ctx, const struct tp_event *ev)
+{
+    struct tp_dispatch *d = ctx;
+    for (int i = 0; i < d->n; i++)
+        if (d->st[i] && d->h[i]->event)
+            d->h[i]->event(d->st[i], ev);
+}
 
 static const char *tp_kernel_name(uint64_t func, int kind, char *buf, size_t bufsz)
 {
@@ -88,7 +99,10 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
         ev.layer = (uint8_t)tp_api_layer(r->api);
         ev.form = (uint8_t)tp_api_form(r->api);
         uint32_t corr = r->kind == TP_REC_LAUNCH ? r->u.launch.corr : r->u.api.corr;
-        ev.correlation = corr ? corr : tp_next_corr++;
+        if (d->join)
+            tp_devjoin_event(d->join, &ev);
+        if (!ev.correlation)
+            ev.correlation = corr ? corr : tp_next_corr++;
         if (r->kind == TP_REC_LAUNCH)
             ev.kernel = tp_kernel_name(r->u.launch.func, r->u.launch.func_kind, kbuf, sizeof kbuf);
         if (r->kind == TP_REC_LAUNCH && r->u.launch.func_kind == TP_FUNC_GRAPH)
@@ -112,9 +126,14 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
     default:
         return;
     }
-    for (int i = 0; i < d->n; i++)
-        if (d->st[i] && d->h[i]->event)
-            d->h[i]->event(d->st[i], &ev);
+    tp_dispatch_event(d, &ev);
+}
+
+/* Peek: join host records to the device side (they are ours to annotate:
+ * their writers finished with them when the window closed). */
+static void tp_join_record(void *ctx, const struct tp_tbuf *t, const struct tp_record *r)
+{
+    tp_devjoin_host(ctx, t, (struct tp_record *)r);
 }
 
 /* ---- per-step FLOPs: two peeks before the handlers open ------------------ */
@@ -131,12 +150,14 @@ struct tp_steps {
     struct tp_window_step *v;      /* what handlers see, parallel to tick */
     size_t n, cap;
     uint64_t flops;
+    uint64_t launches;             /* launch records */
 };
 
 static void tp_collect_step(void *ctx, const struct tp_tbuf *t, const struct tp_record *r)
 {
     (void)t;
     struct tp_steps *s = ctx;
+    s->launches += r->kind == TP_REC_LAUNCH;
     if (r->kind != TP_REC_STEP)
         return;
     if (s->n == s->cap) {
@@ -265,7 +286,7 @@ static int tp_expand(const char *what, const char *fmt, const struct tp_format_v
     return -1;
 }
 
-void tp_flush_write(const struct tp_win *w)
+void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
 {
     static char *config_json;
     if (!config_json)
@@ -329,6 +350,13 @@ void tp_flush_write(const struct tp_win *w)
     win.steps = steps.v;
     win.flops = steps.flops;
     win.peak_tflops = tp_cfg.peak_tflops;
+    win.coverage = -1;
+    win.host_launches = steps.launches;
+    win.gpu_status = tp_cupti_status();
+    if (dev && (d.join = tp_devjoin_new(dev, &tp_next_corr)) != NULL) {
+        tp_buf_drain(w->gen, tp_join_record, d.join, NULL, 1);
+        tp_devjoin_finish(d.join, &win);
+    }
     if (!steps.v)
         win.steps_recorded = 0;
     else if (steps.n < win.steps_recorded)
@@ -352,12 +380,15 @@ void tp_flush_write(const struct tp_win *w)
     }
     late = 0;
     tp_buf_drain(w->gen, tp_dispatch_record, &d, &late, 0);
+    if (d.join)
+        tp_devjoin_dispatch(d.join, &d.map, tp_dispatch_event, &d);
     for (int i = 0; i < d.n; i++)
         if (d.st[i] && d.h[i]->close)
             d.h[i]->close(d.st[i], &win);
 
     free(steps.v);
     free(steps.tick);
+    tp_devjoin_free(d.join);
 
     if (win.trace_path[0]) {
         TP_INFO("rank %d: saved steps %llu-%llu%s (%llu events%s) to %s", win.rank,

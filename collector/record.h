@@ -15,6 +15,9 @@
 
 #include <stdint.h>
 
+#include "cupti.h"
+#include "devprops.h"
+
 enum tp_rec_kind {
     TP_REC_NONE = 0,
     TP_REC_API,      /* a runtime/driver call: memcpy, memset, sync, profiler control */
@@ -236,8 +239,18 @@ struct tp_event {
     int32_t  tid;
     int64_t  ts_ns;                /* Unix time, ns */
     int64_t  dur_ns;               /* >= 0 */
-    uint64_t correlation;          /* launches and API calls; unique per window */
+    uint64_t correlation;          /* launches and API calls; unique per window
+                                      (CUPTI's id when CUPTI saw the call) */
     uint64_t flops;                /* graph launches: library FLOPs captured in the graph */
+    /* device side (CUPTI) */
+    const struct tp_dev_record *dev; /* a device event: rec is NULL, pid is the
+                                      device, tid the stream */
+    uint64_t external_id;          /* Kineto's "External id": library calls, and
+                                      the work they issued; 0 if none */
+    uint8_t  flow;                 /* host: has device work (ac2g start);
+                                      device: linked to a host call (ac2g end) */
+    double   blocks_per_sm, warps_per_sm; /* kernels, 0 if the device is unknown */
+    double   occupancy;            /* kernels: est. achieved occupancy %, -1 unknown */
 };
 
 /* A recorded step, with the library FLOPs of the calls that began in it. */
@@ -272,6 +285,17 @@ struct tp_window {
     uint64_t records;             /* records in the window */
     uint64_t dropped;             /* records lost to a full buffer */
     uint64_t late;                /* records that arrived after their window was written */
+    /* device side: gpu is 1 when CUPTI collected this window */
+    int gpu;
+    const char *gpu_status;       /* tp_cupti_status() */
+    const struct tp_devprop *devices; /* deviceProperties, n_devices entries */
+    int n_devices;
+    uint64_t host_launches;       /* launch records (wrappers) in the window */
+    uint64_t gpu_kernels;         /* kernel records (CUPTI) */
+    uint64_t gpu_kernels_linked;  /* of those, linked to a launch seen by a wrapper */
+    uint64_t gpu_records;         /* device records of any kind */
+    uint64_t gpu_dropped;         /* device records CUPTI or we dropped */
+    double coverage;              /* gpu_kernels_linked / gpu_kernels, -1 if no kernels */
     const char *config_json;      /* effective configuration, a JSON object */
     const char *user_metadata;    /* TRAINPROF_METADATA, a JSON object, or NULL */
     const char *trace_folder;     /* expanded TRAINPROF_FOLDER */

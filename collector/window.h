@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include "cupti.h"
+
 struct tp_win {
     uint8_t  gen;
     uint64_t batch;             /* steps completed when saved */
@@ -17,8 +19,9 @@ struct tp_win {
     int partial;
 };
 
-/* tp_flush_write - drain window "w" and run the handlers (flush thread). */
-void tp_flush_write(const struct tp_win *w);
+/* tp_flush_write - drain window "w" and run the handlers (flush thread);
+ * "dev" is its device side, NULL when CUPTI did not collect. */
+void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev);
 
 /* tp_flush_signal_text - the step signal used so far, for metadata. */
 const char *tp_core_signal_text(void);

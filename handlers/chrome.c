@@ -32,6 +32,7 @@
 struct chrome_thread {
     int32_t pid, tid;
     int used;
+    int gpu;                       /* a device's stream track */
     char name[64];
 };
 
@@ -124,10 +125,72 @@ static int is_reserved(const char *key)
     return 0;
 }
 
+/* Kineto's deviceProperties entries (notes/trace-format.md 2.1). */
+static void put_devices(struct tp_jsonw *j, const struct tp_window *w)
+{
+    for (int i = 0; i < w->n_devices; i++) {
+        const struct tp_devprop *d = &w->devices[i];
+        tp_jsonw_lit(j, i ? ",\n    {\"id\": " : "\n    {\"id\": ");
+        tp_jsonw_i64(j, d->id);
+        LIT(j, ", \"name\": ");
+        tp_jsonw_str(j, d->name);
+        LIT(j, ", \"totalGlobalMem\": ");
+        tp_jsonw_u64(j, d->total_global_mem);
+        static const char *const keys[] = {
+            "computeMajor", "computeMinor", "maxThreadsPerBlock", "maxThreadsPerMultiprocessor",
+            "regsPerBlock", "warpSize", "sharedMemPerBlock", "numSms", "regsPerMultiprocessor",
+            "sharedMemPerBlockOptin", "sharedMemPerMultiprocessor",
+        };
+        const int vals[] = {
+            d->compute_major, d->compute_minor, d->max_threads_per_block, d->max_threads_per_sm,
+            d->regs_per_block, d->warp_size, d->smem_per_block, d->num_sms, d->regs_per_sm,
+            d->smem_per_block_optin, d->smem_per_sm,
+        };
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            LIT(j, ", \"");
+            tp_jsonw_lit(j, keys[k]);
+            LIT(j, "\": ");
+            tp_jsonw_i64(j, vals[k]);
+        }
+        tp_jsonw_char(j, '}');
+    }
+}
+
+/* "coverage": what the wrappers saw against what CUPTI saw (SPEC 7.1). */
+static void put_coverage(struct tp_jsonw *j, const struct tp_window *w)
+{
+    LIT(j, ", \"gpu_activity\": ");
+    tp_jsonw_str(j, w->gpu_status ? w->gpu_status : "off");
+    LIT(j, ", \"coverage\": {\"launches_seen_by_wrappers\": ");
+    tp_jsonw_u64(j, w->host_launches);
+    LIT(j, ", \"kernels_seen_by_cupti\": ");
+    if (w->gpu)
+        tp_jsonw_u64(j, w->gpu_kernels);
+    else
+        LIT(j, "null");
+    LIT(j, ", \"kernels_linked_to_launches\": ");
+    if (w->gpu)
+        tp_jsonw_u64(j, w->gpu_kernels_linked);
+    else
+        LIT(j, "null");
+    LIT(j, ", \"ratio\": ");
+    if (w->gpu && w->coverage >= 0)
+        tp_jsonw_double(j, w->coverage);
+    else
+        LIT(j, "null");
+    LIT(j, ", \"device_records\": ");
+    tp_jsonw_u64(j, w->gpu_records);
+    LIT(j, ", \"device_records_dropped\": ");
+    tp_jsonw_u64(j, w->gpu_dropped);
+    tp_jsonw_char(j, '}');
+}
+
 static void put_header(struct chrome *c, const struct tp_window *w)
 {
     struct tp_jsonw *j = &c->j;
-    LIT(j, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n");
+    LIT(j, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [");
+    put_devices(j, w);
+    LIT(j, "],\n");
     LIT(j, "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": ");
     tp_jsonw_i64(j, w->rank);
     LIT(j, ", \"world_size\": ");
@@ -168,6 +231,7 @@ static void put_header(struct chrome *c, const struct tp_window *w)
     tp_jsonw_u64(j, w->late);
     LIT(j, ", \"flops\": ");
     tp_jsonw_u64(j, w->flops);
+    put_coverage(j, w);
     LIT(j, ", \"steps\": [");
     for (uint64_t i = 0; i < w->steps_recorded && w->steps; i++) {
         const struct tp_window_step *s = &w->steps[i];
@@ -426,6 +490,28 @@ static void put_coll(struct chrome *c, const struct tp_record *r)
         LIT(j, ", \"grouped\": true");
 }
 
+/* One end of an ac2g flow, at the event's own pid, tid and ts (Perfetto
+ * binds the start to the launch, the end with "bp": "e" to the kernel). */
+static void put_flow(struct chrome *c, const struct tp_event *ev, char ph)
+{
+    struct tp_jsonw *j = &c->j;
+    LIT(j, ",\n{\"ph\": \"");
+    tp_jsonw_char(j, ph);
+    LIT(j, "\", \"id\": ");
+    tp_jsonw_u64(j, ev->correlation);
+    LIT(j, ", \"pid\": ");
+    tp_jsonw_i64(j, ev->pid);
+    LIT(j, ", \"tid\": ");
+    tp_jsonw_i64(j, ev->tid);
+    LIT(j, ", \"ts\": ");
+    put_ts(c, ev->ts_ns);
+    if (ph == 'f')
+        LIT(j, ", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}");
+    else
+        LIT(j, ", \"cat\": \"ac2g\", \"name\": \"ac2g\"}");
+    c->events++;
+}
+
 static void put_call(struct chrome *c, const struct tp_event *ev)
 {
     struct tp_jsonw *j = &c->j;
@@ -444,6 +530,8 @@ static void put_call(struct chrome *c, const struct tp_event *ev)
     put_dur(c, ev);
     LIT(j, ", \"args\": {\"correlation\": ");
     tp_jsonw_u64(j, ev->correlation);
+    if (ev->external_id)
+        put_key_u64(j, ", \"External id\": ", ev->external_id);
     if (ev->cbid >= 0) {
         LIT(j, ", \"cbid\": ");
         tp_jsonw_i64(j, ev->cbid);
@@ -494,6 +582,68 @@ static void put_call(struct chrome *c, const struct tp_event *ev)
         tp_jsonw_i64(j, r->status);
     }
     LIT(j, "}}");
+    if (ev->flow)
+        put_flow(c, ev, 's');
+}
+
+/* Work on the device: pid = device, tid = stream, Kineto's args; "stream"
+ * only here (HTA's CPU/GPU test). */
+static void put_device(struct chrome *c, const struct tp_event *ev)
+{
+    struct tp_jsonw *j = &c->j;
+    const struct tp_dev_record *d = ev->dev;
+    switch (d->kind) {
+    case TP_DEV_KERNEL:
+        HEAD(c, "{\"ph\": \"X\", \"cat\": \"kernel\", ", ev->name, ev);
+        break;
+    case TP_DEV_MEMCPY:
+        HEAD(c, "{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", ", ev->name, ev);
+        break;
+    case TP_DEV_MEMSET:
+        HEAD(c, "{\"ph\": \"X\", \"cat\": \"gpu_memset\", ", ev->name, ev);
+        break;
+    default:
+        HEAD(c, "{\"ph\": \"X\", \"cat\": \"cuda_sync\", ", ev->name, ev);
+    }
+    put_dur(c, ev);
+    LIT(j, ", \"args\": {");
+    if (ev->external_id) {
+        put_key_u64(j, "\"External id\": ", ev->external_id);
+        LIT(j, ", ");
+    }
+    if (d->kind == TP_DEV_KERNEL)
+        LIT(j, "\"queued\": 0, ");
+    put_key_u64(j, "\"device\": ", d->device);
+    put_key_u64(j, ", \"context\": ", d->context);
+    put_key_u64(j, ", \"stream\": ", d->stream);
+    put_key_u64(j, ", \"correlation\": ", d->correlation);
+    if (d->kind == TP_DEV_KERNEL) {
+        put_key_u64(j, ", \"registers per thread\": ", d->registers);
+        put_key_u64(j, ", \"shared memory\": ",
+                    (uint64_t)(d->static_smem > 0 ? d->static_smem : 0) +
+                    (uint64_t)(d->dynamic_smem > 0 ? d->dynamic_smem : 0));
+        LIT(j, ", \"blocks per SM\": ");
+        tp_jsonw_double(j, ev->blocks_per_sm);
+        LIT(j, ", \"warps per SM\": ");
+        tp_jsonw_double(j, ev->warps_per_sm);
+        LIT(j, ", \"grid\": ");
+        put_triple(j, (uint64_t)d->grid[0], (uint64_t)d->grid[1], (uint64_t)d->grid[2]);
+        LIT(j, ", \"block\": ");
+        put_triple(j, (uint64_t)d->block[0], (uint64_t)d->block[1], (uint64_t)d->block[2]);
+        LIT(j, ", \"est. achieved occupancy %\": ");
+        tp_jsonw_i64(j, ev->occupancy >= 0 ? (int64_t)(ev->occupancy + 0.5) : 0);
+        if (d->graph_id) {
+            put_key_u64(j, ", \"graph id\": ", d->graph_id);
+            put_key_u64(j, ", \"graph node id\": ", d->graph_node_id);
+        }
+    } else if (d->kind == TP_DEV_MEMCPY || d->kind == TP_DEV_MEMSET) {
+        put_key_u64(j, ", \"bytes\": ", d->bytes);
+        LIT(j, ", \"memory bandwidth (GB/s)\": ");
+        tp_jsonw_double(j, ev->dur_ns > 0 ? (double)d->bytes / (double)ev->dur_ns : 0);
+    }
+    LIT(j, "}}");
+    if (ev->flow)
+        put_flow(c, ev, 'f');
 }
 
 static void put_counter(struct chrome *c, const char *name, const struct tp_event *at, int64_t ts_ns,
@@ -571,7 +721,15 @@ static void chrome_event(void *state, const struct tp_event *ev)
     struct chrome *c = state;
     struct tp_jsonw *j = &c->j;
     const struct tp_record *r = ev->rec;
-    if (!r || j->err)
+    if (j->err)
+        return;
+    if (ev->dev) {
+        put_device(c, ev);
+        note_thread(c, ev);
+        c->threads[c->last].gpu = 1;
+        return;
+    }
+    if (!r)
         return;
     switch (r->kind) {
     case TP_REC_API:
@@ -626,7 +784,7 @@ static void put_meta(struct chrome *c, const char *what, int32_t pid, int32_t ti
     LIT(j, ", \"args\": {");
 }
 
-static void put_process(struct chrome *c, const struct tp_window *w, int32_t pid)
+static void put_process(struct chrome *c, const struct tp_window *w, int32_t pid, int gpu)
 {
     struct tp_jsonw *j = &c->j;
     put_meta(c, "process_name", pid, 0);
@@ -634,17 +792,23 @@ static void put_process(struct chrome *c, const struct tp_window *w, int32_t pid
     tp_jsonw_str(j, w->program && w->program[0] ? w->program : "process");
     LIT(j, "}}");
     put_meta(c, "process_labels", pid, 0);
-    LIT(j, "\"labels\": \"CPU\"}}");
+    if (gpu) {
+        LIT(j, "\"labels\": \"GPU ");
+        tp_jsonw_i64(j, pid);
+        LIT(j, "\"}}");
+    } else {
+        LIT(j, "\"labels\": \"CPU\"}}");
+    }
     put_meta(c, "process_sort_index", pid, 0);
     LIT(j, "\"sort_index\": ");
-    tp_jsonw_i64(j, pid);
+    tp_jsonw_i64(j, gpu ? 0x1000000 + (int64_t)pid : pid);   /* GPUs below the host */
     LIT(j, "}}");
 }
 
 static void put_threads(struct chrome *c, const struct tp_window *w)
 {
     struct tp_jsonw *j = &c->j;
-    put_process(c, w, w->pid);
+    put_process(c, w, w->pid, 0);
     for (size_t i = 0; i < c->cap; i++) {
         const struct chrome_thread *t = &c->threads[i];
         if (!t->used || t->pid == w->pid)
@@ -653,7 +817,7 @@ static void put_threads(struct chrome *c, const struct tp_window *w)
         for (size_t k = 0; k < i && !seen; k++)
             seen = c->threads[k].used && c->threads[k].pid == t->pid;
         if (!seen)
-            put_process(c, w, t->pid);
+            put_process(c, w, t->pid, t->gpu);
     }
     for (size_t i = 0; i < c->cap; i++) {
         const struct chrome_thread *t = &c->threads[i];
@@ -662,7 +826,11 @@ static void put_threads(struct chrome *c, const struct tp_window *w)
         char tid[24];
         tid[tp_jsonw_fmt_u64(tid, (uint64_t)(t->tid < 0 ? -(int64_t)t->tid : t->tid))] = '\0';
         put_meta(c, "thread_name", t->pid, t->tid);
-        LIT(j, "\"name\": \"thread ");
+        LIT(j, "\"name\": \"");
+        if (t->gpu)
+            LIT(j, "stream ");
+        else
+            LIT(j, "thread ");
         tp_jsonw_lit(j, tid);
         if (t->name[0]) {
             LIT(j, " (");

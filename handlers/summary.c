@@ -40,14 +40,21 @@ struct step_row {
     int64_t dur_ns;
 };
 
+struct span {
+    int64_t start, end;          /* Unix ns */
+};
+
 struct summary {
-    struct agg_table apis, kernels, libs;
+    struct agg_table apis, kernels, libs, gpu;
     uint64_t lib_flops;
     uint64_t graph_flops;        /* library FLOPs run by CUDA graph launches */
     struct step_row *steps;
     size_t nsteps, capsteps;
     int64_t host_ns;             /* sum of API and launch durations */
     uint64_t launches;
+    struct span *busy;           /* device work (kernels, copies, sets) */
+    size_t nbusy, capbusy;
+    int64_t gpu_ns;              /* sum of device work durations */
     int oom;
 };
 
@@ -127,11 +134,35 @@ static void *summary_open(struct tp_window *w)
     return s;
 }
 
+/* Device work: per-name GPU time, and its spans for the busy share. */
+static void summary_device(struct summary *s, const struct tp_event *ev, int64_t dur)
+{
+    if (ev->dev->kind == TP_DEV_SYNC)
+        return;
+    agg_add(s, &s->gpu, ev->name && ev->name[0] ? ev->name : "unknown", dur);
+    s->gpu_ns += dur;
+    if (s->nbusy == s->capbusy) {
+        size_t ncap = s->capbusy ? s->capbusy * 2 : 1024;
+        struct span *n = realloc(s->busy, ncap * sizeof *n);
+        if (!n) {
+            s->oom = 1;
+            return;
+        }
+        s->busy = n;
+        s->capbusy = ncap;
+    }
+    s->busy[s->nbusy++] = (struct span){ ev->ts_ns, ev->ts_ns + dur };
+}
+
 static void summary_event(void *state, const struct tp_event *ev)
 {
     struct summary *s = state;
     const struct tp_record *r = ev->rec;
     int64_t dur = ev->dur_ns > 0 ? ev->dur_ns : 0;
+    if (ev->dev) {
+        summary_device(s, ev, dur);
+        return;
+    }
     if (!r)
         return;
     switch (r->kind) {
@@ -310,10 +341,80 @@ static const char *fmt_tflops(char *buf, size_t n, uint64_t flops, int64_t ns)
     return buf;
 }
 
+static int cmp_span(const void *a, const void *b)
+{
+    const struct span *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Merge the device spans (streams overlap) into disjoint ones, in place. */
+static void merge_busy(struct summary *s)
+{
+    if (s->nbusy < 2)
+        return;
+    qsort(s->busy, s->nbusy, sizeof *s->busy, cmp_span);
+    size_t k = 0;
+    for (size_t i = 1; i < s->nbusy; i++) {
+        if (s->busy[i].start <= s->busy[k].end) {
+            if (s->busy[i].end > s->busy[k].end)
+                s->busy[k].end = s->busy[i].end;
+        } else {
+            s->busy[++k] = s->busy[i];
+        }
+    }
+    s->nbusy = k + 1;
+}
+
+/* Time in [a, b) during which the GPU ran some work (merged spans). */
+static int64_t busy_within(const struct summary *s, int64_t a, int64_t b)
+{
+    int64_t t = 0;
+    for (size_t i = 0; i < s->nbusy && s->busy[i].start < b; i++) {
+        int64_t lo = s->busy[i].start > a ? s->busy[i].start : a;
+        int64_t hi = s->busy[i].end < b ? s->busy[i].end : b;
+        if (hi > lo)
+            t += hi - lo;
+    }
+    return t;
+}
+
+static const char *fmt_pct(char *buf, size_t n, int64_t part, int64_t whole)
+{
+    snprintf(buf, n, "%.1f%%", whole > 0 ? 100.0 * (double)part / (double)whole : 0.0);
+    return buf;
+}
+
+/* The span of recorded step "index", from the window's step list. */
+static int step_span(const struct tp_window *w, uint64_t index, int64_t *a, int64_t *b)
+{
+    for (uint64_t i = 0; w->steps && i < w->steps_recorded; i++)
+        if (w->steps[i].index == index) {
+            *a = w->steps[i].start_ns;
+            *b = w->steps[i].end_ns;
+            return 1;
+        }
+    return 0;
+}
+
+static void step_cells(const struct summary *s, const struct tp_window *w, const struct step_row *r,
+                       char (*c)[CELL])
+{
+    uint64_t f = step_flops(w, r->index);
+    snprintf(c[0], CELL, "%llu", (unsigned long long)r->index);
+    fmt3(c[1], CELL, r->dur_ns, 1000000);
+    fmt_gflop(c[2], CELL, f);
+    fmt_tflops(c[3], CELL, f, r->dur_ns);
+    int64_t a, b;
+    if (w->gpu && step_span(w, r->index, &a, &b))
+        fmt_pct(c[4], CELL, busy_within(s, a, b), b - a);
+    else
+        snprintf(c[4], CELL, "--");
+}
+
 static void put_steps(struct tp_jsonw *j, struct summary *s, const struct tp_window *w)
 {
-    static const char *const titles[] = { "Step", "Wall (ms)", "GFLOP", "TFLOP/s" };
-    struct table t = { .ncols = 4, .titles = titles };
+    static const char *const titles[] = { "Step", "Wall (ms)", "GFLOP", "TFLOP/s", "GPU busy" };
+    struct table t = { .ncols = w->gpu ? 5 : 4, .titles = titles };
     tp_jsonw_lit(j, "\nPer-step wall time\n");
     if (!s->nsteps) {
         tp_jsonw_lit(j, "(no step recorded)\n");
@@ -321,32 +422,31 @@ static void put_steps(struct tp_jsonw *j, struct summary *s, const struct tp_win
     }
     qsort(s->steps, s->nsteps, sizeof *s->steps, cmp_step);
     table_fit(&t, titles);
-    char a[CELL], b[CELL], c[CELL], d[CELL];
-    const char *cells[4] = { a, b, c, d };
-    int64_t sum = 0;
+    char c[5][CELL], a[CELL], b[CELL];
+    const char *cells[5] = { c[0], c[1], c[2], c[3], c[4] };
+    int64_t sum = 0, busy = 0;
     uint64_t flops = 0;
+    merge_busy(s);
     for (size_t i = 0; i < s->nsteps; i++) {
-        uint64_t f = step_flops(w, s->steps[i].index);
-        snprintf(a, sizeof a, "%llu", (unsigned long long)s->steps[i].index);
-        fmt3(b, sizeof b, s->steps[i].dur_ns, 1000000);
-        fmt_gflop(c, sizeof c, f);
-        fmt_tflops(d, sizeof d, f, s->steps[i].dur_ns);
+        step_cells(s, w, &s->steps[i], c);
         table_fit(&t, cells);
         sum += s->steps[i].dur_ns;
-        flops += f;
+        flops += step_flops(w, s->steps[i].index);
+        int64_t lo, hi;
+        if (w->gpu && step_span(w, s->steps[i].index, &lo, &hi))
+            busy += busy_within(s, lo, hi);
     }
     table_rule(j, &t);
     table_row(j, &t, titles);
     table_rule(j, &t);
     for (size_t i = 0; i < s->nsteps; i++) {
-        uint64_t f = step_flops(w, s->steps[i].index);
-        snprintf(a, sizeof a, "%llu", (unsigned long long)s->steps[i].index);
-        fmt3(b, sizeof b, s->steps[i].dur_ns, 1000000);
-        fmt_gflop(c, sizeof c, f);
-        fmt_tflops(d, sizeof d, f, s->steps[i].dur_ns);
+        step_cells(s, w, &s->steps[i], c);
         table_row(j, &t, cells);
     }
     table_rule(j, &t);
+    if (w->gpu)
+        tp_jsonw_printf(j, "GPU busy share of the steps: %s (kernels, copies and sets on any stream)\n",
+                        fmt_pct(a, sizeof a, busy, sum));
     tp_jsonw_printf(j, "Mean step wall time (ms): %s over %zu steps\n",
                     fmt3(a, sizeof a, sum / (int64_t)s->nsteps, 1000000), s->nsteps);
     tp_jsonw_printf(j, "Library FLOPs in these steps: %s GFLOP, achieved %s TFLOP/s\n",
@@ -468,6 +568,37 @@ static void put_kernels(struct tp_jsonw *j, struct summary *s)
         tp_jsonw_printf(j, "Launches total: %llu\n", (unsigned long long)s->launches);
 }
 
+static void gpu_row(const struct summary *s, const struct agg *a, char (*c)[CELL])
+{
+    snprintf(c[1], CELL, "%llu", (unsigned long long)a->calls);
+    fmt3(c[2], CELL, a->total_ns, 1000000);
+    fmt3(c[3], CELL, a->total_ns / (int64_t)a->calls, 1000);
+    fmt3(c[4], CELL, a->max_ns, 1000);
+    fmt_pct(c[5], CELL, a->total_ns, s->gpu_ns);
+}
+
+/* GPU time per kernel (and copy/set), then what the wrappers saw of it. */
+static void put_gpu(struct tp_jsonw *j, struct summary *s, const struct tp_window *w)
+{
+    static const char *const titles[] = { "Device work", "Count", "GPU total (ms)", "Mean (us)",
+                                          "Max (us)", "% GPU" };
+    char buf[CELL];
+    tp_jsonw_printf(j, "\nGPU activity: %s\n", w->gpu_status ? w->gpu_status : "off");
+    if (!w->gpu)
+        return;
+    if (put_agg_table(j, s, "", "(no device work recorded)\n", &s->gpu, cmp_total, titles, 6, gpu_row) == 0)
+        tp_jsonw_printf(j, "GPU time total (ms): %s\n", fmt3(buf, sizeof buf, s->gpu_ns, 1000000));
+    tp_jsonw_printf(j, "Coverage: %llu kernels seen by CUPTI, %llu linked to a launch seen by the wrappers (%s);"
+                       " %llu launches seen by the wrappers\n",
+                    (unsigned long long)w->gpu_kernels, (unsigned long long)w->gpu_kernels_linked,
+                    w->coverage >= 0 ? fmt_pct(buf, sizeof buf, (int64_t)w->gpu_kernels_linked,
+                                               (int64_t)w->gpu_kernels) : "n/a",
+                    (unsigned long long)w->host_launches);
+    if (w->gpu_dropped)
+        tp_jsonw_printf(j, "Device records dropped: %llu (CUPTI buffers full)\n",
+                        (unsigned long long)w->gpu_dropped);
+}
+
 static void put_header(struct tp_jsonw *j, const struct tp_window *w)
 {
     const char *slash = strrchr(w->trace_path, '/');
@@ -498,6 +629,8 @@ static void summary_free(struct summary *s)
     agg_free(&s->libs);
     agg_free(&s->apis);
     agg_free(&s->kernels);
+    agg_free(&s->gpu);
+    free(s->busy);
     free(s->steps);
     free(s);
 }
@@ -528,6 +661,7 @@ static int summary_close(void *state, struct tp_window *w)
         put_libs(&j, s);
         put_apis(&j, s);
         put_kernels(&j, s);
+        put_gpu(&j, s, w);
         tp_jsonw_printf(&j, "\nEvents: %llu records, %llu dropped, %llu late\n",
                         (unsigned long long)w->records, (unsigned long long)w->dropped,
                         (unsigned long long)w->late);

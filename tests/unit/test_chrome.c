@@ -595,6 +595,142 @@ START_TEST(test_empty_window_and_no_steps)
 }
 END_TEST
 
+/* Device side: a launch linked to its kernel (ac2g pair), a library call
+ * whose kernel inherits its External id, a memcpy, deviceProperties and the
+ * coverage metadata. */
+static struct tp_devprop dev_props[1];
+
+static void feed_device(const struct tp_handler *h, void *st)
+{
+    struct item lib, launch;
+    struct tp_event *ev = mk(&lib, TP_REC_API, PID, START + 1000, 50000);
+    ev->name = "cublasSgemm_v2";
+    ev->layer = TP_LAYER_LIBRARY;
+    ev->form = TP_FORM_GEMM;
+    ev->correlation = (1ull << 32) + 5;
+    ev->external_id = ev->correlation;
+    lib.rec.u.lib.flops = 1000;
+    h->event(st, ev);
+    ev = mk(&launch, TP_REC_LAUNCH, PID, START + 2000, 3000);
+    ev->name = "cuLaunchKernel";
+    ev->layer = TP_LAYER_DRIVER;
+    ev->form = TP_FORM_LAUNCH;
+    ev->kernel = "sgemm_kernel";
+    ev->correlation = 77;
+    ev->external_id = (1ull << 32) + 5;
+    ev->flow = 1;
+    launch.rec.u.launch.func_kind = TP_FUNC_DRIVER;
+    h->event(st, ev);
+
+    static struct tp_dev_record k, m;
+    memset(&k, 0, sizeof k);
+    k.kind = TP_DEV_KERNEL;
+    k.device = 0;
+    k.context = 1;
+    k.stream = 7;
+    k.correlation = 77;
+    k.grid[0] = 264; k.grid[1] = 1; k.grid[2] = 1;
+    k.block[0] = 128; k.block[1] = 1; k.block[2] = 1;
+    k.registers = 96;
+    k.static_smem = 1024;
+    k.dynamic_smem = 48000;
+    struct tp_event d = { .dev = &k, .name = "sgemm_kernel", .pid = 0, .tid = 7, .cbid = -1,
+                          .ts_ns = START + 9000, .dur_ns = 12345, .correlation = 77,
+                          .external_id = (1ull << 32) + 5, .flow = 1,
+                          .blocks_per_sm = 2.0, .warps_per_sm = 8.0, .occupancy = 25.4 };
+    h->event(st, &d);
+    memset(&m, 0, sizeof m);
+    m.kind = TP_DEV_MEMCPY;
+    m.stream = 7;
+    m.correlation = 78;
+    m.bytes = 4096;
+    struct tp_event e = { .dev = &m, .name = "Memcpy HtoD (Pageable -> Device)", .pid = 0, .tid = 7,
+                          .cbid = -1, .ts_ns = START + 30000, .dur_ns = 1024, .correlation = 78,
+                          .occupancy = -1 };
+    h->event(st, &e);
+}
+
+START_TEST(test_device_side)
+{
+    setup_window(1);
+    memset(dev_props, 0, sizeof dev_props);
+    snprintf(dev_props[0].name, sizeof dev_props[0].name, "NVIDIA H100 80GB HBM3");
+    dev_props[0].num_sms = 132;
+    dev_props[0].compute_major = 9;
+    dev_props[0].warp_size = 32;
+    win.devices = dev_props;
+    win.n_devices = 1;
+    win.gpu = 1;
+    win.gpu_status = "active (CUPTI 130001)";
+    win.host_launches = 1;
+    win.gpu_kernels = 1;
+    win.gpu_kernels_linked = 1;
+    win.coverage = 1.0;
+    ck_assert_int_eq(run_window(1, feed_device), 0);
+    char *text = load_text(win.trace_path, 1);
+    json_t *r = json_loads(text, 0, NULL);
+    ck_assert_ptr_nonnull(r);
+    json_t *props = json_object_get(r, "deviceProperties");
+    ck_assert_uint_eq(json_array_size(props), 1);
+    json_t *p0 = json_array_get(props, 0);
+    ck_assert_str_eq(json_string_value(json_object_get(p0, "name")), "NVIDIA H100 80GB HBM3");
+    ck_assert_int_eq(json_integer_value(json_object_get(p0, "numSms")), 132);
+    json_t *cov = json_object_get(json_object_get(r, "trainprof"), "coverage");
+    ck_assert_int_eq(json_integer_value(json_object_get(cov, "kernels_seen_by_cupti")), 1);
+    ck_assert(num(json_object_get(cov, "ratio")) == 1.0);
+
+    json_t *events = json_object_get(r, "traceEvents");
+    json_t *k = find_event(events, "X", "sgemm_kernel", 7);
+    ck_assert_ptr_nonnull(k);
+    ck_assert_str_eq(json_string_value(json_object_get(k, "cat")), "kernel");
+    ck_assert_int_eq(json_integer_value(json_object_get(k, "pid")), 0);
+    json_t *ka = args_of(k);
+    ck_assert_int_eq(json_integer_value(json_object_get(ka, "stream")), 7);
+    ck_assert_int_eq(json_integer_value(json_object_get(ka, "correlation")), 77);
+    ck_assert_int_eq(json_integer_value(json_object_get(ka, "External id")), (1ll << 32) + 5);
+    ck_assert_int_eq(json_integer_value(json_object_get(ka, "shared memory")), 49024);
+    ck_assert_int_eq(json_integer_value(json_object_get(ka, "est. achieved occupancy %")), 25);
+    ck_assert(num(json_object_get(ka, "blocks per SM")) == 2.0);
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(ka, "grid"), 0)), 264);
+    /* the launch: no "stream" key, an ac2g start at its ts; the kernel's end */
+    json_t *l = find_event(events, "X", "cuLaunchKernel", PID);
+    ck_assert_ptr_nonnull(l);
+    ck_assert_ptr_null(json_object_get(args_of(l), "stream"));
+    ck_assert_int_eq(json_integer_value(json_object_get(args_of(l), "External id")), (1ll << 32) + 5);
+    json_t *s = find_event(events, "s", "ac2g", PID), *f = find_event(events, "f", "ac2g", 7);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(json_integer_value(json_object_get(s, "id")), 77);
+    ck_assert_int_eq(json_integer_value(json_object_get(f, "id")), 77);
+    ck_assert(num(json_object_get(s, "ts")) == num(json_object_get(l, "ts")));
+    ck_assert(num(json_object_get(f, "ts")) == num(json_object_get(k, "ts")));
+    ck_assert_str_eq(json_string_value(json_object_get(f, "bp")), "e");
+    json_t *m = find_event(events, "X", "Memcpy HtoD (Pageable -> Device)", 7);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(json_string_value(json_object_get(m, "cat")), "gpu_memcpy");
+    ck_assert(num(json_object_get(args_of(m), "memory bandwidth (GB/s)")) == 4.0);
+    /* the device's process is labelled GPU 0, its stream named */
+    json_t *lab = NULL, *tn = NULL;
+    size_t i;
+    json_t *e;
+    json_array_foreach(events, i, e) {
+        if (json_integer_value(json_object_get(e, "pid")) != 0)
+            continue;
+        const char *n = json_string_value(json_object_get(e, "name"));
+        if (!strcmp(n, "process_labels"))
+            lab = e;
+        if (!strcmp(n, "thread_name"))
+            tn = e;
+    }
+    ck_assert_ptr_nonnull(lab);
+    ck_assert_str_eq(json_string_value(json_object_get(args_of(lab), "labels")), "GPU 0");
+    ck_assert_ptr_nonnull(tn);
+    ck_assert_str_eq(json_string_value(json_object_get(args_of(tn), "name")), "stream 7");
+    json_decref(r);
+    free(text);
+}
+END_TEST
+
 START_TEST(test_no_overwrite)
 {
     char p0[4096], p1[256];
@@ -704,6 +840,7 @@ int main(void)
     tcase_add_test(tc, test_trace_gzip);
     tcase_add_test(tc, test_trace_plain);
     tcase_add_test(tc, test_empty_window_and_no_steps);
+    tcase_add_test(tc, test_device_side);
     tcase_add_test(tc, test_no_overwrite);
     tcase_add_test(tc, test_unwritable_folder);
     tcase_add_test(tc, test_throughput);

@@ -222,6 +222,80 @@ START_TEST(test_numbers)
 }
 END_TEST
 
+/* Two steps of 10 ms; kernels on two streams that overlap: step 0 busy
+ * 2 ms + 3 ms with 1 ms overlap = 4 ms (40%), step 1 busy 5 ms (50%). */
+static struct tp_window_step gpu_steps[2];
+
+static void send_dev(const struct tp_handler *h, void *st, struct tp_dev_record *d, int kind,
+                     const char *name, int64_t start, int64_t dur, int stream)
+{
+    memset(d, 0, sizeof *d);
+    d->kind = (uint8_t)kind;
+    d->stream = (uint32_t)stream;
+    struct tp_event e = { .dev = d, .name = name, .pid = 0, .tid = stream, .cbid = -1,
+                          .ts_ns = start, .dur_ns = dur, .occupancy = -1 };
+    h->event(st, &e);
+}
+
+static void feed_gpu(const struct tp_handler *h, void *st)
+{
+    int64_t t = win.start_ns;
+    for (int i = 1; i >= 0; i--) {
+        prep(TP_REC_STEP, NULL, NULL, 10000000);
+        rec.u.step.index = (uint64_t)i;
+        ev.ts_ns = t + i * 10000000LL;
+        h->event(st, &ev);
+    }
+    static struct tp_dev_record d[5];
+    send_dev(h, st, &d[0], TP_DEV_KERNEL, "gemm", t + 1000000, 2000000, 7);
+    send_dev(h, st, &d[1], TP_DEV_KERNEL, "relu", t + 2000000, 3000000, 13);
+    send_dev(h, st, &d[2], TP_DEV_KERNEL, "gemm", t + 10000000, 4000000, 7);
+    send_dev(h, st, &d[3], TP_DEV_MEMCPY, "Memcpy DtoH (Device -> Pageable)", t + 15000000, 1000000, 7);
+    send_dev(h, st, &d[4], TP_DEV_SYNC, "Stream Sync", t + 16000000, 3000000, 7);
+}
+
+START_TEST(test_gpu)
+{
+    setup_window();
+    win.first_step = 0;
+    win.last_step = 1;
+    for (int i = 0; i < 2; i++)
+        gpu_steps[i] = (struct tp_window_step){ .index = (uint64_t)i,
+                                                .start_ns = win.start_ns + i * 10000000LL,
+                                                .end_ns = win.start_ns + (i + 1) * 10000000LL };
+    win.steps = gpu_steps;
+    win.steps_recorded = 2;
+    win.gpu = 1;
+    win.gpu_status = "active (CUPTI 130001)";
+    win.gpu_kernels = 3;
+    win.gpu_kernels_linked = 2;
+    win.host_launches = 2;
+    win.coverage = 2.0 / 3;
+    char path[256];
+    char *text = run_and_read(feed_gpu, path, sizeof path);
+    ck_assert_ptr_nonnull(text);
+    char ms[32], busy[32];
+    const char *r = row(text, "Per-step wall time", "0");
+    ck_assert_int_eq(sscanf(r, "%31s %*s %*s %31s", ms, busy), 2);
+    ck_assert_str_eq(busy, "40.0%");
+    r = row(text, "Per-step wall time", "1");
+    ck_assert_int_eq(sscanf(r, "%31s %*s %*s %31s", ms, busy), 2);
+    ck_assert_str_eq(busy, "50.0%");
+    ck_assert_ptr_nonnull(strstr(text, "GPU busy share of the steps: 45.0%"));
+    ck_assert_ptr_nonnull(strstr(text, "GPU activity: active (CUPTI 130001)\n"));
+    unsigned long long n;
+    char total[32], pct[32];
+    r = row(text, "GPU activity", "gemm");
+    ck_assert_int_eq(sscanf(r, "%llu %31s %*s %*s %31s", &n, total, pct), 3);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(total, "6.000");
+    ck_assert_str_eq(pct, "60.0%");
+    ck_assert_ptr_null(strstr(text, "\nStream Sync"));
+    ck_assert_ptr_nonnull(strstr(text, "GPU time total (ms): 10.000\n"));
+    ck_assert_ptr_nonnull(strstr(text, "Coverage: 3 kernels seen by CUPTI, 2 linked to a launch seen by the wrappers (66.7%)"));
+}
+END_TEST
+
 static void feed_nothing(const struct tp_handler *h, void *st)
 {
     (void)h;
@@ -270,6 +344,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_checked_fixture(tc, NULL, cleanup);
     tcase_add_test(tc, test_numbers);
+    tcase_add_test(tc, test_gpu);
     tcase_add_test(tc, test_no_trace_no_summary);
     tcase_add_test(tc, test_empty_and_no_replace);
     suite_add_tcase(s, tc);
