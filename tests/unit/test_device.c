@@ -1,0 +1,127 @@
+/*
+ * test_device.c - the join of host records to CUPTI's records (decision 1):
+ * a launch takes the correlation of the CUPTI API record inside its interval
+ * on its thread, preferring one with device work over a nested call without
+ * any; another thread's record is never taken while one of ours fits; a
+ * library call's own id reaches the kernels it issued through the external
+ * correlation; coverage counts kernels linked to host launches; device
+ * records become events with Kineto's names.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "collector/apis.h"
+#include "collector/device.h"
+#include "collector/intern.h"
+
+static struct tp_tbuf thread5 = { .tid = 5, .pthread_id = 0x5555 };
+
+static struct tp_dev_api apis[] = {
+    { .start = 105, .end = 195, .correlation = 11, .thread_id = 5, .cbid = 211 },
+    { .start = 120, .end = 130, .correlation = 12, .thread_id = 5, .cbid = 1 },   /* nested, no work */
+    { .start = 150, .end = 160, .correlation = 13, .thread_id = 9, .cbid = 211 }, /* other thread */
+    { .start = 305, .end = 310, .correlation = 14, .thread_id = 0x5555, .cbid = 41 },
+};
+static struct tp_dev_ext exts[] = { { .correlation = 11, .external_id = 50 } };
+static struct tp_dev_record recs[4];
+
+static struct tp_dev_window window(void)
+{
+    memset(recs, 0, sizeof recs);
+    recs[0] = (struct tp_dev_record){ .kind = TP_DEV_KERNEL, .correlation = 11, .start = 300, .end = 400,
+                                      .stream = 7, .name = tp_intern("gemm", (size_t)-1) };
+    recs[1] = (struct tp_dev_record){ .kind = TP_DEV_KERNEL, .correlation = 13, .start = 410, .end = 420,
+                                      .stream = 7, .name = tp_intern("other", (size_t)-1) };
+    recs[2] = (struct tp_dev_record){ .kind = TP_DEV_MEMCPY, .correlation = 14, .start = 430, .end = 440,
+                                      .stream = 13, .copy_kind = 2, .src_kind = 3, .dst_kind = 1 };
+    recs[3] = (struct tp_dev_record){ .kind = TP_DEV_SYNC, .correlation = 0, .start = 450, .end = 460,
+                                      .copy_kind = 3 };
+    return (struct tp_dev_window){ .rec = recs, .n_rec = 4, .api = apis, .n_api = 4, .ext = exts, .n_ext = 1 };
+}
+
+static struct tp_event seen[8];
+static char names[8][96];           /* event names live only during the call */
+static int nseen;
+
+static void collect(void *ctx, const struct tp_event *ev)
+{
+    (void)ctx;
+    ck_assert_int_lt(nseen, 8);
+    snprintf(names[nseen], sizeof names[nseen], "%s", ev->name);
+    seen[nseen] = *ev;
+    seen[nseen].name = names[nseen];
+    nseen++;
+}
+
+START_TEST(test_join)
+{
+    struct tp_dev_window dev = window();
+    uint64_t next_own = 1;
+    struct tp_devjoin *j = tp_devjoin_new(&dev, &next_own);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_uint_ge(next_own, 1ull << 32);
+
+    struct tp_record lib = { .kind = TP_REC_API, .api = TP_API_cublasSgemm_v2, .t0 = 50, .t1 = 500 };
+    struct tp_record launch = { .kind = TP_REC_LAUNCH, .api = TP_API_cudaLaunchKernel, .t0 = 100, .t1 = 200 };
+    struct tp_record copy = { .kind = TP_REC_API, .api = TP_API_cudaMemcpy, .t0 = 300, .t1 = 320 };
+    struct tp_record lone = { .kind = TP_REC_API, .api = TP_API_cudaMemcpy, .t0 = 600, .t1 = 620 };
+    tp_devjoin_host(j, &thread5, &lib);
+    tp_devjoin_host(j, &thread5, &launch);
+    tp_devjoin_host(j, &thread5, &copy);
+    tp_devjoin_host(j, &thread5, &lone);
+    ck_assert_uint_eq(launch.u.launch.corr, 11);   /* not 12 (no work), not 13 (thread 9) */
+    ck_assert_uint_eq(copy.u.api.corr, 14);        /* CUPTI's thread id = pthread_self's low bits */
+    ck_assert_uint_eq(lone.u.api.corr, 0);
+    ck_assert_uint_ne(lib.u.lib.corr, 0);
+
+    struct tp_window w;
+    memset(&w, 0, sizeof w);
+    tp_devjoin_finish(j, &w);
+    ck_assert_int_eq(w.gpu, 1);
+    ck_assert_uint_eq(w.gpu_kernels, 2);
+    ck_assert_uint_eq(w.gpu_kernels_linked, 1);
+    ck_assert(w.coverage == 0.5);
+    ck_assert_uint_eq(w.gpu_records, 4);
+
+    struct tp_event le = { .rec = &lib, .layer = TP_LAYER_LIBRARY };
+    tp_devjoin_event(j, &le);
+    ck_assert_uint_ge(le.correlation, 1ull << 32);
+    ck_assert_uint_eq(le.external_id, le.correlation);
+    struct tp_event ke = { .rec = &launch, .layer = TP_LAYER_RUNTIME };
+    tp_devjoin_event(j, &ke);
+    ck_assert_int_eq(ke.flow, 1);
+    ck_assert_uint_eq(ke.external_id, le.external_id);
+
+    struct tp_clock_map map = { .tick0 = 0, .unix0_ns = 1000, .ns_per_tick = 1.0 };
+    nseen = 0;
+    tp_devjoin_dispatch(j, &map, collect, NULL);
+    ck_assert_int_eq(nseen, 4);
+    ck_assert_str_eq(seen[0].name, "gemm");
+    ck_assert_int_eq(seen[0].flow, 1);
+    ck_assert_uint_eq(seen[0].external_id, le.external_id);
+    ck_assert_int_eq(seen[0].tid, 7);
+    ck_assert_int_eq(seen[0].ts_ns, 1300);
+    ck_assert_int_eq(seen[0].dur_ns, 100);
+    ck_assert_str_eq(seen[1].name, "other");
+    ck_assert_int_eq(seen[1].flow, 0);
+    ck_assert_uint_eq(seen[1].external_id, 0);
+    ck_assert_str_eq(seen[2].name, "Memcpy DtoH (Device -> Pageable)");
+    ck_assert_int_eq(seen[2].flow, 1);
+    ck_assert_str_eq(seen[3].name, "Stream Sync");
+    tp_devjoin_free(j);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("device");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_join);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
