@@ -1,0 +1,186 @@
+"""The device side through CUPTI, against the fake libcupti in tests/fakes
+(found beside the fake runtime, as a real one is found beside libcudart).
+The fake turns what the fake runtime and driver "run" into real CUPTI
+records delivered from its own thread; these tests check what reaches the
+trace: kernel/memcpy/memset/sync events on pid = device, tid = stream,
+linked to the launches by CUPTI's correlation id (decision 1) with ac2g
+flows, the coverage metadata, and CUPTI's lifecycle (decision 6)."""
+
+import os
+
+import pytest
+
+import tputil
+
+SCHEDULE = "wait=1,warmup=1,active=3"
+STEPS = 7
+LAUNCHES = 3            # cudaLaunchKernel per step; train_loop adds one __cudaLaunchKernel
+
+
+def fake_cupti():
+    return os.path.join(tputil.build_dir(), "fakes", "libcupti.so")
+
+
+pytestmark = pytest.mark.skipif(not os.path.exists(fake_cupti()), reason="fake libcupti not built")
+
+
+def run_loop(env=None, steps=STEPS, schedule=SCHEDULE, **kw):
+    e = {"TRAINPROF_SCHEDULE": schedule, "TRAIN_LAUNCHES": LAUNCHES}
+    e.update(env or {})
+    return tputil.run("train_loop", ["--steps=%d" % steps], env=e, **kw)
+
+
+def one_trace(res):
+    assert res.rc == 0, res.stderr
+    assert len(res.traces) == 1, (res.traces, res.stderr)
+    return tputil.load_trace(res.traces[0])
+
+
+def host_calls(trace):
+    return [e for e in tputil.events(trace, ph="X")
+            if e.get("cat") in ("cuda_runtime", "cuda_driver")]
+
+
+def test_kernels_linked_to_launches():
+    res = run_loop()
+    t = one_trace(res)
+    kernels = tputil.events(t, ph="X", cat="kernel")
+    launches = [e for e in host_calls(t) if "kernel" in e["args"]]
+    assert len(launches) == 3 * (LAUNCHES + 1)
+    assert len(kernels) == len(launches)
+    by_corr = {e["args"]["correlation"]: e for e in host_calls(t)}
+    for k in kernels:
+        a = k["args"]
+        assert k["pid"] == a["device"] == 0
+        assert k["tid"] == a["stream"] and a["stream"] >= 0
+        launch = by_corr[a["correlation"]]
+        assert launch["args"]["kernel"] == k["name"]
+        assert k["ts"] >= launch["ts"]
+        assert a["grid"] == launch["args"]["grid"] and a["block"] == launch["args"]["block"]
+        for key in ("registers per thread", "shared memory", "blocks per SM", "warps per SM",
+                    "est. achieved occupancy %", "queued", "context"):
+            assert isinstance(a[key], (int, float)), key
+    # one ac2g pair per linked launch, at the exact ts of both ends
+    starts = {e["id"]: e for e in tputil.events(t, ph="s", cat="ac2g")}
+    ends = {e["id"]: e for e in tputil.events(t, ph="f", cat="ac2g")}
+    assert set(starts) == set(ends) >= {k["args"]["correlation"] for k in kernels}
+    for k in kernels:
+        c = k["args"]["correlation"]
+        assert ends[c]["ts"] == k["ts"] and ends[c]["bp"] == "e"
+        assert starts[c]["ts"] == by_corr[c]["ts"] and starts[c]["tid"] == by_corr[c]["tid"]
+    # no CPU event carries "stream" (HTA's CPU/GPU test)
+    assert not [e for e in host_calls(t) if "stream" in e.get("args", {})]
+    cov = t["trainprof"]["coverage"]
+    assert cov["kernels_seen_by_cupti"] == len(kernels)
+    assert cov["kernels_linked_to_launches"] == len(kernels)
+    assert cov["launches_seen_by_wrappers"] == len(launches)
+    assert cov["ratio"] == 1.0
+    assert t["trainprof"]["gpu_activity"].startswith("active")
+
+
+def test_copies_sets_syncs_on_the_device():
+    t = one_trace(run_loop())
+    copies = tputil.events(t, ph="X", cat="gpu_memcpy")
+    sets = tputil.events(t, ph="X", cat="gpu_memset")
+    syncs = tputil.events(t, ph="X", cat="cuda_sync")
+    assert {c["name"].split(" (")[0] for c in copies} == {"Memcpy HtoD", "Memcpy DtoH"}
+    assert all(c["args"]["bytes"] > 0 and c["args"]["memory bandwidth (GB/s)"] >= 0 for c in copies)
+    assert len(copies) == 2 * 3 and len(sets) == 3
+    assert sets[0]["name"].startswith("Memset (")
+    assert syncs, "no cuda_sync event"
+    by_corr = {e["args"]["correlation"]: e for e in host_calls(t)}
+    for e in copies + sets:
+        assert by_corr[e["args"]["correlation"]]["name"].startswith(("cudaMemcpy", "cudaMemset"))
+
+
+def test_device_tracks_named():
+    t = one_trace(run_loop())
+    meta = tputil.events(t, ph="M")
+    labels = [m for m in meta if m["name"] == "process_labels" and m["pid"] == 0]
+    assert labels and labels[0]["args"]["labels"] == "GPU 0"
+    streams = {k["tid"] for k in tputil.events(t, ph="X", cat="kernel")}
+    named = {m["tid"] for m in meta if m["name"] == "thread_name" and m["pid"] == 0}
+    assert streams <= named
+
+
+def test_summary_reports_gpu_time_and_coverage():
+    res = run_loop()
+    one_trace(res)
+    reports = os.path.join(res.cwd, "test", "reports")
+    text = open(os.path.join(reports, os.listdir(reports)[0])).read()
+    assert "GPU activity: active" in text
+    assert "GPU busy share of the steps:" in text
+    assert "Coverage: %d kernels seen by CUPTI, %d linked" % (3 * (LAUNCHES + 1), 3 * (LAUNCHES + 1)) in text
+
+
+def lifecycle(log):
+    with open(log) as f:
+        return [line.split()[0] for line in f if line.strip()]
+
+
+def test_lifecycle_subscribe_at_warmup_finalize_after_last_window():
+    d = tputil.new_dir()
+    log = os.path.join(d, "cupti.log")
+    res = run_loop(env={"FAKE_CUPTI_LOG": log}, schedule="wait=3,warmup=1,active=2", steps=10, cwd=d)
+    one_trace(res)
+    calls = lifecycle(log)
+    assert calls.count("subscribe") == 1
+    assert "enable" in calls and calls.index("subscribe") < calls.index("enable")
+    assert calls[-2:] == ["unsubscribe", "finalize"] or calls[-1] == "finalize", calls
+
+
+def test_lifecycle_windows_toggle_kinds():
+    d = tputil.new_dir()
+    log = os.path.join(d, "cupti.log")
+    res = run_loop(env={"FAKE_CUPTI_LOG": log}, schedule="wait=2,warmup=1,active=1,repeat=2",
+                   steps=12, cwd=d)
+    assert res.rc == 0 and len(res.traces) == 2, res.stderr
+    calls = lifecycle(log)
+    assert calls.count("subscribe") == 1
+    assert "disable" in calls
+    for p in res.traces:
+        t = tputil.load_trace(p)
+        assert len(tputil.events(t, ph="X", cat="kernel")) == LAUNCHES + 1
+
+
+def test_other_subscriber_means_host_only():
+    res = run_loop(env={"FAKE_CUPTI_BUSY": "1"})
+    t = one_trace(res)
+    lines = [l for l in res.stderr.decode().splitlines() if "CUPTI" in l]
+    assert len(lines) == 1 and lines[0].startswith("trainprof:"), res.stderr
+    assert not tputil.events(t, ph="X", cat="kernel")
+    assert len([e for e in host_calls(t) if "kernel" in e["args"]]) == 3 * (LAUNCHES + 1)
+    assert t["trainprof"]["coverage"]["ratio"] is None
+
+
+def test_activities_cpu_never_loads_cupti():
+    d = tputil.new_dir()
+    log = os.path.join(d, "cupti.log")
+    t = one_trace(run_loop(env={"FAKE_CUPTI_LOG": log, "TRAINPROF_ACTIVITIES": "cpu"}, cwd=d))
+    assert not os.path.exists(log)
+    assert not tputil.events(t, ph="X", cat="kernel")
+
+
+def test_late_device_records_are_waited_for():
+    res = run_loop(env={"FAKE_CUPTI_DELAY_MS": "300"}, steps=STEPS)
+    t = one_trace(res)
+    assert t["trainprof"]["coverage"]["ratio"] == 1.0
+    assert len(tputil.events(t, ph="X", cat="kernel")) == 3 * (LAUNCHES + 1)
+
+
+def test_window_at_exit_is_flushed():
+    # TRAINPROF_SCHEDULE=all records from the first call while tp-flush is
+    # still enabling CUPTI: the first step may be missed, not the later ones,
+    # whose records the exit flush forces out although the fake holds them back
+    res = run_loop(env={"FAKE_CUPTI_DELAY_MS": "5000", "TRAIN_SLEEP_US": "50000"}, schedule="all", steps=4)
+    t = one_trace(res)
+    kernels = tputil.events(t, ph="X", cat="kernel")
+    assert len(kernels) >= 3 * (LAUNCHES + 1)
+    assert t["trainprof"]["coverage"]["kernels_linked_to_launches"] == len(kernels)
+
+
+def test_stdout_unchanged():
+    a = run_loop()
+    b = run_loop(preload=False)
+    assert a.rc == b.rc == 0
+    assert a.stdout == b.stdout
