@@ -65,8 +65,10 @@ int main(int argc, char **argv)
     const int e_m = 4096, e_n = 2048, e_k = 1024;            // cublasGemmEx
     const int b_m = 512, b_n = 256, b_k = 128, b_b = 16;     // strided batched
     const int l_m = 3072, l_n = 1024, l_k = 2048;            // cublasLtMatmul
+#ifndef NO_CUDNN
     const int cN = 16, cC = 64, cH = 56, cW = 56, cK = 128, cR = 3, cS = 3;  // conv
     const int cP = cH, cQ = cW;                              // pad 1, stride 1
+#endif
 
     unsigned long long f_s = gemm_flops(s_m, s_n, s_k, 1);
     unsigned long long f_e = gemm_flops(e_m, e_n, e_k, 1);
