@@ -96,6 +96,15 @@ def test_schedule_all_records_every_step():
     assert names == collections.Counter(4 * [n for n, *_ in DEMO_LAUNCHES])
 
 
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_fake_runtime_defines_every_imported_symbol(variant):
+    # eager binding fails at load if the fake lacks a symbol the program imports
+    exe = _binary(variant)
+    r = tputil.run(exe, ["1"], env={"LD_BIND_NOW": "1", "TRAINPROF_SCHEDULE": "all"})
+    assert r.rc == 0, r.stderr
+    assert b"no version information" not in r.stderr, r.stderr
+
+
 def test_disabled_library_passes_through():
     exe = _binary("shared")
     plain = tputil.run(exe, ["2"], preload=False)
