@@ -103,9 +103,14 @@ def _step_of(ts, pid, step_spans):
 def analyze(trace):
     """The figures of one parsed trace, as a dict (see the module comment)."""
     evs = trace.get("traceEvents", [])
-    step_spans = sorted(((int(STEP_RE.match(e["name"]).group(1)), e) for e in evs
-                         if e.get("ph") == "X" and STEP_RE.match(e.get("name", ""))),
-                        key=lambda p: p[0])
+    # host-side step spans only: Kineto repeats them on the GPU tracks
+    # (cat gpu_user_annotation); the first per step wins
+    spans = {}
+    for e in evs:
+        m = STEP_RE.match(e.get("name", "")) if e.get("ph") == "X" else None
+        if m and e.get("cat") != "gpu_user_annotation":
+            spans.setdefault(int(m.group(1)), e)
+    step_spans = sorted(spans.items(), key=lambda p: p[0])
     steps = [n for n, _ in step_spans]
     host = [e for e in evs if e.get("ph") == "X" and e.get("cat") in HOST_CATS]
     launches = [e for e in host if is_launch(e)]

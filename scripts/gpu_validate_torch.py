@@ -283,7 +283,7 @@ def build_rows(results, nsteps):
     nwin = len(win)
     rows = []
 
-    tk = ta["kernels"] / nwin if ta else None
+    tk = ta["kernels"] / max(1, len(ta["steps"]) or nwin) if ta else None
     ok_ = oa["kernels"] / max(1, len(oa["steps"])) if oa else None
     rows.append(["kernels / recorded step", "-", fmt(tk), fmt(ok_),
                  "equal expected" if tk is None or ok_ is None or tk == ok_
@@ -354,7 +354,7 @@ def render(results, nsteps, markdown=False):
 
 
 def parent(args):
-    work = args.workdir or tempfile.mkdtemp(prefix="gpu-validate-torch-")
+    work = os.path.realpath(args.workdir or tempfile.mkdtemp(prefix="gpu-validate-torch-"))
     os.makedirs(work, exist_ok=True)
     args.lib = os.path.realpath(args.lib)
     if not os.path.isfile(args.lib):

@@ -159,6 +159,8 @@ def _synthetic():
     ev = []
     for s, t0 in ((1, 0.0), (2, 100.0)):
         ev.append(_x("ProfilerStep#%d" % s, "user_annotation", t0, 90.0))
+        # Kineto repeats step spans on the GPU tracks: not steps of their own
+        ev.append(_x("ProfilerStep#%d" % s, "gpu_user_annotation", t0 + 4, 90.0, pid=0, tid=7))
         c = 10 * s
         ev.append(_x("cudaLaunchKernel", "cuda_runtime", t0 + 1, 1, correlation=c,
                      kernel="ns::k(float*)", grid=[1, 1, 1], block=[32, 1, 1]))
