@@ -259,3 +259,158 @@ def test_gpu_validate_without_a_gpu():
                        timeout=300)
     assert p.returncode == 0, p.stderr
     assert p.stdout == "gpu-validate: no GPU found; nothing run\n"
+
+
+# A stand-in for PyTorch, just enough for gpu_validate_torch.py's loop, so
+# that its three runs, the preloaded trainprof run (the library activates at
+# trainprof_step()) and the table are exercised without torch or a GPU.
+FAKE_TORCH = {
+    "__init__.py": '''
+import contextlib
+__version__ = "0.0-fake"
+bfloat16 = "bfloat16"
+
+class Tensor:
+    def __getattr__(self, name):
+        return lambda *a, **k: self
+    def __iter__(self):
+        return iter((Tensor(), Tensor(), Tensor()))
+    def __getitem__(self, i):
+        return self
+    def __add__(self, o):
+        return self
+    __radd__ = __add__
+    def item(self):
+        return 0.25
+
+def manual_seed(s):
+    pass
+
+def device(d):
+    return d
+
+class Generator:
+    def __init__(self, device=None):
+        pass
+    def manual_seed(self, s):
+        return self
+
+def randn(*shape, **kw):
+    return Tensor()
+
+def autocast(*a, **k):
+    return contextlib.nullcontext()
+
+from . import cuda, nn, optim, profiler  # noqa: E402
+''',
+    "cuda.py": '''
+def is_available(): return True
+def synchronize(): pass
+def max_memory_reserved(): return 1 << 30
+def get_device_name(i): return "Fake GPU"
+''',
+    "nn/__init__.py": '''
+from .. import Tensor
+from . import functional
+
+class Module:
+    def __init__(self, *a, **k):
+        pass
+    def __call__(self, *a, **k):
+        return self.forward(*a, **k) if type(self).forward is not Module.forward else Tensor()
+    def forward(self, *a, **k):
+        return Tensor()
+    def to(self, dev):
+        return self
+    def parameters(self):
+        return []
+
+Linear = LayerNorm = Conv2d = Module
+
+class ModuleList(Module, list):
+    def __init__(self, it):
+        list.__init__(self, it)
+''',
+    "nn/functional.py": '''
+from .. import Tensor
+def _t(*a, **k): return Tensor()
+scaled_dot_product_attention = gelu = relu = mse_loss = _t
+''',
+    "optim.py": '''
+class AdamW:
+    def __init__(self, params, lr=0): pass
+    def zero_grad(self, set_to_none=True): pass
+    def step(self): pass
+''',
+    "profiler.py": '''
+import json
+
+class ProfilerActivity:
+    CPU, CUDA = "cpu", "cuda"
+
+def schedule(skip_first=0, wait=0, warmup=1, active=1, repeat=1):
+    return (skip_first, wait, warmup, active)
+
+class _Avg:
+    def __init__(self, key, flops):
+        self.key, self.flops = key, flops
+
+class profile:
+    def __init__(self, activities=None, schedule=None, on_trace_ready=None, **kw):
+        self.sched, self.ready, self.n = schedule, on_trace_ready, 0
+    def __enter__(self):
+        return self
+    def __exit__(self, *a):
+        return False
+    def step(self):
+        skip, wait, warmup, active = self.sched
+        self.n += 1
+        if self.n == skip + wait + warmup + active:
+            self.ready(self)
+    def key_averages(self):
+        return [_Avg("aten::mm", 3e12), _Avg("aten::addmm", 1e12), _Avg("aten::matmul", 0)]
+    def export_chrome_trace(self, path):
+        skip, wait, warmup, active = self.sched
+        ev = []
+        for i, s in enumerate(range(skip + wait + warmup, skip + wait + warmup + active)):
+            t = 1000.0 * i
+            ev.append({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#%d" % s,
+                       "pid": 1, "tid": 1, "ts": t, "dur": 900})
+            for j in range(3):
+                c = 10 * s + j
+                ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel",
+                           "pid": 1, "tid": 1, "ts": t + j, "dur": 1, "args": {"correlation": c}})
+                ev.append({"ph": "X", "cat": "kernel", "name": "_Z4gemmv" if j else "elementwise",
+                           "pid": 0, "tid": 7, "ts": t + 10 + j, "dur": 1,
+                           "args": {"correlation": c}})
+        with open(path, "w") as f:
+            json.dump({"traceEvents": ev}, f)
+''',
+}
+
+
+def test_torch_comparison_end_to_end_on_a_stand_in_torch(tmp_path):
+    for rel, text in FAKE_TORCH.items():
+        p = tmp_path / "torch" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    env = tputil.base_env(preload=False)
+    env["PYTHONPATH"] = str(tmp_path)
+    out = tmp_path / "table.md"
+    p = subprocess.run([sys.executable, os.path.join(SCRIPTS, "gpu_validate_torch.py"),
+                        "--lib", tputil.lib_path(), "--workdir", str(tmp_path / "work"),
+                        "--out", str(out), "--steps", "30", "--timeout", "60"],
+                       env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, timeout=300)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    rows = {line.split("  ")[0]: line for line in p.stdout.splitlines()}
+    assert rows["kernels / recorded step"].split()[5:7] == ["3", "0"], p.stdout
+    assert "GEMM FLOPs / step" in rows and "400G" in rows["GEMM FLOPs / step"], p.stdout
+    assert "step time, recording (steps 12-21)" in rows
+    assert "step time, after window (steps 24-29)" in rows
+    assert "run failed" not in p.stdout
+    traces = os.listdir(str(tmp_path / "work" / "trainprof" / "traces"))
+    assert len(traces) == 1 and tputil.trace_batch(traces[0]) == 22
+    md = out.read_text()
+    assert md.startswith("GPU validation (scripts/gpu-validate): Fake GPU, torch 0.0-fake, 30 steps")
+    assert "| kernels / recorded step | - | 3 | 0 |" in md
