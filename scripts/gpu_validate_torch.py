@@ -211,8 +211,11 @@ def run_mode(mode, args, work):
            "--steps", str(args.steps)]
     for k in ("batch", "seq", "dim", "heads", "layers"):
         cmd += ["--" + k, str(getattr(args, k))]
+    # the caller's other TRAINPROF_* (e.g. TRAINPROF_CUPTI_PATH) are kept
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith("TRAINPROF_") and k != "LD_PRELOAD"}
+           if k not in ("LD_PRELOAD", "TRAINPROF_STEP_ON", "TRAINPROF_SCHEDULE",
+                        "TRAINPROF_FOLDER", "TRAINPROF_REPORTS", "TRAINPROF_FILENAME",
+                        "TRAINPROF_ENABLED", "TRAINPROF_HANDLERS", "TRAINPROF_GZIP")}
     if mode == "trainprof":
         env.update(LD_PRELOAD=args.lib, TRAINPROF_STEP_ON="api",
                    TRAINPROF_SCHEDULE=schedule_text(), TRAINPROF_RUN_NAME="torch",
