@@ -46,7 +46,7 @@ PROG_SRC    := $(wildcard tests/programs/*.c)
 PROG_BIN    := $(PROG_SRC:tests/programs/%.c=$(B)/programs/%)
 
 .PHONY: all lib fakes programs unit check check-all check-unit check-preload check-sanitize \
-        check-tsan demo demo-run bench install lint deps clean venv
+        check-tsan demo demo-run bench install lint deps clean venv cuda-programs gpu-bundle
 
 all: lib
 lib: $(B)/libtrainprof.so
@@ -100,6 +100,38 @@ $(B)/programs/%: tests/programs/%.c tests/programs/prog.h $(B)/fakes/libcudart.s
 
 programs: $(PROG_BIN)
 
+# ---- CUDA programs built with nvcc (when the toolkit has it) ---------------
+# tests/programs/X.cu -> build/programs/X_shared (-cudart shared: launches reach
+# __cudaLaunchKernel) and X_ptsz (also --default-stream per-thread:
+# __cudaLaunchKernel_ptsz), both finding the fake runtime first through their
+# run path; tests/preload/test_nvcc.py runs them and skips when they are
+# absent.  libs_gpu.cu needs a GPU (real cuBLAS, cuBLASLt, cuDNN): CI only
+# compiles and links it; scripts/gpu-validate builds its own copies against
+# the real runtime.  One sm_90 target keeps a build at about 1.5 s.
+NVCC        ?= $(CUDA_HOME)/bin/nvcc
+NVCC_FLAGS  ?= -O2 -arch=sm_90
+CU_SRC      := $(filter-out tests/programs/libs_gpu.cu,$(wildcard tests/programs/*.cu))
+ifneq ($(wildcard $(NVCC)),)
+CUDA_PROGS  := $(CU_SRC:tests/programs/%.cu=$(B)/programs/%_shared) \
+               $(CU_SRC:tests/programs/%.cu=$(B)/programs/%_ptsz) \
+               $(if $(wildcard tests/programs/libs_gpu.cu),$(B)/programs/libs_gpu)
+endif
+
+$(B)/programs/%_shared: tests/programs/%.cu $(B)/fakes/libcudart.so.13
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -cudart shared -o $@ $< -Xlinker -rpath='$$ORIGIN/../fakes'
+
+$(B)/programs/%_ptsz: tests/programs/%.cu $(B)/fakes/libcudart.so.13
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) --default-stream per-thread -cudart shared -o $@ $< \
+	    -Xlinker -rpath='$$ORIGIN/../fakes'
+
+$(B)/programs/libs_gpu: tests/programs/libs_gpu.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -o $@ $< -L$(CUDA_HOME)/lib64 -lcublas -lcublasLt -lcudnn
+
+cuda-programs: $(CUDA_PROGS)
+
 # ---- tests -----------------------------------------------------------------
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 $(B)/tests/%: tests/unit/%.c $(B)/libtrainprof_core.a
@@ -119,7 +151,7 @@ $(VENV)/.ok: tests/requirements.txt
 check-unit: unit
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; CK_FORK=yes $$t; done
 
-check-preload: lib fakes programs venv
+check-preload: lib fakes programs cuda-programs venv
 	$(VENV)/bin/python -m pytest -q tests/preload
 
 check: deps
@@ -132,7 +164,7 @@ check-all: lint check-unit check-preload
 # read TP_TEST_ASAN to do that.
 check-sanitize:
 	$(MAKE) B=build/asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" check-unit
-	$(MAKE) B=build/asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" lib fakes programs
+	$(MAKE) B=build/asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" lib fakes programs cuda-programs
 	$(MAKE) venv
 	TP_TEST_BUILD=build/asan TP_TEST_ASAN=$$($(CC) -print-file-name=libasan.so) \
 	    ASAN_OPTIONS=detect_leaks=0 $(VENV)/bin/python -m pytest -q tests/preload
@@ -163,6 +195,20 @@ $(B)/bench/%: tests/bench/%.c $(B)/fakes/libcudart.so.13
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g $(TP_WARN) -isystem $(CUDA_HOME)/include -o $@ $< \
 	    -L$(B)/fakes -Wl,-rpath,'$$ORIGIN/../fakes' -lcudart -ldl -lpthread
+
+# For a GPU machine that may lack our Debian libraries: copy every shared
+# library build/libtrainprof.so needs, except the base system ones, beside it
+# (the library's run path is $ORIGIN).  scripts/gpu-validate then needs only
+# build/ and scripts/.
+GPU_BUNDLE_BASE := linux-vdso.so% ld-linux% libc.so% libm.so% libdl.so% libpthread.so% \
+                   librt.so% libz.so% libgcc_s.so% libstdc++.so% libresolv.so%
+gpu-bundle: lib
+	@ldd $(B)/libtrainprof.so | awk '$$2 == "=>" && $$3 ~ /^\// {print $$1, $$3}' | \
+	while read -r name path; do \
+	    case " $(GPU_BUNDLE_BASE) " in *" $$(echo $$name | sed 's/\.so.*/.so%/') "*) continue;; esac; \
+	    case "$$name" in ld-linux*) continue;; esac; \
+	    cp -L "$$path" "$(B)/$$name" && echo "gpu-bundle: $(B)/$$name (from $$path)"; \
+	done
 
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \

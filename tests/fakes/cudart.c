@@ -235,6 +235,15 @@ FAKE_EXPORT void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *d
     (void)ext; (void)size; (void)constant; (void)global;
 }
 
+/* Referenced by every nvcc host stub built without optimisation
+ * (crt/host_runtime.h, for __managed__ variables): defined so that such
+ * programs also load with eager binding (LD_BIND_NOW). */
+FAKE_EXPORT char __cudaInitModule(void **fatCubinHandle)
+{
+    (void)fatCubinHandle;
+    return 1;
+}
+
 FAKE_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *func)
 {
     if (!kernel)
