@@ -834,6 +834,30 @@ START_TEST(test_fake_threads_many_buffers)
 }
 END_TEST
 
+/* More completed buffers than the soft cap (32 x 4 MiB) before any collect:
+ * the oldest are recycled and their records counted as dropped, so every
+ * record is either delivered or counted. */
+START_TEST(test_fake_recycle)
+{
+    if (!have_fakes())
+        return;
+    setup(NULL);
+    ck_assert_int_eq(tp_cupti_start(), 0);
+    enum { N = 700000 };
+    uint64_t t0 = tp_clock_now();
+    for (int i = 0; i < N; i++)
+        launch_one();
+    uint64_t t1 = tp_clock_now();
+    tp_cupti_collect(1);
+    struct tp_dev_window w;
+    tp_cupti_take(t0, t1, &w);
+    ck_assert_uint_gt(w.dropped, 0);
+    ck_assert_uint_eq(w.n_api + w.n_rec + w.dropped, 2 * (uint64_t)N);
+    tp_cupti_window_free(&w);
+    tp_cupti_stop(1);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("cupti");
@@ -857,6 +881,7 @@ static Suite *suite(void)
     tcase_add_test(f, test_fake_lifecycle_capture);
     tcase_add_test(f, test_fake_ext);
     tcase_add_test(f, test_fake_threads_many_buffers);
+    tcase_add_test(f, test_fake_recycle);
     suite_add_tcase(s, f);
     return s;
 }
