@@ -838,8 +838,13 @@ static void *tp_open(void)
     if (tp_find_loaded("libcupti.so", &f))
         return dlopen(f.path, RTLD_NOLOAD | RTLD_NOW);
     void *h = NULL;
-    if (tp_cfg.cupti_path[0])
+    if (tp_cfg.cupti_path[0]) {
         h = dlopen(tp_cfg.cupti_path, RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
+            const char *e = dlerror();
+            TP_WARN("TRAINPROF_CUPTI_PATH: %s; trying the usual places", e ? e : "cannot load");
+        }
+    }
     if (!h)
         h = tp_open_in_dir_of("libcudart.so");
     if (!h)

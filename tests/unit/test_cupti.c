@@ -46,6 +46,16 @@ static struct tp_dev_window take_all(void)
     return w;
 }
 
+/* Empty the pending lists (for CK_FORK=no, where tests share a process). */
+static void fresh(void)
+{
+    struct tp_dev_window w;
+    tp_cupti_take(0, UINT64_MAX, &w);
+    tp_cupti_window_free(&w);
+    tp_cupti_take(UINT64_MAX, UINT64_MAX, &w);
+    tp_cupti_window_free(&w);
+}
+
 static void add_api(int driver, uint32_t cbid, uint32_t corr, uint64_t start, uint64_t end)
 {
     CUpti_ActivityAPI a;
@@ -75,6 +85,7 @@ static void add_kernel(uint32_t corr, uint64_t start, uint64_t end)
 
 START_TEST(test_decode_kernel)
 {
+    fresh();
     CUpti_ActivityKernel10 k;
     memset(&k, 0, sizeof k);
     k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
@@ -134,6 +145,7 @@ END_TEST
 
 START_TEST(test_decode_copies_sets_syncs)
 {
+    fresh();
     CUpti_ActivityMemcpy6 m;
     memset(&m, 0, sizeof m);
     m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
@@ -240,6 +252,7 @@ END_TEST
 
 START_TEST(test_decode_api_filter)
 {
+    fresh();
     CUpti_ActivityAPI a;
     memset(&a, 0, sizeof a);
     a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
@@ -305,6 +318,7 @@ END_TEST
 
 START_TEST(test_decode_ext_overhead_other)
 {
+    fresh();
     CUpti_ActivityExternalCorrelation e;
     memset(&e, 0, sizeof e);
     e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
@@ -356,6 +370,7 @@ END_TEST
 
 START_TEST(test_take_window)
 {
+    fresh();
     /* before the window: API 1 and its kernel (ends in the window: taken by time) */
     add_api(0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1, 50, 60);
     add_kernel(1, 70, 80);
@@ -410,6 +425,7 @@ END_TEST
 
 START_TEST(test_unfinished)
 {
+    fresh();
     add_api(0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1, 100, 110);
     add_api(1, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, 101, 109);   /* same launch */
     add_api(0, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, 2, 120, 130);
@@ -428,6 +444,7 @@ END_TEST
 
 START_TEST(test_absent_is_harmless)
 {
+    fresh();
     /* Nothing started: every call is a no-op. */
     tp_cupti_collect(1);
     tp_cupti_ext_push(7);
@@ -858,6 +875,30 @@ START_TEST(test_fake_recycle)
 }
 END_TEST
 
+/* A kind CUPTI refuses is said once and skipped; the others still work. */
+START_TEST(test_fake_kind_refused)
+{
+    if (!have_fakes())
+        return;
+    char kind[16];
+    snprintf(kind, sizeof kind, "%d", (int)CUPTI_ACTIVITY_KIND_OVERHEAD);
+    setenv("FAKE_CUPTI_FAIL_KIND", kind, 1);
+    setup(NULL);
+    ck_assert_int_eq(tp_cupti_start(), 0);
+    uint64_t t0 = tp_clock_now();
+    launch_one();
+    uint64_t t1 = tp_clock_now();
+    tp_cupti_stop(0);
+    ck_assert_int_eq(tp_cupti_start(), 0);    /* refused again, not said again */
+    tp_cupti_collect(1);
+    struct tp_dev_window w;
+    tp_cupti_take(t0, t1, &w);
+    ck_assert_uint_eq(w.n_api, 1);
+    ck_assert_uint_eq(w.n_rec, 1);
+    tp_cupti_window_free(&w);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("cupti");
@@ -882,6 +923,7 @@ static Suite *suite(void)
     tcase_add_test(f, test_fake_ext);
     tcase_add_test(f, test_fake_threads_many_buffers);
     tcase_add_test(f, test_fake_recycle);
+    tcase_add_test(f, test_fake_kind_refused);
     suite_add_tcase(s, f);
     return s;
 }
