@@ -112,4 +112,33 @@ void tp_cupti_ext_pop(void);
  * "active (CUPTI 130001)", "unavailable: <why>", "off (TRAINPROF_ACTIVITIES)". */
 const char *tp_cupti_status(void);
 
+/* ---- additions (after the interface above was fixed) --------------------- */
+
+/* Classes of the runtime/driver API cbids kept in tp_dev_api records. */
+enum tp_cupti_cb_class {
+    TP_CB_OTHER = 0,            /* not kept */
+    TP_CB_LAUNCH,               /* kernel launches (what tp_cupti_unfinished counts) */
+    TP_CB_GRAPH,                /* graph launches */
+    TP_CB_COPY,
+    TP_CB_SET,
+    TP_CB_SYNC,
+};
+
+/* tp_cupti_cb_class - enum tp_cupti_cb_class of runtime ("driver" 0) or
+ * driver ("driver" 1) API callback id "cbid". */
+int tp_cupti_cb_class(int driver, uint32_t cbid);
+
+/* tp_cupti_set_capture_check - "fn" returns non-zero while a stream capture
+ * may be open; tp_cupti_stop(1) then skips cuptiFinalize.  NULL: no check. */
+void tp_cupti_set_capture_check(int (*fn)(void));
+
+/* tp_cupti_decode - decode one CUPTI activity record ("record" is a
+ * const CUpti_Activity *, kept void here so that this header needs no CUPTI
+ * headers) into the pending lists, as tp_cupti_collect() does for each record
+ * of a completed buffer.  Flush thread (or a test).  Returns 1 if stored,
+ * 0 if filtered or only counted (API cbids we do not keep, OVERHEAD, MEMORY2),
+ * -1 if dropped (no timestamps, or the pending lists are full: counted in
+ * tp_dev_window.dropped), -2 for a kind we do not decode. */
+int tp_cupti_decode(const void *record);
+
 #endif

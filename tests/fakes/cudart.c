@@ -21,9 +21,21 @@
  * Thread safety: the table has a lock (registration and lookups only); the
  * last error and the call-configuration stack are per thread; launches take
  * no lock.
+ *
+ * Observer (tests/fakes/fakegpu.h): the fake CUPTI registers begin/end
+ * callbacks with fakegpu_set_observer(); launches, graph launches, copies,
+ * sets and synchronizations then report each call (runtime domain, CUPTI
+ * runtime cbid, kernel name from the registration table, sizes, stream) so
+ * that it can produce activity records.  Unset, an entry point pays one
+ * relaxed load; set, a launch by stub also takes the table lock to find the
+ * kernel's name.  A call that fails reports kind NONE (an API record, no
+ * device work), as CUPTI would.
  */
+#include "fakegpu.h"
+
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
+#include <cupti_runtime_cbid.h>
 
 #include <errno.h>
 #include <pthread.h>
@@ -120,6 +132,118 @@ static void launch_cost(void)
     while (mono_ns() < end) {
     }
 }
+
+/* ---- observer (the fake CUPTI) -------------------------------------------- */
+
+FAKE_EXPORT void fakegpu_set_observer(fakegpu_begin_fn begin, fakegpu_end_fn end);
+
+static fakegpu_begin_fn obs_begin_fn;
+static fakegpu_end_fn obs_end_fn;
+
+/* Setting stores end before begin (release); clearing clears begin first. */
+FAKE_EXPORT void fakegpu_set_observer(fakegpu_begin_fn begin, fakegpu_end_fn end)
+{
+    if (begin && end) {
+        __atomic_store_n(&obs_end_fn, end, __ATOMIC_RELAXED);
+        __atomic_store_n(&obs_begin_fn, begin, __ATOMIC_RELEASE);
+    } else {
+        __atomic_store_n(&obs_begin_fn, NULL, __ATOMIC_RELEASE);
+        __atomic_store_n(&obs_end_fn, NULL, __ATOMIC_RELEASE);
+    }
+}
+
+struct obs {
+    fakegpu_end_fn end;        /* NULL: no observer at entry */
+    uint64_t token;
+};
+
+static inline struct obs obs_enter(void)
+{
+    struct obs o = { NULL, 0 };
+    fakegpu_begin_fn b = __atomic_load_n(&obs_begin_fn, __ATOMIC_RELAXED);
+    if (__builtin_expect(b != NULL, 0)) {
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        o.end = __atomic_load_n(&obs_end_fn, __ATOMIC_RELAXED);
+        if (o.end)
+            o.token = b();
+    }
+    return o;
+}
+
+static void obs_report(const struct obs *o, int cbid, int kind, cudaStream_t s)
+{
+    struct fakegpu_op op;
+    memset(&op, 0, sizeof op);
+    op.domain = FAKEGPU_RUNTIME;
+    op.cbid = cbid;
+    op.kind = kind;
+    op.stream = (uint64_t)(uintptr_t)s;
+    o->end(o->token, &op);
+}
+
+static void obs_launch(const struct obs *o, int cbid, cudaError_t r, const char *name, dim3 g,
+                       dim3 b, size_t sm, cudaStream_t s)
+{
+    struct fakegpu_op op;
+    memset(&op, 0, sizeof op);
+    op.domain = FAKEGPU_RUNTIME;
+    op.cbid = cbid;
+    op.kind = r == cudaSuccess ? FAKEGPU_KERNEL : FAKEGPU_NONE;
+    op.kernel = name;
+    op.grid[0] = g.x, op.grid[1] = g.y, op.grid[2] = g.z;
+    op.block[0] = b.x, op.block[1] = b.y, op.block[2] = b.z;
+    op.smem = (unsigned)sm;
+    op.stream = (uint64_t)(uintptr_t)s;
+    o->end(o->token, &op);
+}
+
+static void obs_bytes(const struct obs *o, int cbid, cudaError_t r, int kind, size_t n,
+                      enum cudaMemcpyKind k, cudaStream_t s)
+{
+    struct fakegpu_op op;
+    memset(&op, 0, sizeof op);
+    op.domain = FAKEGPU_RUNTIME;
+    op.cbid = cbid;
+    op.kind = r == cudaSuccess ? kind : FAKEGPU_NONE;
+    op.bytes = n;
+    op.copy_kind = (int)k;
+    op.stream = (uint64_t)(uintptr_t)s;
+    o->end(o->token, &op);
+}
+
+#define OBS_COPY(cbid, call, n, k, s) do { \
+        struct obs o_ = obs_enter(); \
+        cudaError_t r_ = (call); \
+        if (o_.end) \
+            obs_bytes(&o_, CUPTI_RUNTIME_TRACE_CBID_##cbid, r_, FAKEGPU_MEMCPY, (n), (k), (s)); \
+        return r_; \
+    } while (0)
+
+#define OBS_SET(cbid, call, n, s) do { \
+        struct obs o_ = obs_enter(); \
+        cudaError_t r_ = (call); \
+        if (o_.end) \
+            obs_bytes(&o_, CUPTI_RUNTIME_TRACE_CBID_##cbid, r_, FAKEGPU_MEMSET, (n), \
+                      cudaMemcpyHostToHost, (s)); \
+        return r_; \
+    } while (0)
+
+#define OBS_SYNC(cbid, call, s) do { \
+        struct obs o_ = obs_enter(); \
+        cudaError_t r_ = (call); \
+        if (o_.end) \
+            obs_report(&o_, CUPTI_RUNTIME_TRACE_CBID_##cbid, \
+                       r_ == cudaSuccess ? FAKEGPU_SYNC : FAKEGPU_NONE, (s)); \
+        return r_; \
+    } while (0)
+
+#define OBS_NONE(cbid, call, s) do { \
+        struct obs o_ = obs_enter(); \
+        cudaError_t r_ = (call); \
+        if (o_.end) \
+            obs_report(&o_, CUPTI_RUNTIME_TRACE_CBID_##cbid, FAKEGPU_NONE, (s)); \
+        return r_; \
+    } while (0)
 
 /* ---- registration table ------------------------------------------------- */
 
@@ -324,63 +448,101 @@ static cudaError_t launch_kernel(cudaKernel_t k, dim3 g, dim3 b)
     return launch_stub((const void *)k, g, b);
 }
 
+/* Names for the observer only (registration entries are never freed). */
+static const char *stub_name(const void *f)
+{
+    if (!f)
+        return NULL;
+    pthread_mutex_lock(&reg_lock);
+    struct fake_func *e = find_func_locked(f);
+    const char *n = e ? e->device_name : NULL;
+    pthread_mutex_unlock(&reg_lock);
+    return n;
+}
+
+static const char *kernel_name(cudaKernel_t k)
+{
+    return k && is_registered_kernel(k) ? ((const struct fake_func *)(const void *)k)->device_name
+                                        : NULL;
+}
+
+#define OBS_LAUNCH(cbid, call, name, g, b, sm, s) do { \
+        struct obs o_ = obs_enter(); \
+        cudaError_t r_ = (call); \
+        if (o_.end) \
+            obs_launch(&o_, CUPTI_RUNTIME_TRACE_CBID_##cbid, r_, (name), (g), (b), (sm), (s)); \
+        return r_; \
+    } while (0)
+
 FAKE_EXPORT cudaError_t cudaLaunchKernel(const void *f, dim3 g, dim3 b, void **a, size_t sm,
                                          cudaStream_t s)
 {
-    (void)a; (void)sm; (void)s;
-    return launch_stub(f, g, b);
+    (void)a;
+    OBS_LAUNCH(cudaLaunchKernel_v7000, launch_stub(f, g, b), stub_name(f), g, b, sm, s);
 }
 
 FAKE_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *f, dim3 g, dim3 b, void **a, size_t sm,
                                               cudaStream_t s)
 {
-    (void)a; (void)sm; (void)s;
-    return launch_stub(f, g, b);
+    (void)a;
+    OBS_LAUNCH(cudaLaunchKernel_ptsz_v7000, launch_stub(f, g, b), stub_name(f), g, b, sm, s);
 }
 
 FAKE_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void **a, size_t sm,
                                            cudaStream_t s)
 {
-    (void)a; (void)sm; (void)s;
-    return launch_kernel(k, g, b);
+    (void)a;
+    OBS_LAUNCH(__cudaLaunchKernel_v13000, launch_kernel(k, g, b), kernel_name(k), g, b, sm, s);
 }
 
 FAKE_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 g, dim3 b, void **a,
                                                 size_t sm, cudaStream_t s)
 {
-    (void)a; (void)sm; (void)s;
-    return launch_kernel(k, g, b);
+    (void)a;
+    OBS_LAUNCH(__cudaLaunchKernel_ptsz_v13000, launch_kernel(k, g, b), kernel_name(k), g, b, sm,
+               s);
 }
+
+static cudaError_t launch_ex(const cudaLaunchConfig_t *c, const void *f)
+{
+    if (!c)
+        return fail(cudaErrorInvalidValue);
+    return launch_stub(f, c->gridDim, c->blockDim);
+}
+
+static const dim3 dim_zero = { 0, 0, 0 };
 
 FAKE_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *c, const void *f, void **a)
 {
     (void)a;
-    if (!c)
-        return fail(cudaErrorInvalidValue);
-    return launch_stub(f, c->gridDim, c->blockDim);
+    OBS_LAUNCH(cudaLaunchKernelExC_v11060, launch_ex(c, f), stub_name(f),
+               c ? c->gridDim : dim_zero, c ? c->blockDim : dim_zero,
+               c ? c->dynamicSmemBytes : 0, c ? c->stream : NULL);
 }
 
 FAKE_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *c, const void *f,
                                                  void **a)
 {
     (void)a;
-    if (!c)
-        return fail(cudaErrorInvalidValue);
-    return launch_stub(f, c->gridDim, c->blockDim);
+    OBS_LAUNCH(cudaLaunchKernelExC_ptsz_v11060, launch_ex(c, f), stub_name(f),
+               c ? c->gridDim : dim_zero, c ? c->blockDim : dim_zero,
+               c ? c->dynamicSmemBytes : 0, c ? c->stream : NULL);
 }
 
 FAKE_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *f, dim3 g, dim3 b, void **a,
                                                     size_t sm, cudaStream_t s)
 {
-    (void)a; (void)sm; (void)s;
-    return launch_stub(f, g, b);
+    (void)a;
+    OBS_LAUNCH(cudaLaunchCooperativeKernel_v9000, launch_stub(f, g, b), stub_name(f), g, b, sm,
+               s);
 }
 
 FAKE_EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *f, dim3 g, dim3 b, void **a,
                                                          size_t sm, cudaStream_t s)
 {
-    (void)a; (void)sm; (void)s;
-    return launch_stub(f, g, b);
+    (void)a;
+    OBS_LAUNCH(cudaLaunchCooperativeKernel_ptsz_v9000, launch_stub(f, g, b), stub_name(f), g, b,
+               sm, s);
 }
 
 /* ---- graphs (dummy handles) --------------------------------------------- */
@@ -483,22 +645,23 @@ FAKE_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t g)
     return cudaSuccess;
 }
 
-FAKE_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s)
+static cudaError_t graph_launch(cudaGraphExec_t e)
 {
-    (void)s;
     if (!e)
         return fail(cudaErrorInvalidValue);
     launch_cost();
     return cudaSuccess;
 }
 
+/* Reported without device work (the fake keeps no graph nodes). */
+FAKE_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s)
+{
+    OBS_NONE(cudaGraphLaunch_v10000, graph_launch(e), s);
+}
+
 FAKE_EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t e, cudaStream_t s)
 {
-    (void)s;
-    if (!e)
-        return fail(cudaErrorInvalidValue);
-    launch_cost();
-    return cudaSuccess;
+    OBS_NONE(cudaGraphLaunch_ptsz_v10000, graph_launch(e), s);
 }
 
 /* ---- copies and sets ---------------------------------------------------- */
@@ -552,39 +715,36 @@ static cudaError_t do_set2d(void *d, size_t p, int v, size_t w, size_t h)
 
 FAKE_EXPORT cudaError_t cudaMemcpy(void *d, const void *s, size_t n, enum cudaMemcpyKind k)
 {
-    return do_copy(d, s, n, k);
+    OBS_COPY(cudaMemcpy_v3020, do_copy(d, s, n, k), n, k, NULL);
 }
 
 FAKE_EXPORT cudaError_t cudaMemcpy_ptds(void *d, const void *s, size_t n, enum cudaMemcpyKind k)
 {
-    return do_copy(d, s, n, k);
+    OBS_COPY(cudaMemcpy_ptds_v7000, do_copy(d, s, n, k), n, k, NULL);
 }
 
 FAKE_EXPORT cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKind k,
                                         cudaStream_t st)
 {
-    (void)st;
-    return do_copy(d, s, n, k);
+    OBS_COPY(cudaMemcpyAsync_v3020, do_copy(d, s, n, k), n, k, st);
 }
 
 FAKE_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *d, const void *s, size_t n,
                                              enum cudaMemcpyKind k, cudaStream_t st)
 {
-    (void)st;
-    return do_copy(d, s, n, k);
+    OBS_COPY(cudaMemcpyAsync_ptsz_v7000, do_copy(d, s, n, k), n, k, st);
 }
 
 FAKE_EXPORT cudaError_t cudaMemcpy2D(void *d, size_t dp, const void *s, size_t sp, size_t w,
                                      size_t h, enum cudaMemcpyKind k)
 {
-    return do_copy2d(d, dp, s, sp, w, h, k);
+    OBS_COPY(cudaMemcpy2D_v3020, do_copy2d(d, dp, s, sp, w, h, k), w * h, k, NULL);
 }
 
 FAKE_EXPORT cudaError_t cudaMemcpy2DAsync(void *d, size_t dp, const void *s, size_t sp, size_t w,
                                           size_t h, enum cudaMemcpyKind k, cudaStream_t st)
 {
-    (void)st;
-    return do_copy2d(d, dp, s, sp, w, h, k);
+    OBS_COPY(cudaMemcpy2DAsync_v3020, do_copy2d(d, dp, s, sp, w, h, k), w * h, k, st);
 }
 
 static cudaError_t do_peer(void *d, int dd, const void *s, int sd, size_t n)
@@ -596,14 +756,14 @@ static cudaError_t do_peer(void *d, int dd, const void *s, int sd, size_t n)
 
 FAKE_EXPORT cudaError_t cudaMemcpyPeer(void *d, int dd, const void *s, int sd, size_t n)
 {
-    return do_peer(d, dd, s, sd, n);
+    OBS_COPY(cudaMemcpyPeer_v4000, do_peer(d, dd, s, sd, n), n, cudaMemcpyDeviceToDevice, NULL);
 }
 
 FAKE_EXPORT cudaError_t cudaMemcpyPeerAsync(void *d, int dd, const void *s, int sd, size_t n,
                                             cudaStream_t st)
 {
-    (void)st;
-    return do_peer(d, dd, s, sd, n);
+    OBS_COPY(cudaMemcpyPeerAsync_v4000, do_peer(d, dd, s, sd, n), n, cudaMemcpyDeviceToDevice,
+             st);
 }
 
 /* A "symbol" is the host shadow variable's address; in the fake it is the
@@ -628,87 +788,85 @@ static cudaError_t from_symbol(void *d, const void *sym, size_t n, size_t off,
 FAKE_EXPORT cudaError_t cudaMemcpyToSymbol(const void *sym, const void *s, size_t n, size_t off,
                                            enum cudaMemcpyKind k)
 {
-    return to_symbol(sym, s, n, off, k);
+    OBS_COPY(cudaMemcpyToSymbol_v3020, to_symbol(sym, s, n, off, k), n, k, NULL);
 }
 
 FAKE_EXPORT cudaError_t cudaMemcpyFromSymbol(void *d, const void *sym, size_t n, size_t off,
                                              enum cudaMemcpyKind k)
 {
-    return from_symbol(d, sym, n, off, k);
+    OBS_COPY(cudaMemcpyFromSymbol_v3020, from_symbol(d, sym, n, off, k), n, k, NULL);
 }
 
 FAKE_EXPORT cudaError_t cudaMemcpyToSymbolAsync(const void *sym, const void *s, size_t n,
                                                 size_t off, enum cudaMemcpyKind k, cudaStream_t st)
 {
-    (void)st;
-    return to_symbol(sym, s, n, off, k);
+    OBS_COPY(cudaMemcpyToSymbolAsync_v3020, to_symbol(sym, s, n, off, k), n, k, st);
 }
 
 FAKE_EXPORT cudaError_t cudaMemcpyFromSymbolAsync(void *d, const void *sym, size_t n, size_t off,
                                                   enum cudaMemcpyKind k, cudaStream_t st)
 {
-    (void)st;
-    return from_symbol(d, sym, n, off, k);
+    OBS_COPY(cudaMemcpyFromSymbolAsync_v3020, from_symbol(d, sym, n, off, k), n, k, st);
 }
 
 FAKE_EXPORT cudaError_t cudaMemset(void *d, int v, size_t n)
 {
-    return do_set(d, v, n);
+    OBS_SET(cudaMemset_v3020, do_set(d, v, n), n, NULL);
 }
 
 FAKE_EXPORT cudaError_t cudaMemset_ptds(void *d, int v, size_t n)
 {
-    return do_set(d, v, n);
+    OBS_SET(cudaMemset_ptds_v7000, do_set(d, v, n), n, NULL);
 }
 
 FAKE_EXPORT cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st)
 {
-    (void)st;
-    return do_set(d, v, n);
+    OBS_SET(cudaMemsetAsync_v3020, do_set(d, v, n), n, st);
 }
 
 FAKE_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *d, int v, size_t n, cudaStream_t st)
 {
-    (void)st;
-    return do_set(d, v, n);
+    OBS_SET(cudaMemsetAsync_ptsz_v7000, do_set(d, v, n), n, st);
 }
 
 FAKE_EXPORT cudaError_t cudaMemset2D(void *d, size_t p, int v, size_t w, size_t h)
 {
-    return do_set2d(d, p, v, w, h);
+    OBS_SET(cudaMemset2D_v3020, do_set2d(d, p, v, w, h), w * h, NULL);
 }
 
 FAKE_EXPORT cudaError_t cudaMemset2DAsync(void *d, size_t p, int v, size_t w, size_t h,
                                           cudaStream_t st)
 {
-    (void)st;
-    return do_set2d(d, p, v, w, h);
+    OBS_SET(cudaMemset2DAsync_v3020, do_set2d(d, p, v, w, h), w * h, st);
 }
 
 /* ---- synchronization ---------------------------------------------------- */
 
 FAKE_EXPORT cudaError_t cudaDeviceSynchronize(void)
 {
-    return cudaSuccess;
+    OBS_SYNC(cudaDeviceSynchronize_v3020, cudaSuccess, NULL);
 }
 
 FAKE_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
-    (void)s;
-    return cudaSuccess;
+    OBS_SYNC(cudaStreamSynchronize_v3020, cudaSuccess, s);
 }
 
 FAKE_EXPORT cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s)
 {
-    (void)s;
+    OBS_SYNC(cudaStreamSynchronize_ptsz_v7000, cudaSuccess, s);
+}
+
+static cudaError_t event_sync(cudaEvent_t e)
+{
+    if (!e)
+        return fail(cudaErrorInvalidResourceHandle);
     return cudaSuccess;
 }
 
 FAKE_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t e)
 {
-    if (!e)
-        return fail(cudaErrorInvalidResourceHandle);
-    return cudaSuccess;
+    OBS_SYNC(cudaEventSynchronize_v3020, event_sync(e), NULL);
 }
 
 FAKE_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int fl)

@@ -1,0 +1,872 @@
+/*
+ * cupti.c - a fake libcupti (soname libcupti.so.13) for tests without a GPU.
+ *
+ * DESIGN
+ * Implements, with the prototypes of the CUDA 13.0 CUPTI headers, the calls
+ * collector/cupti.c makes: version, subscribe (v2) / unsubscribe, activity
+ * enable/disable (whole kinds and per runtime/driver cbid), buffer and
+ * timestamp callbacks, attributes, flush, record iteration, dropped counts,
+ * external correlation push/pop (per-thread stacks), finalize.
+ *
+ * Work comes from the fake runtime (cudart.c) and, if loaded, the fake
+ * driver: while any kind or cbid is enabled, this library registers itself
+ * with them through fakegpu_set_observer() (tests/fakes/fakegpu.h).  begin()
+ * takes a timestamp from the client's timestamp callback (CLOCK_REALTIME ns
+ * without one) and hands out the correlation id; end() queues, as the REAL
+ * record structs of CUDA 13.0: one CUpti_ActivityExternalCorrelation per
+ * external kind pushed on the calling thread, then a CUpti_ActivityAPI (kind
+ * RUNTIME or DRIVER, only if that kind or that cbid is enabled), and for work
+ * a CUpti_ActivityKernel10 (CONCURRENT_KERNEL) / Memcpy6 / Memset4 /
+ * Synchronization2 on device 0, context 1, stream 7 for the default stream
+ * (handles 0 and 1) and 13, 14, ... for other handles in order of first use.
+ * Device work starts 2 us after the API call returns and is serialized per
+ * stream: kernels last 5 us, copies 1 us + 100 ps per byte, sets 1 us + 10 ps
+ * per byte, in callback units: ticks per microsecond are calibrated once by
+ * sampling the timestamp callback across a 2 ms sleep.  A synchronization
+ * record spans the API call itself.
+ *
+ * Buffer layout: records back to back at 8-byte aligned offsets, each as
+ * large as its struct (the kind says which); cuptiActivityGetNextRecord walks
+ * that.  Queued records move into client buffers (obtained from the client's
+ * "requested" callback) and buffers go back through "completed": from the
+ * thread "fake-cupti" every ~20 ms, and synchronously in
+ * cuptiActivityFlushAll (both flags).
+ *
+ * Environment: FAKE_CUPTI_VERSION (default 130001); FAKE_CUPTI_BUSY=1 (the
+ * subscribe fails with MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, naming "Nsight
+ * Systems"); FAKE_CUPTI_DELAY_MS=N (device records become visible N ms after
+ * their API call unless flushed with CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+ * FAKE_CUPTI_FAIL_KIND=K (cuptiActivityEnable(K) fails); FAKE_CUPTI_LOG=path
+ * (one line per subscribe, enable KIND, disable KIND, flush, unsubscribe,
+ * finalize).  Never writes to stdout.
+ */
+#define _GNU_SOURCE
+#include "fakegpu.h"
+
+#include <cupti_activity.h>
+#include <cupti_callbacks.h>
+#include <cupti_driver_cbid.h>
+#include <cupti_result.h>
+#include <cupti_runtime_cbid.h>
+#include <cupti_version.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FAKE_EXPORT __attribute__((visibility("default")))
+#define REC_MAX 256              /* bytes: larger than every record struct */
+#define EXT_MAX 32
+#define CALL_MAX 16
+
+/* ---- configuration ------------------------------------------------------ */
+
+static uint32_t version = 130001;
+static int busy;
+static long delay_ms;
+static int fail_kind = -1;
+static char log_path[1024];
+
+static long env_long(const char *name, long def)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    return errno == 0 && *end == '\0' ? n : def;
+}
+
+__attribute__((constructor)) static void fake_init(void)
+{
+    version = (uint32_t)env_long("FAKE_CUPTI_VERSION", 130001);
+    busy = env_long("FAKE_CUPTI_BUSY", 0) != 0;
+    delay_ms = env_long("FAKE_CUPTI_DELAY_MS", 0);
+    fail_kind = (int)env_long("FAKE_CUPTI_FAIL_KIND", -1);
+    const char *l = getenv("FAKE_CUPTI_LOG");
+    if (l)
+        snprintf(log_path, sizeof log_path, "%s", l);
+}
+
+static void flog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void flog(const char *fmt, ...)
+{
+    if (!log_path[0])
+        return;
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n > sizeof line - 2)
+        n = (int)sizeof line - 2;
+    line[n++] = '\n';
+    int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    ssize_t w = write(fd, line, (size_t)n);
+    (void)w;
+    close(fd);
+}
+
+static const char *kind_name(int k)
+{
+    static __thread char buf[16];
+    switch (k) {
+    case CUPTI_ACTIVITY_KIND_KERNEL: return "KERNEL";
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return "CONCURRENT_KERNEL";
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return "MEMCPY";
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: return "MEMCPY2";
+    case CUPTI_ACTIVITY_KIND_MEMSET: return "MEMSET";
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return "SYNCHRONIZATION";
+    case CUPTI_ACTIVITY_KIND_MEMORY2: return "MEMORY2";
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return "EXTERNAL_CORRELATION";
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: return "OVERHEAD";
+    case CUPTI_ACTIVITY_KIND_RUNTIME: return "RUNTIME";
+    case CUPTI_ACTIVITY_KIND_DRIVER: return "DRIVER";
+    default:
+        snprintf(buf, sizeof buf, "%d", k);
+        return buf;
+    }
+}
+
+static size_t rec_size(int kind)
+{
+    switch (kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(CUpti_ActivityMemcpyPtoP4);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: return sizeof(CUpti_ActivityOverhead3);
+    default: return 0;
+    }
+}
+
+static size_t align8(size_t n)
+{
+    return (n + 7) & ~(size_t)7;
+}
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- state ---------------------------------------------------------------- */
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;   /* everything below */
+static CUpti_BuffersCallbackRequestFunc req_cb;
+static CUpti_BuffersCallbackCompleteFunc done_cb;
+static CUpti_TimestampCallbackFunc ts_cb;                /* __atomic access */
+static int subscribed;
+static uint64_t kinds;                                    /* bit per kind < 64 */
+static uint8_t rt_on[CUPTI_RUNTIME_TRACE_CBID_SIZE];
+static uint8_t drv_on[CUPTI_DRIVER_TRACE_CBID_SIZE];
+static int n_cbids_on;
+static int observing;
+static uint32_t next_corr;                                /* __atomic */
+static uint64_t dropped;
+static double ticks_per_us;
+
+static uint8_t *cur;                                      /* client buffer being filled */
+static size_t cur_size, cur_used;
+
+struct qrec {
+    uint64_t visible_ms;                                  /* 0: at once */
+    uint64_t data[REC_MAX / 8];
+};
+static struct qrec *queue;
+static size_t q_n, q_cap;
+
+static struct { uint64_t handle; uint32_t id; uint64_t last_end; } streams[256];
+static int n_streams;
+
+static char *names[1024];
+static int n_names;
+
+static pthread_t thread;
+static int thread_running, thread_stop;
+
+static __thread struct { uint64_t corr, t0; } calls[CALL_MAX];
+static __thread int n_calls;
+static __thread struct { CUpti_ExternalCorrelationKind kind; uint64_t id; } ext_stack[EXT_MAX];
+static __thread int n_ext;
+
+static uint64_t now_ts(void)
+{
+    CUpti_TimestampCallbackFunc f = __atomic_load_n(&ts_cb, __ATOMIC_ACQUIRE);
+    if (f)
+        return f();
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void calibrate(void)
+{
+    uint64_t t0 = now_ts(), m0 = mono_ns();
+    struct timespec d = { 0, 2000000 };
+    while (nanosleep(&d, &d) != 0 && errno == EINTR) {
+    }
+    uint64_t t1 = now_ts(), m1 = mono_ns();
+    double us = (double)(m1 - m0) / 1000.0;
+    ticks_per_us = t1 > t0 && us > 0 ? (double)(t1 - t0) / us : 1000.0;
+}
+
+static int any_on_locked(void)
+{
+    return kinds != 0 || n_cbids_on != 0;
+}
+
+/* ---- queue and delivery --------------------------------------------------- */
+
+static void enqueue_locked(const void *rec, uint64_t visible_ms)
+{
+    if (q_n == q_cap) {
+        size_t c = q_cap ? q_cap * 2 : 256;
+        struct qrec *q = realloc(queue, c * sizeof *q);
+        if (!q) {
+            dropped++;
+            return;
+        }
+        queue = q;
+        q_cap = c;
+    }
+    struct qrec *e = &queue[q_n++];
+    e->visible_ms = visible_ms;
+    memset(e->data, 0, sizeof e->data);
+    memcpy(e->data, rec, rec_size(((const CUpti_Activity *)rec)->kind));
+}
+
+/* Moves ripe records into client buffers; returns the buffers to complete. */
+struct done { uint8_t *buf; size_t size, used; };
+
+static int fill_locked(int force, struct done *out, int max)
+{
+    int n_out = 0;
+    uint64_t now = mono_ms();
+    size_t kept = 0;
+    for (size_t i = 0; i < q_n; i++) {
+        struct qrec *e = &queue[i];
+        if (!force && e->visible_ms > now) {
+            if (kept != i)
+                queue[kept] = *e;
+            kept++;
+            continue;
+        }
+        const CUpti_Activity *a = (const CUpti_Activity *)(const void *)e->data;
+        size_t sz = align8(rec_size(a->kind));
+        if (cur && cur_used + sz > cur_size) {
+            if (n_out == max) {            /* caller delivers these first, then calls again */
+                if (kept != i)
+                    memmove(&queue[kept], &queue[i], (q_n - i) * sizeof *queue);
+                q_n = kept + (q_n - i);
+                return n_out;
+            }
+            out[n_out++] = (struct done){ cur, cur_size, cur_used };
+            cur = NULL;
+        }
+        if (!cur && req_cb) {
+            uint8_t *b = NULL;
+            size_t bs = 0, maxr = 0;
+            req_cb(&b, &bs, &maxr);
+            if (b && bs >= sz) {
+                cur = b;
+                cur_size = bs;
+                cur_used = 0;
+            }
+        }
+        if (!cur) {
+            dropped++;
+            continue;
+        }
+        memcpy(cur + cur_used, e->data, rec_size(a->kind));
+        cur_used += sz;
+    }
+    q_n = kept;
+    if (cur && cur_used && n_out < max) {
+        out[n_out++] = (struct done){ cur, cur_size, cur_used };
+        cur = NULL;
+    }
+    return n_out;
+}
+
+static void deliver(int force)
+{
+    for (;;) {
+        struct done d[8];
+        pthread_mutex_lock(&mu);
+        CUpti_BuffersCallbackCompleteFunc cb = done_cb;
+        int n = fill_locked(force, d, 8);
+        pthread_mutex_unlock(&mu);
+        for (int i = 0; i < n; i++)
+            if (cb)
+                cb(NULL, 0, d[i].buf, d[i].size, d[i].used);
+        if (n < 8)
+            return;
+    }
+}
+
+static void *thread_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        struct timespec d = { 0, 20000000 };
+        nanosleep(&d, NULL);
+        if (__atomic_load_n(&thread_stop, __ATOMIC_ACQUIRE))
+            return NULL;
+        deliver(0);
+    }
+}
+
+static void thread_start_locked(void)
+{
+    if (thread_running)
+        return;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    __atomic_store_n(&thread_stop, 0, __ATOMIC_RELEASE);
+    if (pthread_create(&thread, NULL, thread_main, NULL) == 0) {
+        pthread_setname_np(thread, "fake-cupti");
+        thread_running = 1;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* ---- the observer (called by the fake runtime and driver) ----------------- */
+
+static uint32_t stream_id_locked(uint64_t handle)
+{
+    if (handle == 0 || handle == 1)
+        handle = 0;
+    for (int i = 0; i < n_streams; i++)
+        if (streams[i].handle == handle)
+            return (uint32_t)i;
+    if (n_streams == (int)(sizeof streams / sizeof streams[0]))
+        return 0;
+    streams[n_streams].handle = handle;
+    streams[n_streams].id = handle == 0 ? 7 : (uint32_t)(13 + n_streams);
+    streams[n_streams].last_end = 0;
+    return (uint32_t)n_streams++;
+}
+
+static const char *name_copy_locked(const char *s)
+{
+    if (!s)
+        return NULL;
+    for (int i = 0; i < n_names; i++)
+        if (strcmp(names[i], s) == 0)
+            return names[i];
+    if (n_names == (int)(sizeof names / sizeof names[0]))
+        return "fake_kernel_names_full";
+    char *c = strdup(s);
+    if (!c)
+        return NULL;
+    names[n_names++] = c;
+    return c;
+}
+
+static CUpti_ActivitySynchronizationType sync_type(int domain, int cbid)
+{
+    if (domain == FAKEGPU_RUNTIME) {
+        switch (cbid) {
+        case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000:
+            return CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+        case CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020:
+            return CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE;
+        case CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020:
+            return CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE;
+        default:
+            return CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_UNKNOWN;
+        }
+    }
+    switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz:
+        return CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+    case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize:
+        return CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE;
+    case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize:
+    case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2:
+        return CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE;
+    default:
+        return CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_UNKNOWN;
+    }
+}
+
+static void copy_kinds(int k, uint8_t *copy, uint8_t *src, uint8_t *dst)
+{
+    switch (k) {
+    case 0: *copy = CUPTI_ACTIVITY_MEMCPY_KIND_HTOH; *src = *dst = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE; break;
+    case 1: *copy = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD; *src = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+            *dst = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE; break;
+    case 2: *copy = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH; *src = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+            *dst = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE; break;
+    case 3: *copy = CUPTI_ACTIVITY_MEMCPY_KIND_DTOD; *src = *dst = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE; break;
+    default: *copy = CUPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN; *src = *dst = CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN;
+    }
+}
+
+static uint64_t fake_begin(void)
+{
+    uint32_t corr = __atomic_add_fetch(&next_corr, 1, __ATOMIC_RELAXED);
+    if (n_calls < CALL_MAX) {
+        calls[n_calls].corr = corr;
+        calls[n_calls].t0 = now_ts();
+        n_calls++;
+    }
+    return corr;
+}
+
+static void fake_end(uint64_t token, const struct fakegpu_op *op)
+{
+    uint64_t t1 = now_ts(), t0 = t1;
+    while (n_calls > 0) {
+        n_calls--;
+        if (calls[n_calls].corr == token) {
+            t0 = calls[n_calls].t0;
+            break;
+        }
+    }
+    uint32_t corr = (uint32_t)token;
+    uint64_t vis = delay_ms > 0 ? mono_ms() + (uint64_t)delay_ms : 0;
+    pthread_mutex_lock(&mu);
+    if (!any_on_locked()) {
+        pthread_mutex_unlock(&mu);
+        return;
+    }
+    int drv = op->domain == FAKEGPU_DRIVER;
+    int cb_ok = op->cbid >= 0 &&
+                (drv ? (op->cbid < CUPTI_DRIVER_TRACE_CBID_SIZE && drv_on[op->cbid])
+                     : (op->cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE && rt_on[op->cbid]));
+    CUpti_ActivityKind api_kind = drv ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
+    if ((kinds & (1ull << api_kind)) || cb_ok) {
+        if (kinds & (1ull << CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) {
+            /* One record per external kind: the innermost id of that kind. */
+            for (int i = n_ext - 1; i >= 0; i--) {
+                int seen = 0;
+                for (int j = i + 1; j < n_ext; j++)
+                    seen |= ext_stack[j].kind == ext_stack[i].kind;
+                if (seen)
+                    continue;
+                CUpti_ActivityExternalCorrelation e;
+                memset(&e, 0, sizeof e);
+                e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+                e.externalKind = ext_stack[i].kind;
+                e.externalId = ext_stack[i].id;
+                e.correlationId = corr;
+                enqueue_locked(&e, 0);
+            }
+        }
+        CUpti_ActivityAPI a;
+        memset(&a, 0, sizeof a);
+        a.kind = api_kind;
+        a.cbid = (CUpti_CallbackId)op->cbid;
+        a.start = t0;
+        a.end = t1;
+        a.processId = (uint32_t)getpid();
+        a.threadId = (uint32_t)syscall(SYS_gettid);
+        a.correlationId = corr;
+        enqueue_locked(&a, 0);
+    }
+    uint32_t si = op->kind != FAKEGPU_NONE ? stream_id_locked(op->stream) : 0;
+    uint32_t sid = streams[si].id;
+    uint64_t gap = (uint64_t)(2 * ticks_per_us);
+    uint64_t start = t1 + gap > streams[si].last_end ? t1 + gap : streams[si].last_end;
+    switch (op->kind) {
+    case FAKEGPU_KERNEL:
+        if (kinds & ((1ull << CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) |
+                     (1ull << CUPTI_ACTIVITY_KIND_KERNEL))) {
+            CUpti_ActivityKernel10 k;
+            memset(&k, 0, sizeof k);
+            k.kind = (kinds & (1ull << CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL))
+                         ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL : CUPTI_ACTIVITY_KIND_KERNEL;
+            k.registersPerThread = 32;
+            k.start = start;
+            k.end = start + (uint64_t)(5 * ticks_per_us);
+            k.completed = k.end;
+            k.deviceId = 0;
+            k.contextId = 1;
+            k.streamId = sid;
+            k.gridX = (int32_t)op->grid[0], k.gridY = (int32_t)op->grid[1], k.gridZ = (int32_t)op->grid[2];
+            k.blockX = (int32_t)op->block[0], k.blockY = (int32_t)op->block[1], k.blockZ = (int32_t)op->block[2];
+            k.staticSharedMemory = 0;
+            k.dynamicSharedMemory = (int32_t)op->smem;
+            k.correlationId = corr;
+            k.gridId = corr;
+            k.name = name_copy_locked(op->kernel);
+            streams[si].last_end = k.end;
+            enqueue_locked(&k, vis);
+        }
+        break;
+    case FAKEGPU_MEMCPY:
+        if (kinds & (1ull << CUPTI_ACTIVITY_KIND_MEMCPY)) {
+            CUpti_ActivityMemcpy6 m;
+            memset(&m, 0, sizeof m);
+            m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+            copy_kinds(op->copy_kind, &m.copyKind, &m.srcKind, &m.dstKind);
+            m.bytes = op->bytes;
+            m.start = start;
+            m.end = start + (uint64_t)(ticks_per_us * (1.0 + (double)op->bytes / 10000.0));
+            m.deviceId = 0;
+            m.contextId = 1;
+            m.streamId = sid;
+            m.correlationId = corr;
+            m.runtimeCorrelationId = corr;
+            streams[si].last_end = m.end;
+            enqueue_locked(&m, vis);
+        }
+        break;
+    case FAKEGPU_MEMSET:
+        if (kinds & (1ull << CUPTI_ACTIVITY_KIND_MEMSET)) {
+            CUpti_ActivityMemset4 m;
+            memset(&m, 0, sizeof m);
+            m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+            m.bytes = op->bytes;
+            m.start = start;
+            m.end = start + (uint64_t)(ticks_per_us * (1.0 + (double)op->bytes / 100000.0));
+            m.deviceId = 0;
+            m.contextId = 1;
+            m.streamId = sid;
+            m.correlationId = corr;
+            m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+            streams[si].last_end = m.end;
+            enqueue_locked(&m, vis);
+        }
+        break;
+    case FAKEGPU_SYNC:
+        if (kinds & (1ull << CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)) {
+            CUpti_ActivitySynchronization2 s;
+            memset(&s, 0, sizeof s);
+            s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+            s.type = sync_type(op->domain, op->cbid);
+            s.start = t0;
+            s.end = t1;
+            s.correlationId = corr;
+            s.contextId = 1;
+            s.streamId = sid;
+            enqueue_locked(&s, 0);
+        }
+        break;
+    default:
+        break;
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+/* Tell the fake runtime and driver (those already loaded) to report, or stop. */
+static void set_observers(int on)
+{
+    static const char *const libs[] = { "libcudart.so.13", "libcuda.so.1" };
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
+        void *h = dlopen(libs[i], RTLD_NOLOAD | RTLD_LAZY);
+        if (!h)
+            continue;
+        fakegpu_set_observer_fn set = (fakegpu_set_observer_fn)dlsym(h, "fakegpu_set_observer");
+        if (set)
+            set(on ? fake_begin : NULL, on ? fake_end : NULL);
+        dlclose(h);
+    }
+}
+
+/* After a change of the enabled set: start or stop observing. */
+static void update_observing(void)
+{
+    pthread_mutex_lock(&mu);
+    int want = any_on_locked();
+    int change = want != observing;
+    observing = want;
+    if (want) {
+        if (ticks_per_us <= 0) {
+            pthread_mutex_unlock(&mu);
+            calibrate();
+            pthread_mutex_lock(&mu);
+        }
+        thread_start_locked();
+    }
+    pthread_mutex_unlock(&mu);
+    if (change)
+        set_observers(want);
+}
+
+/* ---- the CUPTI API ------------------------------------------------------------ */
+
+FAKE_EXPORT CUptiResult CUPTIAPI cuptiGetVersion(uint32_t *v)
+{
+    if (!v)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    *v = version;
+    return CUPTI_SUCCESS;
+}
+
+FAKE_EXPORT CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult r, const char **str)
+{
+    if (!str)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    switch (r) {
+    case CUPTI_SUCCESS: *str = "CUPTI_SUCCESS"; break;
+    case CUPTI_ERROR_INVALID_PARAMETER: *str = "CUPTI_ERROR_INVALID_PARAMETER"; break;
+    case CUPTI_ERROR_INVALID_KIND: *str = "CUPTI_ERROR_INVALID_KIND"; break;
+    case CUPTI_ERROR_NOT_SUPPORTED: *str = "CUPTI_ERROR_NOT_SUPPORTED"; break;
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+        *str = "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"; break;
+    default: *str = "CUPTI_ERROR_UNKNOWN"; break;
+    }
+    return CUPTI_SUCCESS;
+}
+
+static CUptiResult subscribe(CUpti_SubscriberHandle *s, const char *name, CUpti_SubscriberParams *p)
+{
+    if (!s)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    pthread_mutex_lock(&mu);
+    int taken = subscribed || busy;
+    if (!taken)
+        subscribed = 1;
+    pthread_mutex_unlock(&mu);
+    if (taken) {
+        if (p && p->oldSubscriberName && p->oldSubscriberSize)
+            snprintf(p->oldSubscriberName, p->oldSubscriberSize, "%s",
+                     busy ? "Nsight Systems" : "CUPTI for another client");
+        flog("subscribe refused");
+        return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+    }
+    *s = (CUpti_SubscriberHandle)(void *)&subscribed;
+    flog("subscribe %s", name ? name : "");
+    return CUPTI_SUCCESS;
+}
+
+FAKE_EXPORT CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb,
+                                                void *ud)
+{
+    (void)cb;
+    (void)ud;
+    return subscribe(s, NULL, NULL);
+}
+
+FAKE_EXPORT CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb,
+                                                   void *ud, CUpti_SubscriberParams *p)
+{
+    (void)cb;
+    (void)ud;
+    if (p && p->structSize < CUpti_SubscriberParams_STRUCT_SIZE)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    return subscribe(s, p ? p->subscriberName : NULL, p);
+}
+
+FAKE_EXPORT CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle s)
+{
+    if (!s)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    pthread_mutex_lock(&mu);
+    subscribed = 0;
+    pthread_mutex_unlock(&mu);
+    flog("unsubscribe");
+    return CUPTI_SUCCESS;
+}
+
+FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r,
+                                                                CUpti_BuffersCallbackCompleteFunc c)
+{
+    if (!r || !c)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    pthread_mutex_lock(&mu);
+    req_cb = r;
+    done_cb = c;
+    pthread_mutex_unlock(&mu);
+    return CUPTI_SUCCESS;
+}
+
+FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f)
+{
+    if (!f)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    __atomic_store_n(&ts_cb, f, __ATOMIC_RELEASE);
+    return CUPTI_SUCCESS;
+}
+
+FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivitySetAttribute(CUpti_ActivityAttribute attr, size_t *size,
+                                                           void *value)
+{
+    (void)attr;
+    if (!size || !value)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    return CUPTI_SUCCESS;
+}
+
+FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
+{
+    if ((unsigned)kind >= 64 || (int)kind == fail_kind)
+        return CUPTI_ERROR_NOT_SUPPORTED;
+    pthread_mutex_lock(&mu);
+    kinds |= 1ull << kind;
+    pthread_mutex_unlock(&mu);
+    flog("enable %s", kind_name(kind));
+    update_observing();
+    return CUPTI_SUCCESS;
+}
+
+FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind)
+{
+    if ((unsigned)kind >= 64)
+        return CUPTI_ERROR_INVALID_KIND;
+    pthread_mutex_lock(&mu);
+    kinds &= ~(1ull << kind);
+    pthread_mutex_unlock(&mu);
+    flog("disable %s", kind_name(kind));
+    update_observing();
+    return CUPTI_SUCCESS;
+}
+
+static CUptiResult enable_cbid(uint8_t *tab, unsigned n, CUpti_CallbackId cbid, uint8_t on)
+{
+    if (cbid >= n)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    pthread_mutex_lock(&mu);
+    if (tab[cbid] != (on != 0)) {
+        tab[cbid] = on != 0;
+        n_cbids_on += on ? 1 : -1;
+    }
+    pthread_mutex_unlock(&mu);
+    update_observing();
+    return CUPTI_SUCCESS;
+}
+
+FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t on)
+{
+    return enable_cbid(rt_on, CUPTI_RUNTIME_TRACE_CBID_SIZE, cbid, on);
+}
+
+FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t on)
+{
+    return enable_cbid(drv_on, CUPTI_DRIVER_TRACE_CBID_SIZE, cbid, on);
+}
+
+FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
+{
+    flog(flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED ? "flush forced" : "flush");
+    deliver((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0);
+    return CUPTI_SUCCESS;
+}
+
+/* Lock-free: the client may call it from its buffer callbacks. */
+FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid,
+                                                            CUpti_Activity **record)
+{
+    if (!buffer || !record)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    uint8_t *p = buffer;
+    if (*record)
+        p = (uint8_t *)*record + align8(rec_size((*record)->kind));
+    if (p + sizeof(CUpti_Activity) > buffer + valid)
+        return CUPTI_ERROR_MAX_LIMIT_REACHED;
+    size_t sz = rec_size(((CUpti_Activity *)(void *)p)->kind);
+    if (!sz || p + sz > buffer + valid)
+        return CUPTI_ERROR_INVALID_KIND;
+    *record = (CUpti_Activity *)(void *)p;
+    return CUPTI_SUCCESS;
+}
+
+FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext ctx, uint32_t stream,
+                                                                   size_t *n)
+{
+    (void)ctx;
+    (void)stream;
+    if (!n)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    pthread_mutex_lock(&mu);
+    *n = dropped;
+    dropped = 0;
+    pthread_mutex_unlock(&mu);
+    return CUPTI_SUCCESS;
+}
+
+FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind k,
+                                                                        uint64_t id)
+{
+    if ((int)k <= CUPTI_EXTERNAL_CORRELATION_KIND_INVALID || n_ext == EXT_MAX)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    ext_stack[n_ext].kind = k;
+    ext_stack[n_ext].id = id;
+    n_ext++;
+    return CUPTI_SUCCESS;
+}
+
+FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind k,
+                                                                       uint64_t *last)
+{
+    for (int i = n_ext - 1; i >= 0; i--) {
+        if (ext_stack[i].kind != k)
+            continue;
+        if (last)
+            *last = ext_stack[i].id;
+        memmove(&ext_stack[i], &ext_stack[i + 1], (size_t)(n_ext - i - 1) * sizeof ext_stack[0]);
+        n_ext--;
+        return CUPTI_SUCCESS;
+    }
+    return CUPTI_ERROR_QUEUE_EMPTY;
+}
+
+FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityEnableCudaEventDeviceTimestamps(uint8_t enable)
+{
+    (void)enable;
+    return CUPTI_SUCCESS;
+}
+
+/* Forgets everything (real CUPTI re-initialises lazily after it). */
+FAKE_EXPORT CUptiResult CUPTIAPI cuptiFinalize(void)
+{
+    flog("finalize");
+    pthread_mutex_lock(&mu);
+    int was = observing, running = thread_running;
+    kinds = 0;
+    memset(rt_on, 0, sizeof rt_on);
+    memset(drv_on, 0, sizeof drv_on);
+    n_cbids_on = 0;
+    observing = 0;
+    thread_running = 0;
+    __atomic_store_n(&thread_stop, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&mu);
+    if (was)
+        set_observers(0);
+    if (running)
+        pthread_join(thread, NULL);
+    pthread_mutex_lock(&mu);
+    q_n = 0;
+    cur = NULL;
+    req_cb = NULL;
+    done_cb = NULL;
+    subscribed = 0;
+    pthread_mutex_unlock(&mu);
+    __atomic_store_n(&ts_cb, NULL, __ATOMIC_RELEASE);
+    return CUPTI_SUCCESS;
+}

@@ -1,0 +1,934 @@
+/*
+ * test_cupti.c - the CUPTI collector: record decoding on hand-made CUDA 13.0
+ * record structs, windows (take, discard, unfinished), and the lifecycle
+ * against the fake libcupti (build/fakes/libcupti.so) driven by the fake
+ * runtime (build/fakes/libcudart.so.13).
+ *
+ * DESIGN
+ * Each test runs in its own process (CK_FORK=yes, as `make check-unit` runs
+ * it): the collector's state, the configuration read once by
+ * tp_config_init() and the fakes' environment variables (read when the fake
+ * is loaded) all start fresh.  With CK_FORK=no the lifecycle tests skip.
+ * The fakes are found next to this binary: <build>/tests/test_cupti ->
+ * <build>/fakes/; if they were not built (`make fakes`), those tests skip
+ * with a message.
+ */
+#include "collector/clock.h"
+#include "collector/config.h"
+#include "collector/cupti.h"
+#include "collector/intern.h"
+
+#include <cupti_activity.h>
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
+#include <cuda_runtime_api.h>
+
+#include <check.h>
+#include <dlfcn.h>
+#include <libgen.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tp_test.h"
+
+/* ---- decoding ----------------------------------------------------------- */
+
+static struct tp_dev_window take_all(void)
+{
+    struct tp_dev_window w;
+    tp_cupti_take(0, UINT64_MAX, &w);
+    return w;
+}
+
+/* Empty the pending lists (for CK_FORK=no, where tests share a process). */
+static void fresh(void)
+{
+    struct tp_dev_window w;
+    tp_cupti_take(0, UINT64_MAX, &w);
+    tp_cupti_window_free(&w);
+    tp_cupti_take(UINT64_MAX, UINT64_MAX, &w);
+    tp_cupti_window_free(&w);
+}
+
+static void add_api(int driver, uint32_t cbid, uint32_t corr, uint64_t start, uint64_t end)
+{
+    CUpti_ActivityAPI a;
+    memset(&a, 0, sizeof a);
+    a.kind = driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
+    a.cbid = cbid;
+    a.start = start;
+    a.end = end;
+    a.processId = 1;
+    a.threadId = 4242;
+    a.correlationId = corr;
+    ck_assert_int_eq(tp_cupti_decode(&a), 1);
+}
+
+static void add_kernel(uint32_t corr, uint64_t start, uint64_t end)
+{
+    CUpti_ActivityKernel10 k;
+    memset(&k, 0, sizeof k);
+    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k.start = start;
+    k.end = end;
+    k.correlationId = corr;
+    k.streamId = 7;
+    k.name = "_Z4stepv";
+    ck_assert_int_eq(tp_cupti_decode(&k), 1);
+}
+
+START_TEST(test_decode_kernel)
+{
+    fresh();
+    CUpti_ActivityKernel10 k;
+    memset(&k, 0, sizeof k);
+    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k.registersPerThread = 40;
+    k.start = 1000;
+    k.end = 1500;
+    k.deviceId = 2;
+    k.contextId = 3;
+    k.streamId = 14;
+    k.gridX = 5, k.gridY = 6, k.gridZ = 7;
+    k.blockX = 128, k.blockY = 2, k.blockZ = 1;
+    k.staticSharedMemory = 1024;
+    k.dynamicSharedMemory = 4096;
+    k.correlationId = 77;
+    k.name = "_Z6kernelPfi";
+    k.graphId = 9;
+    k.graphNodeId = 0x100000001ull;
+    ck_assert_int_eq(tp_cupti_decode(&k), 1);
+    /* The same name pointer again: served from the cache. */
+    k.correlationId = 78;
+    k.start = 2000;
+    k.end = 1900;                            /* end before start -> end = start */
+    ck_assert_int_eq(tp_cupti_decode(&k), 1);
+
+    struct tp_dev_window w = take_all();
+    ck_assert_uint_eq(w.n_rec, 2);
+    ck_assert_uint_eq(w.n_api, 0);
+    const struct tp_dev_record *r = &w.rec[0];
+    ck_assert_int_eq(r->kind, TP_DEV_KERNEL);
+    ck_assert_uint_eq(r->device, 2);
+    ck_assert_uint_eq(r->context, 3);
+    ck_assert_uint_eq(r->stream, 14);
+    ck_assert_uint_eq(r->correlation, 77);
+    ck_assert_uint_eq(r->start, 1000);
+    ck_assert_uint_eq(r->end, 1500);
+    ck_assert_int_eq(r->grid[0], 5);
+    ck_assert_int_eq(r->grid[1], 6);
+    ck_assert_int_eq(r->grid[2], 7);
+    ck_assert_int_eq(r->block[0], 128);
+    ck_assert_int_eq(r->block[1], 2);
+    ck_assert_int_eq(r->block[2], 1);
+    ck_assert_int_eq(r->static_smem, 1024);
+    ck_assert_int_eq(r->dynamic_smem, 4096);
+    ck_assert_uint_eq(r->registers, 40);
+    ck_assert_uint_eq(r->graph_id, 9);
+    ck_assert_uint_eq(r->graph_node_id, 0x100000001ull);
+    ck_assert_str_eq(tp_intern_str(r->name), "kernel(float*, int)");
+    ck_assert_uint_eq(w.rec[1].correlation, 78);
+    ck_assert_uint_eq(w.rec[1].start, 2000);
+    ck_assert_uint_eq(w.rec[1].end, 2000);
+    ck_assert_uint_eq(w.rec[1].name, r->name);
+    ck_assert_uint_eq(w.dropped, 0);
+    tp_cupti_window_free(&w);
+    ck_assert_ptr_null(w.rec);
+}
+END_TEST
+
+START_TEST(test_decode_copies_sets_syncs)
+{
+    fresh();
+    CUpti_ActivityMemcpy6 m;
+    memset(&m, 0, sizeof m);
+    m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+    m.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+    m.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    m.bytes = 1u << 20;
+    m.start = 100;
+    m.end = 200;
+    m.deviceId = 1;
+    m.contextId = 2;
+    m.streamId = 13;
+    m.correlationId = 5;
+    m.graphId = 3;
+    m.graphNodeId = 4;
+    ck_assert_int_eq(tp_cupti_decode(&m), 1);
+
+    CUpti_ActivityMemcpyPtoP4 p;
+    memset(&p, 0, sizeof p);
+    p.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+    p.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+    p.srcKind = p.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    p.bytes = 4096;
+    p.start = 300;
+    p.end = 350;
+    p.deviceId = 1;
+    p.contextId = 2;
+    p.streamId = 15;
+    p.srcDeviceId = 0;
+    p.dstDeviceId = 1;
+    p.correlationId = 6;
+    ck_assert_int_eq(tp_cupti_decode(&p), 1);
+
+    CUpti_ActivityMemset4 s;
+    memset(&s, 0, sizeof s);
+    s.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+    s.value = 0xff;
+    s.bytes = 8192;
+    s.start = 400;
+    s.end = 410;
+    s.deviceId = 1;
+    s.contextId = 2;
+    s.streamId = 7;
+    s.correlationId = 7;
+    s.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    s.graphId = 11;
+    s.graphNodeId = 12;
+    ck_assert_int_eq(tp_cupti_decode(&s), 1);
+
+    CUpti_ActivitySynchronization2 y;
+    memset(&y, 0, sizeof y);
+    y.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+    y.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+    y.start = 500;
+    y.end = 900;
+    y.correlationId = 8;
+    y.contextId = 2;
+    y.streamId = 13;
+    ck_assert_int_eq(tp_cupti_decode(&y), 1);
+
+    struct tp_dev_window w = take_all();
+    ck_assert_uint_eq(w.n_rec, 4);
+    const struct tp_dev_record *r = w.rec;
+    ck_assert_int_eq(r[0].kind, TP_DEV_MEMCPY);
+    ck_assert_uint_eq(r[0].copy_kind, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD);
+    ck_assert_uint_eq(r[0].src_kind, CUPTI_ACTIVITY_MEMORY_KIND_PINNED);
+    ck_assert_uint_eq(r[0].dst_kind, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+    ck_assert_uint_eq(r[0].bytes, 1u << 20);
+    ck_assert_uint_eq(r[0].device, 1);
+    ck_assert_uint_eq(r[0].context, 2);
+    ck_assert_uint_eq(r[0].stream, 13);
+    ck_assert_uint_eq(r[0].correlation, 5);
+    ck_assert_uint_eq(r[0].start, 100);
+    ck_assert_uint_eq(r[0].end, 200);
+    ck_assert_uint_eq(r[0].graph_id, 3);
+    ck_assert_uint_eq(r[0].graph_node_id, 4);
+
+    ck_assert_int_eq(r[1].kind, TP_DEV_MEMCPY);
+    ck_assert_uint_eq(r[1].copy_kind, CUPTI_ACTIVITY_MEMCPY_KIND_PTOP);
+    ck_assert_uint_eq(r[1].bytes, 4096);
+    ck_assert_uint_eq(r[1].stream, 15);
+    ck_assert_uint_eq(r[1].correlation, 6);
+
+    ck_assert_int_eq(r[2].kind, TP_DEV_MEMSET);
+    ck_assert_uint_eq(r[2].dst_kind, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+    ck_assert_uint_eq(r[2].bytes, 8192);
+    ck_assert_uint_eq(r[2].stream, 7);
+    ck_assert_uint_eq(r[2].correlation, 7);
+    ck_assert_uint_eq(r[2].graph_id, 11);
+    ck_assert_uint_eq(r[2].graph_node_id, 12);
+    ck_assert_uint_eq(r[2].start, 400);
+    ck_assert_uint_eq(r[2].end, 410);
+
+    ck_assert_int_eq(r[3].kind, TP_DEV_SYNC);
+    ck_assert_uint_eq(r[3].copy_kind, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE);
+    ck_assert_uint_eq(r[3].context, 2);
+    ck_assert_uint_eq(r[3].stream, 13);
+    ck_assert_uint_eq(r[3].correlation, 8);
+    ck_assert_uint_eq(r[3].start, 500);
+    ck_assert_uint_eq(r[3].end, 900);
+    tp_cupti_window_free(&w);
+}
+END_TEST
+
+START_TEST(test_decode_api_filter)
+{
+    fresh();
+    CUpti_ActivityAPI a;
+    memset(&a, 0, sizeof a);
+    a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+    a.start = 10;
+    a.end = 20;
+    a.threadId = 99;
+    a.correlationId = 1;
+    a.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+    ck_assert_int_eq(tp_cupti_decode(&a), 1);
+    a.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020;
+    ck_assert_int_eq(tp_cupti_decode(&a), 0);
+    a.cbid = CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000;
+    a.correlationId = 2;
+    a.start = 30;
+    a.end = 40;
+    ck_assert_int_eq(tp_cupti_decode(&a), 1);
+    a.cbid = CUPTI_RUNTIME_TRACE_CBID___cudaGetKernel_v13000;
+    ck_assert_int_eq(tp_cupti_decode(&a), 0);
+    a.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+    a.cbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
+    a.correlationId = 3;
+    a.start = 50;
+    a.end = 60;
+    ck_assert_int_eq(tp_cupti_decode(&a), 1);
+    a.cbid = CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent;
+    ck_assert_int_eq(tp_cupti_decode(&a), 0);
+
+    ck_assert_int_eq(tp_cupti_cb_class(0, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000),
+                     TP_CB_LAUNCH);
+    ck_assert_int_eq(tp_cupti_cb_class(0, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000),
+                     TP_CB_GRAPH);
+    ck_assert_int_eq(tp_cupti_cb_class(0, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020),
+                     TP_CB_COPY);
+    ck_assert_int_eq(tp_cupti_cb_class(0, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020),
+                     TP_CB_SET);
+    ck_assert_int_eq(tp_cupti_cb_class(0, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020),
+                     TP_CB_SYNC);
+    ck_assert_int_eq(tp_cupti_cb_class(1, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz),
+                     TP_CB_LAUNCH);
+    ck_assert_int_eq(tp_cupti_cb_class(1, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch), TP_CB_GRAPH);
+    ck_assert_int_eq(tp_cupti_cb_class(1, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2),
+                     TP_CB_COPY);
+    ck_assert_int_eq(tp_cupti_cb_class(1, CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2), TP_CB_SET);
+    ck_assert_int_eq(tp_cupti_cb_class(1, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize), TP_CB_SYNC);
+    ck_assert_int_eq(tp_cupti_cb_class(1, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2), TP_CB_OTHER);
+    ck_assert_int_eq(tp_cupti_cb_class(0, 100000), TP_CB_OTHER);
+
+    struct tp_dev_window w = take_all();
+    ck_assert_uint_eq(w.n_api, 3);
+    ck_assert_uint_eq(w.api[0].cbid, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
+    ck_assert_uint_eq(w.api[0].driver, 0);
+    ck_assert_uint_eq(w.api[0].correlation, 1);
+    ck_assert_uint_eq(w.api[0].thread_id, 99);
+    ck_assert_uint_eq(w.api[0].start, 10);
+    ck_assert_uint_eq(w.api[0].end, 20);
+    ck_assert_uint_eq(w.api[1].cbid, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000);
+    ck_assert_uint_eq(w.api[2].cbid, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
+    ck_assert_uint_eq(w.api[2].driver, 1);
+    ck_assert_uint_eq(w.api[2].correlation, 3);
+    tp_cupti_window_free(&w);
+}
+END_TEST
+
+START_TEST(test_decode_ext_overhead_other)
+{
+    fresh();
+    CUpti_ActivityExternalCorrelation e;
+    memset(&e, 0, sizeof e);
+    e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+    e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+    e.externalId = 0xabcdef0123ull;
+    e.correlationId = 21;
+    ck_assert_int_eq(tp_cupti_decode(&e), 1);
+    e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1;  /* not ours */
+    ck_assert_int_eq(tp_cupti_decode(&e), 0);
+    add_api(0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 21, 100, 110);
+
+    /* OVERHEAD: counted, and overheadData freed (ASan/valgrind would see a leak). */
+    CUpti_ActivityOverhead3 o;
+    memset(&o, 0, sizeof o);
+    o.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+    o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH;
+    o.start = 1;
+    o.end = 2;
+    o.overheadData = malloc(64);
+    ck_assert_int_eq(tp_cupti_decode(&o), 0);
+    o.overheadData = NULL;
+    ck_assert_int_eq(tp_cupti_decode(&o), 0);
+
+    CUpti_Activity m2 = { .kind = CUPTI_ACTIVITY_KIND_MEMORY2 };
+    ck_assert_int_eq(tp_cupti_decode(&m2), 0);
+    CUpti_Activity marker = { .kind = CUPTI_ACTIVITY_KIND_MARKER };
+    ck_assert_int_eq(tp_cupti_decode(&marker), -2);
+
+    /* No timing: dropped and counted. */
+    CUpti_ActivityKernel10 k;
+    memset(&k, 0, sizeof k);
+    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k.correlationId = 22;
+    ck_assert_int_eq(tp_cupti_decode(&k), -1);
+
+    struct tp_dev_window w = take_all();
+    ck_assert_uint_eq(w.n_ext, 1);
+    ck_assert_uint_eq(w.ext[0].correlation, 21);
+    ck_assert_uint_eq(w.ext[0].external_id, 0xabcdef0123ull);
+    ck_assert_uint_eq(w.n_api, 1);
+    ck_assert_uint_eq(w.n_rec, 0);
+    ck_assert_uint_eq(w.dropped, 1);
+    tp_cupti_window_free(&w);
+    w = take_all();
+    ck_assert_uint_eq(w.dropped, 0);
+    tp_cupti_window_free(&w);
+}
+END_TEST
+
+START_TEST(test_take_window)
+{
+    fresh();
+    /* before the window: API 1 and its kernel (ends in the window: taken by time) */
+    add_api(0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1, 50, 60);
+    add_kernel(1, 70, 80);
+    add_api(0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 2, 90, 95);
+    add_kernel(2, 150, 160);                 /* starts in the window */
+    /* in the window [100, 200]: API 3 (kernel after the window), API 4 */
+    add_api(0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 4, 180, 185);
+    add_kernel(4, 190, 195);
+    add_api(0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 3, 120, 130);
+    add_kernel(3, 250, 260);
+    /* after the window: API 5 with its kernel */
+    add_api(0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 5, 300, 310);
+    add_kernel(5, 320, 330);
+    CUpti_ActivityExternalCorrelation e;
+    memset(&e, 0, sizeof e);
+    e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+    e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+    for (uint32_t c = 1; c <= 5; c++) {
+        e.correlationId = c;
+        e.externalId = 1000 + c;
+        ck_assert_int_eq(tp_cupti_decode(&e), 1);
+    }
+    ck_assert_uint_eq(tp_cupti_unfinished(100, 200), 0);
+
+    struct tp_dev_window w;
+    tp_cupti_take(100, 200, &w);
+    ck_assert_uint_eq(w.n_api, 2);
+    ck_assert_uint_eq(w.api[0].correlation, 3);   /* sorted by start */
+    ck_assert_uint_eq(w.api[1].correlation, 4);
+    ck_assert_uint_eq(w.n_rec, 3);
+    ck_assert_uint_eq(w.rec[0].correlation, 2);   /* started in the window */
+    ck_assert_uint_eq(w.rec[1].correlation, 4);
+    ck_assert_uint_eq(w.rec[2].correlation, 3);   /* after it, but its launch is in it */
+    ck_assert_uint_eq(w.n_ext, 3);
+    ck_assert_uint_eq(w.ext[0].correlation, 2);   /* sorted by correlation */
+    ck_assert_uint_eq(w.ext[1].correlation, 3);
+    ck_assert_uint_eq(w.ext[2].correlation, 4);
+    ck_assert_uint_eq(w.ext[2].external_id, 1004);
+    tp_cupti_window_free(&w);
+
+    /* Records 1 were discarded; 5 is still pending. */
+    w = take_all();
+    ck_assert_uint_eq(w.n_api, 1);
+    ck_assert_uint_eq(w.api[0].correlation, 5);
+    ck_assert_uint_eq(w.n_rec, 1);
+    ck_assert_uint_eq(w.rec[0].correlation, 5);
+    ck_assert_uint_eq(w.n_ext, 1);
+    ck_assert_uint_eq(w.ext[0].external_id, 1005);
+    tp_cupti_window_free(&w);
+}
+END_TEST
+
+START_TEST(test_unfinished)
+{
+    fresh();
+    add_api(0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1, 100, 110);
+    add_api(1, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, 101, 109);   /* same launch */
+    add_api(0, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, 2, 120, 130);
+    add_api(0, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, 3, 140, 150);
+    add_api(0, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, 4, 160, 170);
+    add_api(0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 5, 500, 510);
+    ck_assert_uint_eq(tp_cupti_unfinished(100, 200), 2);
+    ck_assert_uint_eq(tp_cupti_unfinished(0, 1000), 3);
+    add_kernel(2, 300, 310);
+    ck_assert_uint_eq(tp_cupti_unfinished(100, 200), 1);
+    add_kernel(1, 200, 210);
+    ck_assert_uint_eq(tp_cupti_unfinished(100, 200), 0);
+    ck_assert_uint_eq(tp_cupti_unfinished(0, 1000), 1);
+}
+END_TEST
+
+START_TEST(test_absent_is_harmless)
+{
+    fresh();
+    /* Nothing started: every call is a no-op. */
+    tp_cupti_collect(1);
+    tp_cupti_ext_push(7);
+    tp_cupti_ext_pop();
+    ck_assert_int_eq(tp_cupti_enabled(), 0);
+    ck_assert_uint_eq(tp_cupti_unfinished(0, UINT64_MAX), 0);
+    struct tp_dev_window w = take_all();
+    ck_assert_uint_eq(w.n_rec + w.n_api + w.n_ext, 0);
+    tp_cupti_window_free(&w);
+    tp_cupti_stop(0);
+    tp_cupti_stop(1);
+    ck_assert_str_eq(tp_cupti_status(), "not started");
+}
+END_TEST
+
+/* ---- against the fakes ---------------------------------------------------- */
+
+static char fakes_dir[PATH_MAX];
+
+/* 1 if the fakes are there and tests fork; else says why and returns 0. */
+static int have_fakes(void)
+{
+    const char *f = getenv("CK_FORK");
+    if (f && strcmp(f, "no") == 0) {
+        fprintf(stderr, "test_cupti: lifecycle tests skipped: they need CK_FORK=yes\n");
+        return 0;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return 0;
+    exe[n] = 0;
+    char *tests = dirname(exe);               /* <build>/tests */
+    char *build = dirname(tests);
+    snprintf(fakes_dir, sizeof fakes_dir, "%s/fakes", build);
+    char p[PATH_MAX + 32];
+    snprintf(p, sizeof p, "%s/libcupti.so", fakes_dir);
+    if (access(p, R_OK) != 0) {
+        fprintf(stderr, "test_cupti: %s missing (make fakes): lifecycle test skipped\n", p);
+        return 0;
+    }
+    return 1;
+}
+
+typedef cudaError_t (*launch_fn)(const void *, dim3, dim3, void **, size_t, cudaStream_t);
+typedef cudaError_t (*memcpy_fn)(void *, const void *, size_t, enum cudaMemcpyKind);
+typedef cudaError_t (*sync_fn)(cudaStream_t);
+typedef void **(*regfat_fn)(void *);
+typedef void (*regfun_fn)(void **, const char *, char *, const char *, int, uint3 *, uint3 *,
+                          dim3 *, dim3 *, int *);
+
+static struct {
+    void *rt;
+    launch_fn launch;
+    memcpy_fn copy;
+    sync_fn sync;
+} fk;
+
+static void stub_kernel(void)
+{
+}
+
+/* Environment for the fakes and the configuration, then the fake runtime,
+ * with one kernel registered for stub_kernel. */
+static void setup(const char *log)
+{
+    char p[PATH_MAX + 32];
+    snprintf(p, sizeof p, "%s/libcupti.so", fakes_dir);
+    setenv("TRAINPROF_CUPTI_PATH", p, 1);
+    if (log)
+        setenv("FAKE_CUPTI_LOG", log, 1);
+    tp_clock_init();
+    tp_config_init();
+    snprintf(p, sizeof p, "%s/libcudart.so.13", fakes_dir);
+    fk.rt = dlopen(p, RTLD_NOW | RTLD_GLOBAL);
+    ck_assert_msg(fk.rt != NULL, "%s", dlerror());
+    fk.launch = (launch_fn)dlsym(fk.rt, "cudaLaunchKernel");
+    fk.copy = (memcpy_fn)dlsym(fk.rt, "cudaMemcpy");
+    fk.sync = (sync_fn)dlsym(fk.rt, "cudaStreamSynchronize");
+    regfat_fn regfat = (regfat_fn)dlsym(fk.rt, "__cudaRegisterFatBinary");
+    regfun_fn regfun = (regfun_fn)dlsym(fk.rt, "__cudaRegisterFunction");
+    ck_assert(fk.launch && fk.copy && fk.sync && regfat && regfun);
+    static char name[] = "_Z6kernelPfi";
+    void **h = regfat(NULL);
+    regfun(h, (const char *)(uintptr_t)stub_kernel, name, name, -1, NULL, NULL, NULL, NULL, NULL);
+}
+
+static void launch_one(void)
+{
+    dim3 g = { 2, 3, 4 }, b = { 32, 1, 1 };
+    ck_assert_int_eq(fk.launch((const void *)(uintptr_t)stub_kernel, g, b, NULL, 128, NULL),
+                     cudaSuccess);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return strdup("");
+    static char buf[65536];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return strdup(buf);
+}
+
+static int count_lines(const char *text, const char *line)
+{
+    int n = 0;
+    size_t len = strlen(line);
+    for (const char *p = text; (p = strstr(p, line)); p += len)
+        if ((p == text || p[-1] == '\n') && (p[len] == '\n' || p[len] == 0))
+            n++;
+    return n;
+}
+
+static const struct tp_dev_api *find_api(const struct tp_dev_window *w, uint32_t cbid)
+{
+    for (size_t i = 0; i < w->n_api; i++)
+        if (w->api[i].cbid == cbid)
+            return &w->api[i];
+    return NULL;
+}
+
+static const struct tp_dev_record *find_rec(const struct tp_dev_window *w, uint32_t corr)
+{
+    for (size_t i = 0; i < w->n_rec; i++)
+        if (w->rec[i].correlation == corr)
+            return &w->rec[i];
+    return NULL;
+}
+
+START_TEST(test_fake_records)
+{
+    if (!have_fakes())
+        return;
+    setup(NULL);
+    ck_assert_int_eq(tp_cupti_start(), 0);
+    ck_assert_int_eq(tp_cupti_enabled(), 1);
+    ck_assert_str_eq(tp_cupti_status(), "active (CUPTI 130001)");
+
+    uint64_t t0 = tp_clock_now();
+    launch_one();
+    static char src[4096], dst[4096];
+    ck_assert_int_eq(fk.copy(dst, src, sizeof src, cudaMemcpyHostToDevice), cudaSuccess);
+    ck_assert_int_eq(fk.sync(NULL), cudaSuccess);
+    uint64_t t1 = tp_clock_now();
+    tp_cupti_collect(1);
+    ck_assert_uint_eq(tp_cupti_unfinished(t0, t1), 0);
+
+    struct tp_dev_window w;
+    tp_cupti_take(t0, t1, &w);
+    ck_assert_uint_eq(w.n_api, 3);
+    ck_assert_uint_eq(w.n_rec, 3);
+    ck_assert_uint_eq(w.dropped, 0);
+    const struct tp_dev_api *la = find_api(&w, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
+    ck_assert_ptr_nonnull(la);
+    ck_assert_uint_eq(la->driver, 0);
+    ck_assert_uint_eq(la->thread_id, (uint32_t)syscall(SYS_gettid));
+    ck_assert(la->start >= t0 && la->end <= t1 && la->start <= la->end);
+    const struct tp_dev_record *k = find_rec(&w, la->correlation);
+    ck_assert_ptr_nonnull(k);
+    ck_assert_int_eq(k->kind, TP_DEV_KERNEL);
+    ck_assert_str_eq(tp_intern_str(k->name), "kernel(float*, int)");
+    ck_assert_int_eq(k->grid[0], 2);
+    ck_assert_int_eq(k->grid[1], 3);
+    ck_assert_int_eq(k->grid[2], 4);
+    ck_assert_int_eq(k->block[0], 32);
+    ck_assert_int_eq(k->dynamic_smem, 128);
+    ck_assert_uint_eq(k->registers, 32);
+    ck_assert_uint_eq(k->stream, 7);
+    ck_assert_uint_eq(k->device, 0);
+    ck_assert_uint_eq(k->context, 1);
+    ck_assert(k->start > la->end && k->end > k->start);
+
+    const struct tp_dev_api *ca = find_api(&w, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020);
+    ck_assert_ptr_nonnull(ca);
+    const struct tp_dev_record *c = find_rec(&w, ca->correlation);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(c->kind, TP_DEV_MEMCPY);
+    ck_assert_uint_eq(c->bytes, 4096);
+    ck_assert_uint_eq(c->copy_kind, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD);
+    ck_assert(c->start >= k->end);           /* serialized on stream 7 */
+
+    const struct tp_dev_api *sa = find_api(&w, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020);
+    ck_assert_ptr_nonnull(sa);
+    const struct tp_dev_record *s = find_rec(&w, sa->correlation);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(s->kind, TP_DEV_SYNC);
+    ck_assert_uint_eq(s->copy_kind, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE);
+    tp_cupti_window_free(&w);
+    tp_cupti_stop(1);
+}
+END_TEST
+
+START_TEST(test_fake_unfinished)
+{
+    if (!have_fakes())
+        return;
+    setenv("FAKE_CUPTI_DELAY_MS", "400", 1);
+    setup(NULL);
+    ck_assert_int_eq(tp_cupti_start(), 0);
+    uint64_t t0 = tp_clock_now();
+    launch_one();
+    launch_one();
+    uint64_t t1 = tp_clock_now();
+    tp_cupti_collect(0);
+    ck_assert_uint_eq(tp_cupti_unfinished(t0, t1), 2);
+    tp_cupti_collect(1);                      /* forced: the kernels come now */
+    ck_assert_uint_eq(tp_cupti_unfinished(t0, t1), 0);
+
+    t0 = tp_clock_now();
+    launch_one();
+    t1 = tp_clock_now();
+    tp_cupti_collect(0);
+    ck_assert_uint_eq(tp_cupti_unfinished(t0, t1), 1);
+    struct timespec d = { 0, 500000000 };
+    nanosleep(&d, NULL);                      /* the fake's thread delivers it */
+    tp_cupti_collect(0);
+    ck_assert_uint_eq(tp_cupti_unfinished(t0, t1), 0);
+}
+END_TEST
+
+START_TEST(test_fake_busy)
+{
+    if (!have_fakes())
+        return;
+    char dir[64], log[128];
+    tp_test_mkdtemp(dir, sizeof dir, "cupti");
+    snprintf(log, sizeof log, "%s/log", dir);
+    setenv("FAKE_CUPTI_BUSY", "1", 1);
+    setup(log);
+    ck_assert_int_eq(tp_cupti_start(), -1);
+    ck_assert_int_eq(tp_cupti_start(), -1);   /* never retried */
+    ck_assert_int_eq(tp_cupti_enabled(), 0);
+    ck_assert_str_eq(tp_cupti_status(), "unavailable: in use by another tool (Nsight Systems)");
+    char *text = slurp(log);
+    ck_assert_int_eq(count_lines(text, "subscribe refused"), 1);
+    ck_assert_ptr_null(strstr(text, "enable"));
+    free(text);
+    tp_cupti_ext_push(5);                     /* harmless */
+    tp_cupti_ext_pop();
+    tp_test_rmtree(dir);
+}
+END_TEST
+
+START_TEST(test_fake_old_version)
+{
+    if (!have_fakes())
+        return;
+    setenv("FAKE_CUPTI_VERSION", "28", 1);
+    setup(NULL);
+    ck_assert_int_eq(tp_cupti_start(), -1);
+    ck_assert_str_eq(tp_cupti_status(), "unavailable: CUPTI API version 28 < 130000");
+}
+END_TEST
+
+static int capture_open(void)
+{
+    return 1;
+}
+
+static void lifecycle(const char *version, int capture)
+{
+    char dir[64], log[128];
+    tp_test_mkdtemp(dir, sizeof dir, "cupti");
+    snprintf(log, sizeof log, "%s/log", dir);
+    if (version)
+        setenv("FAKE_CUPTI_VERSION", version, 1);
+    setup(log);
+    /* A fake driver, if one was built, makes cuptiFinalize possible. */
+    char p[PATH_MAX + 32];
+    snprintf(p, sizeof p, "%s/libcuda.so.1", fakes_dir);
+    void *drv = access(p, R_OK) == 0 ? dlopen(p, RTLD_NOW | RTLD_GLOBAL) : NULL;
+    int drv_version = 0;
+    if (drv) {
+        int (*getv)(int *) = (int (*)(int *))dlsym(drv, "cuDriverGetVersion");
+        if (!getv || getv(&drv_version) != 0)
+            drv_version = 0;
+    }
+    if (capture)
+        tp_cupti_set_capture_check(capture_open);
+
+    ck_assert_int_eq(tp_cupti_start(), 0);
+    ck_assert_int_eq(tp_cupti_start(), 0);    /* already active */
+    tp_cupti_stop(0);
+    int toggles = !version || atoi(version) >= 130001;
+    ck_assert_int_eq(tp_cupti_enabled(), !toggles);
+    ck_assert_int_eq(tp_cupti_start(), 0);
+    ck_assert_int_eq(tp_cupti_enabled(), 1);
+    tp_cupti_stop(1);
+    ck_assert_int_eq(tp_cupti_enabled(), 0);
+    ck_assert_int_eq(tp_cupti_start(), -1);   /* finished: never re-subscribed */
+    ck_assert_ptr_nonnull(strstr(tp_cupti_status(), "finished"));
+
+    char *text = slurp(log);
+    ck_assert_int_eq(count_lines(text, "subscribe trainprof"), 1);
+    ck_assert_int_eq(count_lines(text, "enable CONCURRENT_KERNEL"), toggles ? 2 : 1);
+    ck_assert_int_eq(count_lines(text, "disable CONCURRENT_KERNEL"), toggles ? 2 : 1);
+    ck_assert_int_eq(count_lines(text, "enable MEMCPY"), toggles ? 2 : 1);
+    ck_assert_int_eq(count_lines(text, "enable EXTERNAL_CORRELATION"), toggles ? 2 : 1);
+    ck_assert_int_eq(count_lines(text, "enable KERNEL"), 0);
+    ck_assert_int_eq(count_lines(text, "enable RUNTIME"), 0);   /* trimmed per cbid */
+    ck_assert_int_ge(count_lines(text, "flush forced"), 1);
+    ck_assert_int_eq(count_lines(text, "unsubscribe"), 1);
+    int finalize = drv_version >= 12060 && !capture;
+    ck_assert_int_eq(count_lines(text, "finalize"), finalize);
+    ck_assert_ptr_nonnull(strstr(text, "unsubscribe"));
+    ck_assert(strstr(text, "disable CONCURRENT_KERNEL") < strstr(text, "unsubscribe"));
+    free(text);
+    tp_test_rmtree(dir);
+}
+
+START_TEST(test_fake_lifecycle)
+{
+    if (have_fakes())
+        lifecycle(NULL, 0);
+}
+END_TEST
+
+START_TEST(test_fake_lifecycle_130000)
+{
+    if (have_fakes())
+        lifecycle("130000", 0);
+}
+END_TEST
+
+START_TEST(test_fake_lifecycle_capture)
+{
+    if (have_fakes())
+        lifecycle(NULL, 1);
+}
+END_TEST
+
+START_TEST(test_fake_ext)
+{
+    if (!have_fakes())
+        return;
+    setup(NULL);
+    ck_assert_int_eq(tp_cupti_start(), 0);
+    uint64_t t0 = tp_clock_now();
+    tp_cupti_ext_push(42);
+    launch_one();
+    tp_cupti_ext_push(43);                    /* nested: the innermost id */
+    launch_one();
+    tp_cupti_ext_pop();
+    tp_cupti_ext_pop();
+    launch_one();
+    uint64_t t1 = tp_clock_now();
+    tp_cupti_collect(1);
+    struct tp_dev_window w;
+    tp_cupti_take(t0, t1, &w);
+    ck_assert_uint_eq(w.n_api, 3);
+    ck_assert_uint_eq(w.n_rec, 3);
+    ck_assert_uint_eq(w.n_ext, 2);
+    ck_assert_uint_eq(w.ext[0].correlation, w.api[0].correlation);
+    ck_assert_uint_eq(w.ext[0].external_id, 42);
+    ck_assert_uint_eq(w.ext[1].correlation, w.api[1].correlation);
+    ck_assert_uint_eq(w.ext[1].external_id, 43);
+    tp_cupti_window_free(&w);
+    /* Between windows (kinds off on 130001) a push does nothing. */
+    tp_cupti_stop(0);
+    tp_cupti_ext_push(44);
+    tp_cupti_ext_pop();
+    tp_cupti_stop(1);
+}
+END_TEST
+
+#define N_THREADS 4
+#define N_LAUNCH  6000
+
+static void *launcher(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < N_LAUNCH; i++)
+        launch_one();
+    return NULL;
+}
+
+START_TEST(test_fake_threads_many_buffers)
+{
+    if (!have_fakes())
+        return;
+    setup(NULL);
+    ck_assert_int_eq(tp_cupti_start(), 0);
+    uint64_t t0 = tp_clock_now();
+    pthread_t th[N_THREADS];
+    for (int i = 0; i < N_THREADS; i++)
+        ck_assert_int_eq(pthread_create(&th[i], NULL, launcher, NULL), 0);
+    for (int i = 0; i < N_THREADS; i++)
+        pthread_join(th[i], NULL);
+    uint64_t t1 = tp_clock_now();
+    tp_cupti_collect(1);
+    ck_assert_uint_eq(tp_cupti_unfinished(t0, t1), 0);
+    struct tp_dev_window w;
+    tp_cupti_take(t0, t1, &w);
+    ck_assert_uint_eq(w.n_api, N_THREADS * N_LAUNCH);
+    ck_assert_uint_eq(w.n_rec, N_THREADS * N_LAUNCH);
+    ck_assert_uint_eq(w.dropped, 0);
+    for (size_t i = 1; i < w.n_rec; i++)
+        ck_assert(w.rec[i - 1].start <= w.rec[i].start);
+    tp_cupti_window_free(&w);
+    tp_cupti_stop(1);
+}
+END_TEST
+
+/* More completed buffers than the soft cap (32 x 4 MiB) before any collect:
+ * the oldest are recycled and their records counted as dropped, so every
+ * record is either delivered or counted. */
+START_TEST(test_fake_recycle)
+{
+    if (!have_fakes())
+        return;
+    setup(NULL);
+    ck_assert_int_eq(tp_cupti_start(), 0);
+    enum { N = 700000 };
+    uint64_t t0 = tp_clock_now();
+    for (int i = 0; i < N; i++)
+        launch_one();
+    uint64_t t1 = tp_clock_now();
+    tp_cupti_collect(1);
+    struct tp_dev_window w;
+    tp_cupti_take(t0, t1, &w);
+    ck_assert_uint_gt(w.dropped, 0);
+    ck_assert_uint_eq(w.n_api + w.n_rec + w.dropped, 2 * (uint64_t)N);
+    tp_cupti_window_free(&w);
+    tp_cupti_stop(1);
+}
+END_TEST
+
+/* A kind CUPTI refuses is said once and skipped; the others still work. */
+START_TEST(test_fake_kind_refused)
+{
+    if (!have_fakes())
+        return;
+    char kind[16];
+    snprintf(kind, sizeof kind, "%d", (int)CUPTI_ACTIVITY_KIND_OVERHEAD);
+    setenv("FAKE_CUPTI_FAIL_KIND", kind, 1);
+    setup(NULL);
+    ck_assert_int_eq(tp_cupti_start(), 0);
+    uint64_t t0 = tp_clock_now();
+    launch_one();
+    uint64_t t1 = tp_clock_now();
+    tp_cupti_stop(0);
+    ck_assert_int_eq(tp_cupti_start(), 0);    /* refused again, not said again */
+    tp_cupti_collect(1);
+    struct tp_dev_window w;
+    tp_cupti_take(t0, t1, &w);
+    ck_assert_uint_eq(w.n_api, 1);
+    ck_assert_uint_eq(w.n_rec, 1);
+    tp_cupti_window_free(&w);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("cupti");
+    TCase *d = tcase_create("decode");
+    tcase_add_test(d, test_decode_kernel);
+    tcase_add_test(d, test_decode_copies_sets_syncs);
+    tcase_add_test(d, test_decode_api_filter);
+    tcase_add_test(d, test_decode_ext_overhead_other);
+    tcase_add_test(d, test_take_window);
+    tcase_add_test(d, test_unfinished);
+    tcase_add_test(d, test_absent_is_harmless);
+    suite_add_tcase(s, d);
+    TCase *f = tcase_create("fake");
+    tcase_set_timeout(f, 30);
+    tcase_add_test(f, test_fake_records);
+    tcase_add_test(f, test_fake_unfinished);
+    tcase_add_test(f, test_fake_busy);
+    tcase_add_test(f, test_fake_old_version);
+    tcase_add_test(f, test_fake_lifecycle);
+    tcase_add_test(f, test_fake_lifecycle_130000);
+    tcase_add_test(f, test_fake_lifecycle_capture);
+    tcase_add_test(f, test_fake_ext);
+    tcase_add_test(f, test_fake_threads_many_buffers);
+    tcase_add_test(f, test_fake_recycle);
+    tcase_add_test(f, test_fake_kind_refused);
+    suite_add_tcase(s, f);
+    return s;
+}
+
+int main(void)
+{
+    return tp_test_run(suite());
+}
