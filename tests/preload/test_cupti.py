@@ -25,7 +25,9 @@ pytestmark = pytest.mark.skipif(not os.path.exists(fake_cupti()), reason="fake l
 
 
 def run_loop(env=None, steps=STEPS, schedule=SCHEDULE, **kw):
-    e = {"TRAINPROF_SCHEDULE": schedule, "TRAIN_LAUNCHES": LAUNCHES}
+    # steps of 5 ms, so that tp-flush has enabled CUPTI during the warmup step
+    # (it does so off the training thread, decision 6)
+    e = {"TRAINPROF_SCHEDULE": schedule, "TRAIN_LAUNCHES": LAUNCHES, "TRAIN_SLEEP_US": 5000}
     e.update(env or {})
     return tputil.run("train_loop", ["--steps=%d" % steps], env=e, **kw)
 
@@ -126,7 +128,10 @@ def test_lifecycle_subscribe_at_warmup_finalize_after_last_window():
     calls = lifecycle(log)
     assert calls.count("subscribe") == 1
     assert "enable" in calls and calls.index("subscribe") < calls.index("enable")
-    assert calls[-2:] == ["unsubscribe", "finalize"] or calls[-1] == "finalize", calls
+    # after the last window: flushed, disabled, unsubscribed (cuptiFinalize
+    # only when a CUDA >= 12.6 driver is loaded: not with the fake runtime)
+    assert calls[-1] == "unsubscribe", calls
+    assert calls.index("disable") > max(i for i, c in enumerate(calls) if c == "enable")
 
 
 def test_lifecycle_windows_toggle_kinds():
