@@ -948,6 +948,8 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static void init_run(void)
 {
     tp_config_parse(&tp_cfg, env_get, (const char *const *)environ);
+    const char *home = getenv("CUDA_HOME");
+    snprintf(tp_cfg.cuda_home, sizeof tp_cfg.cuda_home, "%s", home && home[0] ? home : "/usr/local/cuda");
 }
 
 void tp_config_init(void)

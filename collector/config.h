@@ -76,6 +76,7 @@ struct tp_config {
     char hostname[256];
     char nvtx_injection_path[1024];/* NVTX_INJECTION64_PATH as found, "" if unset */
     char cupti_path[1024];         /* TRAINPROF_CUPTI_PATH, "" if unset */
+    char cuda_home[1024];          /* $CUDA_HOME, else /usr/local/cuda: where CUPTI is looked for last */
     char program[256];             /* basename of /proc/self/exe's argv[0] */
 
     /* parse outcome */

@@ -829,9 +829,9 @@ static void *tp_open_in_dir_of(const char *prefix)
     return NULL;
 }
 
-/* The libcupti to use: the loaded one, else the first found.  $CUDA_HOME is
- * not searched: only collector/config.c may read the environment and
- * tp_config has no CUDA_HOME field yet. */
+/* The libcupti to use: the loaded one, else the first found: the path
+ * asked for, beside the loaded runtime or driver, under $CUDA_HOME (whose
+ * CUPTI matches the toolkit the program was built with), the search path. */
 static void *tp_open(void)
 {
     struct tp_find f;
@@ -849,6 +849,12 @@ static void *tp_open(void)
         h = tp_open_in_dir_of("libcudart.so");
     if (!h)
         h = tp_open_in_dir_of("libcuda.so");
+    static const char *const homes[] = { "lib64/libcupti.so.13", "extras/CUPTI/lib64/libcupti.so.13" };
+    for (size_t i = 0; !h && tp_cfg.cuda_home[0] && i < sizeof homes / sizeof homes[0]; i++) {
+        char path[1100];
+        snprintf(path, sizeof path, "%.1000s/%s", tp_cfg.cuda_home, homes[i]);
+        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    }
     if (!h)
         h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
     return h;
