@@ -136,8 +136,9 @@ double tp_devprops_occupancy(const struct tp_devprop *d, int registers, int stat
     attr.partitionedGCConfig = PARTITIONED_GC_OFF;
     attr.shmemLimitConfig = FUNC_SHMEM_LIMIT_DEFAULT;
     attr.maxDynamicSharedSizeBytes = 0;
-    cudaOccDeviceState state;
-    memset(&state, 0, sizeof state);
+    cudaOccDeviceState state;   /* what C++'s constructor (Kineto's "{}") sets */
+    state.cacheConfig = CACHE_PREFER_NONE;
+    state.carveoutConfig = SHAREDMEM_CARVEOUT_DEFAULT;
     cudaOccResult res;
     memset(&res, 0, sizeof res);
     if (cudaOccMaxActiveBlocksPerMultiprocessor(&res, &prop, &attr, &state, block_threads,
