@@ -60,6 +60,8 @@ static void tp_kinsert_at(uint64_t key, const char *mangled, const void *stub, i
     pthread_mutex_lock(&tp_klock);
     struct tp_kentry *e = tp_klookup(key);
     if (e) {
+        if (stub && !e->stub && !e->mangled)
+            e->stub = stub;   /* an alias of a handle first seen unnamed */
         /* re-registration (module reloaded): later registration wins; a
          * replaced copy is leaked, the flush thread may be reading it */
         if (mangled && e->mangled != mangled && !(e->mangled && owned && strcmp(e->mangled, mangled) == 0)) {

@@ -11,6 +11,8 @@
 
 #include "prog.h"
 
+#include <unistd.h>
+
 typedef CUresult (*init_fn)(unsigned);
 typedef CUresult (*modload_fn)(CUmodule *, const void *);
 typedef CUresult (*getfn_fn)(CUfunction *, CUmodule, const char *);
@@ -18,6 +20,27 @@ typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned
                               unsigned, CUstream, void **, void **);
 typedef CUresult (*launchex_fn)(const CUlaunchConfig *, CUfunction, void **, void **);
 typedef CUresult (*sync_fn)(void);
+
+/* dlopen("libcuda.so.1") as the runtime does (found through this program's
+ * rpath), else by path next to it: ASan's dlopen interceptor makes the
+ * lookup relative to libasan, whose rpath does not lead to the fake. */
+static void *open_driver(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    char exe[4096], path[4200];
+    ssize_t n = h ? -1 : readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = 0;
+        snprintf(path, sizeof path, "%s/../fakes/libcuda.so.1", exe);
+        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    }
+    if (!h)
+        fprintf(stderr, "dlopen libcuda.so.1: %s\n", dlerror());
+    return h;
+}
 
 static void *sym(void *h, const char *name)
 {
@@ -33,11 +56,9 @@ int main(void)
 {
     long steps = prog_env_long("TRITON_STEPS", 4);
     long per = prog_env_long("TRITON_LAUNCHES", 3);
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        fprintf(stderr, "dlopen libcuda.so.1: %s\n", dlerror());
+    void *h = open_driver();
+    if (!h)
         return 2;
-    }
     init_fn init = (init_fn)sym(h, "cuInit");
     modload_fn modload = (modload_fn)sym(h, "cuModuleLoadData");
     getfn_fn getfn = (getfn_fn)sym(h, "cuModuleGetFunction");
