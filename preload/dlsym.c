@@ -8,9 +8,10 @@
  * preloaded tool that wraps a function through RTLD_NEXT then finds itself
  * and recurses.  GCC 12 has no musttail, so on x86-64 dlsym is a small
  * assembly stub: for RTLD_NEXT/RTLD_DEFAULT it jumps to the real dlsym
- * (resolving it first, with the argument registers saved, when it is not
- * yet known: our own constructor and resolver use dlsym too); for any other
- * handle it jumps to tp_dlsym_handle, plain C.  That function asks the real
+ * (resolving it first with dlvsym, argument registers saved, when it is not
+ * yet known: our own resolver and the sanitizer runtimes use dlsym before
+ * anything else ran); for any other handle it jumps to tp_dlsym_handle,
+ * plain C.  That function asks the real
  * dlsym, and for a handle of libcuda, cuBLAS(Lt), cuDNN, NCCL or cudart
  * (identified once per handle from its link map) replaces a found symbol
  * that we wrap with our wrapper - for libcuda a slot wrapper bound to the
@@ -35,8 +36,9 @@ __attribute__((visibility("hidden"))) tp_dlsym_fn tp_dlsym_next;
 
 /* tp_dlsym_resolve - the real dlsym: the next definition after ours, of
  * either version glibc exports (2.34 moved it into libc; the CUDA libraries
- * import the compat GLIBC_2.2.5 one).  dlvsym is not interposed. */
-__attribute__((visibility("hidden"))) tp_dlsym_fn tp_dlsym_resolve(void)
+ * import the compat GLIBC_2.2.5 one).  dlvsym is not interposed.  The x86-64
+ * stub below does the same in assembly. */
+static tp_dlsym_fn tp_dlsym_resolve(void)
 {
     tp_dlsym_fn f = __atomic_load_n(&tp_dlsym_next, __ATOMIC_ACQUIRE);
     if (f)
@@ -151,8 +153,13 @@ __attribute__((visibility("hidden"))) void *tp_dlsym_handle(void *handle, const 
 
 #if defined(__x86_64__)
 /*
- * dlsym(handle %rdi, name %rsi).  RTLD_NEXT is -1, RTLD_DEFAULT 0.  At
- * entry %rsp is 8 mod 16; two pushes and 8 bytes keep the call aligned.
+ * dlsym(handle %rdi, name %rsi).  RTLD_NEXT is -1, RTLD_DEFAULT 0.  The
+ * first lookup finds the real dlsym itself with dlvsym, in assembly: the
+ * sanitizer runtimes look their interceptors up through dlsym(RTLD_NEXT)
+ * while initialising, before any instrumented code (ours) may run.  At
+ * entry %rsp is 8 mod 16; two pushes and 8 bytes keep the calls aligned.
+ * The plain store of tp_dlsym_next is a release on x86-64; racing first
+ * calls store the same value.
  */
 __asm__(
     "    .text\n"
@@ -175,7 +182,17 @@ __asm__(
     "    .cfi_adjust_cfa_offset 8\n"
     "    subq $8, %rsp\n"
     "    .cfi_adjust_cfa_offset 8\n"
-    "    call tp_dlsym_resolve\n"
+    "    movq $-1, %rdi\n"
+    "    leaq .Ltp_dlsym_name(%rip), %rsi\n"
+    "    leaq .Ltp_glibc_234(%rip), %rdx\n"
+    "    call dlvsym@PLT\n"
+    "    testq %rax, %rax\n"
+    "    jne 4f\n"
+    "    movq $-1, %rdi\n"
+    "    leaq .Ltp_dlsym_name(%rip), %rsi\n"
+    "    leaq .Ltp_glibc_225(%rip), %rdx\n"
+    "    call dlvsym@PLT\n"
+    "4:  movq %rax, tp_dlsym_next(%rip)\n"
     "    addq $8, %rsp\n"
     "    .cfi_adjust_cfa_offset -8\n"
     "    popq %rsi\n"
@@ -187,7 +204,12 @@ __asm__(
     "    jmp *%rax\n"
     "3:  ret\n"
     "    .cfi_endproc\n"
-    "    .size dlsym, .-dlsym\n");
+    "    .size dlsym, .-dlsym\n"
+    "    .section .rodata.str1.1,\"aMS\",@progbits,1\n"
+    ".Ltp_dlsym_name: .string \"dlsym\"\n"
+    ".Ltp_glibc_234: .string \"GLIBC_2.34\"\n"
+    ".Ltp_glibc_225: .string \"GLIBC_2.2.5\"\n"
+    "    .text\n");
 #else
 /*
  * Other architectures: a C wrapper.  RTLD_NEXT/RTLD_DEFAULT lookups made
