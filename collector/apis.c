@@ -7,6 +7,7 @@
 #include "apis.h"
 #include "record.h"
 
+#include <cupti_driver_cbid.h>
 #include <cupti_runtime_cbid.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -14,6 +15,9 @@
 /* Each record expression of a .def line names its form here. */
 #define TP_R_LAUNCH(...)     TP_FORM_LAUNCH
 #define TP_R_LAUNCH_CFG(...) TP_FORM_LAUNCH
+#define TP_R_DLAUNCH(...)    TP_FORM_LAUNCH
+#define TP_R_DLAUNCH_CFG(...) TP_FORM_LAUNCH
+#define TP_R_MAP(...)        TP_FORM_NONE
 #define TP_R_GRAPH(...)      TP_FORM_LAUNCH
 #define TP_R_COPY(...)       TP_FORM_COPY
 #define TP_R_SET(...)        TP_FORM_SET
@@ -33,13 +37,49 @@ static const struct { const char *name; int cbid; uint8_t layer, form; } tp_apis
     [TP_API_##name] = { #name, CUPTI_RUNTIME_TRACE_CBID_##cbid, TP_LAYER_RUNTIME, rec },
 #define TP_LIB_FN(ret, name, params, args, rec) \
     [TP_API_##name] = { #name, -1, TP_LAYER_LIBRARY, rec },
+#define TP_DRV_FN(ret, name, params, args, cbid, rec, request, version) \
+    [TP_API_##name] = { #name, CUPTI_DRIVER_TRACE_CBID_##cbid, TP_LAYER_DRIVER, rec },
 #include "../preload/cudart.def"
+#include "../preload/cuda.def"
 #include "../preload/cublas.def"
 #include "../preload/cublaslt.def"
 #include "../preload/nccl.def"
 #include "../preload/cudnn.def"
+#undef TP_DRV_FN
 #undef TP_LIB_FN
 #undef TP_FN
+};
+
+/* Driver entries (without _ptsz/_ptds) and the runtime call that reaches
+ * them (notes/static-cudart.md, "Runtime call to driver call"). */
+static const char *const tp_driver_logical[][2] = {
+    { "cuGraphLaunch", "cudaGraphLaunch" },
+    { "cuProfilerStart", "cudaProfilerStart" },
+    { "cuProfilerStop", "cudaProfilerStop" },
+    { "cuStreamSynchronize", "cudaStreamSynchronize" },
+    { "cuEventSynchronize", "cudaEventSynchronize" },
+    { "cuCtxSynchronize", "cudaDeviceSynchronize" },
+    { "cuCtxSynchronize_v2", "cudaDeviceSynchronize" },
+    { "cuMemAlloc_v2", "cudaMalloc" },
+    { "cuMemFree_v2", "cudaFree" },
+    { "cuMemAllocAsync", "cudaMallocAsync" },
+    { "cuMemFreeAsync", "cudaFreeAsync" },
+    { "cuMemAllocManaged", "cudaMallocManaged" },
+    { "cuMemAllocHost_v2", "cudaMallocHost" },
+    { "cuMemHostAlloc", "cudaHostAlloc" },
+    { "cuMemFreeHost", "cudaFreeHost" },
+    { "cuMemcpy", "cudaMemcpy" },
+    { "cuMemcpyHtoD_v2", "cudaMemcpy" },
+    { "cuMemcpyDtoH_v2", "cudaMemcpy" },
+    { "cuMemcpyDtoD_v2", "cudaMemcpy" },
+    { "cuMemcpyAsync", "cudaMemcpyAsync" },
+    { "cuMemcpyHtoDAsync_v2", "cudaMemcpyAsync" },
+    { "cuMemcpyDtoHAsync_v2", "cudaMemcpyAsync" },
+    { "cuMemcpyDtoDAsync_v2", "cudaMemcpyAsync" },
+    { "cuMemsetD8_v2", "cudaMemset" },
+    { "cuMemsetD32_v2", "cudaMemset" },
+    { "cuMemsetD8Async", "cudaMemsetAsync" },
+    { "cuMemsetD32Async", "cudaMemsetAsync" },
 };
 
 static _Atomic uint16_t tp_logical[TP_API_COUNT];
@@ -80,6 +120,19 @@ static size_t tp_base_len(const char *name)
     return n;
 }
 
+/* The runtime call reaching driver entry "base" (its id), or "base". */
+static unsigned tp_runtime_of(unsigned base)
+{
+    if (tp_apis[base].layer != TP_LAYER_DRIVER)
+        return base;
+    for (size_t i = 0; i < sizeof tp_driver_logical / sizeof tp_driver_logical[0]; i++)
+        if (strcmp(tp_apis[base].name, tp_driver_logical[i][0]) == 0) {
+            unsigned r = tp_api_lookup(tp_driver_logical[i][1], strlen(tp_driver_logical[i][1]));
+            return r ? r : base;
+        }
+    return base;
+}
+
 unsigned tp_api_logical(unsigned id)
 {
     if (id == 0 || id >= TP_API_COUNT)
@@ -87,7 +140,7 @@ unsigned tp_api_logical(unsigned id)
     unsigned l = atomic_load_explicit(&tp_logical[id], memory_order_relaxed);
     if (!l) {
         unsigned base = tp_api_lookup(tp_apis[id].name, tp_base_len(tp_apis[id].name));
-        l = base ? base : id;
+        l = tp_runtime_of(base ? base : id);
         atomic_store_explicit(&tp_logical[id], (uint16_t)l, memory_order_relaxed);
     }
     return l;
@@ -95,5 +148,8 @@ unsigned tp_api_logical(unsigned id)
 
 unsigned tp_api_find(const char *name)
 {
-    return tp_api_lookup(name, tp_base_len(name));
+    unsigned id = tp_api_lookup(name, strlen(name));
+    if (!id)
+        id = tp_api_lookup(name, tp_base_len(name));
+    return tp_api_logical(id);
 }

@@ -11,11 +11,14 @@ enum tp_api_id {
     TP_API_NONE = 0,
 #define TP_FN(ret, name, params, args, cbid, rec) TP_API_##name,
 #define TP_LIB_FN(ret, name, params, args, rec) TP_API_##name,
+#define TP_DRV_FN(ret, name, params, args, cbid, rec, request, version) TP_API_##name,
 #include "../preload/cudart.def"
+#include "../preload/cuda.def"
 #include "../preload/cublas.def"
 #include "../preload/cublaslt.def"
 #include "../preload/nccl.def"
 #include "../preload/cudnn.def"
+#undef TP_DRV_FN
 #undef TP_LIB_FN
 #undef TP_FN
     TP_API_COUNT
@@ -34,10 +37,14 @@ int tp_api_form(unsigned id);
 int tp_api_layer(unsigned id);
 
 /* tp_api_logical - the id of the logical call ("cudaGraphLaunch" for
- * "cudaGraphLaunch_ptsz"), used by call:NAME step signals. */
+ * "cudaGraphLaunch_ptsz", "cuGraphLaunch" and "cuGraphLaunch_ptsz"), used by
+ * call:NAME step signals: a driver entry maps to the runtime call that
+ * reaches it (notes/static-cudart.md), launches excepted (cuLaunchKernel
+ * serves several runtime launch forms). */
 unsigned tp_api_logical(unsigned id);
 
-/* tp_api_find - the id of logical call "name", or TP_API_NONE. */
+/* tp_api_find - the id of the logical call of "name" (any layer, any
+ * _ptsz/_ptds form), or TP_API_NONE. */
 unsigned tp_api_find(const char *name);
 
 #endif

@@ -5,6 +5,9 @@
  * pointers; demangling is deferred to the first time a name is needed.
  * __cxa_demangle is not linked (no libstdc++ in DT_NEEDED): it is taken from
  * the process if present, else from libstdc++.so.6 loaded on first use.
+ * Driver handles (TP_FUNC_DRIVER) get copied names from the driver's
+ * name-capture calls; a handle obtained some other way is named by the
+ * driver itself, once, and the answer (or its absence) is kept.
  */
 #include "kernels.h"
 #include "intern.h"
@@ -26,6 +29,8 @@ struct tp_kentry {
     const void *stub;                  /* aliases: the stub they launch */
     _Atomic uint32_t name_id;          /* 0 = not yet demangled */
     _Atomic int8_t match;              /* launch-glob cache: 0 unknown, 1 yes, -1 no */
+    uint8_t owned;                     /* mangled is our copy */
+    _Atomic uint8_t asked;             /* the driver was asked for the name */
 };
 
 static struct tp_kentry *_Atomic tp_kbuckets[TP_KBUCKETS];
@@ -48,20 +53,27 @@ static struct tp_kentry *tp_klookup(uint64_t key)
     return NULL;
 }
 
-static void tp_kinsert(uint64_t key, const char *mangled, const void *stub)
+/* Insert or update "key"; "owned": "mangled" is a malloc'ed copy that the
+ * table takes over (freed at once if it adds nothing). */
+static void tp_kinsert_at(uint64_t key, const char *mangled, const void *stub, int owned)
 {
-    if (!key)
-        return;
     pthread_mutex_lock(&tp_klock);
     struct tp_kentry *e = tp_klookup(key);
     if (e) {
-        /* re-registration (module reloaded): later registration wins */
-        if (mangled && e->mangled != mangled) {
+        if (stub && !e->stub && !e->mangled)
+            e->stub = stub;   /* an alias of a handle first seen unnamed */
+        /* re-registration (module reloaded): later registration wins; a
+         * replaced copy is leaked, the flush thread may be reading it */
+        if (mangled && e->mangled != mangled && !(e->mangled && owned && strcmp(e->mangled, mangled) == 0)) {
             e->mangled = mangled;
+            e->owned = (uint8_t)owned;
             atomic_store(&e->name_id, 0);
             atomic_store(&e->match, 0);
+            owned = 0;
         }
         pthread_mutex_unlock(&tp_klock);
+        if (owned)
+            free((void *)mangled);
         return;
     }
     e = calloc(1, sizeof *e);
@@ -69,11 +81,29 @@ static void tp_kinsert(uint64_t key, const char *mangled, const void *stub)
         e->key = key;
         e->mangled = mangled;
         e->stub = stub;
+        e->owned = (uint8_t)owned;
         struct tp_kentry *_Atomic *head = &tp_kbuckets[tp_khash(key) % TP_KBUCKETS];
         atomic_init(&e->next, atomic_load_explicit(head, memory_order_relaxed));
         atomic_store_explicit(head, e, memory_order_release);
+    } else if (owned) {
+        free((void *)mangled);
     }
     pthread_mutex_unlock(&tp_klock);
+}
+
+static void tp_kinsert(uint64_t key, const char *mangled, const void *stub)
+{
+    if (key)
+        tp_kinsert_at(key, mangled, stub, 0);
+}
+
+void tp_kernels_register_copy(const void *handle, const char *mangled)
+{
+    if (!handle || !mangled)
+        return;
+    char *copy = strdup(mangled);
+    if (copy)
+        tp_kinsert_at((uint64_t)(uintptr_t)handle, copy, NULL, 1);
 }
 
 void tp_kernels_register(const void *stub, const char *mangled)
@@ -88,6 +118,27 @@ void tp_kernels_alias(const void *kernel, const void *stub)
         tp_kinsert((uint64_t)(uintptr_t)kernel, NULL, stub);
 }
 
+typedef int (*tp_getname_fn)(const char **, uint64_t);
+
+/* The driver's name for CUkernel or CUfunction "func", copied into the
+ * table; only if libcuda is already loaded. */
+static void tp_kask_driver(uint64_t func)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
+    if (!h)
+        return;
+    static const char *const getters[] = { "cuKernelGetName", "cuFuncGetName" };
+    const char *name = NULL;
+    for (size_t i = 0; i < sizeof getters / sizeof getters[0] && !name; i++) {
+        tp_getname_fn get = (tp_getname_fn)dlsym(h, getters[i]);
+        if (!get || get(&name, func) != 0)
+            name = NULL;
+    }
+    if (name && name[0])
+        tp_kernels_register_copy((const void *)(uintptr_t)func, name);
+    dlclose(h);
+}
+
 /* The entry holding the mangled name for a launched function. */
 static struct tp_kentry *tp_kresolve(uint64_t func, int kind)
 {
@@ -96,6 +147,17 @@ static struct tp_kentry *tp_kresolve(uint64_t func, int kind)
     struct tp_kentry *e = tp_klookup(func);
     if (e && !e->mangled && e->stub)
         e = tp_klookup((uint64_t)(uintptr_t)e->stub);
+    if (kind == TP_FUNC_DRIVER && !(e && e->mangled) && func) {
+        struct tp_kentry *self = tp_klookup(func);
+        if (!self) {
+            tp_kinsert(func, NULL, NULL);
+            self = tp_klookup(func);
+        }
+        if (self && !atomic_exchange(&self->asked, 1)) {
+            tp_kask_driver(self->stub ? (uint64_t)(uintptr_t)self->stub : func);
+            return tp_kresolve(func, TP_FUNC_KERNEL);
+        }
+    }
     return e && e->mangled ? e : NULL;
 }
 

@@ -2,7 +2,9 @@
  * kernels.h - kernel names from registration calls, looked up per launch.
  *
  * __cudaRegisterFunction maps a host stub to its mangled device name;
- * __cudaGetKernel maps a cudaKernel_t to a stub.  Launch records carry the
+ * __cudaGetKernel maps a cudaKernel_t to a stub; the driver's
+ * cuLibraryGetKernel/cuModuleGetFunction name a CUkernel/CUfunction, and
+ * cuKernelGetFunction aliases a CUfunction to its CUkernel.  Launch records carry the
  * raw stub or handle; names are demangled and interned at flush time, and
  * for launch:GLOB step signals once per kernel at its first launch.
  * Registration may happen before our constructor runs: the table needs no
@@ -18,11 +20,18 @@
  * it lives in the registering module's read-only data). */
 void tp_kernels_register(const void *stub, const char *mangled);
 
+/* tp_kernels_register_copy - handle "handle" has device name "mangled", which
+ * is copied (the driver's string need not outlive the call). */
+void tp_kernels_register_copy(const void *handle, const char *mangled);
+
 /* tp_kernels_alias - handle "kernel" launches the function of "stub". */
 void tp_kernels_alias(const void *kernel, const void *stub);
 
 /* tp_kernels_name_id - interned demangled name of the launched function
- * ("func" with enum tp_func_kind "kind"), or 0 if unknown.  Flush thread. */
+ * ("func" with enum tp_func_kind "kind"), or 0 if unknown.  Flush thread.
+ * A TP_FUNC_DRIVER handle missing from the table is asked of the loaded
+ * driver (cuKernelGetName, then cuFuncGetName: side-effect-free queries,
+ * decision 2), once per handle; libcuda is never loaded for that. */
 uint32_t tp_kernels_name_id(uint64_t func, int kind);
 
 /* tp_kernels_match - 1 if the function's demangled name matches "glob"

@@ -29,9 +29,32 @@
 #define TP_WRAP(ret, name, params, args, missing, on_resolve, on_entry, begin, rec)   \
     typedef ret (*tp_fn_##name) params;                                              \
     static tp_fn_##name tp_real_##name;                                              \
-    static __attribute__((noinline)) ret tp_slow_##name params                       \
+    TP_WRAP_SLOW(tp_slow_##name, ret, name, params, args, tp_real_##name, begin, rec) \
+    TP_EXPORT ret name params                                                        \
     {                                                                                \
         tp_fn_##name real = __atomic_load_n(&tp_real_##name, __ATOMIC_ACQUIRE);     \
+        if (__builtin_expect(!real, 0)) {                                            \
+            real = (tp_fn_##name)tp_resolve(#name);                                  \
+            if (!real)                                                               \
+                return missing;                                                      \
+            on_resolve;                                                              \
+            __atomic_store_n(&tp_real_##name, real, __ATOMIC_RELEASE);               \
+        }                                                                            \
+        on_entry;                                                                    \
+        if (__builtin_expect(!tp_hot_load(), 1))                                     \
+            return real args;                                                        \
+        return tp_slow_##name args;                                                  \
+    }
+
+/*
+ * TP_WRAP_SLOW - define "fn", the recording path of a wrapper of "name"
+ * (type tp_fn_##name) whose real function is loaded from "slot".  Shared by
+ * TP_WRAP and the driver's lookup-time slot wrappers (preload/driver.c).
+ */
+#define TP_WRAP_SLOW(fn, ret, name, params, args, slot, begin, rec)                 \
+    static __attribute__((noinline)) ret fn params                                   \
+    {                                                                                \
+        tp_fn_##name real = __atomic_load_n(&(slot), __ATOMIC_ACQUIRE);             \
         struct tp_call tp_c;                                                         \
         if (!begin(&tp_c, TP_API_##name))                                            \
             return real args;                                                        \
@@ -52,21 +75,6 @@
             tp_graphs_captured(tp_r);                                                \
         tp_call_finish(&tp_c, tp_r == &tp_scratch ? NULL : tp_r, tp_func, tp_fkind); \
         return tp_rc;                                                                \
-    }                                                                                \
-    TP_EXPORT ret name params                                                        \
-    {                                                                                \
-        tp_fn_##name real = __atomic_load_n(&tp_real_##name, __ATOMIC_ACQUIRE);     \
-        if (__builtin_expect(!real, 0)) {                                            \
-            real = (tp_fn_##name)tp_resolve(#name);                                  \
-            if (!real)                                                               \
-                return missing;                                                      \
-            on_resolve;                                                              \
-            __atomic_store_n(&tp_real_##name, real, __ATOMIC_RELEASE);               \
-        }                                                                            \
-        on_entry;                                                                    \
-        if (__builtin_expect(!tp_hot_load(), 1))                                     \
-            return real args;                                                        \
-        return tp_slow_##name args;                                                  \
     }
 
 /*

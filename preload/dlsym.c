@@ -1,0 +1,226 @@
+/*
+ * dlsym.c - DESIGN: the dlsym interposer (notes/injection.md 1.4, decision 8).
+ *
+ * glibc resolves RTLD_NEXT (and RTLD_DEFAULT's namespace) from dlsym's
+ * return address, so those two handles must reach the real dlsym by a jump
+ * that leaves the caller's return address on the stack: a wrapper that
+ * calls it makes every RTLD_NEXT relative to this library, and a second
+ * preloaded tool that wraps a function through RTLD_NEXT then finds itself
+ * and recurses.  GCC 12 has no musttail, so on x86-64 dlsym is a small
+ * assembly stub: for RTLD_NEXT/RTLD_DEFAULT it jumps to the real dlsym
+ * (resolving it first with dlvsym, argument registers saved, when it is not
+ * yet known: our own resolver and the sanitizer runtimes use dlsym before
+ * anything else ran); for any other handle it jumps to tp_dlsym_handle,
+ * plain C.  That function asks the real
+ * dlsym, and for a handle of libcuda, cuBLAS(Lt), cuDNN, NCCL or cudart
+ * (identified once per handle from its link map) replaces a found symbol
+ * that we wrap with our wrapper - for libcuda a slot wrapper bound to the
+ * very pointer found (procaddr.c), for the others our exported wrapper
+ * when the function it forwards to is that pointer (libcudnn.so.9 looks up
+ * libcudnn_graph's functions of the same names: handing it our wrapper
+ * would loop).  Everything else, NULL and dlerror state included, passes
+ * through.  Never activates the profiler (decision 3).
+ */
+#include "driver.h"
+#include "resolve.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <string.h>
+
+typedef void *(*tp_dlsym_fn)(void *, const char *);
+
+/* Read by the assembly stub: hidden, not static, so it keeps its name. */
+__attribute__((visibility("hidden"))) tp_dlsym_fn tp_dlsym_next;
+
+/* tp_dlsym_resolve - the real dlsym: the next definition after ours, of
+ * either version glibc exports (2.34 moved it into libc; the CUDA libraries
+ * import the compat GLIBC_2.2.5 one).  dlvsym is not interposed.  The x86-64
+ * stub below does the same in assembly. */
+static tp_dlsym_fn tp_dlsym_resolve(void)
+{
+    tp_dlsym_fn f = __atomic_load_n(&tp_dlsym_next, __ATOMIC_ACQUIRE);
+    if (f)
+        return f;
+    f = (tp_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (!f)
+        f = (tp_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    if (f)
+        __atomic_store_n(&tp_dlsym_next, f, __ATOMIC_RELEASE);
+    return f;
+}
+
+void *tp_dlsym_real(void *handle, const char *name)
+{
+    tp_dlsym_fn f = tp_dlsym_resolve();
+    return f ? f(handle, name) : NULL;
+}
+
+/* ---- which library a handle belongs to ------------------------------------ */
+
+enum tp_lib { TP_LIB_UNKNOWN = 0, TP_LIB_OTHER, TP_LIB_CUDA, TP_LIB_WRAPPED };
+
+static int tp_has_prefix(const char *s, const char *p)
+{
+    return strncmp(s, p, strlen(p)) == 0;
+}
+
+static enum tp_lib tp_classify(void *handle)
+{
+    struct link_map *lm = NULL;
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm || !lm->l_name)
+        return TP_LIB_OTHER;
+    const char *base = strrchr(lm->l_name, '/');
+    base = base ? base + 1 : lm->l_name;
+    if (tp_has_prefix(base, "libcuda.so"))
+        return TP_LIB_CUDA;
+    static const char *const wrapped[] = {
+        "libcublas.so", "libcublasLt.so", "libcudnn", "libnccl.so", "libcudart.so",
+    };
+    for (size_t i = 0; i < sizeof wrapped / sizeof wrapped[0]; i++)
+        if (tp_has_prefix(base, wrapped[i]))
+            return TP_LIB_WRAPPED;
+    return TP_LIB_OTHER;
+}
+
+#define TP_HANDLES 32
+
+static pthread_mutex_t tp_handle_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { void *handle; enum tp_lib lib; } tp_handles[TP_HANDLES];
+static unsigned tp_n_handles;
+
+/* Cached per handle (a fixed array; beyond it, classified every time).  A
+ * handle closed and reused for another library keeps its old class: the
+ * libraries we look for are not unloaded in practice. */
+static enum tp_lib tp_handle_lib(void *handle)
+{
+    enum tp_lib lib = TP_LIB_UNKNOWN;
+    pthread_mutex_lock(&tp_handle_lock);
+    for (unsigned i = 0; i < tp_n_handles && !lib; i++)
+        if (tp_handles[i].handle == handle)
+            lib = tp_handles[i].lib;
+    pthread_mutex_unlock(&tp_handle_lock);
+    if (lib)
+        return lib;
+    lib = tp_classify(handle);
+    pthread_mutex_lock(&tp_handle_lock);
+    if (tp_n_handles < TP_HANDLES) {
+        tp_handles[tp_n_handles].handle = handle;
+        tp_handles[tp_n_handles].lib = lib;
+        tp_n_handles++;
+    }
+    pthread_mutex_unlock(&tp_handle_lock);
+    return lib;
+}
+
+/* Our exported definition of "name", or NULL. */
+static void *tp_own_symbol(const char *name)
+{
+    static void *self;
+    void *h = __atomic_load_n(&self, __ATOMIC_ACQUIRE);
+    if (!h) {
+        Dl_info info;
+        if (!dladdr((void *)tp_own_symbol, &info) || !info.dli_fname)
+            return NULL;
+        h = dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
+        if (!h)
+            return NULL;
+        __atomic_store_n(&self, h, __ATOMIC_RELEASE);
+    }
+    return tp_dlsym_real(h, name);
+}
+
+/* dlsym for every handle but RTLD_NEXT/RTLD_DEFAULT (tail-jumped to). */
+__attribute__((visibility("hidden"))) void *tp_dlsym_handle(void *handle, const char *name)
+{
+    void *p = tp_dlsym_real(handle, name);
+    if (!p || !name)
+        return p;
+    switch (tp_handle_lib(handle)) {
+    case TP_LIB_CUDA:
+        return tp_procaddr_wrap_symbol(name, p);
+    case TP_LIB_WRAPPED: {
+        /* only where our wrapper calls exactly "p": cuDNN's shim looks its
+         * own sub-libraries up by handle and must get their functions */
+        void *ours = tp_own_symbol(name);
+        return ours && tp_resolve(name) == p ? ours : p;
+    }
+    default:
+        return p;
+    }
+}
+
+#if defined(__x86_64__)
+/*
+ * dlsym(handle %rdi, name %rsi).  RTLD_NEXT is -1, RTLD_DEFAULT 0.  The
+ * first lookup finds the real dlsym itself with dlvsym, in assembly: the
+ * sanitizer runtimes look their interceptors up through dlsym(RTLD_NEXT)
+ * while initialising, before any instrumented code (ours) may run.  At
+ * entry %rsp is 8 mod 16; two pushes and 8 bytes keep the calls aligned.
+ * The plain store of tp_dlsym_next is a release on x86-64; racing first
+ * calls store the same value.
+ */
+__asm__(
+    "    .text\n"
+    "    .globl dlsym\n"
+    "    .type dlsym, @function\n"
+    "dlsym:\n"
+    "    .cfi_startproc\n"
+    "    cmpq $-1, %rdi\n"
+    "    je 1f\n"
+    "    testq %rdi, %rdi\n"
+    "    je 1f\n"
+    "    jmp tp_dlsym_handle\n"
+    "1:  movq tp_dlsym_next(%rip), %rax\n"
+    "    testq %rax, %rax\n"
+    "    je 2f\n"
+    "    jmp *%rax\n"
+    "2:  pushq %rdi\n"
+    "    .cfi_adjust_cfa_offset 8\n"
+    "    pushq %rsi\n"
+    "    .cfi_adjust_cfa_offset 8\n"
+    "    subq $8, %rsp\n"
+    "    .cfi_adjust_cfa_offset 8\n"
+    "    movq $-1, %rdi\n"
+    "    leaq .Ltp_dlsym_name(%rip), %rsi\n"
+    "    leaq .Ltp_glibc_234(%rip), %rdx\n"
+    "    call dlvsym@PLT\n"
+    "    testq %rax, %rax\n"
+    "    jne 4f\n"
+    "    movq $-1, %rdi\n"
+    "    leaq .Ltp_dlsym_name(%rip), %rsi\n"
+    "    leaq .Ltp_glibc_225(%rip), %rdx\n"
+    "    call dlvsym@PLT\n"
+    "4:  movq %rax, tp_dlsym_next(%rip)\n"
+    "    addq $8, %rsp\n"
+    "    .cfi_adjust_cfa_offset -8\n"
+    "    popq %rsi\n"
+    "    .cfi_adjust_cfa_offset -8\n"
+    "    popq %rdi\n"
+    "    .cfi_adjust_cfa_offset -8\n"
+    "    testq %rax, %rax\n"
+    "    je 3f\n"
+    "    jmp *%rax\n"
+    "3:  ret\n"
+    "    .cfi_endproc\n"
+    "    .size dlsym, .-dlsym\n"
+    "    .section .rodata.str1.1,\"aMS\",@progbits,1\n"
+    ".Ltp_dlsym_name: .string \"dlsym\"\n"
+    ".Ltp_glibc_234: .string \"GLIBC_2.34\"\n"
+    ".Ltp_glibc_225: .string \"GLIBC_2.2.5\"\n"
+    "    .text\n");
+#else
+/*
+ * Other architectures: a C wrapper.  RTLD_NEXT/RTLD_DEFAULT lookups made
+ * through it are resolved relative to this library, not to the caller
+ * (a tool preloaded after us that uses RTLD_NEXT would find itself): port
+ * the stub above before relying on this.
+ */
+TP_EXPORT void *dlsym(void *handle, const char *name)
+{
+    if (handle == RTLD_NEXT || handle == RTLD_DEFAULT)
+        return tp_dlsym_real(handle, name);
+    return tp_dlsym_handle(handle, name);
+}
+#endif

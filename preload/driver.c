@@ -1,0 +1,184 @@
+/*
+ * driver.c - DESIGN: the CUDA driver wrappers, expanded from cuda.def.
+ *
+ * Each cuda.def line gives two kinds of wrapper with the runtime wrappers'
+ * shape (one load of tp_hot, then a tail call outside windows):
+ *  - the exported one, for programs linked with -lcuda and dlsym(RTLD_DEFAULT);
+ *  - TP_DRV_SLOTS private slot wrappers, each bound by procaddr.c to the one
+ *    real pointer a cuGetProcAddress or dlsym(libcuda) lookup returned, so
+ *    that a wrapper always calls exactly the function the caller was given.
+ * A driver call made inside a runtime wrapper is folded into the runtime
+ * record by tp_depth (collector/core.h); one made inside a library call is
+ * recorded (decision 1).  The name-capture calls (cuLibraryGetKernel,
+ * cuModuleGetFunction, cuKernelGetFunction) feed collector/kernels and never
+ * activate, like __cudaRegisterFunction in cudart.c.
+ */
+#include "driver.h"
+#include "wrap.h"
+#include "../collector/apis.h"
+#include "../collector/core.h"
+#include "../collector/kernels.h"
+
+#include <cuda.h>
+
+#define TP_MISSING CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND
+
+static inline void tp_dfill_launch(struct tp_record *r, uint64_t func, unsigned gx, unsigned gy,
+                                   unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                                   unsigned smem, CUstream s)
+{
+    r->kind = TP_REC_LAUNCH;
+    r->u.launch.func = func;
+    r->u.launch.func_kind = TP_FUNC_DRIVER;
+    r->u.launch.grid_x = gx;
+    r->u.launch.grid_y = (uint16_t)gy;
+    r->u.launch.grid_z = (uint16_t)gz;
+    r->u.launch.block_x = (uint16_t)bx;
+    r->u.launch.block_y = (uint16_t)by;
+    r->u.launch.block_z = (uint16_t)bz;
+    r->u.launch.smem = smem;
+    r->u.launch.stream = (uint64_t)(uintptr_t)s;
+}
+
+static inline void tp_dfill_api(struct tp_record *r, uint64_t dst, uint64_t src, uint64_t n,
+                                int kind, uint64_t stream)
+{
+    r->u.api.dst = dst;
+    r->u.api.src = src;
+    r->u.api.bytes = n;
+    r->u.api.copy_kind = (uint32_t)kind;
+    r->u.api.stream = stream;
+}
+
+#define TP_U64(x) ((uint64_t)(uintptr_t)(x))
+
+/* Record expressions of cuda.def (see there). */
+#define TP_R_DLAUNCH(f, gx, gy, gz, bx, by, bz, sm, s) \
+    tp_func = TP_U64(f); tp_fkind = TP_FUNC_DRIVER; \
+    if (tp_r) tp_dfill_launch(tp_r, tp_func, gx, gy, gz, bx, by, bz, sm, s)
+#define TP_R_DLAUNCH_CFG(f, c) \
+    tp_func = TP_U64(f); tp_fkind = TP_FUNC_DRIVER; \
+    if (tp_r && (c)) tp_dfill_launch(tp_r, tp_func, (c)->gridDimX, (c)->gridDimY, (c)->gridDimZ, \
+                                     (c)->blockDimX, (c)->blockDimY, (c)->blockDimZ, (c)->sharedMemBytes, (c)->hStream)
+#define TP_R_GRAPH(e, s) \
+    if (tp_r) { tp_r->kind = TP_REC_LAUNCH; tp_r->u.launch.func = TP_U64(e); \
+                tp_r->u.launch.func_kind = TP_FUNC_GRAPH; tp_r->u.launch.stream = TP_U64(s); }
+#define TP_R_COPY(d, s, n, k, st) if (tp_r) tp_dfill_api(tp_r, TP_U64(d), TP_U64(s), n, k, TP_U64(st))
+#define TP_R_SET(d, v, n, st)     if (tp_r) tp_dfill_api(tp_r, TP_U64(d), (uint64_t)(v), n, 0, TP_U64(st))
+#define TP_R_SYNC(h)              if (tp_r) tp_r->u.api.stream = TP_U64(h)
+#define TP_R_SYNC_EVENT(h)        TP_R_SYNC(h)
+#define TP_R_ALLOC(p, n)          if (tp_r) { tp_r->u.api.bytes = (n); tp_r->u.api.dst = (p) && tp_rc == CUDA_SUCCESS ? TP_U64(*(p)) : 0; }
+#define TP_R_FREE(p)              if (tp_r) tp_r->u.api.dst = TP_U64(p)
+#define TP_R_MAP(p, n, h)         if (tp_r) tp_dfill_api(tp_r, TP_U64(p), TP_U64(h), n, 0, 0)
+#define TP_R_NONE                 (void)tp_r
+
+/* TP_DRV_SLOT - slot wrapper "k" of "name": the exported wrapper's shape,
+ * with the real function bound at lookup time (never NULL once handed out). */
+#define TP_DRV_SLOT(ret, name, params, args, rec, k)                                  \
+    TP_WRAP_SLOW(tp_sslow_##name##_##k, ret, name, params, args, tp_sreal_##name[k],  \
+                 tp_call_begin, rec)                                                  \
+    static ret tp_slot_##name##_##k params                                            \
+    {                                                                                 \
+        tp_fn_##name real = __atomic_load_n(&tp_sreal_##name[k], __ATOMIC_ACQUIRE);   \
+        if (__builtin_expect(!tp_hot_load(), 1))                                      \
+            return real args;                                                         \
+        return tp_sslow_##name##_##k args;                                            \
+    }
+
+#define TP_DRV_FN(ret, name, params, args, cbid, rec, request, version)               \
+    TP_WRAP(ret, name, params, args, TP_MISSING, (void)0, (void)0, tp_call_begin, rec) \
+    static tp_fn_##name tp_sreal_##name[TP_DRV_SLOTS];                                \
+    static void tp_bind_##name(int k, void *real)                                     \
+    {                                                                                 \
+        __atomic_store_n(&tp_sreal_##name[k], (tp_fn_##name)real, __ATOMIC_RELEASE);  \
+    }                                                                                 \
+    TP_DRV_SLOT(ret, name, params, args, rec, 0)                                      \
+    TP_DRV_SLOT(ret, name, params, args, rec, 1)                                      \
+    TP_DRV_SLOT(ret, name, params, args, rec, 2)                                      \
+    TP_DRV_SLOT(ret, name, params, args, rec, 3)
+#include "cuda.def"
+#undef TP_DRV_FN
+
+_Static_assert(TP_DRV_SLOTS == 4, "TP_DRV_FN and TP_CAPTURE define four slots");
+
+/* ---- name capture: kernel handles to names; never activates ------------- */
+
+typedef CUresult (*tp_fn_cuLibraryGetKernel)(CUkernel *, CUlibrary, const char *);
+typedef CUresult (*tp_fn_cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+typedef CUresult (*tp_fn_cuKernelGetFunction)(CUfunction *, CUkernel);
+
+/* The driver's name string need not outlive the call: the table copies it. */
+static CUresult tp_do_cuLibraryGetKernel(tp_fn_cuLibraryGetKernel real, CUkernel *k, CUlibrary lib,
+                                         const char *name)
+{
+    CUresult rc = real(k, lib, name);
+    if (rc == CUDA_SUCCESS && k && *k && name)
+        tp_kernels_register_copy(*k, name);
+    return rc;
+}
+
+static CUresult tp_do_cuModuleGetFunction(tp_fn_cuModuleGetFunction real, CUfunction *f, CUmodule mod,
+                                          const char *name)
+{
+    CUresult rc = real(f, mod, name);
+    if (rc == CUDA_SUCCESS && f && *f && name)
+        tp_kernels_register_copy(*f, name);
+    return rc;
+}
+
+static CUresult tp_do_cuKernelGetFunction(tp_fn_cuKernelGetFunction real, CUfunction *f, CUkernel k)
+{
+    CUresult rc = real(f, k);
+    if (rc == CUDA_SUCCESS && f && *f)
+        tp_kernels_alias(*f, k);
+    return rc;
+}
+
+#define TP_UNPAREN(...) __VA_ARGS__
+#define TP_CAPTURE_SLOT(name, params, args, k)                                        \
+    static CUresult tp_slot_##name##_##k params                                       \
+    {                                                                                 \
+        return tp_do_##name(__atomic_load_n(&tp_sreal_##name[k], __ATOMIC_ACQUIRE),   \
+                            TP_UNPAREN args);                                         \
+    }
+/* TP_CAPTURE - exported wrapper and lookup slots of a name-capture call. */
+#define TP_CAPTURE(name, params, args)                                                \
+    TP_EXPORT CUresult name params                                                    \
+    {                                                                                 \
+        TP_REAL(tp_fn_##name, name, TP_MISSING);                                      \
+        return tp_do_##name(real, TP_UNPAREN args);                                   \
+    }                                                                                 \
+    static tp_fn_##name tp_sreal_##name[TP_DRV_SLOTS];                                \
+    static void tp_bind_##name(int k, void *real)                                     \
+    {                                                                                 \
+        __atomic_store_n(&tp_sreal_##name[k], (tp_fn_##name)real, __ATOMIC_RELEASE);  \
+    }                                                                                 \
+    TP_CAPTURE_SLOT(name, params, args, 0)                                            \
+    TP_CAPTURE_SLOT(name, params, args, 1)                                            \
+    TP_CAPTURE_SLOT(name, params, args, 2)                                            \
+    TP_CAPTURE_SLOT(name, params, args, 3)
+
+TP_CAPTURE(cuLibraryGetKernel, (CUkernel *k, CUlibrary lib, const char *name), (k, lib, name))
+TP_CAPTURE(cuModuleGetFunction, (CUfunction *f, CUmodule mod, const char *name), (f, mod, name))
+TP_CAPTURE(cuKernelGetFunction, (CUfunction *f, CUkernel k), (f, k))
+
+/* ---- the table procaddr.c binds slots from ------------------------------- */
+
+/* Names are stringified where they appear in cuda.def: cuda.h defines some
+ * request names as macros (cuMemAlloc -> cuMemAlloc_v2). */
+#define TP_ENTRY(name, str, request, version)                                         \
+    { str, request, version, tp_bind_##name,                                          \
+      { (void *)tp_slot_##name##_0, (void *)tp_slot_##name##_1,                       \
+        (void *)tp_slot_##name##_2, (void *)tp_slot_##name##_3 } },
+
+const struct tp_drv_entry tp_drv_entries[] = {
+#define TP_DRV_FN(ret, name, params, args, cbid, rec, request, version) \
+    TP_ENTRY(name, #name, #request, version)
+#include "cuda.def"
+#undef TP_DRV_FN
+    TP_ENTRY(cuLibraryGetKernel, "cuLibraryGetKernel", "cuLibraryGetKernel", 12000)
+    TP_ENTRY(cuModuleGetFunction, "cuModuleGetFunction", "cuModuleGetFunction", 2000)
+    TP_ENTRY(cuKernelGetFunction, "cuKernelGetFunction", "cuKernelGetFunction", 12000)
+};
+
+const unsigned tp_drv_n_entries = sizeof tp_drv_entries / sizeof tp_drv_entries[0];

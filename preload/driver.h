@@ -1,0 +1,46 @@
+/*
+ * driver.h - the driver wrappers that lookups hand out (preload/driver.c),
+ * and the lookup-side substitution (preload/procaddr.c) that dlsym.c shares.
+ */
+#ifndef TRAINPROF_PRELOAD_DRIVER_H
+#define TRAINPROF_PRELOAD_DRIVER_H
+
+#include <stdint.h>
+
+/* Wrappers per wrapped variant, each bound at lookup time to one real
+ * function (a driver may hand out several pointers for one variant). */
+#define TP_DRV_SLOTS 4
+
+/* One wrapped variant of a driver entry point. */
+struct tp_drv_entry {
+    const char *name;      /* its exported symbol: "cuMemcpyHtoD_v2_ptds" */
+    const char *request;   /* the name lookups ask for: "cuMemcpyHtoD" */
+    int version;           /* lowest ABI version of this signature */
+    void (*bind)(int slot, void *real);   /* publish slot's real function */
+    void *fns[TP_DRV_SLOTS];              /* the slot wrappers */
+};
+
+/* The variants of preload/driver.c: cuda.def and the name-capture calls. */
+extern const struct tp_drv_entry tp_drv_entries[];
+extern const unsigned tp_drv_n_entries;
+
+/*
+ * tp_procaddr_wrap - what to hand out instead of "real", which a lookup of
+ * "sym" at ABI version "version" with flags "flags" returned successfully.
+ * Returns "real" itself for anything not wrapped, when every slot of the
+ * variant is bound to other functions, or when the profiler is disabled.
+ * Takes a mutex; makes no CUDA call.
+ */
+void *tp_procaddr_wrap(const char *sym, int version, uint64_t flags, void *real);
+
+/*
+ * tp_procaddr_wrap_symbol - the same for "real" = dlsym(libcuda, "sym"):
+ * the variant is the one exported under that exact name.
+ */
+void *tp_procaddr_wrap_symbol(const char *sym, void *real);
+
+/* tp_dlsym_real - glibc's dlsym (or the next interposer's), for lookups by
+ * handle; never call it with RTLD_NEXT or RTLD_DEFAULT (preload/dlsym.c). */
+void *tp_dlsym_real(void *handle, const char *name);
+
+#endif

@@ -1,0 +1,871 @@
+/*
+ * cuda.c - a fake CUDA driver (libcuda.so.1) for tests, public entry points only.
+ *
+ * DESIGN
+ * Built from the real cuda.h as build/fakes/libcuda.so with soname
+ * libcuda.so.1, so that a program can dlopen("libcuda.so.1") and speak the
+ * runtime's lookup protocol (notes/static-cudart.md) to it: cuGetProcAddress
+ * and cuGetProcAddress_v2 answer from one table of (name, ABI version,
+ * per-thread stream, function), choosing the variant by version and flags
+ * as the real driver does, with NOT_FOUND and the matching symbolStatus for
+ * unknown names, the "" probe and too-old versions.  One entry,
+ * ("cuMemsetD8", 3020), hands out an internal, unexported function, as a
+ * real driver may: interposers must cope with pointers they cannot name.
+ * There is no device: device memory is host memory, copies and sets really
+ * copy and set, synchronizations return at once, launches validate their
+ * handle and dimensions.  "Images" given to cuLibraryLoadData or
+ * cuModuleLoadData are text: "fakecubin" followed by the mangled kernel
+ * names, whitespace separated.  Everything but cuInit, cuDriverGetVersion,
+ * the lookups and cuGetErrorString fails with CUDA_ERROR_NOT_INITIALIZED
+ * before cuInit.  Bad input gets a CUresult, never a crash.
+ * Work is reported to the fake CUPTI through fakegpu.h once it has called
+ * fakegpu_set_observer().
+ */
+#include <cuda.h>
+#include <cupti_driver_cbid.h>
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fakegpu.h"
+
+#undef cuMemAlloc        /* cuda.h maps these names to their newer variants; */
+#undef cuGetProcAddress  /* the fake defines the old ABIs under the old names */
+
+#define FAKE_EXPORT __attribute__((visibility("default")))
+
+/* ---- the observer (fakegpu.h) --------------------------------------------- */
+
+static fakegpu_begin_fn fake_obs_begin;
+static fakegpu_end_fn fake_obs_end;
+static pthread_mutex_t fake_obs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+FAKE_EXPORT void fakegpu_set_observer(fakegpu_begin_fn begin, fakegpu_end_fn end)
+{
+    pthread_mutex_lock(&fake_obs_lock);
+    __atomic_store_n(&fake_obs_begin, begin, __ATOMIC_RELEASE);
+    __atomic_store_n(&fake_obs_end, end, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&fake_obs_lock);
+}
+
+struct fake_rep {
+    fakegpu_end_fn end;
+    uint64_t token;
+    struct fakegpu_op op;
+};
+
+static void fake_enter(struct fake_rep *r, int cbid, int kind)
+{
+    memset(r, 0, sizeof *r);
+    r->op.domain = FAKEGPU_DRIVER;
+    r->op.cbid = cbid;
+    r->op.kind = kind;
+    fakegpu_begin_fn b = __atomic_load_n(&fake_obs_begin, __ATOMIC_ACQUIRE);
+    r->end = __atomic_load_n(&fake_obs_end, __ATOMIC_ACQUIRE);
+    if (b && r->end)
+        r->token = b();
+    else
+        r->end = NULL;
+}
+
+static CUresult fake_leave(struct fake_rep *r, CUresult rc)
+{
+    if (r->end)
+        r->end(r->token, &r->op);
+    return rc;
+}
+
+/* ---- state ------------------------------------------------------------- */
+
+static int fake_initialized;
+
+#define FAKE_KERNEL_MAGIC 0x6b65726eu
+#define FAKE_FUNC_MAGIC   0x66756e63u
+#define FAKE_LIB_MAGIC    0x6c696272u
+#define FAKE_MAX_KERNELS  16
+#define FAKE_NAME_MAX     128
+
+struct fake_fn {
+    uint32_t magic;                /* FAKE_KERNEL_MAGIC (CUkernel) or FAKE_FUNC_MAGIC */
+    char name[FAKE_NAME_MAX];
+    struct fake_fn *function;      /* kernels: their CUfunction, made on demand */
+};
+
+struct fake_lib {
+    uint32_t magic;
+    unsigned n;
+    struct fake_fn *kernels[FAKE_MAX_KERNELS];
+};
+
+static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
+
+#define FAKE_READY() do { if (!__atomic_load_n(&fake_initialized, __ATOMIC_ACQUIRE)) return CUDA_ERROR_NOT_INITIALIZED; } while (0)
+
+static struct fake_fn *fake_fn_of(const void *h)
+{
+    const struct fake_fn *f = h;
+    return f && (f->magic == FAKE_KERNEL_MAGIC || f->magic == FAKE_FUNC_MAGIC) ? (struct fake_fn *)f : NULL;
+}
+
+static struct fake_lib *fake_lib_of(const void *h)
+{
+    const struct fake_lib *l = h;
+    return l && l->magic == FAKE_LIB_MAGIC ? (struct fake_lib *)l : NULL;
+}
+
+/* Parse an image into a library of kernels (kind = magic of its handles). */
+static CUresult fake_load(struct fake_lib **out, const void *image, uint32_t magic)
+{
+    static const char head[] = "fakecubin";
+    if (!out || !image || strncmp(image, head, sizeof head - 1) != 0)
+        return CUDA_ERROR_INVALID_IMAGE;
+    struct fake_lib *lib = calloc(1, sizeof *lib);
+    if (!lib)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    lib->magic = FAKE_LIB_MAGIC;
+    const char *p = (const char *)image + sizeof head - 1;
+    while (*p && lib->n < FAKE_MAX_KERNELS) {
+        p += strspn(p, " \t\n");
+        size_t len = strcspn(p, " \t\n");
+        if (!len)
+            break;
+        struct fake_fn *k = calloc(1, sizeof *k);
+        if (!k)
+            break;
+        k->magic = magic;
+        memcpy(k->name, p, len < FAKE_NAME_MAX - 1 ? len : FAKE_NAME_MAX - 1);
+        lib->kernels[lib->n++] = k;
+        p += len;
+    }
+    *out = lib;
+    return CUDA_SUCCESS;
+}
+
+static struct fake_fn *fake_find(struct fake_lib *lib, const char *name)
+{
+    for (unsigned i = 0; i < lib->n; i++)
+        if (strcmp(lib->kernels[i]->name, name) == 0)
+            return lib->kernels[i];
+    return NULL;
+}
+
+/* ---- initialisation, devices, errors --------------------------------------- */
+
+FAKE_EXPORT CUresult cuInit(unsigned int flags)
+{
+    if (flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    __atomic_store_n(&fake_initialized, 1, __ATOMIC_RELEASE);
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDriverGetVersion(int *v)
+{
+    if (!v)
+        return CUDA_ERROR_INVALID_VALUE;
+    *v = 13000;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetCount(int *n)
+{
+    FAKE_READY();
+    if (!n)
+        return CUDA_ERROR_INVALID_VALUE;
+    *n = 1;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceGet(CUdevice *d, int ordinal)
+{
+    FAKE_READY();
+    if (!d)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (ordinal != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *d = 0;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice d)
+{
+    FAKE_READY();
+    if (!name || len <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (d != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    strncpy(name, "Fake H100", (size_t)len - 1);
+    name[len - 1] = 0;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
+{
+    FAKE_READY();
+    if (!bytes)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (d != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *bytes = (size_t)80 << 30;
+    return CUDA_SUCCESS;
+}
+
+/* H100 SXM values (CUDA's deviceQuery on an H100). */
+FAKE_EXPORT CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
+{
+    FAKE_READY();
+    if (!v)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (d != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    switch (a) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *v = 2048; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: *v = 65536; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: *v = 65536; break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *v = 32; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *v = 49152; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *v = 233472; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 232448; break;
+    case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: *v = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: *v = 32; break;
+    default: *v = 0; break;
+    }
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxGetDevice(CUdevice *d)
+{
+    FAKE_READY();
+    if (!d)
+        return CUDA_ERROR_INVALID_VALUE;
+    *d = 0;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuGetErrorString(CUresult e, const char **s)
+{
+    if (!s)
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (e) {
+    case CUDA_SUCCESS: *s = "no error"; break;
+    case CUDA_ERROR_INVALID_VALUE: *s = "invalid argument"; break;
+    case CUDA_ERROR_NOT_INITIALIZED: *s = "initialization error"; break;
+    case CUDA_ERROR_INVALID_HANDLE: *s = "invalid resource handle"; break;
+    case CUDA_ERROR_NOT_FOUND: *s = "named symbol not found"; break;
+    case CUDA_ERROR_INVALID_IMAGE: *s = "device kernel image is invalid"; break;
+    default: *s = NULL; return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* ---- libraries, modules, kernel names -------------------------------------- */
+
+FAKE_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jo, void **jv,
+                                       unsigned int nj, CUlibraryOption *lo, void **lv, unsigned int nl)
+{
+    (void)jo, (void)jv, (void)nj, (void)lo, (void)lv, (void)nl;
+    FAKE_READY();
+    return fake_load((struct fake_lib **)library, code, FAKE_KERNEL_MAGIC);
+}
+
+FAKE_EXPORT CUresult cuLibraryGetKernel(CUkernel *k, CUlibrary library, const char *name)
+{
+    FAKE_READY();
+    struct fake_lib *lib = fake_lib_of(library);
+    if (!k || !name)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!lib)
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct fake_fn *f = fake_find(lib, name);
+    if (!f)
+        return CUDA_ERROR_NOT_FOUND;
+    *k = (CUkernel)f;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuLibraryGetKernelCount(unsigned int *n, CUlibrary library)
+{
+    FAKE_READY();
+    struct fake_lib *lib = fake_lib_of(library);
+    if (!n)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!lib)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *n = lib->n;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuLibraryEnumerateKernels(CUkernel *ks, unsigned int n, CUlibrary library)
+{
+    FAKE_READY();
+    struct fake_lib *lib = fake_lib_of(library);
+    if (!ks)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!lib)
+        return CUDA_ERROR_INVALID_HANDLE;
+    for (unsigned i = 0; i < n && i < lib->n; i++)
+        ks[i] = (CUkernel)lib->kernels[i];
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuKernelGetName(const char **name, CUkernel k)
+{
+    FAKE_READY();
+    struct fake_fn *f = fake_fn_of(k);
+    if (!name)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!f || f->magic != FAKE_KERNEL_MAGIC)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *name = f->name;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuKernelGetFunction(CUfunction *out, CUkernel k)
+{
+    FAKE_READY();
+    struct fake_fn *f = fake_fn_of(k);
+    if (!out)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!f || f->magic != FAKE_KERNEL_MAGIC)
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&fake_lock);
+    if (!f->function && (f->function = calloc(1, sizeof *f->function))) {
+        f->function->magic = FAKE_FUNC_MAGIC;
+        memcpy(f->function->name, f->name, sizeof f->name);
+    }
+    pthread_mutex_unlock(&fake_lock);
+    if (!f->function)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *out = (CUfunction)f->function;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+    FAKE_READY();
+    return fake_load((struct fake_lib **)module, image, FAKE_FUNC_MAGIC);
+}
+
+FAKE_EXPORT CUresult cuModuleGetFunction(CUfunction *out, CUmodule module, const char *name)
+{
+    FAKE_READY();
+    struct fake_lib *lib = fake_lib_of(module);
+    if (!out || !name)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!lib)
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct fake_fn *f = fake_find(lib, name);
+    if (!f)
+        return CUDA_ERROR_NOT_FOUND;
+    *out = (CUfunction)f;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuFuncGetName(const char **name, CUfunction fn)
+{
+    FAKE_READY();
+    struct fake_fn *f = fake_fn_of(fn);
+    if (!name)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!f || f->magic != FAKE_FUNC_MAGIC)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *name = f->name;
+    return CUDA_SUCCESS;
+}
+
+/* ---- launches ---------------------------------------------------------- */
+
+static CUresult fake_launch(int cbid, CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                            unsigned by, unsigned bz, unsigned smem, CUstream s)
+{
+    FAKE_READY();
+    struct fake_rep r;
+    fake_enter(&r, cbid, FAKEGPU_KERNEL);
+    struct fake_fn *f = fake_fn_of(fn);
+    if (!f)
+        return fake_leave(&r, CUDA_ERROR_INVALID_HANDLE);
+    if (!gx || !gy || !gz || !bx || !by || !bz || (uint64_t)bx * by * bz > 1024)
+        return fake_leave(&r, CUDA_ERROR_INVALID_VALUE);
+    r.op.kernel = f->name;
+    r.op.grid[0] = gx, r.op.grid[1] = gy, r.op.grid[2] = gz;
+    r.op.block[0] = bx, r.op.block[1] = by, r.op.block[2] = bz;
+    r.op.smem = smem;
+    r.op.stream = (uint64_t)(uintptr_t)s;
+    return fake_leave(&r, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                    unsigned bz, unsigned sm, CUstream s, void **p, void **x)
+{
+    (void)p, (void)x;
+    return fake_launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, f, gx, gy, gz, bx, by, bz, sm, s);
+}
+
+FAKE_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                         unsigned by, unsigned bz, unsigned sm, CUstream s, void **p, void **x)
+{
+    (void)p, (void)x;
+    return fake_launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz, f, gx, gy, gz, bx, by, bz, sm, s);
+}
+
+static CUresult fake_launch_ex(int cbid, const CUlaunchConfig *c, CUfunction f)
+{
+    if (!c) {
+        FAKE_READY();
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return fake_launch(cbid, f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
+                       c->blockDimZ, c->sharedMemBytes, c->hStream);
+}
+
+FAKE_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **p, void **x)
+{
+    (void)p, (void)x;
+    return fake_launch_ex(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, c, f);
+}
+
+FAKE_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **p, void **x)
+{
+    (void)p, (void)x;
+    return fake_launch_ex(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz, c, f);
+}
+
+static CUresult fake_plain(int cbid, int kind, int bad, CUresult bad_rc, uint64_t stream)
+{
+    FAKE_READY();
+    struct fake_rep r;
+    fake_enter(&r, cbid, kind);
+    r.op.stream = stream;
+    return fake_leave(&r, bad ? bad_rc : CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s)
+{
+    return fake_plain(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, FAKEGPU_NONE, !e, CUDA_ERROR_INVALID_VALUE,
+                      (uint64_t)(uintptr_t)s);
+}
+
+FAKE_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s)
+{
+    return fake_plain(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, FAKEGPU_NONE, !e,
+                      CUDA_ERROR_INVALID_VALUE, (uint64_t)(uintptr_t)s);
+}
+
+/* ---- memory --------------------------------------------------------------- */
+
+static CUresult fake_alloc(int cbid, CUdeviceptr *p, size_t n)
+{
+    FAKE_READY();
+    struct fake_rep r;
+    fake_enter(&r, cbid, FAKEGPU_NONE);
+    if (!p || !n)
+        return fake_leave(&r, CUDA_ERROR_INVALID_VALUE);
+    void *m = malloc(n);
+    if (!m)
+        return fake_leave(&r, CUDA_ERROR_OUT_OF_MEMORY);
+    *p = (CUdeviceptr)(uintptr_t)m;
+    return fake_leave(&r, CUDA_SUCCESS);
+}
+
+static CUresult fake_free(int cbid, CUdeviceptr p)
+{
+    FAKE_READY();
+    struct fake_rep r;
+    fake_enter(&r, cbid, FAKEGPU_NONE);
+    if (!p)
+        return fake_leave(&r, CUDA_ERROR_INVALID_VALUE);
+    free((void *)(uintptr_t)p);
+    return fake_leave(&r, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
+{
+    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, p, n);
+}
+
+/* The pre-3020 ABI (32-bit pointer and size): answers lookups below 3020. */
+FAKE_EXPORT CUresult cuMemAlloc(unsigned int *p, unsigned int n)
+{
+    FAKE_READY();
+    (void)n;
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
+{
+    return fake_free(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, p);
+}
+
+FAKE_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s)
+{
+    (void)s;
+    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync, p, n);
+}
+
+FAKE_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s)
+{
+    (void)s;
+    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz, p, n);
+}
+
+FAKE_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
+{
+    (void)s;
+    return fake_free(CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync, p);
+}
+
+FAKE_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
+{
+    (void)s;
+    return fake_free(CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz, p);
+}
+
+/* Physical allocations: the handle is the malloc'ed block; a mapping only
+ * checks that the range is the block's own (no address reservation). */
+FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const CUmemAllocationProp *prop,
+                                 unsigned long long flags)
+{
+    if (!prop || flags) {
+        FAKE_READY();
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemCreate, (CUdeviceptr *)h, n);
+}
+
+FAKE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
+{
+    return fake_free(CUPTI_DRIVER_TRACE_CBID_cuMemRelease, (CUdeviceptr)h);
+}
+
+FAKE_EXPORT CUresult cuMemMap(CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle h,
+                              unsigned long long flags)
+{
+    return fake_plain(CUPTI_DRIVER_TRACE_CBID_cuMemMap, FAKEGPU_NONE, !p || !n || !h || off || flags,
+                      CUDA_ERROR_INVALID_VALUE, 0);
+}
+
+FAKE_EXPORT CUresult cuMemUnmap(CUdeviceptr p, size_t n)
+{
+    return fake_plain(CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, FAKEGPU_NONE, !p || !n, CUDA_ERROR_INVALID_VALUE, 0);
+}
+
+/* ---- copies and sets -------------------------------------------------------- */
+
+static CUresult fake_copy(int cbid, void *d, const void *s, size_t n, int kind, CUstream st)
+{
+    FAKE_READY();
+    struct fake_rep r;
+    fake_enter(&r, cbid, FAKEGPU_MEMCPY);
+    r.op.bytes = n;
+    r.op.copy_kind = kind;
+    r.op.stream = (uint64_t)(uintptr_t)st;
+    if (n && (!d || !s))
+        return fake_leave(&r, CUDA_ERROR_INVALID_VALUE);
+    if (n)
+        memmove(d, s, n);
+    return fake_leave(&r, CUDA_SUCCESS);
+}
+
+#define FAKE_DPTR(p) ((void *)(uintptr_t)(p))
+
+FAKE_EXPORT CUresult cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n)
+{
+    return fake_copy(CUPTI_DRIVER_TRACE_CBID_cuMemcpy, FAKE_DPTR(d), FAKE_DPTR(s), n, 4, NULL);
+}
+
+FAKE_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n)
+{
+    return fake_copy(CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, FAKE_DPTR(d), s, n, 1, NULL);
+}
+
+FAKE_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr d, const void *s, size_t n)
+{
+    return fake_copy(CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds, FAKE_DPTR(d), s, n, 1, NULL);
+}
+
+FAKE_EXPORT CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n)
+{
+    return fake_copy(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2, d, FAKE_DPTR(s), n, 2, NULL);
+}
+
+FAKE_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void *d, CUdeviceptr s, size_t n)
+{
+    return fake_copy(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds, d, FAKE_DPTR(s), n, 2, NULL);
+}
+
+FAKE_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n)
+{
+    return fake_copy(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2, FAKE_DPTR(d), FAKE_DPTR(s), n, 3, NULL);
+}
+
+FAKE_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, CUstream st)
+{
+    return fake_copy(CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2, FAKE_DPTR(d), s, n, 1, st);
+}
+
+FAKE_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr d, const void *s, size_t n, CUstream st)
+{
+    return fake_copy(CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz, FAKE_DPTR(d), s, n, 1, st);
+}
+
+FAKE_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, CUstream st)
+{
+    return fake_copy(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2, d, FAKE_DPTR(s), n, 2, st);
+}
+
+FAKE_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void *d, CUdeviceptr s, size_t n, CUstream st)
+{
+    return fake_copy(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz, d, FAKE_DPTR(s), n, 2, st);
+}
+
+static CUresult fake_set(int cbid, CUdeviceptr d, unsigned char v, size_t n, CUstream st)
+{
+    FAKE_READY();
+    struct fake_rep r;
+    fake_enter(&r, cbid, FAKEGPU_MEMSET);
+    r.op.bytes = n;
+    r.op.stream = (uint64_t)(uintptr_t)st;
+    if (n && !d)
+        return fake_leave(&r, CUDA_ERROR_INVALID_VALUE);
+    if (n)
+        memset(FAKE_DPTR(d), v, n);
+    return fake_leave(&r, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n)
+{
+    return fake_set(CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2, d, v, n, NULL);
+}
+
+/* What the lookup table hands out for ("cuMemsetD8", 3020): not exported. */
+static CUresult fake_memsetD8_internal(CUdeviceptr d, unsigned char v, size_t n)
+{
+    return fake_set(CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2, d, v, n, NULL);
+}
+
+FAKE_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n)
+{
+    return fake_set(CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds, d, v, n, NULL);
+}
+
+/* ---- synchronization, profiler control ---------------------------------------- */
+
+FAKE_EXPORT CUresult cuStreamSynchronize(CUstream s)
+{
+    return fake_plain(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, FAKEGPU_SYNC, 0, 0, (uint64_t)(uintptr_t)s);
+}
+
+FAKE_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s)
+{
+    return fake_plain(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz, FAKEGPU_SYNC, 0, 0,
+                      (uint64_t)(uintptr_t)s);
+}
+
+FAKE_EXPORT CUresult cuCtxSynchronize(void)
+{
+    return fake_plain(CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, FAKEGPU_SYNC, 0, 0, 0);
+}
+
+FAKE_EXPORT CUresult cuCtxSynchronize_v2(CUcontext c)
+{
+    (void)c;
+    return fake_plain(CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2, FAKEGPU_SYNC, 0, 0, 0);
+}
+
+FAKE_EXPORT CUresult cuEventSynchronize(CUevent e)
+{
+    return fake_plain(CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize, FAKEGPU_SYNC, !e, CUDA_ERROR_INVALID_HANDLE, 0);
+}
+
+FAKE_EXPORT CUresult cuProfilerStart(void)
+{
+    return fake_plain(CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, FAKEGPU_NONE, 0, 0, 0);
+}
+
+FAKE_EXPORT CUresult cuProfilerStop(void)
+{
+    return fake_plain(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, FAKEGPU_NONE, 0, 0, 0);
+}
+
+/* ---- entry-point lookup --------------------------------------------------------- */
+
+FAKE_EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int version, cuuint64_t flags);
+FAKE_EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int version, cuuint64_t flags,
+                                         CUdriverProcAddressQueryResult *status);
+
+struct fake_sym {
+    const char *name;   /* the name lookups ask for */
+    int version;        /* lowest ABI version of this variant */
+    int per_thread;     /* the _ptsz/_ptds variant */
+    void *fn;
+};
+
+/* The table holds the fake's own addresses, as a real driver's does: a
+ * plain reference to an exported function would bind to an interposer's
+ * definition (ours, preloaded) instead. */
+#define FAKE_LOCAL(fn) extern __typeof(fn) local_##fn __attribute__((alias(#fn), visibility("hidden")))
+FAKE_LOCAL(cuCtxGetDevice);
+FAKE_LOCAL(cuCtxSynchronize);
+FAKE_LOCAL(cuCtxSynchronize_v2);
+FAKE_LOCAL(cuDeviceGet);
+FAKE_LOCAL(cuDeviceGetAttribute);
+FAKE_LOCAL(cuDeviceGetCount);
+FAKE_LOCAL(cuDeviceGetName);
+FAKE_LOCAL(cuDeviceTotalMem_v2);
+FAKE_LOCAL(cuDriverGetVersion);
+FAKE_LOCAL(cuEventSynchronize);
+FAKE_LOCAL(cuFuncGetName);
+FAKE_LOCAL(cuGetErrorString);
+FAKE_LOCAL(cuGetProcAddress);
+FAKE_LOCAL(cuGetProcAddress_v2);
+FAKE_LOCAL(cuGraphLaunch);
+FAKE_LOCAL(cuGraphLaunch_ptsz);
+FAKE_LOCAL(cuInit);
+FAKE_LOCAL(cuKernelGetFunction);
+FAKE_LOCAL(cuKernelGetName);
+FAKE_LOCAL(cuLaunchKernel);
+FAKE_LOCAL(cuLaunchKernelEx);
+FAKE_LOCAL(cuLaunchKernelEx_ptsz);
+FAKE_LOCAL(cuLaunchKernel_ptsz);
+FAKE_LOCAL(cuLibraryEnumerateKernels);
+FAKE_LOCAL(cuLibraryGetKernel);
+FAKE_LOCAL(cuLibraryGetKernelCount);
+FAKE_LOCAL(cuLibraryLoadData);
+FAKE_LOCAL(cuMemAlloc);
+FAKE_LOCAL(cuMemAllocAsync);
+FAKE_LOCAL(cuMemAllocAsync_ptsz);
+FAKE_LOCAL(cuMemAlloc_v2);
+FAKE_LOCAL(cuMemCreate);
+FAKE_LOCAL(cuMemFreeAsync);
+FAKE_LOCAL(cuMemFreeAsync_ptsz);
+FAKE_LOCAL(cuMemFree_v2);
+FAKE_LOCAL(cuMemMap);
+FAKE_LOCAL(cuMemRelease);
+FAKE_LOCAL(cuMemUnmap);
+FAKE_LOCAL(cuMemcpy);
+FAKE_LOCAL(cuMemcpyDtoD_v2);
+FAKE_LOCAL(cuMemcpyDtoHAsync_v2);
+FAKE_LOCAL(cuMemcpyDtoHAsync_v2_ptsz);
+FAKE_LOCAL(cuMemcpyDtoH_v2);
+FAKE_LOCAL(cuMemcpyDtoH_v2_ptds);
+FAKE_LOCAL(cuMemcpyHtoDAsync_v2);
+FAKE_LOCAL(cuMemcpyHtoDAsync_v2_ptsz);
+FAKE_LOCAL(cuMemcpyHtoD_v2);
+FAKE_LOCAL(cuMemcpyHtoD_v2_ptds);
+FAKE_LOCAL(cuMemsetD8_v2_ptds);
+FAKE_LOCAL(cuModuleGetFunction);
+FAKE_LOCAL(cuModuleLoadData);
+FAKE_LOCAL(cuProfilerStart);
+FAKE_LOCAL(cuProfilerStop);
+FAKE_LOCAL(cuStreamSynchronize);
+FAKE_LOCAL(cuStreamSynchronize_ptsz);
+
+#define S(name, ver, fn) { name, ver, 0, (void *)(fn) }
+#define PT(name, ver, fn) { name, ver, 1, (void *)(fn) }
+static const struct fake_sym fake_syms[] = {
+    S("cuInit", 2000, local_cuInit),
+    S("cuDriverGetVersion", 2020, local_cuDriverGetVersion),
+    S("cuGetProcAddress", 11030, local_cuGetProcAddress),
+    S("cuGetProcAddress", 12000, local_cuGetProcAddress_v2),
+    S("cuGetErrorString", 6000, local_cuGetErrorString),
+    S("cuDeviceGetCount", 2000, local_cuDeviceGetCount),
+    S("cuDeviceGet", 2000, local_cuDeviceGet),
+    S("cuDeviceGetName", 2000, local_cuDeviceGetName),
+    S("cuDeviceTotalMem", 3020, local_cuDeviceTotalMem_v2),
+    S("cuDeviceGetAttribute", 2000, local_cuDeviceGetAttribute),
+    S("cuCtxGetDevice", 2000, local_cuCtxGetDevice),
+    S("cuLibraryLoadData", 12000, local_cuLibraryLoadData),
+    S("cuLibraryGetKernel", 12000, local_cuLibraryGetKernel),
+    S("cuLibraryGetKernelCount", 12040, local_cuLibraryGetKernelCount),
+    S("cuLibraryEnumerateKernels", 12040, local_cuLibraryEnumerateKernels),
+    S("cuKernelGetName", 12030, local_cuKernelGetName),
+    S("cuKernelGetFunction", 12000, local_cuKernelGetFunction),
+    S("cuModuleLoadData", 2000, local_cuModuleLoadData),
+    S("cuModuleGetFunction", 2000, local_cuModuleGetFunction),
+    S("cuFuncGetName", 12030, local_cuFuncGetName),
+    S("cuLaunchKernel", 4000, local_cuLaunchKernel),
+    PT("cuLaunchKernel", 4000, local_cuLaunchKernel_ptsz),
+    S("cuLaunchKernelEx", 11060, local_cuLaunchKernelEx),
+    PT("cuLaunchKernelEx", 11060, local_cuLaunchKernelEx_ptsz),
+    S("cuGraphLaunch", 10000, local_cuGraphLaunch),
+    PT("cuGraphLaunch", 10000, local_cuGraphLaunch_ptsz),
+    S("cuMemAlloc", 2000, local_cuMemAlloc),
+    S("cuMemAlloc", 3020, local_cuMemAlloc_v2),
+    S("cuMemFree", 3020, local_cuMemFree_v2),
+    S("cuMemAllocAsync", 11020, local_cuMemAllocAsync),
+    PT("cuMemAllocAsync", 11020, local_cuMemAllocAsync_ptsz),
+    S("cuMemFreeAsync", 11020, local_cuMemFreeAsync),
+    PT("cuMemFreeAsync", 11020, local_cuMemFreeAsync_ptsz),
+    S("cuMemCreate", 10020, local_cuMemCreate),
+    S("cuMemRelease", 10020, local_cuMemRelease),
+    S("cuMemMap", 10020, local_cuMemMap),
+    S("cuMemUnmap", 10020, local_cuMemUnmap),
+    S("cuMemcpy", 4000, local_cuMemcpy),
+    S("cuMemcpyHtoD", 3020, local_cuMemcpyHtoD_v2),
+    PT("cuMemcpyHtoD", 3020, local_cuMemcpyHtoD_v2_ptds),
+    S("cuMemcpyDtoH", 3020, local_cuMemcpyDtoH_v2),
+    PT("cuMemcpyDtoH", 3020, local_cuMemcpyDtoH_v2_ptds),
+    S("cuMemcpyDtoD", 3020, local_cuMemcpyDtoD_v2),
+    S("cuMemcpyHtoDAsync", 3020, local_cuMemcpyHtoDAsync_v2),
+    PT("cuMemcpyHtoDAsync", 3020, local_cuMemcpyHtoDAsync_v2_ptsz),
+    S("cuMemcpyDtoHAsync", 3020, local_cuMemcpyDtoHAsync_v2),
+    PT("cuMemcpyDtoHAsync", 3020, local_cuMemcpyDtoHAsync_v2_ptsz),
+    S("cuMemsetD8", 3020, fake_memsetD8_internal),
+    PT("cuMemsetD8", 3020, local_cuMemsetD8_v2_ptds),
+    S("cuStreamSynchronize", 2000, local_cuStreamSynchronize),
+    PT("cuStreamSynchronize", 2000, local_cuStreamSynchronize_ptsz),
+    S("cuCtxSynchronize", 2000, local_cuCtxSynchronize),
+    S("cuCtxSynchronize", 13000, local_cuCtxSynchronize_v2),
+    S("cuEventSynchronize", 2000, local_cuEventSynchronize),
+    S("cuProfilerStart", 4000, local_cuProfilerStart),
+    S("cuProfilerStop", 4000, local_cuProfilerStop),
+};
+#undef S
+#undef PT
+
+/* The variant of "sym" with the highest version <= "version", of the stream
+ * class "flags" asks for where the family has one. */
+static CUresult fake_lookup(const char *sym, void **pfn, int version, cuuint64_t flags,
+                            CUdriverProcAddressQueryResult *status)
+{
+    if (!sym || !pfn)
+        return CUDA_ERROR_INVALID_VALUE;
+    int want_pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+    const struct fake_sym *best = NULL;
+    int known = 0;
+    for (size_t i = 0; i < sizeof fake_syms / sizeof fake_syms[0]; i++) {
+        const struct fake_sym *s = &fake_syms[i];
+        if (strcmp(s->name, sym) != 0)
+            continue;
+        known = 1;
+        if (s->version > version)
+            continue;
+        if (!best || (s->per_thread == want_pt && best->per_thread != want_pt) ||
+            (s->per_thread == best->per_thread && s->version > best->version))
+            best = s;
+    }
+    *pfn = best ? best->fn : NULL;
+    if (status)
+        *status = best ? CU_GET_PROC_ADDRESS_SUCCESS
+                 : known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return best ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+FAKE_EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int version, cuuint64_t flags)
+{
+    return fake_lookup(sym, pfn, version, flags, NULL);
+}
+
+FAKE_EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int version, cuuint64_t flags,
+                                         CUdriverProcAddressQueryResult *status)
+{
+    return fake_lookup(sym, pfn, version, flags, status);
+}
