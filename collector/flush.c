@@ -16,6 +16,7 @@
 #include "config.h"
 #include "cupti.h"
 #include "device.h"
+#include "devprops.h"
 #include "format.h"
 #include "graphs.h"
 #include "intern.h"
@@ -352,6 +353,7 @@ void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
     win.peak_tflops = tp_cfg.peak_tflops;
     win.coverage = -1;
     win.host_launches = steps.launches;
+    win.n_devices = tp_devprops_get(&win.devices);
     win.gpu_status = tp_cupti_status();
     if (dev && (d.join = tp_devjoin_new(dev, &tp_next_corr)) != NULL) {
         tp_buf_drain(w->gen, tp_join_record, d.join, NULL, 1);

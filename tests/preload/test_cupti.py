@@ -189,3 +189,30 @@ def test_stdout_unchanged():
     b = run_loop(preload=False)
     assert a.rc == b.rc == 0
     assert a.stdout == b.stdout
+
+
+def test_driver_launches_linked_and_device_properties():
+    """A program that reaches the fake driver only through cuGetProcAddress
+    (as static cudart does): its driver launches link to CUPTI's kernels,
+    deviceProperties come from the driver, and with a driver loaded CUPTI
+    is finalised after the last window (decision 6)."""
+    d = tputil.new_dir()
+    log = os.path.join(d, "cupti.log")
+    res = tputil.run("driver_calls", env={
+        "DRIVER_STEPS": 8, "DRIVER_SLEEP_US": 5000, "FAKE_CUPTI_LOG": log,
+        "TRAINPROF_SCHEDULE": "wait=1,warmup=1,active=2"}, cwd=d)
+    t = one_trace(res)
+    props = t["deviceProperties"]
+    assert len(props) == 1 and props[0]["name"] == "Fake H100" and props[0]["numSms"] == 132
+    kernels = tputil.events(t, ph="X", cat="kernel")
+    assert kernels
+    by_corr = {e["args"]["correlation"]: e for e in host_calls(t)}
+    for k in kernels:
+        launch = by_corr[k["args"]["correlation"]]
+        assert launch["cat"] == "cuda_driver" and launch["name"].startswith("cuLaunchKernel")
+        assert launch["args"]["kernel"] == k["name"]
+        assert 0 <= k["args"]["est. achieved occupancy %"] <= 100
+        assert k["args"]["blocks per SM"] > 0
+    cov = t["trainprof"]["coverage"]
+    assert cov["ratio"] == 1.0 and cov["kernels_seen_by_cupti"] == len(kernels)
+    assert lifecycle(log)[-2:] == ["unsubscribe", "finalize"]

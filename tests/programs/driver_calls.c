@@ -9,7 +9,8 @@
  * and per-thread pointers, cuLaunchKernelEx), allocations, copies, sets and
  * synchronizations, each step ended with trainprof_step().
  *
- * DRIVER_STEPS (default 3) sets the number of steps.  stdout is the same
+ * DRIVER_STEPS (default 3) sets the number of steps, DRIVER_SLEEP_US
+ * (default 0) a sleep at the end of each step.  stdout is the same
  * with and without the preload; stderr lists the calls made per entry
  * point ("count NAME N", NAME the variant the lookup returned) and where
  * the launch pointer lives ("launch pointer in: FILE").
@@ -131,6 +132,7 @@ static void report_lookup(const char *what, const char *name, int version, cuuin
 int main(void)
 {
     long steps = prog_env_long("DRIVER_STEPS", 3);
+    long sleep_us = prog_env_long("DRIVER_SLEEP_US", 0);
     void *h = open_driver();
     if (!h)
         return 2;
@@ -268,6 +270,8 @@ int main(void)
         for (size_t i = 0; i < sizeof back; i++)
             sum = sum * 31 + back[i];
         printf("step %ld checksum %08x\n", s, sum);
+        if (sleep_us > 0)
+            usleep((useconds_t)sleep_us);
         tp_call_step();
     }
     CHECK(pstop());
