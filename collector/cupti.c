@@ -730,6 +730,7 @@ int tp_cupti_decode(const void *record)
         o->thread_id = p->threadId;
         o->cbid = p->cbid;
         o->driver = (uint8_t)driver;
+        o->failed = p->returnValue != 0;
         if (p->correlationId > tp_max_api_corr)
             tp_max_api_corr = p->correlationId;
         return 1;
@@ -1169,7 +1170,7 @@ size_t tp_cupti_unfinished(uint64_t t0, uint64_t t1)
     if (open)
         for (size_t i = 0; i < tp_n_api; i++) {
             const struct tp_dev_api *a = &tp_api[i];
-            if (a->start < t0 || a->start > t1 || !a->correlation ||
+            if (a->start < t0 || a->start > t1 || !a->correlation || a->failed ||
                 tp_cupti_cb_class(a->driver, a->cbid) != TP_CB_LAUNCH)
                 continue;
             if (!tp_has_u32(dev, n_dev, a->correlation))

@@ -50,6 +50,7 @@ struct tp_dev_api {
     uint32_t thread_id;         /* CUPTI's threadId */
     uint32_t cbid;
     uint8_t  driver;            /* 1: driver API, 0: runtime API */
+    uint8_t  failed;            /* the call returned an error: no device work follows */
 };
 
 /* An external correlation: CUPTI correlation id -> the id pushed by

@@ -104,6 +104,8 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
             tp_devjoin_event(d->join, &ev);
         if (!ev.correlation)
             ev.correlation = corr ? corr : tp_next_corr++;
+        if (ev.layer == TP_LAYER_LIBRARY)
+            ev.external_id = ev.correlation;    /* Kineto: a cpu_op's External id is its own id */
         if (r->kind == TP_REC_LAUNCH)
             ev.kernel = tp_kernel_name(r->u.launch.func, r->u.launch.func_kind, kbuf, sizeof kbuf);
         if (r->kind == TP_REC_LAUNCH && r->u.launch.func_kind == TP_FUNC_GRAPH)

@@ -72,6 +72,9 @@ static void fake_enter(struct fake_rep *r, int cbid, int kind)
 
 static CUresult fake_leave(struct fake_rep *r, CUresult rc)
 {
+    r->op.status = (int)rc;
+    if (rc != CUDA_SUCCESS)
+        r->op.kind = FAKEGPU_NONE;      /* a failed call runs nothing on the device */
     if (r->end)
         r->end(r->token, &r->op);
     return rc;

@@ -189,6 +189,7 @@ static void obs_launch(const struct obs *o, int cbid, cudaError_t r, const char 
     op.domain = FAKEGPU_RUNTIME;
     op.cbid = cbid;
     op.kind = r == cudaSuccess ? FAKEGPU_KERNEL : FAKEGPU_NONE;
+    op.status = (int)r;
     op.kernel = name;
     op.grid[0] = g.x, op.grid[1] = g.y, op.grid[2] = g.z;
     op.block[0] = b.x, op.block[1] = b.y, op.block[2] = b.z;
@@ -205,6 +206,7 @@ static void obs_bytes(const struct obs *o, int cbid, cudaError_t r, int kind, si
     op.domain = FAKEGPU_RUNTIME;
     op.cbid = cbid;
     op.kind = r == cudaSuccess ? kind : FAKEGPU_NONE;
+    op.status = (int)r;
     op.bytes = n;
     op.copy_kind = (int)k;
     op.stream = (uint64_t)(uintptr_t)s;

@@ -496,6 +496,7 @@ static void fake_end(uint64_t token, const struct fakegpu_op *op)
         a.processId = (uint32_t)getpid();
         a.threadId = (uint32_t)syscall(SYS_gettid);
         a.correlationId = corr;
+        a.returnValue = (uint32_t)op->status;
         enqueue_locked(&a, 0);
     }
     uint32_t si = op->kind != FAKEGPU_NONE ? stream_id_locked(op->stream) : 0;

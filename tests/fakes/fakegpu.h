@@ -27,6 +27,7 @@ struct fakegpu_op {
     uint64_t stream;         /* stream handle as passed (0: default stream) */
     uint64_t bytes;          /* MEMCPY, MEMSET */
     int copy_kind;           /* MEMCPY: enum cudaMemcpyKind */
+    int status;              /* the call's return code (0: success) */
 };
 
 /* begin() returns a token (the fake correlation id) that end() gets back. */

@@ -79,7 +79,7 @@ def _def_names():
 
 
 def _args(ev):
-    return {k: v for k, v in ev.get("args", {}).items() if k not in ("correlation", "grouped")}
+    return {k: v for k, v in ev.get("args", {}).items() if k not in ("correlation", "External id", "grouped")}
 
 
 def _step_bounds(trace):
