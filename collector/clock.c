@@ -70,6 +70,20 @@ void tp_clock_init(void)
     pthread_once(&tp_clock_once, tp_clock_setup);
 }
 
+uint64_t tp_clock_ns(void)
+{
+    int64_t d = (int64_t)(tp_clock_now() - tp_anchor0.tick);
+    return (uint64_t)(tp_anchor0.unix_ns + (int64_t)((double)d * tp_ns_per_tick_cal));
+}
+
+uint64_t tp_clock_ns_to_ticks(uint64_t ns)
+{
+    if (!ns)
+        return 0;
+    double d = (double)((int64_t)ns - tp_anchor0.unix_ns) / tp_ns_per_tick_cal;
+    return tp_anchor0.tick + (uint64_t)(int64_t)(d < 0 ? d - 0.5 : d + 0.5);
+}
+
 struct tp_clock_map tp_clock_map_now(void)
 {
     tp_clock_init();

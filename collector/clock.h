@@ -36,6 +36,12 @@ struct tp_clock_map {
     double   ns_per_tick;
 };
 
+/* tp_clock_ns - the hot clock as nanoseconds on a fixed linear scale (the
+ * first anchor's): CUPTI's timestamp callback, whose contract is ns.
+ * tp_clock_ns_to_ticks maps such a value back to ticks. */
+uint64_t tp_clock_ns(void);
+uint64_t tp_clock_ns_to_ticks(uint64_t ns);
+
 /* tp_clock_init - choose the clock source and take the first anchor. Idempotent. */
 void tp_clock_init(void);
 

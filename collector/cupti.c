@@ -536,9 +536,11 @@ static void CUPTIAPI tp_buf_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     pthread_mutex_unlock(&tp_done_lock);
 }
 
+/* CUPTI's clock: ours, in ns as its contract asks; records are mapped back
+ * to ticks when decoded, so that they compare with host records exactly. */
 static uint64_t CUPTIAPI tp_timestamp(void)
 {
-    return tp_clock_now();
+    return tp_clock_ns();
 }
 
 static void CUPTIAPI tp_subscriber_cb(void *ud, CUpti_CallbackDomain d, CUpti_CallbackId id,
@@ -618,8 +620,8 @@ static int tp_times(struct tp_dev_record *r, uint64_t start, uint64_t end)
 {
     if (start == 0)
         return 0;
-    r->start = start;
-    r->end = end >= start ? end : start;
+    r->start = tp_clock_ns_to_ticks(start);
+    r->end = end >= start ? tp_clock_ns_to_ticks(end) : r->start;
     return 1;
 }
 
@@ -724,8 +726,8 @@ int tp_cupti_decode(const void *record)
             break;
         struct tp_dev_api *o = &tp_api[tp_n_api++];
         memset(o, 0, sizeof *o);
-        o->start = p->start;
-        o->end = p->end >= p->start ? p->end : p->start;
+        o->start = tp_clock_ns_to_ticks(p->start);
+        o->end = p->end >= p->start ? tp_clock_ns_to_ticks(p->end) : o->start;
         o->correlation = p->correlationId;
         o->thread_id = p->threadId;
         o->cbid = p->cbid;

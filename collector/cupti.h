@@ -7,8 +7,9 @@
  * CUPTI >= 13, subscribes with cuptiSubscribe_v2 and enables the activity
  * kinds.  CUPTI hands completed buffers to a callback on its own threads;
  * decoding happens on tp-flush, in tp_cupti_collect(), which turns every
- * record into a fixed struct below (times in tp_clock ticks: our clock is
- * CUPTI's timestamp callback).  Everything here runs on tp-flush except
+ * record into a fixed struct below (times in tp_clock ticks: our clock, read
+ * as ns by tp_clock_ns(), is CUPTI's timestamp callback, and decoding maps
+ * the ns back to ticks).  Everything here runs on tp-flush except
  * tp_cupti_ext_push/pop, which library wrappers call around the real call
  * while a window records.
  */
