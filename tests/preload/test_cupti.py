@@ -216,3 +216,25 @@ def test_driver_launches_linked_and_device_properties():
     cov = t["trainprof"]["coverage"]
     assert cov["ratio"] == 1.0 and cov["kernels_seen_by_cupti"] == len(kernels)
     assert lifecycle(log)[-2:] == ["unsubscribe", "finalize"]
+
+
+def test_library_call_external_id_reaches_its_kernel():
+    """cublasSgemm_v2 of the fake cuBLAS launches a kernel through the
+    runtime: CUPTI's external correlation (the id our cuBLAS wrapper pushed)
+    gives the kernel and the launch the cpu_op's External id (Kineto's
+    op -> runtime -> kernel links)."""
+    res = tputil.run("gemm_calls", env={
+        "GEMM_STEPS": 5, "GEMM_SLEEP_US": 5000, "TRAINPROF_SCHEDULE": "wait=1,warmup=1,active=2"})
+    t = one_trace(res)
+    ops = [e for e in tputil.events(t, ph="X", cat="cpu_op") if e["name"] == "cublasSgemm_v2"]
+    assert len(ops) == 2
+    ids = {e["args"]["External id"] for e in ops}
+    assert len(ids) == 2
+    kernels = tputil.events(t, ph="X", cat="kernel")
+    assert len(kernels) == 2
+    assert {k["args"]["External id"] for k in kernels} == ids
+    launches = tputil.events(t, ph="X", cat="cuda_runtime", name="cudaLaunchKernel")
+    assert {l["args"]["External id"] for l in launches} == ids
+    # other cpu_ops have ids of their own, which no kernel carries
+    others = [e for e in tputil.events(t, ph="X", cat="cpu_op") if e["name"] != "cublasSgemm_v2"]
+    assert others and not ids & {e["args"]["External id"] for e in others}

@@ -19,6 +19,8 @@
 
 #include "prog.h"
 
+#include <unistd.h>
+
 /* C++-only in cublas_api.h */
 cublasStatus_t cublasHgemm(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
                            const __half_raw *, const __half_raw *, int, const __half_raw *, int,
@@ -211,6 +213,7 @@ int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
     long steps = prog_env_long("GEMM_STEPS", 2);
+    long sleep_us = prog_env_long("GEMM_SLEEP_US", 0);   /* per step */
     cublasHandle_t h;
     cublasLtHandle_t lt;
     cudaStream_t s;
@@ -232,6 +235,8 @@ int main(int argc, char **argv)
             blas_calls(h);
             lt_call(lt, T, T, 100, 200, 300, 4, CUDA_R_16BF, CUBLAS_COMPUTE_32F);
         }
+        if (sleep_us > 0)
+            usleep((useconds_t)sleep_us);
         tp_call_step();
     }
     printf("cublasLtMatmul reached the library %lu times\n", fake_cublaslt_matmul_calls());
