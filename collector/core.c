@@ -293,20 +293,33 @@ static void tp_warn_no_step(const char *when)
  * stay enabled while windows wait to be written. */
 static void tp_device_follow(int queued)
 {
-    int want = atomic_load(&tp_dev_want) && !atomic_load(&tp_exiting);
-    if (want && !tp_cupti_enabled()) {
-        if (tp_cupti_start() == 0) {
-            atomic_store(&tp_dev_on, 1);
+    if (atomic_load(&tp_exiting))
+        return;
+    int want = atomic_load(&tp_dev_want);
+    if (want) {
+        if (!tp_cupti_enabled() && tp_cupti_start() != 0)
+            return;
+        if (!atomic_exchange(&tp_dev_on, 1))
             tp_hot_refresh();
-        }
-    } else if (!want && !queued && tp_cupti_enabled() && !atomic_load(&tp_exiting)) {
-        pthread_mutex_lock(&tp_step_lock);
-        int final = tp_schedule_finished(&tp_cfg.schedule, tp_steps);
-        int capturing = tp_captures > 0;
-        pthread_mutex_unlock(&tp_step_lock);
-        atomic_store(&tp_dev_on, 0);
+        return;
+    }
+    if (queued || !tp_cupti_enabled())
+        return;
+    pthread_mutex_lock(&tp_step_lock);
+    int final = tp_schedule_finished(&tp_cfg.schedule, tp_steps);
+    int capturing = tp_captures > 0;
+    pthread_mutex_unlock(&tp_step_lock);
+    if (atomic_exchange(&tp_dev_on, 0))
         tp_hot_refresh();
-        tp_cupti_stop(final && !capturing);
+    tp_cupti_stop(final && !capturing);
+    if (tp_cupti_enabled()) {
+        /* CUPTI 13.0 GA keeps its kinds on between windows (notes 2.4):
+         * drop what they record there */
+        struct tp_dev_window junk;
+        uint64_t now = tp_clock_now();
+        tp_cupti_collect(0);
+        tp_cupti_take(now, now, &junk);
+        tp_cupti_window_free(&junk);
     }
 }
 

@@ -238,3 +238,21 @@ def test_library_call_external_id_reaches_its_kernel():
     # other cpu_ops have ids of their own, which no kernel carries
     others = [e for e in tputil.events(t, ph="X", cat="cpu_op") if e["name"] != "cublasSgemm_v2"]
     assert others and not ids & {e["args"]["External id"] for e in others}
+
+
+def test_cupti_13_0_ga_keeps_kinds_on_between_windows():
+    """On CUPTI 13.0 GA disabling CONCURRENT_KERNEL mid-run may deadlock
+    (notes 2.4): kinds are enabled once, records between windows are
+    dropped, and each window still gets exactly its own kernels."""
+    d = tputil.new_dir()
+    log = os.path.join(d, "cupti.log")
+    res = run_loop(env={"FAKE_CUPTI_LOG": log, "FAKE_CUPTI_VERSION": "130000"},
+                   schedule="wait=2,warmup=1,active=1,repeat=2", steps=12, cwd=d)
+    assert res.rc == 0 and len(res.traces) == 2, res.stderr
+    calls = lifecycle(log)
+    first_disable = calls.index("disable") if "disable" in calls else len(calls)
+    assert "enable" not in calls[first_disable:], calls
+    for p in res.traces:
+        t = tputil.load_trace(p)
+        assert len(tputil.events(t, ph="X", cat="kernel")) == LAUNCHES + 1
+        assert t["trainprof"]["coverage"]["ratio"] == 1.0
