@@ -615,6 +615,21 @@ static uint32_t tp_kernel_name(const char *name)
     return id;
 }
 
+/* The fields Memcpy6 and MemcpyPtoP4 share by name. */
+#define TP_COPY_FIELDS(r, m) do {                                                   \
+        (r)->kind = TP_DEV_MEMCPY;                                                 \
+        (r)->copy_kind = (m)->copyKind;                                            \
+        (r)->src_kind = (m)->srcKind;                                              \
+        (r)->dst_kind = (m)->dstKind;                                              \
+        (r)->device = (m)->deviceId;                                               \
+        (r)->context = (m)->contextId;                                             \
+        (r)->stream = (m)->streamId;                                               \
+        (r)->correlation = (m)->correlationId;                                     \
+        (r)->bytes = (m)->bytes;                                                   \
+        (r)->graph_id = (m)->graphId;                                              \
+        (r)->graph_node_id = (m)->graphNodeId;                                     \
+    } while (0)
+
 /* Start and end of a device record; 0 if it carries no timing. */
 static int tp_times(struct tp_dev_record *r, uint64_t start, uint64_t end)
 {
@@ -655,35 +670,15 @@ int tp_cupti_decode(const void *record)
         const CUpti_ActivityMemcpy6 *m = record;
         if (!(r = tp_rec_new()) || !tp_times(r, m->start, m->end))
             break;
-        r->kind = TP_DEV_MEMCPY;
-        r->copy_kind = m->copyKind;
-        r->src_kind = m->srcKind;
-        r->dst_kind = m->dstKind;
-        r->device = m->deviceId;
-        r->context = m->contextId;
-        r->stream = m->streamId;
-        r->correlation = m->correlationId;
-        r->bytes = m->bytes;
-        r->graph_id = m->graphId;
-        r->graph_node_id = m->graphNodeId;
+        TP_COPY_FIELDS(r, m);
         tp_n_rec++;
         return 1;
     }
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: {   /* peer to peer: read as a copy */
         const CUpti_ActivityMemcpyPtoP4 *m = record;
         if (!(r = tp_rec_new()) || !tp_times(r, m->start, m->end))
             break;
-        r->kind = TP_DEV_MEMCPY;
-        r->copy_kind = m->copyKind;
-        r->src_kind = m->srcKind;
-        r->dst_kind = m->dstKind;
-        r->device = m->deviceId;
-        r->context = m->contextId;
-        r->stream = m->streamId;
-        r->correlation = m->correlationId;
-        r->bytes = m->bytes;
-        r->graph_id = m->graphId;
-        r->graph_node_id = m->graphNodeId;
+        TP_COPY_FIELDS(r, m);
         tp_n_rec++;
         return 1;
     }

@@ -494,22 +494,12 @@ static void put_coll(struct chrome *c, const struct tp_record *r)
  * binds the start to the launch, the end with "bp": "e" to the kernel). */
 static void put_flow(struct chrome *c, const struct tp_event *ev, char ph)
 {
-    struct tp_jsonw *j = &c->j;
-    LIT(j, ",\n{\"ph\": \"");
-    tp_jsonw_char(j, ph);
-    LIT(j, "\", \"id\": ");
-    tp_jsonw_u64(j, ev->correlation);
-    LIT(j, ", \"pid\": ");
-    tp_jsonw_i64(j, ev->pid);
-    LIT(j, ", \"tid\": ");
-    tp_jsonw_i64(j, ev->tid);
-    LIT(j, ", \"ts\": ");
-    put_ts(c, ev->ts_ns);
     if (ph == 'f')
-        LIT(j, ", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}");
+        HEAD(c, "{\"ph\": \"f\", \"bp\": \"e\", \"cat\": \"ac2g\", ", "ac2g", ev);
     else
-        LIT(j, ", \"cat\": \"ac2g\", \"name\": \"ac2g\"}");
-    c->events++;
+        HEAD(c, "{\"ph\": \"s\", \"cat\": \"ac2g\", ", "ac2g", ev);
+    put_key_u64(&c->j, ", \"id\": ", ev->correlation);
+    tp_jsonw_char(&c->j, '}');
 }
 
 static void put_call(struct chrome *c, const struct tp_event *ev)
