@@ -49,26 +49,6 @@ typedef CUresult (*void_fn)(void);
 
 static const char image[] = "fakecubin _Z6matmulPfS_S_i _Z4reluPfi _Z7softmaxPfi";
 
-/* dlopen("libcuda.so.1") as the runtime does (found through this program's
- * rpath), else by path next to it: ASan's dlopen interceptor makes the
- * lookup relative to libasan, whose rpath does not lead to the fake. */
-static void *open_driver(void)
-{
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    char exe[4096], path[4200];
-    ssize_t n = h ? -1 : readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = 0;
-        char *slash = strrchr(exe, '/');
-        if (slash)
-            *slash = 0;
-        snprintf(path, sizeof path, "%s/../fakes/libcuda.so.1", exe);
-        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    }
-    if (!h)
-        fprintf(stderr, "dlopen libcuda.so.1: %s\n", dlerror());
-    return h;
-}
 
 static gpa2_fn gpa2;
 static gpa1_fn gpa1;
@@ -133,7 +113,7 @@ int main(void)
 {
     long steps = prog_env_long("DRIVER_STEPS", 3);
     long sleep_us = prog_env_long("DRIVER_SLEEP_US", 0);
-    void *h = open_driver();
+    void *h = prog_open_driver();
     if (!h)
         return 2;
     gpa2_fn boot = (gpa2_fn)dlsym(h, "cuGetProcAddress_v2");

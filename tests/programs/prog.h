@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "preload/trainprof.h"
 
@@ -119,6 +120,28 @@ static inline uint64_t prog_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* prog_open_driver - dlopen("libcuda.so.1") as the runtime does (found
+ * through the program's rpath), else by path beside the program: ASan's
+ * dlopen interceptor makes the lookup relative to libasan, whose rpath does
+ * not lead to the fake. */
+static inline void *prog_open_driver(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    char exe[4096], path[4200];
+    ssize_t n = h ? -1 : readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = 0;
+        snprintf(path, sizeof path, "%s/../fakes/libcuda.so.1", exe);
+        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    }
+    if (!h)
+        fprintf(stderr, "dlopen libcuda.so.1: %s\n", dlerror());
+    return h;
 }
 
 #endif

@@ -21,26 +21,6 @@ typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned
 typedef CUresult (*launchex_fn)(const CUlaunchConfig *, CUfunction, void **, void **);
 typedef CUresult (*sync_fn)(void);
 
-/* dlopen("libcuda.so.1") as the runtime does (found through this program's
- * rpath), else by path next to it: ASan's dlopen interceptor makes the
- * lookup relative to libasan, whose rpath does not lead to the fake. */
-static void *open_driver(void)
-{
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    char exe[4096], path[4200];
-    ssize_t n = h ? -1 : readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = 0;
-        char *slash = strrchr(exe, '/');
-        if (slash)
-            *slash = 0;
-        snprintf(path, sizeof path, "%s/../fakes/libcuda.so.1", exe);
-        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    }
-    if (!h)
-        fprintf(stderr, "dlopen libcuda.so.1: %s\n", dlerror());
-    return h;
-}
 
 static void *sym(void *h, const char *name)
 {
@@ -56,7 +36,7 @@ int main(void)
 {
     long steps = prog_env_long("TRITON_STEPS", 4);
     long per = prog_env_long("TRITON_LAUNCHES", 3);
-    void *h = open_driver();
+    void *h = prog_open_driver();
     if (!h)
         return 2;
     init_fn init = (init_fn)sym(h, "cuInit");
