@@ -25,6 +25,7 @@
 #include "kernels.h"
 #include "log.h"
 #include "schedule.h"
+#include "sysstat.h"
 #include "window.h"
 
 #include <fcntl.h>
@@ -96,6 +97,7 @@ static int tp_captures;                    /* open stream captures, under tp_ste
  * CUPTI's kinds are enabled. */
 static _Atomic int tp_dev_want;
 static _Atomic int tp_dev_on;
+static _Atomic int tp_sys_want;            /* the host sampler runs (warmup and recording) */
 
 static void tp_hot_set(uint32_t flags, uint8_t gen)
 {
@@ -184,8 +186,10 @@ static void tp_enter_step(uint64_t now)
     if (tp_schedule_finished(&tp_cfg.schedule, tp_steps))
         flags = 0;      /* nothing left to count: calls go back to one load */
     int want = a != TP_NONE && (tp_cfg.activities & TP_ACT_CUDA);
-    if (atomic_exchange(&tp_dev_want, want) != want)
-        tp_wake();      /* tp-flush starts or stops CUPTI (decision 6) */
+    int changed = atomic_exchange(&tp_dev_want, want) != want;
+    changed |= atomic_exchange(&tp_sys_want, a != TP_NONE) != (a != TP_NONE);
+    if (changed)
+        tp_wake();      /* tp-flush starts or stops CUPTI (decision 6) and the sampler */
     if (a == TP_RECORD || a == TP_RECORD_AND_SAVE)
         flags |= TP_HOT_RECORDING;
     tp_hot_set(flags, tp_gen);
@@ -295,6 +299,10 @@ static void tp_device_follow(int queued)
 {
     if (atomic_load(&tp_exiting))
         return;
+    if (atomic_load(&tp_sys_want))
+        tp_sys_start();
+    else if (!queued)
+        tp_sys_stop();
     int want = atomic_load(&tp_dev_want);
     if (want) {
         if (!tp_cupti_enabled() && tp_cupti_start() != 0)
@@ -421,6 +429,7 @@ static void tp_atexit(void)
     tp_depth++;
     tp_window_close_final(1);
     tp_wait_written(30000);
+    tp_sys_shutdown();
     tp_warn_no_step("before exit");
     tp_depth--;
 }
@@ -464,6 +473,7 @@ static void tp_signals_install(void)
 static void tp_atfork_child(void)
 {
     atomic_store(&tp_hot, 0);
+    tp_sys_atfork_child();
     atomic_store(&tp_active, 0);
     for (int i = 0; i < 2; i++) {
         if (!tp_sig_installed[i])

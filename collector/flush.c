@@ -22,6 +22,7 @@
 #include "intern.h"
 #include "kernels.h"
 #include "log.h"
+#include "sysstat.h"
 #include "window.h"
 #include "../handlers/handler.h"
 
@@ -130,6 +131,23 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
         return;
     }
     tp_dispatch_event(d, &ev);
+}
+
+/* Host statistics of the window as counter events (units in the names). */
+static void tp_dispatch_samples(struct tp_dispatch *d, const struct tp_win *w)
+{
+    struct tp_sys_sample *v = NULL;
+    size_t n = tp_sys_take(w->start_tick, w->end_tick, &v);
+    for (size_t i = 0; i < n; i++) {
+        struct tp_record r = { .kind = TP_REC_COUNTER, .t0 = v[i].tick, .t1 = v[i].tick };
+        r.u.mark.value = v[i].value;
+        struct tp_event ev = {
+            .rec = &r, .name = tp_sys_name(v[i].name), .thread_name = "", .cbid = -1,
+            .pid = d->pid, .tid = d->pid, .ts_ns = tp_clock_to_unix_ns(&d->map, v[i].tick),
+        };
+        tp_dispatch_event(d, &ev);
+    }
+    free(v);
 }
 
 /* Peek: join host records to the device side (they are ours to annotate:
@@ -386,6 +404,7 @@ void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
     tp_buf_drain(w->gen, tp_dispatch_record, &d, &late, 0);
     if (d.join)
         tp_devjoin_dispatch(d.join, &d.map, tp_dispatch_event, &d);
+    tp_dispatch_samples(&d, w);
     for (int i = 0; i < d.n; i++)
         if (d.st[i] && d.h[i]->close)
             d.h[i]->close(d.st[i], &win);
