@@ -3,8 +3,8 @@
  * saved the window's trace, TRAINPROF_EXEC is expanded ({path} = the trace,
  * plus the SPEC 7 variables) and started as "/bin/sh -c CMD" with
  * posix_spawn from tp-flush: the training thread never waits for it.  The
- * child reads /dev/null, writes its stdout to our stderr (so that a
- * program's stdout carries only the program's output), and gets our
+ * child reads /dev/null, writes its standard output to our stderr (so that
+ * the program's standard output carries only its own), and gets our
  * environment with TRAINPROF_ENABLED=0, so the preloaded library stays inert
  * in it (decision 10).  tp-flush runs with every signal blocked and a
  * Python host ignores SIGPIPE; the child gets an empty mask and SIGPIPE's
