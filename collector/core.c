@@ -410,6 +410,7 @@ static void *tp_flush_main(void *arg)
         int queued = tp_q_head != tp_q_tail;
         pthread_mutex_unlock(&tp_q_lock);
         tp_device_follow(queued);
+        tp_flush_idle();
         if (!tp_warned_no_step && tp_activation_tick) {
             struct tp_clock_map m = tp_clock_map_now();
             if (tp_clock_ticks_to_ns(&m, tp_activation_tick, tp_clock_now()) > 60ll * 1000000000ll)
@@ -430,6 +431,7 @@ static void tp_atexit(void)
     tp_window_close_final(1);
     tp_wait_written(30000);
     tp_sys_shutdown();
+    tp_flush_finish();
     tp_warn_no_step("before exit");
     tp_depth--;
 }

@@ -8,7 +8,8 @@
  * names from the registration table (demangled once per kernel), then
  * cudaFuncGetName, then the stub's symbol, then its address.  After the
  * handlers, TRAINPROF_KEEP removes this process's oldest traces and their
- * reports.
+ * reports; a trace whose TRAINPROF_EXEC command still runs is deleted later
+ * (next window, flush-thread idle tick, exit), once the command finished.
  */
 #include "apis.h"
 #include "buffer.h"
@@ -24,9 +25,11 @@
 #include "log.h"
 #include "sysstat.h"
 #include "window.h"
+#include "../handlers/exec.h"
 #include "../handlers/handler.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,9 +256,18 @@ static void tp_steps_collect(struct tp_steps *s, uint8_t gen, const struct tp_cl
     tp_buf_drain(gen, tp_collect_flops, s, NULL, 1);
 }
 
-/* The traces this process saved, oldest first, for TRAINPROF_KEEP. */
-static char **tp_saved;
-static size_t tp_n_saved;
+/* TRAINPROF_KEEP: the traces this process saved, oldest first, and those
+ * past the limit whose deletion waits for their exec command (SPEC 8: the
+ * command must be able to read its file).  Locked because exit runs on the
+ * thread that calls exit(), not on tp-flush. */
+struct tp_saved_trace {
+    char *trace;
+    char *reports;               /* the expanded TRAINPROF_REPORTS of its window */
+};
+
+static struct tp_saved_trace *tp_saved, *tp_doomed;
+static size_t tp_n_saved, tp_n_doomed;
+static pthread_mutex_t tp_keep_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void tp_report_path(const char *trace, const char *reports, const char *suffix,
                            char *out, size_t outsz)
@@ -270,31 +282,82 @@ static void tp_report_path(const char *trace, const char *reports, const char *s
     snprintf(out, outsz, "%s/%.*s%s", reports, (int)n, base, suffix);
 }
 
+static void tp_keep_delete(const struct tp_saved_trace *t)
+{
+    static const char *const suffixes[] = {
+        ".summary.txt", ".stacks.txt", ".stacks.gpu.txt", ".memory.html", ".memory.json",
+    };
+    unlink(t->trace);
+    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
+        char p[4200];
+        tp_report_path(t->trace, t->reports, suffixes[i], p, sizeof p);
+        unlink(p);
+    }
+}
+
+/* Deletes the deferred traces whose exec command has finished; lock held. */
+static void tp_keep_sweep(void)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < tp_n_doomed; i++) {
+        struct tp_saved_trace *t = &tp_doomed[i];
+        if (tp_exec_busy(t->trace)) {
+            tp_doomed[j++] = *t;
+            continue;
+        }
+        tp_keep_delete(t);
+        free(t->trace);
+        free(t->reports);
+    }
+    tp_n_doomed = j;
+}
+
 static void tp_keep(const char *trace, const char *reports)
 {
     if (tp_cfg.keep < 0 || !trace[0])
         return;
-    char **s = realloc(tp_saved, (tp_n_saved + 1) * sizeof *s);
-    if (!s)
-        return;
-    tp_saved = s;
-    tp_saved[tp_n_saved++] = strdup(trace);
-    while (tp_n_saved > (size_t)tp_cfg.keep) {
-        char *old = tp_saved[0];
-        if (old) {
-            static const char *const suffixes[] = {
-                ".summary.txt", ".stacks.txt", ".stacks.gpu.txt", ".memory.html", ".memory.json",
-            };
-            unlink(old);
-            for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
-                char p[4200];
-                tp_report_path(old, reports, suffixes[i], p, sizeof p);
-                unlink(p);
-            }
-            free(old);
+    pthread_mutex_lock(&tp_keep_lock);
+    struct tp_saved_trace *s = realloc(tp_saved, (tp_n_saved + 1) * sizeof *s);
+    struct tp_saved_trace *d = s ? realloc(tp_doomed, (tp_n_doomed + tp_n_saved + 1) * sizeof *d) : NULL;
+    if (s)
+        tp_saved = s;
+    if (d)
+        tp_doomed = d;
+    char *t = d ? strdup(trace) : NULL, *r = t ? strdup(reports) : NULL;
+    if (r) {
+        tp_saved[tp_n_saved++] = (struct tp_saved_trace){ t, r };
+        while (tp_n_saved > (size_t)tp_cfg.keep) {
+            tp_doomed[tp_n_doomed++] = tp_saved[0];
+            memmove(tp_saved, tp_saved + 1, --tp_n_saved * sizeof *tp_saved);
         }
-        memmove(tp_saved, tp_saved + 1, --tp_n_saved * sizeof *tp_saved);
+        tp_keep_sweep();
+    } else {
+        free(t);
     }
+    pthread_mutex_unlock(&tp_keep_lock);
+}
+
+void tp_flush_idle(void)
+{
+    tp_exec_reap(0);
+    pthread_mutex_lock(&tp_keep_lock);
+    if (tp_n_doomed)
+        tp_keep_sweep();
+    pthread_mutex_unlock(&tp_keep_lock);
+}
+
+void tp_flush_finish(void)
+{
+    int running = tp_exec_reap(2000);
+    pthread_mutex_lock(&tp_keep_lock);
+    if (tp_n_doomed)
+        tp_keep_sweep();
+    size_t left = tp_n_doomed;
+    pthread_mutex_unlock(&tp_keep_lock);
+    if (running)
+        TP_INFO("%d TRAINPROF_EXEC command%s still running at exit%s", running,
+                running == 1 ? "" : "s",
+                left ? "; TRAINPROF_KEEP leaves their traces in place" : "");
 }
 
 static int tp_expand(const char *what, const char *fmt, const struct tp_format_vars *v,
@@ -362,6 +425,7 @@ void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
     win.gzip = tp_cfg.gzip;
     win.overwrite = tp_cfg.overwrite;
     win.record_shapes = tp_cfg.record_shapes;
+    win.exec = tp_cfg.exec;
 
     win.records = tp_buf_drain(w->gen, NULL, NULL, &late, 1);
     win.late = late;
@@ -386,7 +450,7 @@ void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
 
     /* handlers run in the order of handlers.def (chrome first, so that the
      * others can name their files after the trace), whatever the order of
-     * TRAINPROF_HANDLERS */
+     * TRAINPROF_HANDLERS; TRAINPROF_EXEC enables exec (SPEC 4) */
     char order[256];
     snprintf(order, sizeof order, "%s", tp_handler_names());
     for (char *save = NULL, *name = strtok_r(order, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
@@ -394,6 +458,8 @@ void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
         for (int i = 0; i < tp_cfg.n_handlers && !h; i++)
             if (strcmp(tp_cfg.handlers[i], name) == 0)
                 h = tp_handler_find(name);
+        if (!h && tp_cfg.exec[0] && strcmp(name, "exec") == 0)
+            h = tp_handler_find(name);
         if (!h || d.n == TP_MAX_HANDLERS)
             continue;
         d.h[d.n] = h;

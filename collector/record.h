@@ -304,6 +304,7 @@ struct tp_window {
     int gzip;
     int overwrite;
     int record_shapes;            /* TRAINPROF_RECORD_SHAPES */
+    const char *exec;             /* TRAINPROF_EXEC template, "" if unset */
     /* outputs: filled by handlers in list order (chrome first) */
     char trace_path[4096];        /* the saved trace, "" if none */
 };

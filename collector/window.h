@@ -23,6 +23,14 @@ struct tp_win {
  * "dev" is its device side, NULL when CUPTI did not collect. */
 void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev);
 
+/* tp_flush_idle - between windows (flush thread): reap finished exec
+ * children and delete the traces TRAINPROF_KEEP deferred for them. */
+void tp_flush_idle(void);
+
+/* tp_flush_finish - at exit, after the last window was written: wait up to
+ * 2 s for exec children, then delete what TRAINPROF_KEEP still defers. */
+void tp_flush_finish(void);
+
 /* tp_flush_signal_text - the step signal used so far, for metadata. */
 const char *tp_core_signal_text(void);
 

@@ -1,0 +1,217 @@
+/*
+ * exec.c - DESIGN: the exec handler (SPEC 8).  At close, after chrome has
+ * saved the window's trace, TRAINPROF_EXEC is expanded ({path} = the trace,
+ * plus the SPEC 7 variables) and started as "/bin/sh -c CMD" with
+ * posix_spawn from tp-flush: the training thread never waits for it.  The
+ * child reads /dev/null, writes its standard output to our stderr (so that
+ * the program's standard output carries only its own), and gets our
+ * environment with TRAINPROF_ENABLED=0, so the preloaded library stays inert
+ * in it (decision 10).  tp-flush runs with every signal blocked and a
+ * Python host ignores SIGPIPE; the child gets an empty mask and SIGPIPE's
+ * default, as if started from a shell.
+ * Children are reaped by pid with WNOHANG at the next window, on the flush
+ * thread's idle ticks and at exit (a bounded wait): never waitpid(-1) and no
+ * SIGCHLD handler, which would steal the statuses of the host's own
+ * children.  A host that reaps with waitpid(-1) itself may take ours first:
+ * ECHILD then just forgets the child.  The table is small and locked,
+ * because exit runs on the thread that calls exit(), not on tp-flush.
+ * TRAINPROF_KEEP (collector/flush.c) asks tp_exec_busy() before deleting a
+ * trace and defers the deletion while the trace's command runs.
+ */
+#include "exec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../collector/format.h"
+#include "../collector/log.h"
+#include "handler.h"
+
+#define TP_EXEC_MAX 32           /* running commands at once; more are skipped */
+#define TP_EXEC_SHOWN 160        /* bytes of the command quoted in a message */
+
+struct tp_exec_child {
+    pid_t pid;                   /* 0: free slot */
+    char path[4096];
+    char cmd[TP_EXEC_SHOWN + 4];
+};
+
+static struct tp_exec_child tp_exec_kids[TP_EXEC_MAX];
+static pthread_mutex_t tp_exec_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void tp_exec_report(const struct tp_exec_child *k, int status)
+{
+    if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+        TP_WARN("TRAINPROF_EXEC command \"%s\" for %s exited with status %d",
+                k->cmd, k->path, WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        TP_WARN("TRAINPROF_EXEC command \"%s\" for %s was killed by signal %d",
+                k->cmd, k->path, WTERMSIG(status));
+}
+
+/* One non-blocking pass over our own pids; the lock is held. */
+static int tp_exec_poll(void)
+{
+    int running = 0;
+    for (int i = 0; i < TP_EXEC_MAX; i++) {
+        struct tp_exec_child *k = &tp_exec_kids[i];
+        if (!k->pid)
+            continue;
+        int status = 0;
+        pid_t r;
+        do
+            r = waitpid(k->pid, &status, WNOHANG);
+        while (r < 0 && errno == EINTR);
+        if (r == 0) {
+            running++;
+            continue;
+        }
+        if (r == k->pid)
+            tp_exec_report(k, status);
+        k->pid = 0;              /* reaped, or ECHILD: reaped by the host */
+    }
+    return running;
+}
+
+int tp_exec_reap(int wait_ms)
+{
+    pthread_mutex_lock(&tp_exec_lock);
+    int running = tp_exec_poll();
+    for (int waited = 0; running && waited < wait_ms; waited += 10) {
+        struct timespec ts = { 0, 10 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+        running = tp_exec_poll();
+    }
+    pthread_mutex_unlock(&tp_exec_lock);
+    return running;
+}
+
+int tp_exec_busy(const char *path)
+{
+    int busy = 0;
+    pthread_mutex_lock(&tp_exec_lock);
+    tp_exec_poll();
+    for (int i = 0; i < TP_EXEC_MAX && !busy; i++)
+        busy = tp_exec_kids[i].pid && strcmp(tp_exec_kids[i].path, path) == 0;
+    pthread_mutex_unlock(&tp_exec_lock);
+    return busy;
+}
+
+/* Our environment with TRAINPROF_ENABLED=0 in place of any other value. */
+static char **tp_exec_env(void)
+{
+    static char disabled[] = "TRAINPROF_ENABLED=0";
+    static const char name[] = "TRAINPROF_ENABLED=";
+    size_t n = 0;
+    for (char **e = environ; e && *e; e++)
+        n++;
+    char **env = malloc((n + 2) * sizeof *env);
+    if (!env)
+        return NULL;
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], name, sizeof name - 1) != 0)
+            env[j++] = environ[i];
+    env[j++] = disabled;
+    env[j] = NULL;
+    return env;
+}
+
+/* Starts "cmd"; returns its pid, or -1 with errno set. */
+static pid_t tp_exec_spawn(const char *cmd)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    sigset_t none, dfl;
+    pid_t pid = -1;
+    char **env = tp_exec_env();
+    if (!env)
+        return -1;
+    sigemptyset(&none);
+    sigemptyset(&dfl);
+    sigaddset(&dfl, SIGPIPE);
+    int rc = posix_spawn_file_actions_init(&fa);
+    if (rc == 0) {
+        if (!(rc = posix_spawnattr_init(&at))) {
+            char *argv[] = { "sh", "-c", (char *)cmd, NULL };
+            if (!(rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)) &&
+                !(rc = posix_spawn_file_actions_adddup2(&fa, 2, 1)) &&
+                !(rc = posix_spawnattr_setsigmask(&at, &none)) &&
+                !(rc = posix_spawnattr_setsigdefault(&at, &dfl)) &&
+                !(rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)))
+                rc = posix_spawn(&pid, "/bin/sh", &fa, &at, argv, env);
+            posix_spawnattr_destroy(&at);
+        }
+        posix_spawn_file_actions_destroy(&fa);
+    }
+    free(env);
+    if (rc != 0) {
+        errno = rc;
+        return -1;
+    }
+    return pid;
+}
+
+static void *exec_open(struct tp_window *w)
+{
+    static char placeholder;
+    return w->exec && w->exec[0] ? &placeholder : NULL;
+}
+
+static int exec_close(void *state, struct tp_window *w)
+{
+    (void)state;
+    if (!w->trace_path[0])
+        return 0;
+    tp_exec_reap(0);
+    struct tp_format_vars v = {
+        .run_name = w->run_name, .hostname = w->hostname,
+        .rank = w->rank, .local_rank = w->local_rank, .world_size = w->world_size,
+        .local_world_size = w->local_world_size, .node_rank = w->node_rank,
+        .pid = (int)w->pid, .batch = (int64_t)w->batch, .path = w->trace_path,
+    };
+    char cmd[8192], err[256];
+    if (tp_format_expand(w->exec, &v, cmd, sizeof cmd, err, sizeof err) < 0) {
+        TP_ERROR("TRAINPROF_EXEC=\"%.160s\": %s: not run for %s", w->exec, err, w->trace_path);
+        return -1;
+    }
+    pthread_mutex_lock(&tp_exec_lock);
+    struct tp_exec_child *k = NULL;
+    for (int i = 0; i < TP_EXEC_MAX && !k; i++)
+        if (!tp_exec_kids[i].pid)
+            k = &tp_exec_kids[i];
+    int rc = -1;
+    if (!k) {
+        TP_ERROR("TRAINPROF_EXEC: %d commands still running: not run for %s",
+                 TP_EXEC_MAX, w->trace_path);
+    } else {
+        snprintf(k->cmd, sizeof k->cmd, "%.*s%s", TP_EXEC_SHOWN, cmd,
+                 strlen(cmd) > TP_EXEC_SHOWN ? "..." : "");
+        snprintf(k->path, sizeof k->path, "%s", w->trace_path);
+        pid_t pid = tp_exec_spawn(cmd);
+        if (pid > 0) {
+            k->pid = pid;
+            rc = 0;
+        } else {
+            TP_ERROR("TRAINPROF_EXEC command \"%s\": cannot start /bin/sh: %s",
+                     k->cmd, strerror(errno));
+        }
+    }
+    pthread_mutex_unlock(&tp_exec_lock);
+    return rc;
+}
+
+const struct tp_handler tp_handler_exec = {
+    .name = "exec",
+    .open = exec_open,
+    .close = exec_close,
+};

@@ -1,0 +1,22 @@
+/*
+ * exec.h - the exec handler's children (SPEC 8): TRAINPROF_EXEC runs after
+ * each saved trace; TRAINPROF_KEEP asks here before deleting a trace.
+ */
+#ifndef TRAINPROF_HANDLERS_EXEC_H
+#define TRAINPROF_HANDLERS_EXEC_H
+
+/*
+ * tp_exec_reap - collect the exec children that have finished, reporting a
+ * non-zero exit or a signal as one warning each; waits up to "wait_ms"
+ * milliseconds (0: not at all) for those still running.  Only our own pids
+ * are waited for, never waitpid(-1).  Returns the number still running.
+ */
+int tp_exec_reap(int wait_ms);
+
+/*
+ * tp_exec_busy - 1 if an exec child started for the trace "path" still runs
+ * (after a reap that does not wait), else 0.
+ */
+int tp_exec_busy(const char *path);
+
+#endif
