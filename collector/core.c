@@ -293,9 +293,9 @@ static void tp_warn_no_step(const char *when)
 
 /* ---- the flush thread ---------------------------------------------------- */
 
-/* Start or stop CUPTI as the schedule asks (tp-flush, no lock held).  Kinds
- * stay enabled while windows wait to be written. */
-static void tp_device_follow(int queued)
+/* Start or stop the host sampler and CUPTI as the schedule asks (tp-flush,
+ * no lock held).  Both keep running while windows wait to be written. */
+static void tp_follow_schedule(int queued)
 {
     if (atomic_load(&tp_exiting))
         return;
@@ -409,7 +409,7 @@ static void *tp_flush_main(void *arg)
         pthread_mutex_lock(&tp_q_lock);
         int queued = tp_q_head != tp_q_tail;
         pthread_mutex_unlock(&tp_q_lock);
-        tp_device_follow(queued);
+        tp_follow_schedule(queued);
         tp_flush_idle();
         if (!tp_warned_no_step && tp_activation_tick) {
             struct tp_clock_map m = tp_clock_map_now();

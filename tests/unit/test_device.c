@@ -14,6 +14,7 @@
 #include "collector/apis.h"
 #include "collector/device.h"
 #include "collector/intern.h"
+#include "tests/unit/tp_test.h"
 
 static struct tp_tbuf thread5 = { .tid = 5, .pthread_id = 0x5555 };
 
@@ -119,9 +120,5 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_join);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tp_test_run(s);
 }
