@@ -28,6 +28,7 @@
 #define TP_HOT_CAPTURE    0x10u   /* some thread captures a CUDA graph (graphs.h) */
 #define TP_HOT_EXTCORR    0x20u   /* recording with CUPTI on: library calls push
                                      their external correlation id (cupti.h) */
+#define TP_HOT_STACK      0x40u   /* recording with TRAINPROF_WITH_STACK=1 */
 #define TP_HOT_FLAGS      0xffu
 #define TP_HOT_GEN(w)     ((uint8_t)((w) >> 8))
 

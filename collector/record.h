@@ -26,6 +26,8 @@ enum tp_rec_kind {
     TP_REC_RANGE,    /* an NVTX or trainprof range, written when it ends */
     TP_REC_MARK,     /* an instant (NVTX mark, trainprof_instant) */
     TP_REC_COUNTER,  /* trainprof_counter(name, value) */
+    TP_REC_STACK,    /* host call-stack frames of the record that follows it
+                        on the same thread (TRAINPROF_WITH_STACK; collector/stack.h) */
     TP_REC_KIND_COUNT
 };
 
@@ -78,6 +80,18 @@ struct tp_record {
             uint8_t  flags;     /* TP_LIB_* */
             uint32_t corr;
         } lib;
+        struct {                /* TP_FORM_ALLOC, TP_FORM_FREE (collector/memory.h) */
+            uint64_t addr;      /* address; cuMemCreate/cuMemRelease: the handle */
+            uint64_t bytes;     /* size (allocations: asked for, also when failed;
+                                   frees: the size the address was allocated with,
+                                   0 if unknown) */
+            uint64_t total;     /* bytes held in (device, class) after this call */
+            uint64_t peak;      /* process high-water mark of (device, class) after it */
+            int16_t  device;    /* CUDA device ordinal; -1 for host-pinned memory */
+            uint8_t  mclass;    /* enum tp_mem_class */
+            uint8_t  flags;     /* TP_MEM_* */
+            uint32_t corr;      /* same offset as the other forms' corr */
+        } mem;
         struct {
             uint64_t index;     /* global 0-based step index */
             uint32_t signal;    /* which step signal fired (enum tp_signal_kind) */
@@ -99,6 +113,21 @@ struct tp_record {
 };
 
 _Static_assert(sizeof(struct tp_record) == 64, "records are one cache line");
+
+_Static_assert(__builtin_offsetof(struct tp_record, u.mem.corr) ==
+               __builtin_offsetof(struct tp_record, u.api.corr), "corr at one offset");
+
+/* What memory an allocation holds (SPEC 6: counted separately). */
+enum tp_mem_class {
+    TP_MEM_DEVICE = 0,  /* device memory: cudaMalloc*, cuMemAlloc*, VMM physical (cuMemCreate) */
+    TP_MEM_MANAGED,     /* unified memory (cudaMallocManaged, cuMemAllocManaged) */
+    TP_MEM_HOST,        /* page-locked host memory (cudaMallocHost, cudaHostAlloc, ...) */
+    TP_MEM_CLASS_COUNT
+};
+
+#define TP_MEM_FAILED  0x01u  /* the call failed (e.g. out of memory): nothing changed */
+#define TP_MEM_UNKNOWN 0x02u  /* a free of an address never seen allocated: bytes 0 */
+#define TP_MEM_NOOP    0x04u  /* a free of NULL (cudaFree(0) initialises the context) */
 
 enum tp_range_source { TP_RANGE_NVTX = 0, TP_RANGE_API = 1 };
 
@@ -251,6 +280,26 @@ struct tp_event {
                                       device: linked to a host call (ac2g end) */
     double   blocks_per_sm, warps_per_sm; /* kernels, 0 if the device is unknown */
     double   occupancy;            /* kernels: est. achieved occupancy %, -1 unknown */
+    /* host call stack (TRAINPROF_WITH_STACK): symbolised frames, root
+     * (outermost) first, ending at the caller of the intercepted function;
+     * device events linked to a launch carry the launch's stack */
+    const char *const *frames;
+    int      n_frames;
+};
+
+/* Memory held in one (device, class) as a window saw it (collector/memory.h). */
+struct tp_mem_usage {
+    int16_t  device;              /* -1: host-pinned memory */
+    uint8_t  mclass;              /* enum tp_mem_class */
+    uint64_t start_bytes;         /* held when the window began recording */
+    uint64_t end_bytes;           /* held when it stopped recording */
+    uint64_t peak_bytes;          /* highest while it recorded */
+    int64_t  peak_ns;             /* Unix ns when that peak was first reached
+                                     (window start if never above start_bytes) */
+    uint64_t peak_process;        /* highest since the process started */
+    uint64_t allocs, frees;       /* successful calls in the window */
+    uint64_t failed;              /* failed allocations in the window */
+    uint64_t failed_bytes;        /* the largest size a failed allocation asked for */
 };
 
 /* A recorded step, with the library FLOPs of the calls that began in it. */
@@ -296,6 +345,10 @@ struct tp_window {
     uint64_t gpu_records;         /* device records of any kind */
     uint64_t gpu_dropped;         /* device records CUPTI or we dropped */
     double coverage;              /* gpu_kernels_linked / gpu_kernels, -1 if no kernels */
+    /* memory (TRAINPROF_PROFILE_MEMORY): every (device, class) the process
+     * has used so far, device memory first, then by device */
+    const struct tp_mem_usage *mem;
+    int n_mem;
     const char *config_json;      /* effective configuration, a JSON object */
     const char *user_metadata;    /* TRAINPROF_METADATA, a JSON object, or NULL */
     const char *trace_folder;     /* expanded TRAINPROF_FOLDER */
@@ -307,6 +360,7 @@ struct tp_window {
     const char *exec;             /* TRAINPROF_EXEC template, "" if unset */
     /* outputs: filled by handlers in list order (chrome first) */
     char trace_path[4096];        /* the saved trace, "" if none */
+    char summary_line[256];       /* one line for TRAINPROF_LOG=info (summary handler) */
 };
 
 #endif
