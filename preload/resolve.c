@@ -8,12 +8,17 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <stdlib.h>
 #include <string.h>
 
+/* dl_iterate_phdr holds the loader's write lock while it calls back, and
+ * dlopen takes the load lock and then that write lock: a dlopen inside the
+ * callback deadlocks against another thread's dlopen.  So the scan only
+ * copies the names; the lookups happen after it. */
 struct tp_scan {
-    const char *name;
     const char *self;
-    void *found;
+    char *names;             /* NUL-separated paths */
+    size_t len, cap;
 };
 
 static int tp_scan_one(struct dl_phdr_info *info, size_t size, void *arg)
@@ -22,12 +27,20 @@ static int tp_scan_one(struct dl_phdr_info *info, size_t size, void *arg)
     struct tp_scan *s = arg;
     if (!info->dlpi_name || !info->dlpi_name[0] || strcmp(info->dlpi_name, s->self) == 0)
         return 0;
-    void *h = dlopen(info->dlpi_name, RTLD_NOLOAD | RTLD_LAZY);
-    if (!h)
-        return 0;
-    s->found = dlsym(h, s->name);
-    dlclose(h);
-    return s->found != NULL;
+    size_t n = strlen(info->dlpi_name) + 1;
+    if (s->len + n > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 4096;
+        while (cap < s->len + n)
+            cap *= 2;
+        char *p = realloc(s->names, cap);
+        if (!p)
+            return 1;        /* out of memory: look in what we have */
+        s->names = p;
+        s->cap = cap;
+    }
+    memcpy(s->names + s->len, info->dlpi_name, n);
+    s->len += n;
+    return 0;
 }
 
 void *tp_resolve(const char *name)
@@ -36,9 +49,17 @@ void *tp_resolve(const char *name)
     if (p)
         return p;
     Dl_info me;
-    struct tp_scan s = { name, "", NULL };
+    struct tp_scan s = { "", NULL, 0, 0 };
     if (dladdr((void *)tp_resolve, &me) && me.dli_fname)
         s.self = me.dli_fname;
     dl_iterate_phdr(tp_scan_one, &s);
-    return s.found;
+    for (size_t off = 0; off < s.len && !p; off += strlen(s.names + off) + 1) {
+        void *h = dlopen(s.names + off, RTLD_NOLOAD | RTLD_LAZY);
+        if (!h)
+            continue;
+        p = dlsym(h, name);
+        dlclose(h);
+    }
+    free(s.names);
+    return p;
 }
