@@ -320,6 +320,29 @@ void tp_mem_free(struct tp_record *r, int mclass, int device, uint64_t addr, int
     pthread_mutex_unlock(&tp_mem_lock);
 }
 
+void tp_mem_free_at(struct tp_record *r, int mclass, uint64_t addr, int handle, int ok)
+{
+    if (!atomic_load_explicit(&tp_mem_on, memory_order_relaxed)) {
+        tp_mem_untracked(r, mclass, addr, 0, ok);
+        return;
+    }
+    int device = -1;
+    if (mclass != TP_MEM_HOST) {
+        pthread_mutex_lock(&tp_mem_lock);
+        struct tp_mem_tab *t = handle ? &tp_handles : &tp_addrs;
+        int known = 0;
+        if (t->cap && addr) {
+            size_t j = tp_mem_hash(addr, t->cap);
+            while (t->v[j].key && t->v[j].key != addr)
+                j = (j + 1) & (t->cap - 1);
+            known = t->v[j].key == addr;
+        }
+        pthread_mutex_unlock(&tp_mem_lock);
+        device = known ? 0 : tp_mem_current_device();   /* known: tp_mem_free takes the table's */
+    }
+    tp_mem_free(r, mclass, device, addr, handle, ok);
+}
+
 /* ---- windows ---------------------------------------------------------------- */
 
 /* The signal path closes the window on tp-flush while the interrupted thread

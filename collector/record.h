@@ -128,6 +128,7 @@ enum tp_mem_class {
 #define TP_MEM_FAILED  0x01u  /* the call failed (e.g. out of memory): nothing changed */
 #define TP_MEM_UNKNOWN 0x02u  /* a free of an address never seen allocated: bytes 0 */
 #define TP_MEM_NOOP    0x04u  /* a free of NULL (cudaFree(0) initialises the context) */
+#define TP_MEM_UNTRACKED 0x08u /* TRAINPROF_PROFILE_MEMORY=0: addr and bytes only, no totals */
 
 enum tp_range_source { TP_RANGE_NVTX = 0, TP_RANGE_API = 1 };
 
