@@ -186,8 +186,10 @@ static void tp_enter_step(uint64_t now)
     if ((a == TP_RECORD || a == TP_RECORD_AND_SAVE) && !recording)
         tp_window_open(now);
     uint32_t flags = tp_sig_flags;
-    if (tp_schedule_finished(&tp_cfg.schedule, tp_steps))
+    if (tp_schedule_finished(&tp_cfg.schedule, tp_steps)) {
         flags = 0;      /* nothing left to count: calls go back to one load */
+        tp_mem_enable(0);   /* and no window will need memory totals */
+    }
     int want = a != TP_NONE && (tp_cfg.activities & TP_ACT_CUDA);
     int changed = atomic_exchange(&tp_dev_want, want) != want;
     changed |= atomic_exchange(&tp_sys_want, a != TP_NONE) != (a != TP_NONE);

@@ -116,7 +116,11 @@ int tp_mem_pointer_device(uint64_t addr)
     if (addr && pa && pa(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, (CUdeviceptr)addr) == CUDA_SUCCESS &&
         ord >= 0 && ord < INT16_MAX)
         return ord;
-    return tp_mem_current_device();
+    tp_ctxdev_fn cd = atomic_load_explicit(&tp_ctxdev, memory_order_acquire);
+    CUdevice d = 0;
+    if (cd && cd(&d) == CUDA_SUCCESS && d >= 0 && d < INT16_MAX)
+        return d;
+    return 0;
 }
 
 /* ---- the address tables (lock held) ---------------------------------------- */
@@ -161,6 +165,17 @@ static int tp_tab_put(struct tp_mem_tab *t, const struct tp_mem_ent *e)
         t->n++;
     t->v[j] = *e;
     return 0;
+}
+
+/* The entry of "key", or NULL. */
+static struct tp_mem_ent *tp_tab_find(struct tp_mem_tab *t, uint64_t key)
+{
+    if (!t->cap || !key)
+        return NULL;
+    size_t j = tp_mem_hash(key, t->cap);
+    while (t->v[j].key && t->v[j].key != key)
+        j = (j + 1) & (t->cap - 1);
+    return t->v[j].key ? &t->v[j] : NULL;
 }
 
 /* Remove "key" into *out; 0 if found. */
@@ -293,21 +308,13 @@ void tp_mem_free(struct tp_record *r, int mclass, int device, uint64_t addr, int
     struct tp_mem_acct *a;
     if (!ok) {
         /* nothing was released: report what the address holds, keep it */
-        size_t j = 0;
-        int found = 0;
-        if (t->cap) {
-            j = tp_mem_hash(addr, t->cap);
-            while (t->v[j].key && t->v[j].key != addr)
-                j = (j + 1) & (t->cap - 1);
-            found = t->v[j].key == addr;
-        }
-        if (found) {
-            device = t->v[j].device;
-            mclass = t->v[j].mclass;
+        const struct tp_mem_ent *f = tp_tab_find(t, addr);
+        if (f) {
+            device = f->device;
+            mclass = f->mclass;
         }
         a = tp_acct_of(device, mclass);
-        tp_mem_fill(r, addr, found ? t->v[j].bytes : 0, device, mclass, a,
-                    TP_MEM_FAILED | (found ? 0 : TP_MEM_UNKNOWN));
+        tp_mem_fill(r, addr, f ? f->bytes : 0, device, mclass, a, TP_MEM_FAILED | (f ? 0 : TP_MEM_UNKNOWN));
     } else if (tp_tab_take(t, addr, &e) == 0) {
         a = tp_acct_of(e.device, e.mclass);
         if (a)
@@ -329,14 +336,7 @@ void tp_mem_free_at(struct tp_record *r, int mclass, uint64_t addr, int handle, 
     int device = -1;
     if (mclass != TP_MEM_HOST) {
         pthread_mutex_lock(&tp_mem_lock);
-        struct tp_mem_tab *t = handle ? &tp_handles : &tp_addrs;
-        int known = 0;
-        if (t->cap && addr) {
-            size_t j = tp_mem_hash(addr, t->cap);
-            while (t->v[j].key && t->v[j].key != addr)
-                j = (j + 1) & (t->cap - 1);
-            known = t->v[j].key == addr;
-        }
+        int known = tp_tab_find(handle ? &tp_handles : &tp_addrs, addr) != NULL;
         pthread_mutex_unlock(&tp_mem_lock);
         device = known ? 0 : tp_mem_current_device();   /* known: tp_mem_free takes the table's */
     }
