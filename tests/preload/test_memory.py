@@ -159,3 +159,26 @@ def test_pointer_device_and_without_driver_forwarding():
     gpu0 = [c["args"]["bytes"] for c in tputil.events(t, ph="C", name="GPU 0 memory reserved")]
     # a track that begins in the window begins at 0
     assert gpu0[0] == 0 and max(gpu0) == 2 * MIB and gpu0[-1] == 0
+
+
+def test_totals_carry_across_windows():
+    # windows at steps 1 and 3: what step 2 (not recorded) allocates and
+    # frees sets the level window 2 starts from
+    r, a = _run({"TRAINPROF_SCHEDULE": "wait=0,warmup=1,active=1,repeat=2"})
+    assert len(r.traces) == 2, r.stderr
+    first, second = (tputil.load_trace(p) for p in r.traces)
+
+    def level(t, name):
+        return [c["args"]["bytes"] for c in tputil.events(t, ph="C", name=name)]
+
+    g1 = level(first, "GPU 0 memory reserved")
+    assert g1 == [MIB, 3 * MIB, 3 * MIB]          # start (A), cudaMalloc B, end
+    after_step2 = 3 * MIB + 4096 - MIB + 512 * 4 + 512 * 4 * 2
+    g2 = level(second, "GPU 0 memory reserved")
+    assert g2[0] == after_step2 and g2[-1] == after_step2 - 4096
+    assert level(second, "Host pinned memory")[0] == 4096 + 16384
+    assert level(second, "GPU 0 managed memory")[0] == 8192
+    # the frees in window 2 of memory allocated outside it know their sizes
+    mem = tputil.events(second, ph="i", name="[memory]")
+    freed_c = [e for e in mem if e["args"]["Addr"] == a["C"]]
+    assert [e["args"]["Bytes"] for e in freed_c] == [-4096]
