@@ -167,8 +167,8 @@ enum tp_form {
     TP_FORM_SET,          /* u.api: dst, src = value, bytes, stream */
     TP_FORM_SYNC_STREAM,  /* u.api.stream: a stream (0: the device) */
     TP_FORM_SYNC_EVENT,   /* u.api.stream: an event */
-    TP_FORM_ALLOC,        /* u.api: dst = address, bytes */
-    TP_FORM_FREE,         /* u.api: dst = address */
+    TP_FORM_ALLOC,        /* u.mem: an allocation (collector/memory.h) */
+    TP_FORM_FREE,         /* u.mem: a free */
     TP_FORM_GEMM,         /* u.lib: a cuBLAS/cuBLASLt matrix product */
     TP_FORM_COLL,         /* u.lib: an NCCL collective or send/recv */
     TP_FORM_CONV,         /* u.lib: a cuDNN convolution as its implicit GEMM:
