@@ -25,6 +25,9 @@
 #define TP_R_SYNC_EVENT(...) TP_FORM_SYNC_EVENT
 #define TP_R_ALLOC(...)      TP_FORM_ALLOC
 #define TP_R_FREE(...)       TP_FORM_FREE
+#define TP_R_ALLOC3D(...)    TP_FORM_ALLOC
+#define TP_R_VMM_CREATE(...) TP_FORM_ALLOC
+#define TP_R_VMM_RELEASE(...) TP_FORM_FREE
 #define TP_R_NONE            TP_FORM_NONE
 #define TP_R_GEMM(...)       TP_FORM_GEMM
 #define TP_R_COLL(...)       TP_FORM_COLL
@@ -61,6 +64,8 @@ static const char *const tp_driver_logical[][2] = {
     { "cuCtxSynchronize", "cudaDeviceSynchronize" },
     { "cuCtxSynchronize_v2", "cudaDeviceSynchronize" },
     { "cuMemAlloc_v2", "cudaMalloc" },
+    { "cuMemAllocPitch_v2", "cudaMallocPitch" },
+    { "cuMemAllocFromPoolAsync", "cudaMallocFromPoolAsync" },
     { "cuMemFree_v2", "cudaFree" },
     { "cuMemAllocAsync", "cudaMallocAsync" },
     { "cuMemFreeAsync", "cudaFreeAsync" },

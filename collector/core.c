@@ -24,6 +24,7 @@
 #include "cupti.h"
 #include "kernels.h"
 #include "log.h"
+#include "memory.h"
 #include "schedule.h"
 #include "sysstat.h"
 #include "window.h"
@@ -157,6 +158,7 @@ static void tp_window_open(uint64_t now)
     tp_cur.first_step = tp_steps;
     tp_cur.start_tick = now;
     tp_dropped_mark = tp_buf_dropped();
+    tp_mem_window_begin(tp_gen, now);
 }
 
 static void tp_window_close(uint64_t now, int partial)
@@ -165,6 +167,7 @@ static void tp_window_close(uint64_t now, int partial)
     tp_cur.end_tick = now;
     tp_cur.partial = partial;
     tp_cur.dropped = tp_buf_dropped() - tp_dropped_mark;
+    tp_mem_window_end(tp_cur.gen, now);
     pthread_mutex_lock(&tp_q_lock);
     if (tp_q_tail - tp_q_head < TP_QUEUE)
         tp_queue[tp_q_tail++ % TP_QUEUE] = tp_cur;
@@ -183,8 +186,10 @@ static void tp_enter_step(uint64_t now)
     if ((a == TP_RECORD || a == TP_RECORD_AND_SAVE) && !recording)
         tp_window_open(now);
     uint32_t flags = tp_sig_flags;
-    if (tp_schedule_finished(&tp_cfg.schedule, tp_steps))
+    if (tp_schedule_finished(&tp_cfg.schedule, tp_steps)) {
         flags = 0;      /* nothing left to count: calls go back to one load */
+        tp_mem_enable(0);   /* and no window will need memory totals */
+    }
     int want = a != TP_NONE && (tp_cfg.activities & TP_ACT_CUDA);
     int changed = atomic_exchange(&tp_dev_want, want) != want;
     changed |= atomic_exchange(&tp_sys_want, a != TP_NONE) != (a != TP_NONE);
@@ -475,6 +480,7 @@ static void tp_signals_install(void)
 static void tp_atfork_child(void)
 {
     atomic_store(&tp_hot, 0);
+    tp_mem_enable(0);
     tp_sys_atfork_child();
     atomic_store(&tp_active, 0);
     for (int i = 0; i < 2; i++) {
@@ -536,6 +542,7 @@ static void tp_activate(void)
     }
     pthread_atfork(NULL, NULL, tp_atfork_child);
     tp_signals_install();
+    tp_mem_enable(tp_cfg.profile_memory);
     atomic_store(&tp_active, 1);
     pthread_mutex_lock(&tp_step_lock);
     tp_activation_tick = tp_step_start = tp_clock_now();

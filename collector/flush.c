@@ -23,6 +23,7 @@
 #include "intern.h"
 #include "kernels.h"
 #include "log.h"
+#include "memory.h"
 #include "sysstat.h"
 #include "window.h"
 #include "../handlers/exec.h"
@@ -388,6 +389,9 @@ void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
         tp_expand("TRAINPROF_FILENAME", tp_cfg.filename, &v, filename, sizeof filename) ||
         tp_expand("TRAINPROF_REPORTS", tp_cfg.reports, &v, reports, sizeof reports)) {
         tp_buf_drain(w->gen, NULL, NULL, &late, 1);
+        struct tp_mem_usage *mem = NULL;
+        tp_mem_window_take(w->gen, NULL, &mem);
+        free(mem);
         return;
     }
 
@@ -439,6 +443,11 @@ void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
     win.host_launches = steps.launches;
     win.n_devices = tp_devprops_get(&win.devices);
     win.gpu_status = tp_cupti_status();
+    struct tp_mem_usage *mem = NULL;
+    win.n_mem = tp_mem_window_take(w->gen, &d.map, &mem);
+    win.mem = tp_cfg.profile_memory ? mem : NULL;
+    if (!win.mem)
+        win.n_mem = 0;
     if (dev && (d.join = tp_devjoin_new(dev, &tp_next_corr)) != NULL) {
         tp_buf_drain(w->gen, tp_join_record, d.join, NULL, 1);
         tp_devjoin_finish(d.join, &win);
@@ -477,6 +486,7 @@ void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
 
     free(steps.v);
     free(steps.tick);
+    free(mem);
     tp_devjoin_free(d.join);
 
     if (win.trace_path[0]) {

@@ -128,6 +128,7 @@ enum tp_mem_class {
 #define TP_MEM_FAILED  0x01u  /* the call failed (e.g. out of memory): nothing changed */
 #define TP_MEM_UNKNOWN 0x02u  /* a free of an address never seen allocated: bytes 0 */
 #define TP_MEM_NOOP    0x04u  /* a free of NULL (cudaFree(0) initialises the context) */
+#define TP_MEM_UNTRACKED 0x08u /* TRAINPROF_PROFILE_MEMORY=0: addr and bytes only, no totals */
 
 enum tp_range_source { TP_RANGE_NVTX = 0, TP_RANGE_API = 1 };
 
@@ -166,8 +167,8 @@ enum tp_form {
     TP_FORM_SET,          /* u.api: dst, src = value, bytes, stream */
     TP_FORM_SYNC_STREAM,  /* u.api.stream: a stream (0: the device) */
     TP_FORM_SYNC_EVENT,   /* u.api.stream: an event */
-    TP_FORM_ALLOC,        /* u.api: dst = address, bytes */
-    TP_FORM_FREE,         /* u.api: dst = address */
+    TP_FORM_ALLOC,        /* u.mem: an allocation (collector/memory.h) */
+    TP_FORM_FREE,         /* u.mem: a free */
     TP_FORM_GEMM,         /* u.lib: a cuBLAS/cuBLASLt matrix product */
     TP_FORM_COLL,         /* u.lib: an NCCL collective or send/recv */
     TP_FORM_CONV,         /* u.lib: a cuDNN convolution as its implicit GEMM:

@@ -320,6 +320,7 @@ static void note_thread(struct chrome *c, const struct tp_event *ev)
 }
 
 static void put_steps(struct chrome *c, const struct tp_window *w);
+static void put_mem_levels(struct chrome *c, const struct tp_window *w, int end);
 
 static void *chrome_open(struct tp_window *w)
 {
@@ -369,6 +370,7 @@ static void *chrome_open(struct tp_window *w)
     c->meta_ts = w->start_ns > c->base ? w->start_ns - c->base : 0;
     put_header(c, w);
     put_steps(c, w);
+    put_mem_levels(c, w, 0);
     return c;
 }
 
@@ -502,6 +504,68 @@ static void put_flow(struct chrome *c, const struct tp_event *ev, char ph)
     tp_jsonw_char(&c->j, '}');
 }
 
+/* The counter track of (device, class): Perfetto draws one memory track
+ * per name, "<name> bytes". */
+static void mem_track_name(char *buf, size_t n, int device, int mclass)
+{
+    if (mclass == TP_MEM_HOST)
+        snprintf(buf, n, "Host pinned memory");
+    else if (mclass == TP_MEM_MANAGED)
+        snprintf(buf, n, "GPU %d managed memory", device);
+    else
+        snprintf(buf, n, "GPU %d memory reserved", device);
+}
+
+static void put_mem_counter(struct chrome *c, const struct tp_event *at, int64_t ts_ns, int device,
+                            int mclass, uint64_t bytes)
+{
+    char name[64];
+    mem_track_name(name, sizeof name, device, mclass);
+    struct tp_event e = *at;
+    e.ts_ns = ts_ns;
+    e.tid = e.pid;
+    HEAD(c, "{\"ph\": \"C\", ", name, &e);
+    put_key_u64(&c->j, ", \"args\": {\"bytes\": ", bytes);
+    LIT(&c->j, "}}");
+}
+
+/* Kineto's [memory] instant at the end of an allocation or free that
+ * changed what the process holds, and the (device, class) counter.  Both
+ * totals are the process's bytes from CUDA: a caching allocator's own
+ * "allocated" share is invisible from here. */
+static void put_memory(struct chrome *c, const struct tp_event *ev)
+{
+    struct tp_jsonw *j = &c->j;
+    const struct tp_record *r = ev->rec;
+    struct tp_event e = *ev;
+    e.ts_ns = ev->ts_ns + (ev->dur_ns > 0 ? ev->dur_ns : 0);
+    int host = r->u.mem.mclass == TP_MEM_HOST;
+    HEAD(c, "{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", ", "[memory]", &e);
+    LIT(j, ", \"args\": {\"Device Type\": ");
+    tp_jsonw_i64(j, host ? 0 : 1);
+    LIT(j, ", \"Device Id\": ");
+    tp_jsonw_i64(j, host ? -1 : r->u.mem.device);
+    put_key_u64(j, ", \"Addr\": ", r->u.mem.addr);
+    LIT(j, ", \"Bytes\": ");
+    uint64_t b = r->u.mem.bytes > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : r->u.mem.bytes;
+    tp_jsonw_i64(j, ev->form == TP_FORM_FREE ? -(int64_t)b : (int64_t)b);
+    put_key_u64(j, ", \"Total Allocated\": ", r->u.mem.total);
+    put_key_u64(j, ", \"Total Reserved\": ", r->u.mem.total);
+    LIT(j, "}}");
+    put_mem_counter(c, &e, e.ts_ns, host ? -1 : r->u.mem.device, r->u.mem.mclass, r->u.mem.total);
+}
+
+/* The level of every memory track when the window began or ended. */
+static void put_mem_levels(struct chrome *c, const struct tp_window *w, int end)
+{
+    struct tp_event at = { .pid = w->pid, .tid = w->pid, .thread_name = "" };
+    for (int i = 0; w->mem && i < w->n_mem; i++) {
+        const struct tp_mem_usage *u = &w->mem[i];
+        put_mem_counter(c, &at, end ? w->end_ns : w->start_ns, u->device, u->mclass,
+                        end ? u->end_bytes : u->start_bytes);
+    }
+}
+
 static void put_call(struct chrome *c, const struct tp_event *ev)
 {
     struct tp_jsonw *j = &c->j;
@@ -550,7 +614,13 @@ static void put_call(struct chrome *c, const struct tp_event *ev)
     } else {
         int copy = ev->form == TP_FORM_COPY;
         int set = ev->form == TP_FORM_SET;
-        if (copy || set || ev->form == TP_FORM_ALLOC) {
+        if (ev->form == TP_FORM_ALLOC || ev->form == TP_FORM_FREE) {
+            put_key_u64(j, ", \"addr\": ", r->u.mem.addr);
+            put_key_u64(j, ", \"bytes\": ", r->u.mem.bytes);
+            if (r->u.mem.flags & TP_MEM_FAILED)
+                LIT(j, ", \"failed\": 1");
+        }
+        if (copy || set) {
             LIT(j, ", \"bytes\": ");
             tp_jsonw_u64(j, r->u.api.bytes);
         }
@@ -574,6 +644,9 @@ static void put_call(struct chrome *c, const struct tp_event *ev)
     LIT(j, "}}");
     if (ev->flow)
         put_flow(c, ev, 's');
+    if ((ev->form == TP_FORM_ALLOC || ev->form == TP_FORM_FREE) && r->kind == TP_REC_API &&
+        !(r->u.mem.flags & (TP_MEM_FAILED | TP_MEM_UNKNOWN | TP_MEM_NOOP | TP_MEM_UNTRACKED)))
+        put_memory(c, ev);
 }
 
 /* Work on the device: pid = device, tid = stream, Kineto's args; "stream"
@@ -839,6 +912,7 @@ static int chrome_close(void *state, struct tp_window *w)
 {
     struct chrome *c = state;
     struct tp_jsonw *j = &c->j;
+    put_mem_levels(c, w, 1);
     put_threads(c, w);
     const char *slash = strrchr(c->out.final, '/');
     LIT(j, "\n  ],\n  \"traceName\": ");

@@ -12,6 +12,7 @@
 #include "../collector/apis.h"
 #include "../collector/core.h"
 #include "../collector/kernels.h"
+#include "../collector/memory.h"
 
 #include <cuda_runtime_api.h>
 #include <string.h>
@@ -59,12 +60,37 @@ static inline void tp_fill_copy(struct tp_record *r, const void *dst, const void
 #define TP_R_SET(d, v, n, st)     if (tp_r) tp_fill_copy(tp_r, d, (const void *)(uintptr_t)(v), n, 0, st)
 #define TP_R_SYNC(h)              if (tp_r) tp_r->u.api.stream = (uint64_t)(uintptr_t)(h)
 #define TP_R_SYNC_EVENT(h)        TP_R_SYNC(h)
-#define TP_R_ALLOC(p, n)          if (tp_r) { tp_r->u.api.bytes = (n); tp_r->u.api.dst = (p) && tp_rc == 0 ? (uint64_t)(uintptr_t)*(p) : 0; }
-#define TP_R_FREE(p)              if (tp_r) tp_r->u.api.dst = (uint64_t)(uintptr_t)(p)
+/* Allocations update collector/memory.c on every outermost call, recording
+ * or not, and fill tp_r->u.mem when a window records. */
+#define TP_R_ALLOC(p, n, cls) \
+    tp_mem_alloc_at(tp_r, cls, tp_rc == cudaSuccess && (p) ? (uint64_t)(uintptr_t)*(p) : 0, n, tp_rc == cudaSuccess)
+#define TP_R_ALLOC3D(pp, e) \
+    tp_mem_alloc_at(tp_r, TP_MEM_DEVICE, tp_rc == cudaSuccess && (pp) ? (uint64_t)(uintptr_t)(pp)->ptr : 0, \
+                    tp_rc == cudaSuccess && (pp) ? (uint64_t)(pp)->pitch * (e).height * (e).depth \
+                                                 : (uint64_t)(e).width * (e).height * (e).depth, \
+                    tp_rc == cudaSuccess)
+#define TP_R_FREE(p, cls)         tp_mem_free_at(tp_r, cls, (uint64_t)(uintptr_t)(p), 0, tp_rc == cudaSuccess)
 #define TP_R_NONE                 (void)tp_r
 
+/* bytes of a pitched allocation: pitch x height once known, else asked */
+#define TP_PITCHED(pitch, w, h) \
+    (tp_rc == cudaSuccess && (pitch) ? (uint64_t)*(pitch) * (h) : (uint64_t)(w) * (h))
+
+#define TP_MEMLINE_TP_R_LAUNCH(...)     0
+#define TP_MEMLINE_TP_R_LAUNCH_CFG(...) 0
+#define TP_MEMLINE_TP_R_GRAPH(...)      0
+#define TP_MEMLINE_TP_R_COPY(...)       0
+#define TP_MEMLINE_TP_R_SET(...)        0
+#define TP_MEMLINE_TP_R_SYNC(...)       0
+#define TP_MEMLINE_TP_R_SYNC_EVENT(...) 0
+#define TP_MEMLINE_TP_R_ALLOC(...)      1
+#define TP_MEMLINE_TP_R_ALLOC3D(...)    1
+#define TP_MEMLINE_TP_R_FREE(...)       1
+#define TP_MEMLINE_TP_R_NONE            0
+
 #define TP_FN(ret, name, params, args, cbid, rec) \
-    TP_WRAP(ret, name, params, args, TP_MISSING, (void)0, (void)0, tp_call_begin, rec)
+    TP_WRAP_GATED(TP_MEMLINE_##rec, ret, name, params, args, TP_MISSING, (void)0, (void)0, \
+                  tp_call_begin, rec)
 #include "cudart.def"
 #undef TP_FN
 

@@ -18,6 +18,7 @@
 #include "../collector/apis.h"
 #include "../collector/core.h"
 #include "../collector/kernels.h"
+#include "../collector/memory.h"
 
 #include <cuda.h>
 
@@ -67,35 +68,71 @@ static inline void tp_dfill_api(struct tp_record *r, uint64_t dst, uint64_t src,
 #define TP_R_SET(d, v, n, st)     if (tp_r) tp_dfill_api(tp_r, TP_U64(d), (uint64_t)(v), n, 0, TP_U64(st))
 #define TP_R_SYNC(h)              if (tp_r) tp_r->u.api.stream = TP_U64(h)
 #define TP_R_SYNC_EVENT(h)        TP_R_SYNC(h)
-#define TP_R_ALLOC(p, n)          if (tp_r) { tp_r->u.api.bytes = (n); tp_r->u.api.dst = (p) && tp_rc == CUDA_SUCCESS ? TP_U64(*(p)) : 0; }
-#define TP_R_FREE(p)              if (tp_r) tp_r->u.api.dst = TP_U64(p)
+#define TP_R_ALLOC(p, n, cls) \
+    tp_mem_alloc_at(tp_r, cls, tp_rc == CUDA_SUCCESS && (p) ? TP_U64(*(p)) : 0, n, tp_rc == CUDA_SUCCESS)
+#define TP_R_FREE(p, cls)         tp_mem_free_at(tp_r, cls, TP_U64(p), 0, tp_rc == CUDA_SUCCESS)
+#define TP_R_VMM_CREATE(h, n, prop) tp_vmm_create(tp_r, tp_rc == CUDA_SUCCESS && (h) ? (uint64_t)*(h) : 0, n, prop, tp_rc == CUDA_SUCCESS)
+#define TP_R_VMM_RELEASE(h)       tp_mem_free_at(tp_r, TP_MEM_DEVICE, (uint64_t)(h), 1, tp_rc == CUDA_SUCCESS)
+#define TP_PITCHED(pitch, w, h) \
+    (tp_rc == CUDA_SUCCESS && (pitch) ? (uint64_t)*(pitch) * (h) : (uint64_t)(w) * (h))
 #define TP_R_MAP(p, n, h)         if (tp_r) tp_dfill_api(tp_r, TP_U64(p), TP_U64(h), n, 0, 0)
 #define TP_R_NONE                 (void)tp_r
 
+/* cuMemCreate: physical memory, counted by handle on the device (or host)
+ * the properties name. */
+static inline void tp_vmm_create(struct tp_record *r, uint64_t h, uint64_t n, const CUmemAllocationProp *prop,
+                                 int ok)
+{
+    if (!atomic_load_explicit(&tp_mem_on, memory_order_relaxed)) {
+        tp_mem_untracked(r, TP_MEM_DEVICE, h, n, ok);
+        return;
+    }
+    int host = prop && prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE &&
+               prop->location.type != CU_MEM_LOCATION_TYPE_INVALID;
+    int dev = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id
+                                                                         : tp_mem_current_device();
+    tp_mem_alloc(r, host ? TP_MEM_HOST : TP_MEM_DEVICE, host ? -1 : dev, h, n, 1, ok);
+}
+
+#define TP_MEMLINE_TP_R_DLAUNCH(...)     0
+#define TP_MEMLINE_TP_R_DLAUNCH_CFG(...) 0
+#define TP_MEMLINE_TP_R_GRAPH(...)       0
+#define TP_MEMLINE_TP_R_COPY(...)        0
+#define TP_MEMLINE_TP_R_SET(...)         0
+#define TP_MEMLINE_TP_R_SYNC(...)        0
+#define TP_MEMLINE_TP_R_SYNC_EVENT(...)  0
+#define TP_MEMLINE_TP_R_MAP(...)         0
+#define TP_MEMLINE_TP_R_NONE             0
+#define TP_MEMLINE_TP_R_ALLOC(...)       1
+#define TP_MEMLINE_TP_R_FREE(...)        1
+#define TP_MEMLINE_TP_R_VMM_CREATE(...)  1
+#define TP_MEMLINE_TP_R_VMM_RELEASE(...) 1
+
 /* TP_DRV_SLOT - slot wrapper "k" of "name": the exported wrapper's shape,
  * with the real function bound at lookup time (never NULL once handed out). */
-#define TP_DRV_SLOT(ret, name, params, args, rec, k)                                  \
+#define TP_DRV_SLOT(mem, ret, name, params, args, rec, k)                                \
     TP_WRAP_SLOW(tp_sslow_##name##_##k, ret, name, params, args, tp_sreal_##name[k],  \
-                 tp_call_begin, rec)                                                  \
+                 TP_BEGIN(mem, tp_call_begin), rec)                                   \
     static ret tp_slot_##name##_##k params                                            \
     {                                                                                 \
         tp_fn_##name real = __atomic_load_n(&tp_sreal_##name[k], __ATOMIC_ACQUIRE);   \
-        if (__builtin_expect(!tp_hot_load(), 1))                                      \
+        if (__builtin_expect(TP_PASS(mem), 1))                                        \
             return real args;                                                         \
         return tp_sslow_##name##_##k args;                                            \
     }
 
 #define TP_DRV_FN(ret, name, params, args, cbid, rec, request, version)               \
-    TP_WRAP(ret, name, params, args, TP_MISSING, (void)0, (void)0, tp_call_begin, rec) \
+    TP_WRAP_GATED(TP_MEMLINE_##rec, ret, name, params, args, TP_MISSING, (void)0, (void)0, \
+                  tp_call_begin, rec)                                                 \
     static tp_fn_##name tp_sreal_##name[TP_DRV_SLOTS];                                \
     static void tp_bind_##name(int k, void *real)                                     \
     {                                                                                 \
         __atomic_store_n(&tp_sreal_##name[k], (tp_fn_##name)real, __ATOMIC_RELEASE);  \
     }                                                                                 \
-    TP_DRV_SLOT(ret, name, params, args, rec, 0)                                      \
-    TP_DRV_SLOT(ret, name, params, args, rec, 1)                                      \
-    TP_DRV_SLOT(ret, name, params, args, rec, 2)                                      \
-    TP_DRV_SLOT(ret, name, params, args, rec, 3)
+    TP_DRV_SLOT(TP_MEMLINE_##rec, ret, name, params, args, rec, 0)                                      \
+    TP_DRV_SLOT(TP_MEMLINE_##rec, ret, name, params, args, rec, 1)                                      \
+    TP_DRV_SLOT(TP_MEMLINE_##rec, ret, name, params, args, rec, 2)                                      \
+    TP_DRV_SLOT(TP_MEMLINE_##rec, ret, name, params, args, rec, 3)
 #include "cuda.def"
 #undef TP_DRV_FN
 

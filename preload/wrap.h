@@ -10,6 +10,7 @@
 #include "../collector/apis.h"
 #include "../collector/core.h"
 #include "../collector/graphs.h"
+#include "../collector/memory.h"
 
 /*
  * TP_WRAP - define the exported wrapper "name".
@@ -27,9 +28,27 @@
  * record, so that the capture learns its FLOPs (collector/graphs.h).
  */
 #define TP_WRAP(ret, name, params, args, missing, on_resolve, on_entry, begin, rec)   \
+    TP_WRAP_GATED(0, ret, name, params, args, missing, on_resolve, on_entry, begin, rec)
+
+/*
+ * Allocation lines: a wrapper file's TP_FN pastes its record expression's
+ * first token onto TP_MEMLINE_ (TP_MEMLINE_##rec, in the X-macro itself so
+ * that "rec" is not expanded first) and defines TP_MEMLINE_<macro> as 1 for
+ * allocation and free records, 0 for the others; that constant is "mem".
+ */
+/* The fast-path test of a wrapper: "mem" (a constant) adds tp_mem_on, so
+ * that allocation calls reach collector/memory.c between windows too, while
+ * every other wrapper keeps its one load. */
+#define TP_PASS(mem) \
+    (!tp_hot_load() && !((mem) && atomic_load_explicit(&tp_mem_on, memory_order_relaxed)))
+#define TP_BEGIN(mem, begin) ((mem) ? tp_mem_begin : (begin))
+
+/* TP_WRAP_GATED - TP_WRAP with "mem": 1 for an allocation line. */
+#define TP_WRAP_GATED(mem, ret, name, params, args, missing, on_resolve, on_entry, begin, rec) \
     typedef ret (*tp_fn_##name) params;                                              \
     static tp_fn_##name tp_real_##name;                                              \
-    TP_WRAP_SLOW(tp_slow_##name, ret, name, params, args, tp_real_##name, begin, rec) \
+    TP_WRAP_SLOW(tp_slow_##name, ret, name, params, args, tp_real_##name,            \
+                 TP_BEGIN(mem, begin), rec)                                          \
     TP_EXPORT ret name params                                                        \
     {                                                                                \
         tp_fn_##name real = __atomic_load_n(&tp_real_##name, __ATOMIC_ACQUIRE);     \
@@ -41,7 +60,7 @@
             __atomic_store_n(&tp_real_##name, real, __ATOMIC_RELEASE);               \
         }                                                                            \
         on_entry;                                                                    \
-        if (__builtin_expect(!tp_hot_load(), 1))                                     \
+        if (__builtin_expect(TP_PASS(mem), 1))                                       \
             return real args;                                                        \
         return tp_slow_##name args;                                                  \
     }

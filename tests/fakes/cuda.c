@@ -462,6 +462,14 @@ FAKE_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s)
 
 /* ---- memory --------------------------------------------------------------- */
 
+/* FAKE_CUDA_OOM_BYTES=N: allocations over N bytes fail with
+ * CUDA_ERROR_OUT_OF_MEMORY, as on a full device. */
+static size_t fake_oom_bytes(void)
+{
+    const char *v = getenv("FAKE_CUDA_OOM_BYTES");
+    return v && *v ? (size_t)strtoull(v, NULL, 10) : 0;
+}
+
 static CUresult fake_alloc(int cbid, CUdeviceptr *p, size_t n)
 {
     FAKE_READY();
@@ -469,6 +477,9 @@ static CUresult fake_alloc(int cbid, CUdeviceptr *p, size_t n)
     fake_enter(&r, cbid, FAKEGPU_NONE);
     if (!p || !n)
         return fake_leave(&r, CUDA_ERROR_INVALID_VALUE);
+    size_t limit = fake_oom_bytes();
+    if (limit && n > limit)
+        return fake_leave(&r, CUDA_ERROR_OUT_OF_MEMORY);
     void *m = malloc(n);
     if (!m)
         return fake_leave(&r, CUDA_ERROR_OUT_OF_MEMORY);
@@ -529,6 +540,65 @@ FAKE_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
 {
     (void)s;
     return fake_free(CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz, p);
+}
+
+FAKE_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w, size_t h, unsigned int elem)
+{
+    if (!pitch || (elem != 4 && elem != 8 && elem != 16)) {
+        FAKE_READY();
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    size_t pw = (w + 511) / 512 * 512;
+    CUresult rc = fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2, p, pw * h);
+    *pitch = rc == CUDA_SUCCESS ? pw : 0;
+    return rc;
+}
+
+FAKE_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s)
+{
+    (void)pool; (void)s;
+    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync, p, n);
+}
+
+FAKE_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s)
+{
+    (void)pool; (void)s;
+    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz, p, n);
+}
+
+FAKE_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned int fl)
+{
+    (void)fl;
+    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, p, n);
+}
+
+FAKE_EXPORT CUresult cuMemAllocHost_v2(void **p, size_t n)
+{
+    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2, (CUdeviceptr *)p, n);
+}
+
+FAKE_EXPORT CUresult cuMemHostAlloc(void **p, size_t n, unsigned int fl)
+{
+    (void)fl;
+    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc, (CUdeviceptr *)p, n);
+}
+
+FAKE_EXPORT CUresult cuMemFreeHost(void *p)
+{
+    return fake_free(CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost, (CUdeviceptr)(uintptr_t)p);
+}
+
+/* Every pointer lives on device 0 (FAKE_CUDA_POINTER_DEVICE=N: on device N). */
+FAKE_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr p)
+{
+    FAKE_READY();
+    if (!data || !p)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (attr != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    const char *v = getenv("FAKE_CUDA_POINTER_DEVICE");
+    *(int *)data = v && *v ? atoi(v) : 0;
+    return CUDA_SUCCESS;
 }
 
 /* Physical allocations: the handle is the malloc'ed block; a mapping only
@@ -747,6 +817,14 @@ FAKE_LOCAL(cuMemAllocAsync);
 FAKE_LOCAL(cuMemAllocAsync_ptsz);
 FAKE_LOCAL(cuMemAlloc_v2);
 FAKE_LOCAL(cuMemCreate);
+FAKE_LOCAL(cuMemAllocPitch_v2);
+FAKE_LOCAL(cuMemAllocFromPoolAsync);
+FAKE_LOCAL(cuMemAllocFromPoolAsync_ptsz);
+FAKE_LOCAL(cuMemAllocManaged);
+FAKE_LOCAL(cuMemAllocHost_v2);
+FAKE_LOCAL(cuMemHostAlloc);
+FAKE_LOCAL(cuMemFreeHost);
+FAKE_LOCAL(cuPointerGetAttribute);
 FAKE_LOCAL(cuMemFreeAsync);
 FAKE_LOCAL(cuMemFreeAsync_ptsz);
 FAKE_LOCAL(cuMemFree_v2);
@@ -807,6 +885,14 @@ static const struct fake_sym fake_syms[] = {
     PT("cuMemAllocAsync", 11020, local_cuMemAllocAsync_ptsz),
     S("cuMemFreeAsync", 11020, local_cuMemFreeAsync),
     PT("cuMemFreeAsync", 11020, local_cuMemFreeAsync_ptsz),
+    S("cuMemAllocPitch", 3020, local_cuMemAllocPitch_v2),
+    S("cuMemAllocFromPoolAsync", 11020, local_cuMemAllocFromPoolAsync),
+    PT("cuMemAllocFromPoolAsync", 11020, local_cuMemAllocFromPoolAsync_ptsz),
+    S("cuMemAllocManaged", 6000, local_cuMemAllocManaged),
+    S("cuMemAllocHost", 3020, local_cuMemAllocHost_v2),
+    S("cuMemHostAlloc", 2020, local_cuMemHostAlloc),
+    S("cuMemFreeHost", 2000, local_cuMemFreeHost),
+    S("cuPointerGetAttribute", 4000, local_cuPointerGetAttribute),
     S("cuMemCreate", 10020, local_cuMemCreate),
     S("cuMemRelease", 10020, local_cuMemRelease),
     S("cuMemMap", 10020, local_cuMemMap),

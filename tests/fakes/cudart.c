@@ -37,6 +37,7 @@
 #include <cuda_runtime_api.h>
 #include <cupti_runtime_cbid.h>
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -887,14 +888,65 @@ FAKE_EXPORT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t e, 
     return cudaSuccess;
 }
 
-/* ---- allocation --------------------------------------------------------- */
+/* ---- allocation ---------------------------------------------------------
+ * FAKE_CUDA_OOM_BYTES=N: an allocation of more than N bytes fails with
+ * cudaErrorMemoryAllocation (and sets the last error), as a full device does.
+ * FAKE_CUDART_VIA_DRIVER=1: device allocations and frees go through the
+ * driver's cuMemAlloc_v2/cuMemFree_v2 (looked up with dlsym(RTLD_DEFAULT),
+ * so an interposer sees the nested call) when libcuda is already loaded, as
+ * the real runtime's do; the others stay host memory. */
 
-static cudaError_t do_alloc(void **p, size_t n)
+typedef int (*fake_drv_alloc_fn)(unsigned long long *, size_t);
+typedef int (*fake_drv_free_fn)(unsigned long long);
+
+static size_t oom_bytes(void)
+{
+    static size_t limit;
+    static int read;
+    if (!__atomic_load_n(&read, __ATOMIC_ACQUIRE)) {
+        const char *v = getenv("FAKE_CUDA_OOM_BYTES");
+        size_t l = v && *v ? (size_t)strtoull(v, NULL, 10) : 0;
+        __atomic_store_n(&limit, l, __ATOMIC_RELAXED);
+        __atomic_store_n(&read, 1, __ATOMIC_RELEASE);
+    }
+    return __atomic_load_n(&limit, __ATOMIC_RELAXED);
+}
+
+static int via_driver(void **alloc, void **release)
+{
+    const char *v = getenv("FAKE_CUDART_VIA_DRIVER");
+    if (!v || strcmp(v, "1") != 0)
+        return 0;
+    void *h = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
+    if (!h)
+        return 0;
+    dlclose(h);
+    *alloc = dlsym(RTLD_DEFAULT, "cuMemAlloc_v2");
+    *release = dlsym(RTLD_DEFAULT, "cuMemFree_v2");
+    return *alloc && *release;
+}
+
+static cudaError_t do_alloc_dev(void **p, size_t n, int device)
 {
     if (!p)
         return fail(cudaErrorInvalidValue);
     if (n == 0) {
         *p = NULL;
+        return cudaSuccess;
+    }
+    size_t limit = oom_bytes();
+    if (limit && n > limit) {
+        *p = NULL;
+        return fail(cudaErrorMemoryAllocation);
+    }
+    void *fa, *ff;
+    if (device && via_driver(&fa, &ff)) {
+        unsigned long long d = 0;
+        if (((fake_drv_alloc_fn)fa)(&d, n) != 0) {
+            *p = NULL;
+            return fail(cudaErrorMemoryAllocation);
+        }
+        *p = (void *)(uintptr_t)d;
         return cudaSuccess;
     }
     void *m = NULL;
@@ -906,15 +958,54 @@ static cudaError_t do_alloc(void **p, size_t n)
     return cudaSuccess;
 }
 
+static cudaError_t do_alloc(void **p, size_t n)
+{
+    return do_alloc_dev(p, n, 0);
+}
+
+static cudaError_t do_free_dev(void *p)
+{
+    void *fa, *ff;
+    if (p && via_driver(&fa, &ff)) {
+        ((fake_drv_free_fn)ff)((unsigned long long)(uintptr_t)p);
+        return cudaSuccess;
+    }
+    free(p);
+    return cudaSuccess;
+}
+
 FAKE_EXPORT cudaError_t cudaMalloc(void **p, size_t n)
 {
-    return do_alloc(p, n);
+    return do_alloc_dev(p, n, 1);
 }
 
 FAKE_EXPORT cudaError_t cudaFree(void *p)
 {
-    free(p);
-    return cudaSuccess;
+    return do_free_dev(p);
+}
+
+FAKE_EXPORT cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t w, size_t h)
+{
+    if (!pitch)
+        return fail(cudaErrorInvalidValue);
+    size_t pw = (w + 511) / 512 * 512;     /* rows padded to 512 bytes */
+    cudaError_t e = do_alloc(p, pw * h);
+    *pitch = e == cudaSuccess ? pw : 0;
+    return e;
+}
+
+FAKE_EXPORT cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pp, struct cudaExtent e)
+{
+    if (!pp)
+        return fail(cudaErrorInvalidValue);
+    size_t pw = (e.width + 511) / 512 * 512;
+    void *m = NULL;
+    cudaError_t rc = do_alloc(&m, pw * e.height * e.depth);
+    pp->ptr = m;
+    pp->pitch = rc == cudaSuccess ? pw : 0;
+    pp->xsize = e.width;
+    pp->ysize = e.height;
+    return rc;
 }
 
 FAKE_EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s)
@@ -923,7 +1014,35 @@ FAKE_EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s)
     return do_alloc(p, n);
 }
 
+FAKE_EXPORT cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s);
+FAKE_EXPORT cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s)
+{
+    (void)s;
+    return do_alloc(p, n);
+}
+
+FAKE_EXPORT cudaError_t cudaMallocFromPoolAsync(void **p, size_t n, cudaMemPool_t pool, cudaStream_t s)
+{
+    (void)pool; (void)s;
+    return do_alloc(p, n);
+}
+
+FAKE_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **p, size_t n, cudaMemPool_t pool, cudaStream_t s);
+FAKE_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **p, size_t n, cudaMemPool_t pool, cudaStream_t s)
+{
+    (void)pool; (void)s;
+    return do_alloc(p, n);
+}
+
 FAKE_EXPORT cudaError_t cudaFreeAsync(void *p, cudaStream_t s)
+{
+    (void)s;
+    free(p);
+    return cudaSuccess;
+}
+
+FAKE_EXPORT cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s);
+FAKE_EXPORT cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s)
 {
     (void)s;
     free(p);

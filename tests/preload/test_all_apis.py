@@ -75,7 +75,7 @@ def _def_forms():
     forms = {}
     with open(DEF) as f:
         for line in f:
-            m = re.match(r"^TP_FN\(\s*[^,]+,\s*([A-Za-z_0-9]+)\s*,.*(TP_R_[A-Z_]+)", line)
+            m = re.match(r"^TP_FN\(\s*[^,]+,\s*([A-Za-z_0-9]+)\s*,.*(TP_R_[A-Z_0-9]+)", line)
             if m:
                 forms[m.group(1)] = m.group(2)
     return forms
@@ -99,8 +99,15 @@ def test_args_follow_the_record_form():
             assert "cuda stream" in args and "bytes" not in args, ev
         elif form == "TP_R_SYNC_EVENT":
             assert "cuda event" in args and "cuda stream" not in args, ev
-        elif form == "TP_R_ALLOC":
-            assert "bytes" in args, ev
-        elif form in ("TP_R_FREE", "TP_R_NONE"):
+        elif form in ("TP_R_ALLOC", "TP_R_ALLOC3D"):
+            assert args["bytes"] > 0 and args["addr"] > 0, ev
+            assert not {"kind", "cuda stream", "cuda event"} & set(args), ev
+        elif form == "TP_R_FREE":
+            # the size the address was allocated with (all frees here are of
+            # memory this program allocated)
+            assert args["addr"] > 0 and args["bytes"] > 0, ev
+            assert not {"kind", "cuda stream", "cuda event"} & set(args), ev
+        elif form == "TP_R_NONE":
             assert not {"bytes", "kind", "cuda stream", "cuda event"} & set(args), ev
-    assert {"TP_R_COPY", "TP_R_SET", "TP_R_SYNC", "TP_R_SYNC_EVENT", "TP_R_ALLOC"} <= seen
+    assert {"TP_R_COPY", "TP_R_SET", "TP_R_SYNC", "TP_R_SYNC_EVENT", "TP_R_ALLOC", "TP_R_ALLOC3D",
+            "TP_R_FREE"} <= seen

@@ -29,6 +29,9 @@ cudaError_t cudaMemset_ptds(void *d, int v, size_t n);
 cudaError_t cudaMemsetAsync_ptsz(void *d, int v, size_t n, cudaStream_t s);
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s);
 cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t e, unsigned int fl);
+cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s);
+cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s);
+cudaError_t cudaMallocFromPoolAsync_ptsz(void **p, size_t n, cudaMemPool_t pool, cudaStream_t s);
 
 #define CALL(x) do { cudaError_t e_ = (x); printf("%-36s %s\n", #x, cudaGetErrorName(e_)); \
                      if (e_ != cudaSuccess) bad++; } while (0)
@@ -115,6 +118,21 @@ int main(void)
     CALL(cudaFree(d2));
     CALL(cudaMallocAsync(&ma, 512, s));
     CALL(cudaFreeAsync(ma, s));
+    CALL(cudaMallocAsync_ptsz(&ma, 512, s));
+    CALL(cudaFreeAsync_ptsz(ma, s));
+    CALL(cudaMallocFromPoolAsync(&ma, 512, (cudaMemPool_t)0, s));
+    CALL(cudaFreeAsync(ma, s));
+    CALL(cudaMallocFromPoolAsync_ptsz(&ma, 512, (cudaMemPool_t)0, s));
+    CALL(cudaFreeAsync(ma, s));
+    {
+        size_t pitch = 0;
+        struct cudaPitchedPtr pp;
+        struct cudaExtent ext = { 100, 4, 2 };
+        CALL(cudaMallocPitch(&ma, &pitch, 100, 4));
+        CALL(cudaFree(ma));
+        CALL(cudaMalloc3D(&pp, ext));
+        CALL(cudaFree(pp.ptr));
+    }
     CALL(cudaMallocManaged(&mm, 512, cudaMemAttachGlobal));
     CALL(cudaHostAlloc(&ha, 512, cudaHostAllocDefault));
     CALL(cudaFreeHost(ha));

@@ -595,6 +595,108 @@ START_TEST(test_empty_window_and_no_steps)
 }
 END_TEST
 
+/* Memory: two changes give [memory] instants and counter points; a failed
+ * allocation, a free of NULL and an untracked call give only their X
+ * events; the window's levels start and end each track. */
+static void feed_memory(const struct tp_handler *h, void *st)
+{
+    static struct item it[5];
+    static const struct { int form; uint64_t addr, bytes, total; int dev, cls, flags; } m[5] = {
+        { TP_FORM_ALLOC, 0x7000, 4096, 12288, 1, TP_MEM_DEVICE, 0 },
+        { TP_FORM_ALLOC, 0, 1ull << 40, 12288, 1, TP_MEM_DEVICE, TP_MEM_FAILED },
+        { TP_FORM_FREE, 0x8000, 512, 0, -1, TP_MEM_HOST, 0 },
+        { TP_FORM_FREE, 0, 0, 12288, 1, TP_MEM_DEVICE, TP_MEM_NOOP },
+        { TP_FORM_ALLOC, 0x9000, 64, 0, 0, TP_MEM_DEVICE, TP_MEM_UNTRACKED },
+    };
+    for (int i = 0; i < 5; i++) {
+        struct tp_event *ev = mk(&it[i], TP_REC_API, PID, START + 1000000 * (i + 1), 1000);
+        ev->name = m[i].form == TP_FORM_ALLOC ? "cudaMalloc" : "cudaFree";
+        ev->layer = TP_LAYER_RUNTIME;
+        ev->form = (uint8_t)m[i].form;
+        ev->correlation = (uint64_t)i + 1;
+        it[i].rec.status = m[i].flags & TP_MEM_FAILED ? 2 : 0;
+        it[i].rec.u.mem.addr = m[i].addr;
+        it[i].rec.u.mem.bytes = m[i].bytes;
+        it[i].rec.u.mem.total = m[i].total;
+        it[i].rec.u.mem.peak = m[i].total;
+        it[i].rec.u.mem.device = (int16_t)m[i].dev;
+        it[i].rec.u.mem.mclass = (uint8_t)m[i].cls;
+        it[i].rec.u.mem.flags = (uint8_t)m[i].flags;
+        h->event(st, ev);
+    }
+}
+
+START_TEST(test_memory_events)
+{
+    setup_window(0);
+    static struct tp_mem_usage usage[2] = {
+        { .device = 1, .mclass = TP_MEM_DEVICE, .start_bytes = 8192, .end_bytes = 12288 },
+        { .device = -1, .mclass = TP_MEM_HOST, .start_bytes = 512, .end_bytes = 0 },
+    };
+    win.mem = usage;
+    win.n_mem = 2;
+    ck_assert_int_eq(run_window(0, feed_memory), 0);
+    char *text = load_text(win.trace_path, 0);
+    json_t *r = json_loads(text, 0, NULL);
+    ck_assert_ptr_nonnull(r);
+    json_t *events = json_object_get(r, "traceEvents");
+    size_t i;
+    json_t *e;
+    int instants = 0, x = 0;
+    json_t *gpu[4], *hostc[4];
+    int ngpu = 0, nhost = 0;
+    json_array_foreach(events, i, e) {
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        const char *name = json_string_value(json_object_get(e, "name"));
+        json_t *a = json_object_get(e, "args");
+        if (!strcmp(ph, "i") && !strcmp(name, "[memory]")) {
+            ck_assert_str_eq(json_string_value(json_object_get(e, "cat")), "cpu_instant_event");
+            ck_assert_str_eq(json_string_value(json_object_get(e, "s")), "t");
+            if (instants == 0) {
+                ck_assert_int_eq(json_integer_value(json_object_get(a, "Device Type")), 1);
+                ck_assert_int_eq(json_integer_value(json_object_get(a, "Device Id")), 1);
+                ck_assert_int_eq(json_integer_value(json_object_get(a, "Addr")), 0x7000);
+                ck_assert_int_eq(json_integer_value(json_object_get(a, "Bytes")), 4096);
+                ck_assert_int_eq(json_integer_value(json_object_get(a, "Total Allocated")), 12288);
+                ck_assert_int_eq(json_integer_value(json_object_get(a, "Total Reserved")), 12288);
+                /* at the end of the call */
+                ck_assert(fabs(num(json_object_get(e, "ts")) - (START + 1000000 + 1000 - BASE) / 1e3) < 1e-3);
+            } else {
+                ck_assert_int_eq(json_integer_value(json_object_get(a, "Device Type")), 0);
+                ck_assert_int_eq(json_integer_value(json_object_get(a, "Device Id")), -1);
+                ck_assert_int_eq(json_integer_value(json_object_get(a, "Bytes")), -512);
+                ck_assert_int_eq(json_integer_value(json_object_get(a, "Total Reserved")), 0);
+            }
+            instants++;
+        } else if (!strcmp(ph, "X") && a && json_object_get(a, "addr")) {
+            if (x == 1) {
+                ck_assert_int_eq(json_integer_value(json_object_get(a, "failed")), 1);
+                ck_assert_int_eq(json_integer_value(json_object_get(a, "bytes")), 1ll << 40);
+            } else {
+                ck_assert_ptr_null(json_object_get(a, "failed"));
+            }
+            x++;
+        } else if (!strcmp(ph, "C") && !strcmp(name, "GPU 1 memory reserved") && ngpu < 4) {
+            gpu[ngpu++] = a;
+        } else if (!strcmp(ph, "C") && !strcmp(name, "Host pinned memory") && nhost < 4) {
+            hostc[nhost++] = a;
+        }
+    }
+    ck_assert_int_eq(instants, 2);
+    ck_assert_int_eq(x, 5);
+    ck_assert_int_eq(ngpu, 3);      /* window start, the allocation, window end */
+    ck_assert_int_eq(json_integer_value(json_object_get(gpu[0], "bytes")), 8192);
+    ck_assert_int_eq(json_integer_value(json_object_get(gpu[1], "bytes")), 12288);
+    ck_assert_int_eq(json_integer_value(json_object_get(gpu[2], "bytes")), 12288);
+    ck_assert_int_eq(nhost, 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(hostc[0], "bytes")), 512);
+    ck_assert_int_eq(json_integer_value(json_object_get(hostc[1], "bytes")), 0);
+    ck_assert(find_event(events, "C", "GPU 0 memory reserved", -1) == NULL);   /* untracked */
+    json_decref(r);
+    free(text);
+}
+END_TEST
+
 /* Device side: a launch linked to its kernel (ac2g pair), a library call
  * whose kernel inherits its External id, a memcpy, deviceProperties and the
  * coverage metadata. */
@@ -840,6 +942,7 @@ int main(void)
     tcase_add_test(tc, test_trace_gzip);
     tcase_add_test(tc, test_trace_plain);
     tcase_add_test(tc, test_empty_window_and_no_steps);
+    tcase_add_test(tc, test_memory_events);
     tcase_add_test(tc, test_device_side);
     tcase_add_test(tc, test_no_overwrite);
     tcase_add_test(tc, test_unwritable_folder);
