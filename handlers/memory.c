@@ -431,8 +431,8 @@ static const char *fmt_ms(char *buf, size_t n, double ms)
     return buf;
 }
 
-static void put_plot(struct tp_jsonw *j, const struct tp_window *w, const struct mem_series *s,
-                     const struct mem_point *p, size_t n, int64_t len)
+static void put_plot(struct tp_jsonw *j, const struct tp_window *w, const struct mem_state *m,
+                     const struct mem_series *s, const struct mem_point *p, size_t n, int64_t len)
 {
     const struct tp_mem_usage *u = s->u;
     uint64_t max = u->peak_bytes;
@@ -514,6 +514,25 @@ static void put_plot(struct tp_jsonw *j, const struct tp_window *w, const struct
     tp_jsonw_printf(j, "<text class=\"peaklabel\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">peak %s at %s</text>\n",
                     right ? px + 8 : px - 8, ly, right ? "start" : "end",
                     tp_memory_human(buf, sizeof buf, u->peak_bytes), fmt_ms(buf2, sizeof buf2, (double)pk / 1e6));
+    /* failed allocations: a red cross on the time axis each, with a tooltip */
+    int nfailed = 0;
+    for (size_t k = 0; k < m->nf; k++) {
+        const struct mem_fail *f = &m->f[k];
+        if (f->device != u->device || f->mclass != u->mclass)
+            continue;
+        int64_t at = f->ns - w->start_ns;
+        at = at < 0 ? 0 : at > len ? len : at;
+        double fx = MARGIN_L + (double)at * xscale, fy = MARGIN_T + AREA_H;
+        tp_jsonw_printf(j, "<path class=\"failed\" stroke=\"#cf222e\" stroke-width=\"2\""
+                           " d=\"M%.1f %.1f L%.1f %.1f M%.1f %.1f L%.1f %.1f\"><title>failed allocation of %s at %s</title></path>\n",
+                        fx - 4, fy - 4, fx + 4, fy + 4, fx + 4, fy - 4, fx - 4, fy + 4,
+                        tp_memory_human(buf, sizeof buf, f->bytes), fmt_ms(buf2, sizeof buf2, (double)at / 1e6));
+        nfailed++;
+    }
+    if (nfailed)
+        tp_jsonw_printf(j, "<text class=\"failedlabel\" x=\"%d\" y=\"%d\" text-anchor=\"end\">"
+                           "× %d failed allocation%s</text>\n",
+                        MARGIN_L + AREA_W, MARGIN_T - 8, nfailed, nfailed > 1 ? "s" : "");
     TP_JSONW_LIT(j, "</svg>\n");
 }
 
@@ -531,6 +550,7 @@ static const char page_style[] =
     "svg.plot{display:block;max-width:100%;height:auto}\n"
     "svg text{font:12px system-ui,-apple-system,\"Segoe UI\",Roboto,Arial,sans-serif;fill:#59636e}\n"
     "svg text.peaklabel{fill:#1f2328;font-weight:600}\n"
+    "svg text.failedlabel{fill:#cf222e}\n"
     "svg .grid{stroke:#eaeef2;stroke-width:1}\n"
     "svg .axis,svg .tick{stroke:#8c959f;stroke-width:1}\n";
 
@@ -602,7 +622,7 @@ static void put_html(struct tp_jsonw *j, struct mem_state *m, const struct tp_wi
             n = thin(p, n, len, AREA_W, scratch);
             p = scratch;
         }
-        put_plot(j, w, &m->s[i], p, n, len);
+        put_plot(j, w, m, &m->s[i], p, n, len);
     }
 
     if (m->nf) {

@@ -266,6 +266,9 @@ START_TEST(test_sequence)
     ck_assert_ptr_nonnull(strstr(html, ">peak 64.00 MiB at 5.0 ms</text>"));
     ck_assert_ptr_nonnull(strstr(html, "<h2>Failed allocations</h2>"));
     ck_assert_ptr_nonnull(strstr(html, "<td>8.00 GiB</td>"));
+    t = strstr(html, "<title>failed allocation of 8.00 GiB at 40.0 ms</title>");
+    ck_assert(t != NULL && t < host);
+    ck_assert_ptr_nonnull(strstr(html, ">× 1 failed allocation</text>"));
 
     const char *out = getenv("TP_TEST_MEMORY_OUT");
     if (out && out[0]) {
