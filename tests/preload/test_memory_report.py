@@ -158,3 +158,49 @@ def test_page_renders_in_chromium(report, tmp_path):
     assert green > 700, green
     assert blue_fill > 50000, blue_fill
     assert green_fill > 50000, green_fill
+
+
+def _human(n):
+    """The summary's binary units (handlers/memory.c tp_memory_human)."""
+    if n < 1024:
+        return "%d B" % n
+    v, units = n / 1024.0, ["KiB", "MiB", "GiB", "TiB"]
+    u = 0
+    while u < 3 and v >= 1024:
+        v /= 1024
+        u += 1
+    return "%.2f %s" % (v, units[u])
+
+
+def test_train_loop_reports_agree():
+    """train_loop under the preload with the memory handler on: when the
+    build collects memory (the summary has a memory table), the page and the
+    JSON exist next to the summary and agree with it; the JSON's points are a
+    step function from start_bytes to end_bytes that never passes peak_bytes."""
+    r = tputil.run("train_loop", ["--steps=6", "--launches=2"],
+                   env={"TRAINPROF_HANDLERS": "chrome,summary,memory"})
+    assert r.rc == 0, r.stderr
+    reports = os.path.join(r.cwd, "test", "reports")
+    summary = os.path.join(reports, "rank0.5.pt.trace.summary.txt")
+    text = open(summary).read()
+    if "\nMemory held" not in text:
+        assert not [f for f in os.listdir(reports) if ".memory." in f]
+        pytest.skip("this build records no memory usage (collector/memory.c not merged)")
+    doc = json.load(open(os.path.join(reports, "rank0.5.pt.trace.memory.json")))
+    root = ET.parse(os.path.join(reports, "rank0.5.pt.trace.memory.html")).getroot()
+    assert len(root.findall(".//" + SVG + "svg")) == len(doc["series"]) >= 1
+    length_ms = (doc["window"]["end_ns"] - doc["window"]["start_ns"]) / 1e6
+    for s in doc["series"]:
+        pts = s["points"]
+        assert pts[0] == [0, s["start_bytes"]]
+        assert pts[-1][1] == s["end_bytes"] and abs(pts[-1][0] - length_ms) < 0.002
+        assert all(a[0] <= b[0] for a, b in zip(pts, pts[1:]))
+        assert max(p[1] for p in pts) <= s["peak_bytes"] <= s["peak_process_bytes"]
+        where = "host pinned" if s["class"] == "host" else "GPU%d%s" % (
+            s["device"], " managed" if s["class"] == "managed" else "")
+        line = [l for l in text.splitlines() if l.startswith(where + "  ")]
+        assert len(line) == 1, (where, text)
+        assert _human(s["start_bytes"]) in line[0] and _human(s["peak_bytes"]) in line[0]
+    # train_loop holds its two buffers through every step
+    gpu0 = [s for s in doc["series"] if s["device"] == 0 and s["class"] == "device"]
+    assert gpu0 and gpu0[0]["start_bytes"] >= 2 * 1024 * 4
