@@ -1,6 +1,6 @@
 """The memory handler's page and JSON as readers see them.
 
-The unit test build/tests/test_memory writes a known window's report (GPU0:
+The unit test build/tests/test_memory_report writes a known window's report (GPU0:
 1 GiB, +512 MiB at 10 ms, +256 MiB at 20 ms, -512 MiB at 30 ms, -256 MiB at
 60 ms, window 100 ms; pinned host memory 64 MiB from 5 ms) and copies it to
 TP_TEST_MEMORY_OUT.  Here the page is parsed as XML (it is XHTML), the SVG
@@ -29,7 +29,7 @@ XHTML = "{http://www.w3.org/1999/xhtml}"
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("memory")
-    exe = os.path.join(tputil.build_dir(), "tests", "test_memory")
+    exe = os.path.join(tputil.build_dir(), "tests", "test_memory_report")
     assert os.path.exists(exe), "build the unit tests first (make unit)"
     env = dict(os.environ, TP_TEST_MEMORY_OUT=str(out), CK_FORK="yes", CK_RUN_CASE="core")
     r = subprocess.run([exe], env=env, capture_output=True, timeout=120)

@@ -1,5 +1,5 @@
 /*
- * test_memory.c - the memory handler: a window with a known sequence of
+ * test_memory_report.c - the memory handler: a window with a known sequence of
  * allocations and frees (out of time order across threads, failed and
  * no-op calls mixed in) -> the JSON's points, peaks and failures exactly;
  * the HTML's plots (vertices of each step path, axis ticks in GiB/MiB, the
@@ -379,7 +379,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("memory");
+    Suite *s = suite_create("memory_report");
     TCase *tc = tcase_create("core");
     tcase_add_checked_fixture(tc, NULL, cleanup);
     tcase_set_timeout(tc, 30);
