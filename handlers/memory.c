@@ -258,10 +258,10 @@ static size_t thin(const struct mem_point *p, size_t n, int64_t len, int cols, s
 
 /* ---- JSON ---------------------------------------------------------------- */
 
-/* "ns" as milliseconds with three decimals (microsecond resolution). */
+/* "ns" (>= 0) as milliseconds with three decimals, rounded to the microsecond as the summary does. */
 static void put_ms(struct tp_jsonw *j, int64_t ns)
 {
-    tp_jsonw_us(j, ns / 1000);
+    tp_jsonw_us(j, (ns + 500) / 1000);
 }
 
 static const char *trace_name(const struct tp_window *w)
@@ -270,8 +270,17 @@ static const char *trace_name(const struct tp_window *w)
     return slash ? slash + 1 : w->trace_path;
 }
 
-static int64_t peak_rel(const struct tp_window *w, const struct tp_mem_usage *u, int64_t len)
+/*
+ * When the series first reached its peak: the first point that holds
+ * peak_bytes, so that the mark sits on the step (the collector takes its
+ * peak time a little after the call returns); else the collector's time.
+ */
+static int64_t peak_rel(const struct tp_window *w, const struct tp_mem_usage *u, int64_t len,
+                        const struct mem_point *p, size_t n)
 {
+    for (size_t i = 0; i < n; i++)
+        if (p[i].bytes == u->peak_bytes)
+            return p[i].ns;
     int64_t ns = u->peak_ns - w->start_ns;
     return ns < 0 ? 0 : ns > len ? len : ns;
 }
@@ -313,7 +322,7 @@ static void put_json(struct tp_jsonw *j, struct mem_state *m, const struct tp_wi
         TP_JSONW_LIT(j, ", \"peak_bytes\": ");
         tp_jsonw_u64(j, u->peak_bytes);
         TP_JSONW_LIT(j, ", \"peak_ms\": ");
-        put_ms(j, peak_rel(w, u, len));
+        put_ms(j, peak_rel(w, u, len, pts[i], npts[i]));
         TP_JSONW_LIT(j, ", \"peak_process_bytes\": ");
         tp_jsonw_u64(j, u->peak_process);
         TP_JSONW_LIT(j, ", \"allocs\": ");
@@ -504,7 +513,7 @@ static void put_plot(struct tp_jsonw *j, const struct tp_window *w, const struct
         TP_JSONW_LIT(j, "\"/>\n");
     }
     /* the peak */
-    int64_t pk = peak_rel(w, u, len);
+    int64_t pk = peak_rel(w, u, len, p, n);
     double px = MARGIN_L + (double)pk * xscale;
     double py = MARGIN_T + AREA_H - (double)u->peak_bytes * yscale;
     int right = px < MARGIN_L + AREA_W * 0.7;
@@ -601,7 +610,7 @@ static void put_html(struct tp_jsonw *j, struct mem_state *m, const struct tp_wi
         put_cell(j, tp_memory_where(buf, sizeof buf, u->device, u->mclass));
         put_cell(j, tp_memory_human(buf, sizeof buf, u->start_bytes));
         put_cell(j, tp_memory_human(buf, sizeof buf, u->peak_bytes));
-        put_cell(j, fmt_ms(buf, sizeof buf, (double)peak_rel(w, u, len) / 1e6));
+        put_cell(j, fmt_ms(buf, sizeof buf, (double)peak_rel(w, u, len, pts[i], npts[i]) / 1e6));
         put_cell(j, tp_memory_human(buf, sizeof buf, u->end_bytes));
         put_cell(j, tp_memory_human(buf, sizeof buf, u->peak_process));
         tp_jsonw_printf(j, "<td>%llu</td><td>%llu</td><td>%llu</td></tr>\n", (unsigned long long)u->allocs,

@@ -73,6 +73,9 @@ struct summary {
     size_t nids, capids;
     int ids_sorted;
     uint64_t coll_captured;      /* calls made during a graph capture: not counted */
+    const struct tp_mem_usage *mem; /* w->mem, for peak times */
+    int n_mem;
+    int64_t *peak_at;            /* per w->mem row: end of the call that reached the peak, 0 unseen */
     uint64_t lib_flops;
     uint64_t graph_flops;        /* library FLOPs run by CUDA graph launches */
     struct step_row *steps;
@@ -154,11 +157,38 @@ static void agg_free(struct agg_table *t)
 
 static void *summary_open(struct tp_window *w)
 {
-    (void)w;
     struct summary *s = calloc(1, sizeof *s);
-    if (!s)
+    if (!s) {
         TP_ERROR("summary not written: %s", strerror(ENOMEM));
+        return NULL;
+    }
+    if (w->n_mem > 0 && w->mem) {
+        s->mem = w->mem;
+        s->n_mem = w->n_mem;
+        s->peak_at = calloc((size_t)w->n_mem, sizeof *s->peak_at);
+        if (!s->peak_at)
+            s->n_mem = 0;
+    }
     return s;
+}
+
+/* An allocation that brought its (device, class) to the window's peak: the
+ * end of the first such call is the peak's time, as the memory page plots it. */
+static void summary_mem(struct summary *s, const struct tp_event *ev)
+{
+    const struct tp_record *r = ev->rec;
+    if (r->u.mem.flags & (TP_MEM_FAILED | TP_MEM_NOOP))
+        return;
+    for (int i = 0; i < s->n_mem; i++) {
+        const struct tp_mem_usage *u = &s->mem[i];
+        if (u->device != r->u.mem.device || u->mclass != r->u.mem.mclass)
+            continue;
+        int64_t at = ev->ts_ns + (ev->dur_ns > 0 ? ev->dur_ns : 0);
+        if (r->u.mem.total == u->peak_bytes && u->peak_bytes > u->start_bytes &&
+            (!s->peak_at[i] || at < s->peak_at[i]))
+            s->peak_at[i] = at;
+        return;
+    }
 }
 
 /* Device work: per-name GPU time, and its spans for the busy share. */
@@ -265,6 +295,8 @@ static void summary_event(void *state, const struct tp_event *ev)
     }
     if (!r)
         return;
+    if ((ev->form == TP_FORM_ALLOC || ev->form == TP_FORM_FREE) && s->n_mem)
+        summary_mem(s, ev);     /* and an API call like any other, below */
     switch (r->kind) {
     case TP_REC_LAUNCH:
         s->launches++;
@@ -732,7 +764,7 @@ static int mem_has_data(const struct tp_mem_usage *u)
 }
 
 /* Memory held per (device, class) in the window (SPEC 8), omitted without data. */
-static void put_memory(struct tp_jsonw *j, const struct tp_window *w)
+static void put_memory(struct tp_jsonw *j, const struct summary *s, const struct tp_window *w)
 {
     static const char *const titles[] = { "Memory", "Start", "Peak", "Peak at (ms)", "End",
                                           "Process peak", "Allocs", "Frees", "Failed",
@@ -752,7 +784,7 @@ static void put_memory(struct tp_jsonw *j, const struct tp_window *w)
         if (!mem_has_data(u))
             continue;
         char (*r)[CELL] = c + k++ * NC;
-        int64_t at = u->peak_ns - w->start_ns;
+        int64_t at = (s->n_mem == w->n_mem && s->peak_at[i] ? s->peak_at[i] : u->peak_ns) - w->start_ns;
         tp_memory_where(r[0], CELL, u->device, u->mclass);
         tp_memory_human(r[1], CELL, u->start_bytes);
         tp_memory_human(r[2], CELL, u->peak_bytes);
@@ -930,6 +962,7 @@ static void summary_free(struct summary *s)
     free(s->steps);
     free(s->coll);
     free(s->coll_ids);
+    free(s->peak_at);
     free(s);
 }
 
@@ -961,7 +994,7 @@ static int summary_close(void *state, struct tp_window *w)
         put_apis(&j, s);
         put_kernels(&j, s);
         put_gpu(&j, s, w);
-        put_memory(&j, w);
+        put_memory(&j, s, w);
         put_colls(&j, s, w);
         tp_jsonw_printf(&j, "\nEvents: %llu records, %llu dropped, %llu late\n",
                         (unsigned long long)w->records, (unsigned long long)w->dropped,

@@ -459,6 +459,28 @@ static void coll_row(const char *text, const char *name, unsigned ranks, unsigne
     ck_assert_str_eq(b, busbw);
 }
 
+/* GPU0 allocations: to 1.5 GiB ending at 10 ms, to the 1.75 GiB peak ending
+ * at 19.95 ms, a failed one; a free. */
+static void feed_mem_calls(const struct tp_handler *h, void *st)
+{
+    static const struct { int form; int64_t end; uint64_t total; unsigned flags; } calls[] = {
+        { TP_FORM_ALLOC, 10 * MS, GiB + 512 * MiB, 0 },
+        { TP_FORM_ALLOC, 19950000, GiB + 768 * MiB, 0 },
+        { TP_FORM_ALLOC, 25 * MS, GiB + 768 * MiB, TP_MEM_FAILED },
+        { TP_FORM_FREE, 30 * MS, GiB + 256 * MiB, 0 },
+    };
+    for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+        prep(TP_REC_API, calls[i].form == TP_FORM_ALLOC ? "cudaMalloc" : "cudaFree", NULL, 2000);
+        ev.form = (uint8_t)calls[i].form;
+        ev.ts_ns = win.start_ns + calls[i].end - 2000;
+        rec.u.mem.device = 0;
+        rec.u.mem.mclass = TP_MEM_DEVICE;
+        rec.u.mem.total = calls[i].total;
+        rec.u.mem.flags = (uint8_t)calls[i].flags;
+        h->event(st, &ev);
+    }
+}
+
 START_TEST(test_memory_section)
 {
     setup_colls(0);
@@ -497,6 +519,19 @@ START_TEST(test_memory_section)
     ck_assert_str_eq(v[3], "MiB");
     ck_assert_str_eq(v[4], "5.000");
     ck_assert_ptr_null(strstr(text, "\nGPU1"));
+
+    /* the peak's time is the end of the allocation that reached it (the
+     * collector noted it later, at 20 ms); the calls are host API calls too */
+    cleanup();
+    setup_colls(0);
+    text = run_and_read(feed_mem_calls, path, sizeof path);
+    r = row(text, "Memory held", "GPU0");
+    ck_assert_int_eq(sscanf(r, "%*s %*s %*s %*s %31s", v[4]), 1);
+    ck_assert_str_eq(v[4], "19.950");
+    r = row(text, "Host API calls", "cudaMalloc");
+    unsigned long long calls;
+    ck_assert_int_eq(sscanf(r, "%llu", &calls), 1);
+    ck_assert_uint_eq(calls, 3);
 
     /* no memory data: no section */
     cleanup();
