@@ -823,26 +823,34 @@ static int coll_device_time(const struct summary *s, const struct tp_window *w)
     return 0;
 }
 
-/* Collectives: calls, bytes, time, algorithm and bus bandwidth as nccl-tests. */
+/* Collectives: calls, bytes, time, algorithm and bus bandwidth as nccl-tests.
+ * With device time, a row whose calls issued no kernel that CUPTI saw (the
+ * kernel ran in a graph, or the call only queued work in a group) falls back
+ * to its host durations and says so in its Basis column. */
 static void put_colls(struct tp_jsonw *j, struct summary *s, const struct tp_window *w)
 {
     static const char *const titles[] = { "Collective", "Ranks", "Calls", "Size (MB)", "Time (ms)",
-                                          "Mean (us)", "algbw (GB/s)", "busbw (GB/s)" };
-    enum { NC = 8 };
+                                          "Mean (us)", "algbw (GB/s)", "busbw (GB/s)", "Basis" };
+    enum { NC = 9 };
     if (!s->ncoll && !s->coll_captured)
         return;
-    int dev = coll_device_time(s, w);
+    int dev = coll_device_time(s, w), mixed = 0;
+    for (size_t i = 0; dev && i < s->ncoll; i++)
+        mixed |= s->coll[i].dev_ns <= 0;
     tp_jsonw_printf(j, "\nCollectives (NCCL); time: %s\n",
-                    dev ? "device (kernel) time of the kernels each call issued"
-                        : "host call durations, host-enqueue based (no device time: bandwidths"
-                          " are upper bounds, not transfer rates)");
+                    !dev ? "host call durations, host-enqueue based (no device time: bandwidths"
+                           " are upper bounds, not transfer rates)"
+                    : mixed ? "device (kernel) time of the kernels each call issued; host-enqueue"
+                              " based where no kernel was seen (Basis)"
+                            : "device (kernel) time of the kernels each call issued");
     char (*c)[CELL] = s->ncoll ? calloc(s->ncoll * NC, CELL) : NULL;
     if (c) {
         qsort(s->coll, s->ncoll, sizeof *s->coll, cmp_coll);
         for (size_t i = 0; i < s->ncoll; i++) {
             const struct coll_row *x = &s->coll[i];
             char (*r)[CELL] = c + i * NC;
-            int64_t t = dev ? x->dev_ns : x->host_ns;
+            int on_dev = dev && x->dev_ns > 0;
+            int64_t t = on_dev ? x->dev_ns : x->host_ns;
             snprintf(r[0], CELL, "%s", tp_coll_name(x->op));
             snprintf(r[1], CELL, "%u", x->ranks);
             snprintf(r[2], CELL, "%llu", (unsigned long long)x->calls);
@@ -856,6 +864,7 @@ static void put_colls(struct tp_jsonw *j, struct summary *s, const struct tp_win
                 snprintf(r[6], CELL, "--");
                 snprintf(r[7], CELL, "--");
             }
+            snprintf(r[8], CELL, "%s", on_dev ? "device" : "host-enqueue");
         }
         put_cells(j, titles, NC, c, s->ncoll);
         free(c);

@@ -444,13 +444,15 @@ static void setup_colls(int device)
 
 /* The collectives row "name": algbw and busbw as printed, and the time. */
 static void coll_row(const char *text, const char *name, unsigned ranks, unsigned long long calls,
-                     const char *size, const char *time, const char *algbw, const char *busbw)
+                     const char *size, const char *time, const char *algbw, const char *busbw,
+                     const char *basis)
 {
     unsigned r;
     unsigned long long c;
-    char sz[32], tm[32], mean[32], a[32], b[32];
+    char sz[32], tm[32], mean[32], a[32], b[32], how[32];
     const char *l = row(text, "Collectives (NCCL)", name);
-    ck_assert_int_eq(sscanf(l, "%u %llu %31s %31s %31s %31s %31s", &r, &c, sz, tm, mean, a, b), 7);
+    ck_assert_int_eq(sscanf(l, "%u %llu %31s %31s %31s %31s %31s %31s", &r, &c, sz, tm, mean, a, b, how), 8);
+    ck_assert_str_eq(how, basis);
     ck_assert_uint_eq(r, ranks);
     ck_assert_uint_eq(c, calls);
     ck_assert_str_eq(sz, size);
@@ -551,9 +553,9 @@ START_TEST(test_collectives_host)
     ck_assert_ptr_nonnull(strstr(text, "host-enqueue based"));
     ck_assert_ptr_null(strstr(text, "device (kernel) time"));
     /* allreduce: 300 MB in 6 ms = 50 GB/s; busbw x 2(8-1)/8 = 87.5 */
-    coll_row(text, "allreduce", 8, 3, "300.000", "6.000", "50.00", "87.50");
+    coll_row(text, "allreduce", 8, 3, "300.000", "6.000", "50.00", "87.50", "host-enqueue");
     /* allgather: 10 MB x 4 ranks in 1 ms = 40 GB/s; busbw x (4-1)/4 = 30 */
-    coll_row(text, "allgather", 4, 1, "40.000", "1.000", "40.00", "30.00");
+    coll_row(text, "allgather", 4, 1, "40.000", "1.000", "40.00", "30.00", "host-enqueue");
     ck_assert_ptr_nonnull(strstr(text, "captured into CUDA graphs (not counted above): 1\n"));
     ck_assert_double_eq_tol(tp_coll_busbw_factor(TP_COLL_ALLREDUCE, 8), 1.75, 1e-12);
     ck_assert_str_eq(win.summary_line,
@@ -570,13 +572,34 @@ START_TEST(test_collectives_device)
     ck_assert_ptr_nonnull(strstr(text, "time: device (kernel) time"));
     ck_assert_ptr_null(strstr(text, "host-enqueue based"));
     /* allreduce: 300 MB in 3 ms of kernels = 100 GB/s, busbw 175 */
-    coll_row(text, "allreduce", 8, 3, "300.000", "3.000", "100.00", "175.00");
+    coll_row(text, "allreduce", 8, 3, "300.000", "3.000", "100.00", "175.00", "device");
     /* allgather: 40 MB in 0.5 ms = 80 GB/s, busbw 60 */
-    coll_row(text, "allgather", 4, 1, "40.000", "0.500", "80.00", "60.00");
+    coll_row(text, "allgather", 4, 1, "40.000", "0.500", "80.00", "60.00", "device");
+    ck_assert_ptr_null(strstr(text, "where no kernel was seen"));
     /* busy: 3 + 0.5 + 1.5 ms of 20 ms */
     ck_assert_str_eq(win.summary_line, "steps 0-1: 10.000 ms/step, 100.0 TFLOP/s, MFU-like 25% (peak 400),"
                                        " GPU busy 25%, mem peak GPU0 1.75 GiB");
     ck_assert_uint_le(strlen(win.summary_line), 255);
+}
+END_TEST
+
+/* Device time for the allreduces only: the allgather falls back to its host time. */
+static void feed_colls_mixed(const struct tp_handler *h, void *st)
+{
+    send_coll(h, st, "ncclAllReduce", TP_COLL_ALLREDUCE, 8, 100000000, 2 * MS, 100, 0);
+    send_coll(h, st, "ncclAllGather", TP_COLL_ALLGATHER, 4, 10000000, 1 * MS, 200, TP_LIB_GROUPED);
+    static struct tp_dev_record d;
+    send_kernel(h, st, &d, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", win.start_ns + MS, MS / 2, 100);
+}
+
+START_TEST(test_collectives_mixed)
+{
+    setup_colls(1);
+    char path[256];
+    char *text = run_and_read(feed_colls_mixed, path, sizeof path);
+    ck_assert_ptr_nonnull(strstr(text, "host-enqueue based where no kernel was seen (Basis)"));
+    coll_row(text, "allreduce", 8, 1, "100.000", "0.500", "200.00", "350.00", "device");
+    coll_row(text, "allgather", 4, 1, "40.000", "1.000", "40.00", "30.00", "host-enqueue");
 }
 END_TEST
 
@@ -604,6 +627,7 @@ int main(void)
     tcase_add_test(tc, test_memory_section);
     tcase_add_test(tc, test_collectives_host);
     tcase_add_test(tc, test_collectives_device);
+    tcase_add_test(tc, test_collectives_mixed);
     tcase_add_test(tc, test_no_colls_no_section);
     suite_add_tcase(s, tc);
     return tp_test_run(s);
