@@ -453,8 +453,9 @@ static void put_plot(struct tp_jsonw *j, const struct tp_window *w, const struct
     y_unit(max, &div, &unit);
     double vmax = (double)max / div;
     double ystep = nice_step(vmax, 5);
+    /* 10% headroom: the peak label goes above the peak, where no line is */
     double ytop = ystep;
-    while (ytop < vmax - 1e-9 * ystep)
+    while (ytop < vmax * 1.1 - 1e-9 * ystep)
         ytop += ystep;
     double len_ms = (double)len / 1e6;
     double xstep = nice_step(len_ms, 8);
