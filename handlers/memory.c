@@ -583,9 +583,11 @@ static void put_html(struct tp_jsonw *j, struct mem_state *m, const struct tp_wi
     TP_JSONW_LIT(j, "</style>\n</head>\n<body>\n<h1>Memory held · ");
     put_text(j, trace_name(w));
     TP_JSONW_LIT(j, "</h1>\n<p class=\"sub\">");
-    if (w->last_step >= w->first_step)
+    if (w->last_step > w->first_step)
         tp_jsonw_printf(j, "steps %llu–%llu", (unsigned long long)w->first_step,
                         (unsigned long long)w->last_step);
+    else if (w->last_step == w->first_step)
+        tp_jsonw_printf(j, "step %llu", (unsigned long long)w->first_step);
     else
         TP_JSONW_LIT(j, "no step recorded");
     tp_jsonw_printf(j, " · window %s · rank %d · pid %d", fmt_ms(buf, sizeof buf, (double)len / 1e6), w->rank,
