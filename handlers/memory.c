@@ -7,7 +7,10 @@
  * start, end and peak (the collector saw every call, also those of threads
  * whose records were dropped); the ALLOC/FREE events give the steps in
  * between: one point per call that changed memory, at the end of the call
- * (its "total" is what was held after it), failed calls listed apart.
+ * (its "total" is what was held after it), failed calls listed apart and
+ * marked on the time axis.  The peak is marked where the steps first reach
+ * peak_bytes (the collector notes its time a little after the call returns;
+ * the summary uses the same rule, so all three reports agree).
  * Threads are interleaved in the event stream, so points are sorted by time
  * at close.  A window of 10^6 allocations must not make a 100 MB page:
  * points are thinned per pixel column, keeping the first, lowest, highest
