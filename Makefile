@@ -151,7 +151,7 @@ $(VENV)/.ok: tests/requirements.txt
 check-unit: unit
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; CK_FORK=yes $$t; done
 
-check-preload: lib fakes programs cuda-programs venv
+check-preload: lib fakes programs cuda-programs venv unit
 	$(VENV)/bin/python -m pytest -q tests/preload
 
 check: deps

@@ -490,10 +490,11 @@ void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
     tp_devjoin_free(d.join);
 
     if (win.trace_path[0]) {
-        TP_INFO("rank %d: saved steps %llu-%llu%s (%llu events%s) to %s", win.rank,
+        TP_INFO("rank %d: saved steps %llu-%llu%s (%llu events%s) to %s%s%s", win.rank,
                 (unsigned long long)win.first_step, (unsigned long long)win.last_step,
                 win.partial ? ", partial" : "", (unsigned long long)win.records,
-                win.dropped ? ", some dropped: raise TRAINPROF_BUFFER_MB" : "", win.trace_path);
+                win.dropped ? ", some dropped: raise TRAINPROF_BUFFER_MB" : "", win.trace_path,
+                win.summary_line[0] ? "; " : "", win.summary_line);
         tp_keep(win.trace_path, reports);
     }
 }

@@ -9,6 +9,12 @@
  * is written at close, after chrome has filled w->trace_path, through
  * output.c.  No trace, no summary.  Times are kept in integer ns and
  * printed with integer arithmetic so that the figures add up exactly.
+ * Memory comes from the window's tp_mem_usage rows, not from events.
+ * Collectives are keyed by (kind, group size); their kernels find them by
+ * External id (device events come after all host events of the window), and
+ * their bandwidths use that device time when CUPTI saw any of them, else the
+ * host call durations, labelled host-enqueue based (decision 12).  close()
+ * also fills w->summary_line, the one line TRAINPROF_LOG=info prints.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,6 +24,7 @@
 #include "../collector/log.h"
 #include "handler.h"
 #include "jsonw.h"
+#include "memory.h"
 #include "output.h"
 
 #define NAME_COLUMN_MAX 100
@@ -44,8 +51,31 @@ struct span {
     int64_t start, end;          /* Unix ns */
 };
 
+/* Collectives per (kind, group size). */
+struct coll_row {
+    unsigned op, ranks;
+    uint64_t calls;
+    double size;                 /* bytes moved as nccl-tests counts them */
+    double bus;                  /* size x bus bandwidth factor */
+    int64_t host_ns, dev_ns;     /* call durations; kernels they issued */
+};
+
+struct coll_id {
+    uint64_t external_id;
+    size_t row;
+};
+
 struct summary {
     struct agg_table apis, kernels, libs, gpu;
+    struct coll_row *coll;
+    size_t ncoll, capcoll;
+    struct coll_id *coll_ids;    /* External id -> row, sorted at the first device event */
+    size_t nids, capids;
+    int ids_sorted;
+    uint64_t coll_captured;      /* calls made during a graph capture: not counted */
+    const struct tp_mem_usage *mem; /* w->mem, for peak times */
+    int n_mem;
+    int64_t *peak_at;            /* per w->mem row: end of the call that reached the peak, 0 unseen */
     uint64_t lib_flops;
     uint64_t graph_flops;        /* library FLOPs run by CUDA graph launches */
     struct step_row *steps;
@@ -127,11 +157,38 @@ static void agg_free(struct agg_table *t)
 
 static void *summary_open(struct tp_window *w)
 {
-    (void)w;
     struct summary *s = calloc(1, sizeof *s);
-    if (!s)
+    if (!s) {
         TP_ERROR("summary not written: %s", strerror(ENOMEM));
+        return NULL;
+    }
+    if (w->n_mem > 0 && w->mem) {
+        s->mem = w->mem;
+        s->n_mem = w->n_mem;
+        s->peak_at = calloc((size_t)w->n_mem, sizeof *s->peak_at);
+        if (!s->peak_at)
+            s->n_mem = 0;
+    }
     return s;
+}
+
+/* An allocation that brought its (device, class) to the window's peak: the
+ * end of the first such call is the peak's time, as the memory page plots it. */
+static void summary_mem(struct summary *s, const struct tp_event *ev)
+{
+    const struct tp_record *r = ev->rec;
+    if (r->u.mem.flags & (TP_MEM_FAILED | TP_MEM_NOOP))
+        return;
+    for (int i = 0; i < s->n_mem; i++) {
+        const struct tp_mem_usage *u = &s->mem[i];
+        if (u->device != r->u.mem.device || u->mclass != r->u.mem.mclass)
+            continue;
+        int64_t at = ev->ts_ns + (ev->dur_ns > 0 ? ev->dur_ns : 0);
+        if (r->u.mem.total == u->peak_bytes && u->peak_bytes > u->start_bytes &&
+            (!s->peak_at[i] || at < s->peak_at[i]))
+            s->peak_at[i] = at;
+        return;
+    }
 }
 
 /* Device work: per-name GPU time, and its spans for the busy share. */
@@ -154,6 +211,77 @@ static void summary_device(struct summary *s, const struct tp_event *ev, int64_t
     s->busy[s->nbusy++] = (struct span){ ev->ts_ns, ev->ts_ns + dur };
 }
 
+static int grow_array(void **v, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return 0;
+    size_t ncap = *cap ? *cap * 2 : 64;
+    void *p = realloc(*v, ncap * size);
+    if (!p)
+        return -1;
+    *v = p;
+    *cap = ncap;
+    return 0;
+}
+
+/* A collective call: its row, and its External id for the kernels it issues. */
+static void summary_coll(struct summary *s, const struct tp_event *ev, int64_t dur)
+{
+    const struct tp_record *r = ev->rec;
+    if (r->u.lib.flags & TP_LIB_CAPTURED) {
+        s->coll_captured++;
+        return;
+    }
+    unsigned op = r->u.lib.op, n = r->u.lib.m;
+    size_t i = 0;
+    while (i < s->ncoll && (s->coll[i].op != op || s->coll[i].ranks != n))
+        i++;
+    if (i == s->ncoll) {
+        if (grow_array((void **)&s->coll, &s->capcoll, s->ncoll, sizeof *s->coll)) {
+            s->oom = 1;
+            return;
+        }
+        s->coll[s->ncoll++] = (struct coll_row){ .op = op, .ranks = n };
+    }
+    struct coll_row *c = &s->coll[i];
+    /* nccl-tests' size: allgather counts what every rank ends with,
+     * reduce_scatter what every rank starts with */
+    uint64_t in, out;
+    tp_coll_nelems(op, 1, n ? n : 1, &in, &out);
+    double size = (double)r->u.lib.bytes * (double)(in > out ? in : out);
+    c->calls++;
+    c->size += size;
+    c->bus += size * tp_coll_busbw_factor(op, n);
+    c->host_ns += dur;
+    if (ev->external_id) {
+        if (grow_array((void **)&s->coll_ids, &s->capids, s->nids, sizeof *s->coll_ids)) {
+            s->oom = 1;
+            return;
+        }
+        s->coll_ids[s->nids++] = (struct coll_id){ ev->external_id, i };
+        s->ids_sorted = 0;
+    }
+}
+
+static int cmp_coll_id(const void *a, const void *b)
+{
+    const struct coll_id *x = a, *y = b;
+    return x->external_id < y->external_id ? -1 : x->external_id > y->external_id;
+}
+
+/* A kernel linked to a library call: device time of that collective, if it is one. */
+static void summary_coll_kernel(struct summary *s, const struct tp_event *ev, int64_t dur)
+{
+    if (!s->ids_sorted) {
+        qsort(s->coll_ids, s->nids, sizeof *s->coll_ids, cmp_coll_id);
+        s->ids_sorted = 1;
+    }
+    struct coll_id key = { ev->external_id, 0 };
+    const struct coll_id *c = bsearch(&key, s->coll_ids, s->nids, sizeof *s->coll_ids, cmp_coll_id);
+    if (c)
+        s->coll[c->row].dev_ns += dur;
+}
+
 static void summary_event(void *state, const struct tp_event *ev)
 {
     struct summary *s = state;
@@ -161,10 +289,14 @@ static void summary_event(void *state, const struct tp_event *ev)
     int64_t dur = ev->dur_ns > 0 ? ev->dur_ns : 0;
     if (ev->dev) {
         summary_device(s, ev, dur);
+        if (ev->external_id && s->nids && ev->dev->kind == TP_DEV_KERNEL)
+            summary_coll_kernel(s, ev, dur);
         return;
     }
     if (!r)
         return;
+    if ((ev->form == TP_FORM_ALLOC || ev->form == TP_FORM_FREE) && s->n_mem)
+        summary_mem(s, ev);     /* and an API call like any other, below */
     switch (r->kind) {
     case TP_REC_LAUNCH:
         s->launches++;
@@ -179,6 +311,8 @@ static void summary_event(void *state, const struct tp_event *ev)
             /* library calls contain runtime calls: a table of their own,
              * so that host API shares do not count time twice */
             struct agg *a = agg_add(s, &s->libs, ev->name && ev->name[0] ? ev->name : "unknown", dur);
+            if (ev->form == TP_FORM_COLL)
+                summary_coll(s, ev, dur);
             if (a && (ev->form == TP_FORM_GEMM || ev->form == TP_FORM_CONV) &&
                 !(r->u.lib.flags & TP_LIB_CAPTURED)) {
                 a->flops += r->u.lib.flops;
@@ -233,7 +367,7 @@ static size_t cut_utf8(const char *s, size_t max)
 struct table {
     int ncols;
     const char *const *titles;   /* column 0 is the left-aligned name */
-    size_t width[8];
+    size_t width[10];
 };
 
 static void table_rule(struct tp_jsonw *j, const struct table *t)
@@ -599,6 +733,209 @@ static void put_gpu(struct tp_jsonw *j, struct summary *s, const struct tp_windo
                         (unsigned long long)w->gpu_dropped);
 }
 
+/* Writes a table of "nrows" rows of cells (cells[row * ncols + col]) after its header. */
+static void put_cells(struct tp_jsonw *j, const char *const *titles, int ncols, char (*cells)[CELL],
+                      size_t nrows)
+{
+    struct table t = { .ncols = ncols, .titles = titles };
+    const char *row[10];
+    table_fit(&t, titles);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) {
+            table_rule(j, &t);
+            table_row(j, &t, titles);
+            table_rule(j, &t);
+        }
+        for (size_t i = 0; i < nrows; i++) {
+            for (int c = 0; c < ncols; c++)
+                row[c] = cells[i * (size_t)ncols + (size_t)c];
+            if (pass)
+                table_row(j, &t, row);
+            else
+                table_fit(&t, row);
+        }
+    }
+    table_rule(j, &t);
+}
+
+static int mem_has_data(const struct tp_mem_usage *u)
+{
+    return u->start_bytes || u->end_bytes || u->peak_bytes || u->allocs || u->frees || u->failed;
+}
+
+/* Memory held per (device, class) in the window (SPEC 8), omitted without data. */
+static void put_memory(struct tp_jsonw *j, const struct summary *s, const struct tp_window *w)
+{
+    static const char *const titles[] = { "Memory", "Start", "Peak", "Peak at (ms)", "End",
+                                          "Process peak", "Allocs", "Frees", "Failed",
+                                          "Largest failed" };
+    enum { NC = 10 };
+    size_t rows = 0;
+    for (int i = 0; i < w->n_mem; i++)
+        rows += (size_t)mem_has_data(&w->mem[i]);
+    if (!w->mem || !rows)
+        return;
+    char (*c)[CELL] = calloc(rows * NC, CELL);
+    if (!c)
+        return;
+    size_t k = 0;
+    for (int i = 0; i < w->n_mem; i++) {
+        const struct tp_mem_usage *u = &w->mem[i];
+        if (!mem_has_data(u))
+            continue;
+        char (*r)[CELL] = c + k++ * NC;
+        int64_t at = (s->n_mem == w->n_mem && s->peak_at[i] ? s->peak_at[i] : u->peak_ns) - w->start_ns;
+        tp_memory_where(r[0], CELL, u->device, u->mclass);
+        tp_memory_human(r[1], CELL, u->start_bytes);
+        tp_memory_human(r[2], CELL, u->peak_bytes);
+        fmt3(r[3], CELL, at > 0 ? at : 0, 1000000);
+        tp_memory_human(r[4], CELL, u->end_bytes);
+        tp_memory_human(r[5], CELL, u->peak_process);
+        snprintf(r[6], CELL, "%llu", (unsigned long long)u->allocs);
+        snprintf(r[7], CELL, "%llu", (unsigned long long)u->frees);
+        snprintf(r[8], CELL, "%llu", (unsigned long long)u->failed);
+        if (u->failed)
+            tp_memory_human(r[9], CELL, u->failed_bytes);
+        else
+            snprintf(r[9], CELL, "--");
+    }
+    tp_jsonw_lit(j, "\nMemory held (reserved from CUDA)\n");
+    put_cells(j, titles, NC, c, rows);
+    tp_jsonw_lit(j, "Bytes the process reserved from CUDA (cudaMalloc/VMM level), not a caching allocator's"
+                    " allocated bytes: compare with torch.cuda.memory_reserved(), not memory_allocated()\n");
+    free(c);
+}
+
+static int cmp_coll(const void *a, const void *b)
+{
+    const struct coll_row *x = a, *y = b;
+    if (x->op != y->op)
+        return x->op < y->op ? -1 : 1;
+    return x->ranks < y->ranks ? -1 : x->ranks > y->ranks;
+}
+
+/* 1 when the collectives' kernels were seen on the device (decision 12). */
+static int coll_device_time(const struct summary *s, const struct tp_window *w)
+{
+    for (size_t i = 0; w->gpu && i < s->ncoll; i++)
+        if (s->coll[i].dev_ns > 0)
+            return 1;
+    return 0;
+}
+
+/* Collectives: calls, bytes, time, algorithm and bus bandwidth as nccl-tests.
+ * With device time, a row whose calls issued no kernel that CUPTI saw (the
+ * kernel ran in a graph, or the call only queued work in a group) falls back
+ * to its host durations and says so in its Basis column. */
+static void put_colls(struct tp_jsonw *j, struct summary *s, const struct tp_window *w)
+{
+    static const char *const titles[] = { "Collective", "Ranks", "Calls", "Size (MB)", "Time (ms)",
+                                          "Mean (us)", "algbw (GB/s)", "busbw (GB/s)", "Basis" };
+    enum { NC = 9 };
+    if (!s->ncoll && !s->coll_captured)
+        return;
+    int dev = coll_device_time(s, w), mixed = 0;
+    for (size_t i = 0; dev && i < s->ncoll; i++)
+        mixed |= s->coll[i].dev_ns <= 0;
+    tp_jsonw_printf(j, "\nCollectives (NCCL); time: %s\n",
+                    !dev ? "host call durations, host-enqueue based (no device time: bandwidths"
+                           " are upper bounds, not transfer rates)"
+                    : mixed ? "device (kernel) time of the kernels each call issued; host-enqueue"
+                              " based where no kernel was seen (Basis)"
+                            : "device (kernel) time of the kernels each call issued");
+    char (*c)[CELL] = s->ncoll ? calloc(s->ncoll * NC, CELL) : NULL;
+    if (c) {
+        qsort(s->coll, s->ncoll, sizeof *s->coll, cmp_coll);
+        for (size_t i = 0; i < s->ncoll; i++) {
+            const struct coll_row *x = &s->coll[i];
+            char (*r)[CELL] = c + i * NC;
+            int on_dev = dev && x->dev_ns > 0;
+            int64_t t = on_dev ? x->dev_ns : x->host_ns;
+            snprintf(r[0], CELL, "%s", tp_coll_name(x->op));
+            snprintf(r[1], CELL, "%u", x->ranks);
+            snprintf(r[2], CELL, "%llu", (unsigned long long)x->calls);
+            snprintf(r[3], CELL, "%.3f", x->size / 1e6);
+            fmt3(r[4], CELL, t, 1000000);
+            fmt3(r[5], CELL, t / (int64_t)x->calls, 1000);
+            if (t > 0) {
+                snprintf(r[6], CELL, "%.2f", x->size / (double)t);
+                snprintf(r[7], CELL, "%.2f", x->bus / (double)t);
+            } else {
+                snprintf(r[6], CELL, "--");
+                snprintf(r[7], CELL, "--");
+            }
+            snprintf(r[8], CELL, "%s", on_dev ? "device" : "host-enqueue");
+        }
+        put_cells(j, titles, NC, c, s->ncoll);
+        free(c);
+    }
+    tp_jsonw_lit(j, "busbw = algbw x 2(n-1)/n for allreduce, (n-1)/n for allgather, reduce_scatter"
+                    " and all_to_all, 1 otherwise (nccl-tests)\n");
+    if (s->coll_captured)
+        tp_jsonw_printf(j, "Collective calls captured into CUDA graphs (not counted above): %llu\n",
+                        (unsigned long long)s->coll_captured);
+}
+
+/* Appends ", part" (or "part" first) to the line if it fits whole. */
+static void line_add(char *line, size_t n, const char *part)
+{
+    size_t len = strlen(line);
+    size_t need = strlen(part) + (len ? 2 : 0);
+    if (len + need + 1 > n)
+        return;
+    snprintf(line + len, n - len, "%s%s", len ? ", " : "", part);
+}
+
+/* w->summary_line: the figures of this report in one line (TRAINPROF_LOG=info). */
+static void fill_line(struct summary *s, struct tp_window *w)
+{
+    char *line = w->summary_line;
+    size_t n = sizeof w->summary_line;
+    char part[128], h[CELL];
+    line[0] = '\0';
+    int64_t sum = 0, busy = 0;
+    uint64_t flops = 0;
+    merge_busy(s);
+    for (size_t i = 0; i < s->nsteps; i++) {
+        int64_t lo, hi;
+        sum += s->steps[i].dur_ns;
+        flops += step_flops(w, s->steps[i].index);
+        if (w->gpu && step_span(w, s->steps[i].index, &lo, &hi))
+            busy += busy_within(s, lo, hi);
+    }
+    if (s->nsteps) {
+        char ms[CELL];
+        fmt3(ms, sizeof ms, sum / (int64_t)s->nsteps, 1000000);
+        if (w->last_step > w->first_step)
+            snprintf(part, sizeof part, "steps %llu-%llu: %s ms/step", (unsigned long long)w->first_step,
+                     (unsigned long long)w->last_step, ms);
+        else
+            snprintf(part, sizeof part, "step %llu: %s ms/step", (unsigned long long)s->steps[0].index, ms);
+        line_add(line, n, part);
+        if (flops && sum > 0) {
+            double tf = (double)flops / (double)sum / 1e3;
+            snprintf(part, sizeof part, "%.1f TFLOP/s", tf);
+            line_add(line, n, part);
+            if (w->peak_tflops > 0) {
+                snprintf(part, sizeof part, "MFU-like %.0f%% (peak %.0f)", 100.0 * tf / w->peak_tflops,
+                         w->peak_tflops);
+                line_add(line, n, part);
+            }
+        }
+        if (w->gpu && sum > 0) {
+            snprintf(part, sizeof part, "GPU busy %.0f%%", 100.0 * (double)busy / (double)sum);
+            line_add(line, n, part);
+        }
+    }
+    for (int i = 0; w->mem && i < w->n_mem; i++) {
+        const struct tp_mem_usage *u = &w->mem[i];
+        if (u->mclass != TP_MEM_DEVICE || u->device < 0 || !u->peak_bytes)
+            continue;
+        snprintf(part, sizeof part, "mem peak GPU%d %s", u->device, tp_memory_human(h, sizeof h, u->peak_bytes));
+        line_add(line, n, part);
+    }
+}
+
 static void put_header(struct tp_jsonw *j, const struct tp_window *w)
 {
     const char *slash = strrchr(w->trace_path, '/');
@@ -632,12 +969,16 @@ static void summary_free(struct summary *s)
     agg_free(&s->gpu);
     free(s->busy);
     free(s->steps);
+    free(s->coll);
+    free(s->coll_ids);
+    free(s->peak_at);
     free(s);
 }
 
 static int summary_close(void *state, struct tp_window *w)
 {
     struct summary *s = state;
+    fill_line(s, w);
     if (!w->trace_path[0]) {
         summary_free(s);
         return 0;
@@ -662,6 +1003,8 @@ static int summary_close(void *state, struct tp_window *w)
         put_apis(&j, s);
         put_kernels(&j, s);
         put_gpu(&j, s, w);
+        put_memory(&j, s, w);
+        put_colls(&j, s, w);
         tp_jsonw_printf(&j, "\nEvents: %llu records, %llu dropped, %llu late\n",
                         (unsigned long long)w->records, (unsigned long long)w->dropped,
                         (unsigned long long)w->late);

@@ -2,7 +2,9 @@
  * test_summary.c - the summary handler: a window of known events in, the
  * text report parsed back; every figure (steps, calls, totals, means,
  * maxima, shares, launches, dropped) must equal what was fed.  Also: no
- * trace, no summary; an existing summary is never replaced.
+ * trace, no summary; an existing summary is never replaced; the memory
+ * table; collectives' bandwidths from host or device (kernel) time; the
+ * one-line summary.
  */
 #include <check.h>
 #include <ftw.h>
@@ -338,6 +340,281 @@ START_TEST(test_empty_and_no_replace)
 }
 END_TEST
 
+
+/* ---- memory, collectives, the one-line summary ---------------------------- */
+
+#define MiB (1ull << 20)
+#define GiB (1ull << 30)
+#define MS 1000000LL
+
+static struct tp_mem_usage mem_rows[3];
+static struct tp_window_step coll_steps[2];
+
+/* GPU0 1 GiB -> peak 1.75 GiB at 20 ms -> 1 GiB, one failed 8 GiB ask;
+ * GPU1 nothing in the window; 64 MiB pinned host memory. */
+static void setup_memory(void)
+{
+    memset(mem_rows, 0, sizeof mem_rows);
+    mem_rows[0] = (struct tp_mem_usage){ .device = 0, .mclass = TP_MEM_DEVICE, .start_bytes = GiB,
+                                         .end_bytes = GiB, .peak_bytes = GiB + 768 * MiB,
+                                         .peak_ns = win.start_ns + 20 * MS, .peak_process = 2 * GiB,
+                                         .allocs = 2, .frees = 2, .failed = 1, .failed_bytes = 8 * GiB };
+    mem_rows[1] = (struct tp_mem_usage){ .device = 1, .mclass = TP_MEM_DEVICE, .peak_process = 4096 };
+    mem_rows[2] = (struct tp_mem_usage){ .device = -1, .mclass = TP_MEM_HOST, .end_bytes = 64 * MiB,
+                                         .peak_bytes = 64 * MiB, .peak_ns = win.start_ns + 5 * MS,
+                                         .peak_process = 64 * MiB, .allocs = 1 };
+    win.mem = mem_rows;
+    win.n_mem = 3;
+}
+
+static int coll_device;   /* feed_colls: also send the collectives' kernels */
+
+static void send_coll(const struct tp_handler *h, void *st, const char *name, unsigned op, unsigned ranks,
+                      uint64_t bytes, int64_t dur, uint64_t ext, unsigned flags)
+{
+    prep(TP_REC_API, name, NULL, dur);
+    ev.layer = TP_LAYER_LIBRARY;
+    ev.form = TP_FORM_COLL;
+    ev.external_id = ext;
+    ev.correlation = ext;
+    rec.u.lib.op = (uint8_t)op;
+    rec.u.lib.m = ranks;
+    rec.u.lib.bytes = bytes;
+    rec.u.lib.flags = (uint8_t)flags;
+    h->event(st, &ev);
+}
+
+static void send_kernel(const struct tp_handler *h, void *st, struct tp_dev_record *d, const char *name,
+                        int64_t start, int64_t dur, uint64_t ext)
+{
+    memset(d, 0, sizeof *d);
+    d->kind = TP_DEV_KERNEL;
+    d->stream = 7;
+    struct tp_event e = { .dev = d, .name = name, .tid = 7, .cbid = -1, .ts_ns = start, .dur_ns = dur,
+                          .occupancy = -1, .external_id = ext, .flow = 1 };
+    h->event(st, &e);
+}
+
+/* 3 allreduce of 100 MB over 8 ranks (2 ms each on the host, 1 ms of kernel),
+ * 1 allgather of 10 MB per rank over 4 ranks (1 ms host, 2 x 0.25 ms kernels),
+ * one allreduce captured into a graph, one GEMM kernel (1.5 ms, not a collective). */
+static void feed_colls(const struct tp_handler *h, void *st)
+{
+    int64_t t = win.start_ns;
+    for (int i = 1; i >= 0; i--) {
+        prep(TP_REC_STEP, NULL, NULL, 10 * MS);
+        rec.u.step.index = (uint64_t)i;
+        ev.ts_ns = t + i * 10 * MS;
+        h->event(st, &ev);
+    }
+    for (int i = 0; i < 3; i++)
+        send_coll(h, st, "ncclAllReduce", TP_COLL_ALLREDUCE, 8, 100000000, 2 * MS, 100 + (uint64_t)i, 0);
+    send_coll(h, st, "ncclAllGather", TP_COLL_ALLGATHER, 4, 10000000, 1 * MS, 200, 0);
+    send_coll(h, st, "ncclAllReduce", TP_COLL_ALLREDUCE, 8, 100000000, 1 * MS, 300, TP_LIB_CAPTURED);
+    if (!coll_device)
+        return;
+    static struct tp_dev_record d[6];
+    for (int i = 0; i < 3; i++)
+        send_kernel(h, st, &d[i], "ncclDevKernel_AllReduce_Sum_f32_RING_LL", t + (1 + 2 * i) * MS, MS,
+                    100 + (uint64_t)i);
+    send_kernel(h, st, &d[3], "ncclDevKernel_AllGather_RING_LL", t + 12 * MS, MS / 4, 200);
+    send_kernel(h, st, &d[4], "ncclDevKernel_AllGather_RING_LL", t + 13 * MS, MS / 4, 200);
+    send_kernel(h, st, &d[5], "gemm", t + 15 * MS, 3 * MS / 2, 999);
+}
+
+static void setup_colls(int device)
+{
+    setup_window();
+    setup_memory();
+    coll_device = device;
+    win.first_step = 0;
+    win.last_step = 1;
+    for (int i = 0; i < 2; i++)
+        coll_steps[i] = (struct tp_window_step){ .index = (uint64_t)i, .flops = 1000000000000ull,
+                                                 .start_ns = win.start_ns + i * 10 * MS,
+                                                 .end_ns = win.start_ns + (i + 1) * 10 * MS };
+    win.steps = coll_steps;
+    win.steps_recorded = 2;
+    win.peak_tflops = 400;
+    if (device) {
+        win.gpu = 1;
+        win.gpu_status = "active (CUPTI 130001)";
+    }
+}
+
+/* The collectives row "name": algbw and busbw as printed, and the time. */
+static void coll_row(const char *text, const char *name, unsigned ranks, unsigned long long calls,
+                     const char *size, const char *time, const char *algbw, const char *busbw,
+                     const char *basis)
+{
+    unsigned r;
+    unsigned long long c;
+    char sz[32], tm[32], mean[32], a[32], b[32], how[32];
+    const char *l = row(text, "Collectives (NCCL)", name);
+    ck_assert_int_eq(sscanf(l, "%u %llu %31s %31s %31s %31s %31s %31s", &r, &c, sz, tm, mean, a, b, how), 8);
+    ck_assert_str_eq(how, basis);
+    ck_assert_uint_eq(r, ranks);
+    ck_assert_uint_eq(c, calls);
+    ck_assert_str_eq(sz, size);
+    ck_assert_str_eq(tm, time);
+    ck_assert_str_eq(a, algbw);
+    ck_assert_str_eq(b, busbw);
+}
+
+/* GPU0 allocations: to 1.5 GiB ending at 10 ms, to the 1.75 GiB peak ending
+ * at 19.95 ms, a failed one; a free. */
+static void feed_mem_calls(const struct tp_handler *h, void *st)
+{
+    static const struct { int form; int64_t end; uint64_t total; unsigned flags; } calls[] = {
+        { TP_FORM_ALLOC, 10 * MS, GiB + 512 * MiB, 0 },
+        { TP_FORM_ALLOC, 19950000, GiB + 768 * MiB, 0 },
+        { TP_FORM_ALLOC, 25 * MS, GiB + 768 * MiB, TP_MEM_FAILED },
+        { TP_FORM_FREE, 30 * MS, GiB + 256 * MiB, 0 },
+    };
+    for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
+        prep(TP_REC_API, calls[i].form == TP_FORM_ALLOC ? "cudaMalloc" : "cudaFree", NULL, 2000);
+        ev.form = (uint8_t)calls[i].form;
+        ev.ts_ns = win.start_ns + calls[i].end - 2000;
+        rec.u.mem.device = 0;
+        rec.u.mem.mclass = TP_MEM_DEVICE;
+        rec.u.mem.total = calls[i].total;
+        rec.u.mem.flags = (uint8_t)calls[i].flags;
+        h->event(st, &ev);
+    }
+}
+
+START_TEST(test_memory_section)
+{
+    setup_colls(0);
+    char path[256];
+    char *text = run_and_read(feed_colls, path, sizeof path);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_ptr_nonnull(strstr(text, "\nMemory held (reserved from CUDA)\n"));
+    ck_assert_ptr_nonnull(strstr(text, "\nBytes the process reserved from CUDA (cudaMalloc/VMM level),"
+                                       " not a caching allocator's allocated bytes"));
+    char v[10][32];
+    const char *r = row(text, "Memory held", "GPU0");
+    ck_assert_int_eq(sscanf(r, "%31s %31s %31s %31s %31s %31s %31s %31s %31s",
+                            v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]), 9);
+    /* start, peak, at, end, process peak, allocs, frees, failed, largest failed */
+    ck_assert_str_eq(v[0], "1.00");
+    ck_assert_str_eq(v[1], "GiB");
+    ck_assert_str_eq(v[2], "1.75");
+    ck_assert_str_eq(v[4], "20.000");
+    ck_assert_str_eq(v[5], "1.00");
+    ck_assert_str_eq(v[7], "2.00");
+    r = row(text, "Memory held", "GPU0");
+    unsigned long long allocs, frees, failed;
+    char big[32];
+    ck_assert_int_eq(sscanf(r, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu %llu %31s %31s",
+                            &allocs, &frees, &failed, big, v[9]), 5);
+    ck_assert_uint_eq(allocs, 2);
+    ck_assert_uint_eq(frees, 2);
+    ck_assert_uint_eq(failed, 1);
+    ck_assert_str_eq(big, "8.00");
+    ck_assert_str_eq(v[9], "GiB");
+    r = row(text, "Memory held", "host pinned");
+    ck_assert_int_eq(sscanf(r, "%31s %31s %31s %31s %31s", v[0], v[1], v[2], v[3], v[4]), 5);
+    ck_assert_str_eq(v[0], "0");
+    ck_assert_str_eq(v[1], "B");
+    ck_assert_str_eq(v[2], "64.00");
+    ck_assert_str_eq(v[3], "MiB");
+    ck_assert_str_eq(v[4], "5.000");
+    ck_assert_ptr_null(strstr(text, "\nGPU1"));
+
+    /* the peak's time is the end of the allocation that reached it (the
+     * collector noted it later, at 20 ms); the calls are host API calls too */
+    cleanup();
+    setup_colls(0);
+    text = run_and_read(feed_mem_calls, path, sizeof path);
+    r = row(text, "Memory held", "GPU0");
+    ck_assert_int_eq(sscanf(r, "%*s %*s %*s %*s %31s", v[4]), 1);
+    ck_assert_str_eq(v[4], "19.950");
+    r = row(text, "Host API calls", "cudaMalloc");
+    unsigned long long calls;
+    ck_assert_int_eq(sscanf(r, "%llu", &calls), 1);
+    ck_assert_uint_eq(calls, 3);
+
+    /* no memory data: no section */
+    cleanup();
+    setup_colls(0);
+    win.n_mem = 0;
+    text = run_and_read(feed_colls, path, sizeof path);
+    ck_assert_ptr_null(strstr(text, "Memory held"));
+}
+END_TEST
+
+START_TEST(test_collectives_host)
+{
+    setup_colls(0);
+    char path[256];
+    char *text = run_and_read(feed_colls, path, sizeof path);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_ptr_nonnull(strstr(text, "host-enqueue based"));
+    ck_assert_ptr_null(strstr(text, "device (kernel) time"));
+    /* allreduce: 300 MB in 6 ms = 50 GB/s; busbw x 2(8-1)/8 = 87.5 */
+    coll_row(text, "allreduce", 8, 3, "300.000", "6.000", "50.00", "87.50", "host-enqueue");
+    /* allgather: 10 MB x 4 ranks in 1 ms = 40 GB/s; busbw x (4-1)/4 = 30 */
+    coll_row(text, "allgather", 4, 1, "40.000", "1.000", "40.00", "30.00", "host-enqueue");
+    ck_assert_ptr_nonnull(strstr(text, "captured into CUDA graphs (not counted above): 1\n"));
+    ck_assert_double_eq_tol(tp_coll_busbw_factor(TP_COLL_ALLREDUCE, 8), 1.75, 1e-12);
+    ck_assert_str_eq(win.summary_line,
+                     "steps 0-1: 10.000 ms/step, 100.0 TFLOP/s, MFU-like 25% (peak 400), mem peak GPU0 1.75 GiB");
+}
+END_TEST
+
+START_TEST(test_collectives_device)
+{
+    setup_colls(1);
+    char path[256];
+    char *text = run_and_read(feed_colls, path, sizeof path);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_ptr_nonnull(strstr(text, "time: device (kernel) time"));
+    ck_assert_ptr_null(strstr(text, "host-enqueue based"));
+    /* allreduce: 300 MB in 3 ms of kernels = 100 GB/s, busbw 175 */
+    coll_row(text, "allreduce", 8, 3, "300.000", "3.000", "100.00", "175.00", "device");
+    /* allgather: 40 MB in 0.5 ms = 80 GB/s, busbw 60 */
+    coll_row(text, "allgather", 4, 1, "40.000", "0.500", "80.00", "60.00", "device");
+    ck_assert_ptr_null(strstr(text, "where no kernel was seen"));
+    /* busy: 3 + 0.5 + 1.5 ms of 20 ms */
+    ck_assert_str_eq(win.summary_line, "steps 0-1: 10.000 ms/step, 100.0 TFLOP/s, MFU-like 25% (peak 400),"
+                                       " GPU busy 25%, mem peak GPU0 1.75 GiB");
+    ck_assert_uint_le(strlen(win.summary_line), 255);
+}
+END_TEST
+
+/* Device time for the allreduces only: the allgather falls back to its host time. */
+static void feed_colls_mixed(const struct tp_handler *h, void *st)
+{
+    send_coll(h, st, "ncclAllReduce", TP_COLL_ALLREDUCE, 8, 100000000, 2 * MS, 100, 0);
+    send_coll(h, st, "ncclAllGather", TP_COLL_ALLGATHER, 4, 10000000, 1 * MS, 200, TP_LIB_GROUPED);
+    static struct tp_dev_record d;
+    send_kernel(h, st, &d, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", win.start_ns + MS, MS / 2, 100);
+}
+
+START_TEST(test_collectives_mixed)
+{
+    setup_colls(1);
+    char path[256];
+    char *text = run_and_read(feed_colls_mixed, path, sizeof path);
+    ck_assert_ptr_nonnull(strstr(text, "host-enqueue based where no kernel was seen (Basis)"));
+    coll_row(text, "allreduce", 8, 1, "100.000", "0.500", "200.00", "350.00", "device");
+    coll_row(text, "allgather", 4, 1, "40.000", "1.000", "40.00", "30.00", "host-enqueue");
+}
+END_TEST
+
+START_TEST(test_no_colls_no_section)
+{
+    setup_window();
+    char path[256];
+    char *text = run_and_read(feed, path, sizeof path);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_ptr_null(strstr(text, "Collectives"));
+    ck_assert_ptr_null(strstr(text, "Memory held"));
+    ck_assert_str_eq(win.summary_line, "steps 0-2: 9.917 ms/step");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("summary");
@@ -347,6 +624,11 @@ int main(void)
     tcase_add_test(tc, test_gpu);
     tcase_add_test(tc, test_no_trace_no_summary);
     tcase_add_test(tc, test_empty_and_no_replace);
+    tcase_add_test(tc, test_memory_section);
+    tcase_add_test(tc, test_collectives_host);
+    tcase_add_test(tc, test_collectives_device);
+    tcase_add_test(tc, test_collectives_mixed);
+    tcase_add_test(tc, test_no_colls_no_section);
     suite_add_tcase(s, tc);
     return tp_test_run(s);
 }
