@@ -23,6 +23,7 @@
 #include "intern.h"
 #include "kernels.h"
 #include "log.h"
+#include "stack.h"
 #include "sysstat.h"
 #include "window.h"
 #include "../handlers/exec.h"
@@ -47,7 +48,56 @@ struct tp_dispatch {
     struct tp_clock_map map;
     int32_t pid;
     struct tp_devjoin *join;       /* device side, NULL without CUPTI */
+    struct tp_stack_scratch stk;   /* TRAINPROF_WITH_STACK: frames of the next record */
+    struct tp_corr_frames *cf;     /* correlation -> frames of host calls, for
+                                      the device events they caused */
+    size_t n_cf, cap_cf;           /* cap_cf: power of two */
 };
+
+struct tp_corr_frames {
+    uint64_t corr;                 /* 0 = empty */
+    const char *const *frames;
+    int n;
+};
+
+static void tp_cf_put(struct tp_dispatch *d, uint64_t corr, const char *const *frames, int n)
+{
+    if (!corr)
+        return;
+    if ((d->n_cf + 1) * 2 > d->cap_cf) {
+        size_t cap = d->cap_cf ? 2 * d->cap_cf : 256;
+        struct tp_corr_frames *v = calloc(cap, sizeof *v);
+        if (!v)
+            return;
+        for (size_t i = 0; i < d->cap_cf; i++) {
+            if (!d->cf[i].corr)
+                continue;
+            size_t j = (d->cf[i].corr * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
+            while (v[j].corr)
+                j = (j + 1) & (cap - 1);
+            v[j] = d->cf[i];
+        }
+        free(d->cf);
+        d->cf = v;
+        d->cap_cf = cap;
+    }
+    size_t j = (corr * 0x9e3779b97f4a7c15ull >> 20) & (d->cap_cf - 1);
+    while (d->cf[j].corr && d->cf[j].corr != corr)
+        j = (j + 1) & (d->cap_cf - 1);
+    d->n_cf += !d->cf[j].corr;
+    d->cf[j] = (struct tp_corr_frames){ corr, frames, n };
+}
+
+static const struct tp_corr_frames *tp_cf_get(const struct tp_dispatch *d, uint64_t corr)
+{
+    if (!corr || !d->cap_cf)
+        return NULL;
+    size_t j = (corr * 0x9e3779b97f4a7c15ull >> 20) & (d->cap_cf - 1);
+    for (; d->cf[j].corr; j = (j + 1) & (d->cap_cf - 1))
+        if (d->cf[j].corr == corr)
+            return &d->cf[j];
+    return NULL;
+}
 
 static void tp_dispatch_event(void *ctx, const struct tp_event *ev)
 {
@@ -96,6 +146,11 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
     ev.cbid = -1;
     ev.ts_ns = tp_clock_to_unix_ns(&d->map, r->t0);
     ev.dur_ns = tp_clock_ticks_to_ns(&d->map, r->t0, r->t1);
+    if (r->kind == TP_REC_STACK) {
+        tp_stack_gather(&d->stk, t, r);
+        return;
+    }
+    ev.frames = tp_stack_take(&d->stk, t, r, &ev.n_frames);
     switch (r->kind) {
     case TP_REC_API:
     case TP_REC_LAUNCH: {
@@ -110,6 +165,8 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
             ev.correlation = corr ? corr : tp_next_corr++;
         if (ev.layer == TP_LAYER_LIBRARY)
             ev.external_id = ev.correlation;    /* Kineto: a cpu_op's External id is its own id */
+        if (ev.frames && d->join)
+            tp_cf_put(d, ev.correlation, ev.frames, ev.n_frames);
         if (r->kind == TP_REC_LAUNCH)
             ev.kernel = tp_kernel_name(r->u.launch.func, r->u.launch.func_kind, kbuf, sizeof kbuf);
         if (r->kind == TP_REC_LAUNCH && r->u.launch.func_kind == TP_FUNC_GRAPH)
@@ -134,6 +191,26 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
         return;
     }
     tp_dispatch_event(d, &ev);
+}
+
+/* A device event, with the frames of the host call it is linked to: its
+ * launch, else the library call that issued it (External id). */
+static void tp_dispatch_dev_event(void *ctx, const struct tp_event *ev)
+{
+    struct tp_dispatch *d = ctx;
+    const struct tp_corr_frames *f = NULL;
+    if (d->n_cf && ev->flow)
+        f = tp_cf_get(d, ev->correlation);
+    if (d->n_cf && !f)
+        f = tp_cf_get(d, ev->external_id);
+    if (!f) {
+        tp_dispatch_event(d, ev);
+        return;
+    }
+    struct tp_event e = *ev;
+    e.frames = f->frames;
+    e.n_frames = f->n;
+    tp_dispatch_event(d, &e);
 }
 
 /* Host statistics of the window as counter events (units in the names). */
@@ -460,6 +537,8 @@ void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
                 h = tp_handler_find(name);
         if (!h && tp_cfg.exec[0] && strcmp(name, "exec") == 0)
             h = tp_handler_find(name);
+        if (!h && tp_cfg.with_stack && strcmp(name, "stacks") == 0)
+            h = tp_handler_find(name);
         if (!h || d.n == TP_MAX_HANDLERS)
             continue;
         d.h[d.n] = h;
@@ -469,7 +548,7 @@ void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
     late = 0;
     tp_buf_drain(w->gen, tp_dispatch_record, &d, &late, 0);
     if (d.join)
-        tp_devjoin_dispatch(d.join, &d.map, tp_dispatch_event, &d);
+        tp_devjoin_dispatch(d.join, &d.map, tp_dispatch_dev_event, &d);
     tp_dispatch_samples(&d, w);
     for (int i = 0; i < d.n; i++)
         if (d.st[i] && d.h[i]->close)
@@ -478,6 +557,7 @@ void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
     free(steps.v);
     free(steps.tick);
     tp_devjoin_free(d.join);
+    free(d.cf);
 
     if (win.trace_path[0]) {
         TP_INFO("rank %d: saved steps %llu-%llu%s (%llu events%s) to %s", win.rank,
