@@ -209,9 +209,10 @@ static char *tp_symbol_make(uint64_t ip)
     char buf[4096];
     Dl_info info;
     const void *at = (const void *)(uintptr_t)(ip ? ip - 1 : ip);
-    if (dladdr(at, &info) && info.dli_sname && info.dli_sname[0]) {
+    int found = dladdr(at, &info) != 0;
+    if (found && info.dli_sname && info.dli_sname[0]) {
         tp_demangle(info.dli_sname, buf, sizeof buf);
-    } else if (info.dli_fname && info.dli_fname[0]) {
+    } else if (found && info.dli_fname && info.dli_fname[0]) {
         const char *base = strrchr(info.dli_fname, '/');
         snprintf(buf, sizeof buf, "%s+0x%llx", base ? base + 1 : info.dli_fname,
                  (unsigned long long)((uintptr_t)at - (uintptr_t)info.dli_fbase));

@@ -10,7 +10,8 @@
  * -rdynamic (stack_calls.mk), so dladdr names them; the calls after each
  * CUDA call keep the compiler from turning them into tail calls, which
  * would drop the caller's frame.  stdout depends only on the step count.
- *   STACK_STEPS   steps (default 6); trainprof_step() after each
+ *   STACK_STEPS     steps (default 6); trainprof_step() after each
+ *   STACK_SLEEP_US  sleep per step (default 0)
  */
 #include "prog.h"
 
@@ -60,6 +61,7 @@ NOINLINE void train_step(float *host)
 int main(void)
 {
     long steps = prog_env_long("STACK_STEPS", 6);
+    long sleep_us = prog_env_long("STACK_SLEEP_US", 0);
     void **module = prog_register_module();
     prog_register(module, PROG_STUB(0), "_Z10matmul_fwdPfS_S_i");
     __cudaRegisterFatBinaryEnd(module);
@@ -71,6 +73,10 @@ int main(void)
         train_step(host);
         printf("step %ld\n", s);
         fflush(stdout);
+        if (sleep_us > 0) {
+            struct timespec ts = { sleep_us / 1000000, (sleep_us % 1000000) * 1000 };
+            nanosleep(&ts, NULL);
+        }
         tp_call_step();
     }
     PROG_CHECK(cudaStreamDestroy(stream));
