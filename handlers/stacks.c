@@ -45,7 +45,20 @@ struct stk_corr {                /* correlation -> key, 0 = empty */
     int32_t key;
 };
 
+/* (frames array, count, call name) -> key: the collector hands out one
+ * array per distinct stack (collector/stack.h) and names from its tables,
+ * so repeated calls skip building and hashing their text; a miss only costs
+ * that work. */
+struct stk_memo {
+    const char *const *frames;   /* NULL = empty */
+    const char *name;
+    int n;
+    int32_t key;
+};
+
 struct stacks {
+    struct stk_memo *memo;
+    size_t n_memo, cap_memo;
     struct stk_call *calls;
     size_t n_calls, cap_calls;
     struct stk_key *keys;
@@ -54,6 +67,7 @@ struct stacks {
     size_t cap_slots;
     struct stk_corr *corr;
     size_t n_corr, cap_corr;
+    int want_gpu;                /* the window has device records (w->gpu) */
     int framed;                  /* some event had frames */
     int gpu;                     /* some device time was attributed */
     int oom;
@@ -151,7 +165,7 @@ static size_t stk_corr_slot(uint64_t corr, size_t cap)
 
 static void stk_corr_put(struct stacks *s, uint64_t corr, int32_t key)
 {
-    if (!corr)
+    if (!corr || !s->want_gpu)
         return;
     if ((s->n_corr + 1) * 2 > s->cap_corr) {
         size_t cap = s->cap_corr ? 2 * s->cap_corr : 256;
@@ -191,15 +205,67 @@ static int32_t stk_corr_get(const struct stacks *s, uint64_t corr)
 
 static void *stacks_open(struct tp_window *w)
 {
-    (void)w;
-    return calloc(1, sizeof(struct stacks));
+    struct stacks *s = calloc(1, sizeof *s);
+    if (s)
+        s->want_gpu = w->gpu;
+    return s;
+}
+
+static size_t stk_memo_slot(const struct tp_event *ev, size_t cap)
+{
+    uint64_t h = (uint64_t)(uintptr_t)ev->frames * 0x9e3779b97f4a7c15ull ^
+                 (uint64_t)(uintptr_t)ev->name * 0xc2b2ae3d27d4eb4full ^ (uint64_t)ev->n_frames;
+    return (h ^ h >> 29) & (cap - 1);
+}
+
+static int32_t stk_memo_get(const struct stacks *s, const struct tp_event *ev)
+{
+    if (!s->cap_memo)
+        return -1;
+    for (size_t j = stk_memo_slot(ev, s->cap_memo); s->memo[j].frames; j = (j + 1) & (s->cap_memo - 1))
+        if (s->memo[j].frames == ev->frames && s->memo[j].name == ev->name && s->memo[j].n == ev->n_frames)
+            return s->memo[j].key;
+    return -1;
+}
+
+static void stk_memo_put(struct stacks *s, const struct tp_event *ev, int32_t key)
+{
+    if ((s->n_memo + 1) * 2 > s->cap_memo) {
+        size_t cap = s->cap_memo ? 2 * s->cap_memo : 256;
+        struct stk_memo *v = calloc(cap, sizeof *v);
+        if (!v)
+            return;
+        struct stk_memo *old = s->memo;
+        size_t old_cap = s->cap_memo;
+        s->memo = v;
+        s->cap_memo = cap;
+        for (size_t i = 0; i < old_cap; i++) {
+            if (!old[i].frames)
+                continue;
+            struct tp_event e = { .frames = old[i].frames, .name = old[i].name, .n_frames = old[i].n };
+            size_t j = stk_memo_slot(&e, cap);
+            while (v[j].frames)
+                j = (j + 1) & (cap - 1);
+            v[j] = old[i];
+        }
+        free(old);
+    }
+    size_t j = stk_memo_slot(ev, s->cap_memo);
+    while (s->memo[j].frames)
+        j = (j + 1) & (s->cap_memo - 1);
+    s->memo[j] = (struct stk_memo){ ev->frames, ev->name, ev->n_frames, key };
+    s->n_memo++;
 }
 
 /* A host call: its stack key (frames, then the call's name). */
 static void stacks_host(struct stacks *s, const struct tp_event *ev)
 {
     int32_t key = -1;
-    if (ev->frames && ev->n_frames > 0) {
+    if (ev->frames && ev->n_frames > 0 && (key = stk_memo_get(s, ev)) >= 0) {
+        stk_corr_put(s, ev->correlation, key);
+        if (ev->external_id && ev->external_id != ev->correlation)
+            stk_corr_put(s, ev->external_id, key);
+    } else if (ev->frames && ev->n_frames > 0) {
         size_t len = 0;
         int bad = 0;
         for (int i = 0; i < ev->n_frames && !bad; i++)
@@ -212,6 +278,7 @@ static void stacks_host(struct stacks *s, const struct tp_event *ev)
         else
             s->framed = 1;
         if (key >= 0) {
+            stk_memo_put(s, ev, key);
             stk_corr_put(s, ev->correlation, key);
             if (ev->external_id && ev->external_id != ev->correlation)
                 stk_corr_put(s, ev->external_id, key);
@@ -351,6 +418,7 @@ static void stacks_free(struct stacks *s)
     free(s->slots);
     free(s->calls);
     free(s->corr);
+    free(s->memo);
     free(s->buf);
     free(s);
 }
