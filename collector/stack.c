@@ -3,9 +3,11 @@
  *
  * Capture (training thread): libunwind's unw_backtrace walks the frames with
  * its per-thread trace cache (no malloc or lock once a call site was seen);
- * leading frames inside libtrainprof (this function, the wrapper's recording
- * path, the wrapper) are dropped by address range, which holds whatever the
- * compiler inlined or tail-called.  The IPs go into the thread's buffer as
+ * frames inside libtrainprof are dropped by address range, which holds
+ * whatever the compiler inlined or tail-called: the leading ones (this
+ * function, the wrapper's recording path, the wrapper) and those of an
+ * enclosing library wrapper (a launch made inside cublasSgemm shows
+ * "caller;libcublas...;cudaLaunchKernel", not our cublasSgemm_v2 wrapper).  The IPs go into the thread's buffer as
  * TP_REC_STACK records of 7 IPs each (t0, t1 and u are 56 contiguous bytes),
  * tagged with the low bits of the call's start tick.  libunwind is loaded
  * with dlopen(RTLD_LOCAL) only when TRAINPROF_WITH_STACK=1, so that
@@ -110,12 +112,10 @@ int tp_stack_capture(uint64_t *ips, int max)
     if (max > TP_STACK_MAX)
         max = TP_STACK_MAX;
     int n = tp_unw_backtrace(raw, max + TP_STACK_OURS);
-    int i = 0;
-    while (i < n && (uintptr_t)raw[i] >= tp_self_lo && (uintptr_t)raw[i] < tp_self_hi)
-        i++;
     int k = 0;
-    for (; i < n && k < max; i++)
-        ips[k++] = (uint64_t)(uintptr_t)raw[i];
+    for (int i = 0; i < n && k < max; i++)
+        if ((uintptr_t)raw[i] < tp_self_lo || (uintptr_t)raw[i] >= tp_self_hi)
+            ips[k++] = (uint64_t)(uintptr_t)raw[i];
     return k;
 }
 

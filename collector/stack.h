@@ -28,8 +28,8 @@ int tp_stack_on(void);
 
 /*
  * tp_stack_capture - the return addresses of the current thread's stack,
- * innermost first, starting at the first frame outside libtrainprof (the
- * caller of the intercepted function), at most "max" of them, into "ips".
+ * innermost first, without the frames inside libtrainprof (so the first is
+ * the caller of the intercepted function), at most "max" of them, into "ips".
  * Returns the count (0 if libunwind is not loaded).
  */
 int tp_stack_capture(uint64_t *ips, int max);

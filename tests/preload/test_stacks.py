@@ -7,6 +7,8 @@ CUPTI for the GPU-time file."""
 import os
 import re
 
+import pytest
+
 import tputil
 
 FOLDED = re.compile(r"^[^;\n]+(;[^;\n]+)* [0-9]+$")
@@ -139,3 +141,30 @@ def test_keep_deletes_stack_reports():
     r = reports(res)
     stems = {x.split(".pt.trace")[0] for x in r}
     assert len(stems) == 1 and len(res.traces) == 1, (r, res.traces)
+
+
+def test_library_self_time_and_nested_launch():
+    """gemm_calls (fake cuBLAS): cublasSgemm_v2 launches a kernel inside; the
+    launch's stack passes through libcublas (not through our wrapper), and
+    the GEMM's own line weighs its self time."""
+    res = tputil.run("gemm_calls", env={"TRAINPROF_SCHEDULE": "all", "TRAINPROF_WITH_STACK": "1",
+                                        "FAKE_CUDA_LAUNCH_NS": "30000"})
+    assert res.rc == 0, res.stderr
+    host = folded(res, [r for r in reports(res) if r.endswith(".stacks.txt")][0])
+    for k in host:
+        assert not any("libtrainprof" in f for f in k), k
+    nested = [k for k in host if k[-1] == "cudaLaunchKernel" and "cublasSgemm_v2" in k]
+    assert nested, host
+    k = nested[0]
+    assert k.index("cublasSgemm_v2") < len(k) - 2 and "libcublas" in k[k.index("cublasSgemm_v2") + 1]
+    t = tputil.load_trace(res.traces[0])
+    gemms = tputil.events(t, ph="X", name="cublasSgemm_v2")
+    assert gemms
+    launches = tputil.launches(t)
+    inner = sum(la["dur"] for la in launches for g in gemms
+                if la["tid"] == g["tid"] and g["ts"] <= la["ts"] and la["ts"] + la["dur"] <= g["ts"] + g["dur"])
+    assert inner >= 30 * len(gemms)           # each launch spent >= 30 us
+    self_us = sum(g["dur"] for g in gemms) - inner
+    got = sum(v for k, v in host.items() if k[-1] == "cublasSgemm_v2")
+    assert abs(got - self_us) <= 1, (got, self_us)
+    assert sum(v for k, v in host.items() if k in nested) == pytest.approx(inner, abs=1)
