@@ -15,7 +15,9 @@
  * never shadow the C++ runtime's.  libunwind 1.6 (Debian 12) exports
  * unw_backtrace plainly and the rest under _ULx86_64_; it has no
  * unw_get_proc_name_by_ip, so names come from dladdr (exported symbols:
- * programs need -rdynamic for theirs), else "module+0xoffset".
+ * programs need -rdynamic for theirs), else "module+0xoffset" where the
+ * offset is the function's start (unw_get_proc_info_by_ip, from .eh_frame)
+ * when libunwind knows it, the return address less one otherwise.
  *
  * Symbolisation (tp-flush): one hash table per return address (name looked
  * up at ip - 1, inside the call instruction), one per whole stack, so that
@@ -39,8 +41,14 @@
 
 typedef int (*tp_unw_backtrace_fn)(void **, int);
 typedef int (*tp_unw_caching_fn)(void *as, int policy);
+/* unw_get_proc_info_by_ip(as, ip, unw_proc_info_t *, as_arg): start_ip is
+ * the struct's first member in every libunwind release; the rest of it is
+ * given room (tp_symbol_make) and never read */
+typedef int (*tp_unw_proc_info_fn)(void *as, uintptr_t ip, void *pi, void *arg);
 
 static tp_unw_backtrace_fn tp_unw_backtrace;
+static tp_unw_proc_info_fn tp_unw_proc_info;
+static void *tp_unw_as;
 static int tp_stack_ready;
 static uintptr_t tp_self_lo, tp_self_hi;   /* libtrainprof's mapped range */
 
@@ -88,6 +96,10 @@ int tp_stack_init(void)
     void **as = (void **)dlsym(h, "_ULx86_64_local_addr_space");
     if (caching && as)
         caching(*as, TP_UNW_CACHE_PER_THREAD);
+    if (as) {
+        tp_unw_as = *as;
+        tp_unw_proc_info = (tp_unw_proc_info_fn)dlsym(h, "_ULx86_64_get_proc_info_by_ip");
+    }
     dl_iterate_phdr(tp_self_range_cb, (void *)(uintptr_t)tp_stack_init);
     tp_unw_backtrace = bt;
     __atomic_store_n(&tp_stack_ready, 1, __ATOMIC_RELEASE);
@@ -218,9 +230,17 @@ static char *tp_symbol_make(uint64_t ip)
     if (found && info.dli_sname && info.dli_sname[0]) {
         tp_demangle(info.dli_sname, buf, sizeof buf);
     } else if (found && info.dli_fname && info.dli_fname[0]) {
+        /* a function without a dynamic symbol (static, or a program built
+         * without -rdynamic): named by where it starts, from its unwind
+         * entry, so that all its call sites fold into one frame */
+        uintptr_t start = (uintptr_t)at;
+        uint64_t pi[32];
+        if (tp_unw_proc_info && tp_unw_proc_info(tp_unw_as, (uintptr_t)at, pi, NULL) == 0 &&
+            pi[0] && pi[0] <= (uintptr_t)at && pi[0] >= (uintptr_t)info.dli_fbase)
+            start = (uintptr_t)pi[0];
         const char *base = strrchr(info.dli_fname, '/');
         snprintf(buf, sizeof buf, "%s+0x%llx", base ? base + 1 : info.dli_fname,
-                 (unsigned long long)((uintptr_t)at - (uintptr_t)info.dli_fbase));
+                 (unsigned long long)(start - (uintptr_t)info.dli_fbase));
     } else {
         snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)(uintptr_t)at);
     }

@@ -73,7 +73,8 @@ const char *const *tp_stack_resolve(const uint64_t *ips, int n);
 /*
  * tp_stack_symbol - the name of the function containing return address
  * "ip" (looked up at ip - 1): the demangled dladdr symbol, else
- * "module+0xoffset", else "0x..."; ';' and line breaks replaced, so the name
+ * "module+0xoffset" (the function's start once tp_stack_init() loaded
+ * libunwind, else ip - 1), else "0x..."; ';' and line breaks replaced, so the name
  * is one folded-stack frame.  Cached per address; NULL if memory ran out.
  */
 const char *tp_stack_symbol(uint64_t ip);

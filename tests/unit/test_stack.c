@@ -53,6 +53,26 @@ START_TEST(symbol_module_offset)
 }
 END_TEST
 
+/* With libunwind loaded, a function without a dynamic symbol is named by
+ * its start: two addresses inside it give one name. */
+START_TEST(symbol_function_start)
+{
+    ck_assert_int_eq(tp_stack_init(), 0);
+    uintptr_t fn = (uintptr_t)&local_function;
+    Dl_info info;
+    ck_assert(dladdr((void *)fn, &info));
+    if (info.dli_sname)
+        return;     /* exported after all (-rdynamic): nothing to check */
+    char want[256];
+    const char *base = strrchr(info.dli_fname, '/');
+    snprintf(want, sizeof want, "%s+0x%llx", base ? base + 1 : info.dli_fname,
+             (unsigned long long)(fn - (uintptr_t)info.dli_fbase));
+    ck_assert_str_eq(tp_stack_symbol(fn + 1), want);
+    ck_assert_str_eq(tp_stack_symbol(fn + 5), want);
+    tp_stack_reset();
+}
+END_TEST
+
 START_TEST(symbol_cache)
 {
     uint64_t a = (uint64_t)(uintptr_t)&inflateEnd + 1, b = (uint64_t)(uintptr_t)&deflateEnd + 1;
@@ -364,6 +384,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, symbol_exported);
     tcase_add_test(tc, symbol_module_offset);
+    tcase_add_test(tc, symbol_function_start);
     tcase_add_test(tc, symbol_cache);
     tcase_add_test(tc, sanitize);
     tcase_add_test(tc, gather_take);
