@@ -49,55 +49,9 @@ struct tp_dispatch {
     int32_t pid;
     struct tp_devjoin *join;       /* device side, NULL without CUPTI */
     struct tp_stack_scratch stk;   /* TRAINPROF_WITH_STACK: frames of the next record */
-    struct tp_corr_frames *cf;     /* correlation -> frames of host calls, for
+    struct tp_stack_corr *cf;      /* correlation -> frames of host calls, for
                                       the device events they caused */
-    size_t n_cf, cap_cf;           /* cap_cf: power of two */
 };
-
-struct tp_corr_frames {
-    uint64_t corr;                 /* 0 = empty */
-    const char *const *frames;
-    int n;
-};
-
-static void tp_cf_put(struct tp_dispatch *d, uint64_t corr, const char *const *frames, int n)
-{
-    if (!corr)
-        return;
-    if ((d->n_cf + 1) * 2 > d->cap_cf) {
-        size_t cap = d->cap_cf ? 2 * d->cap_cf : 256;
-        struct tp_corr_frames *v = calloc(cap, sizeof *v);
-        if (!v)
-            return;
-        for (size_t i = 0; i < d->cap_cf; i++) {
-            if (!d->cf[i].corr)
-                continue;
-            size_t j = (d->cf[i].corr * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
-            while (v[j].corr)
-                j = (j + 1) & (cap - 1);
-            v[j] = d->cf[i];
-        }
-        free(d->cf);
-        d->cf = v;
-        d->cap_cf = cap;
-    }
-    size_t j = (corr * 0x9e3779b97f4a7c15ull >> 20) & (d->cap_cf - 1);
-    while (d->cf[j].corr && d->cf[j].corr != corr)
-        j = (j + 1) & (d->cap_cf - 1);
-    d->n_cf += !d->cf[j].corr;
-    d->cf[j] = (struct tp_corr_frames){ corr, frames, n };
-}
-
-static const struct tp_corr_frames *tp_cf_get(const struct tp_dispatch *d, uint64_t corr)
-{
-    if (!corr || !d->cap_cf)
-        return NULL;
-    size_t j = (corr * 0x9e3779b97f4a7c15ull >> 20) & (d->cap_cf - 1);
-    for (; d->cf[j].corr; j = (j + 1) & (d->cap_cf - 1))
-        if (d->cf[j].corr == corr)
-            return &d->cf[j];
-    return NULL;
-}
 
 static void tp_dispatch_event(void *ctx, const struct tp_event *ev)
 {
@@ -136,6 +90,10 @@ static const char *tp_kernel_name(uint64_t func, int kind, char *buf, size_t buf
 static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct tp_record *r)
 {
     struct tp_dispatch *d = ctx;
+    if (r->kind == TP_REC_STACK) {
+        tp_stack_gather(&d->stk, t, r);
+        return;
+    }
     char kbuf[TP_INTERN_LEN_MAX + 1];
     struct tp_event ev;
     memset(&ev, 0, sizeof ev);
@@ -146,10 +104,6 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
     ev.cbid = -1;
     ev.ts_ns = tp_clock_to_unix_ns(&d->map, r->t0);
     ev.dur_ns = tp_clock_ticks_to_ns(&d->map, r->t0, r->t1);
-    if (r->kind == TP_REC_STACK) {
-        tp_stack_gather(&d->stk, t, r);
-        return;
-    }
     ev.frames = tp_stack_take(&d->stk, t, r, &ev.n_frames);
     switch (r->kind) {
     case TP_REC_API:
@@ -166,7 +120,7 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
         if (ev.layer == TP_LAYER_LIBRARY)
             ev.external_id = ev.correlation;    /* Kineto: a cpu_op's External id is its own id */
         if (ev.frames && d->join)
-            tp_cf_put(d, ev.correlation, ev.frames, ev.n_frames);
+            tp_stack_corr_put(&d->cf, ev.correlation, ev.frames, ev.n_frames);
         if (r->kind == TP_REC_LAUNCH)
             ev.kernel = tp_kernel_name(r->u.launch.func, r->u.launch.func_kind, kbuf, sizeof kbuf);
         if (r->kind == TP_REC_LAUNCH && r->u.launch.func_kind == TP_FUNC_GRAPH)
@@ -198,18 +152,11 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
 static void tp_dispatch_dev_event(void *ctx, const struct tp_event *ev)
 {
     struct tp_dispatch *d = ctx;
-    const struct tp_corr_frames *f = NULL;
-    if (d->n_cf && ev->flow)
-        f = tp_cf_get(d, ev->correlation);
-    if (d->n_cf && !f)
-        f = tp_cf_get(d, ev->external_id);
-    if (!f) {
-        tp_dispatch_event(d, ev);
-        return;
-    }
     struct tp_event e = *ev;
-    e.frames = f->frames;
-    e.n_frames = f->n;
+    if (d->cf && ev->flow)
+        e.frames = tp_stack_corr_get(d->cf, ev->correlation, &e.n_frames);
+    if (d->cf && !e.frames)
+        e.frames = tp_stack_corr_get(d->cf, ev->external_id, &e.n_frames);
     tp_dispatch_event(d, &e);
 }
 
@@ -557,7 +504,7 @@ void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
     free(steps.v);
     free(steps.tick);
     tp_devjoin_free(d.join);
-    free(d.cf);
+    tp_stack_corr_free(d.cf);
 
     if (win.trace_path[0]) {
         TP_INFO("rank %d: saved steps %llu-%llu%s (%llu events%s) to %s", win.rank,

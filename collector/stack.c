@@ -342,6 +342,72 @@ const char *const *tp_stack_resolve(const uint64_t *ips, int n)
     return f;
 }
 
+/* ---- correlation -> frames --------------------------------------------------- */
+
+struct tp_stack_corr {
+    size_t n, cap;                 /* cap: power of two */
+    struct tp_corr_slot {
+        uint64_t corr;             /* 0 = empty */
+        const char *const *frames;
+        int n;
+    } slot[];
+};
+
+static size_t tp_corr_pos(uint64_t corr, size_t cap)
+{
+    return tp_mix(corr) & (cap - 1);
+}
+
+void tp_stack_corr_put(struct tp_stack_corr **m, uint64_t corr, const char *const *frames, int n)
+{
+    struct tp_stack_corr *c = *m;
+    if (!corr)
+        return;
+    if (!c || (c->n + 1) * 2 > c->cap) {
+        size_t cap = c ? 2 * c->cap : 256;
+        struct tp_stack_corr *v = calloc(1, sizeof *v + cap * sizeof v->slot[0]);
+        if (!v)
+            return;
+        v->cap = cap;
+        for (size_t i = 0; c && i < c->cap; i++) {
+            if (!c->slot[i].corr)
+                continue;
+            size_t j = tp_corr_pos(c->slot[i].corr, cap);
+            while (v->slot[j].corr)
+                j = (j + 1) & (cap - 1);
+            v->slot[j] = c->slot[i];
+            v->n++;
+        }
+        free(c);
+        *m = c = v;
+    }
+    size_t j = tp_corr_pos(corr, c->cap);
+    while (c->slot[j].corr && c->slot[j].corr != corr)
+        j = (j + 1) & (c->cap - 1);
+    c->n += !c->slot[j].corr;
+    c->slot[j].corr = corr;
+    c->slot[j].frames = frames;
+    c->slot[j].n = n;
+}
+
+const char *const *tp_stack_corr_get(const struct tp_stack_corr *m, uint64_t corr, int *n)
+{
+    *n = 0;
+    if (!m || !corr)
+        return NULL;
+    for (size_t j = tp_corr_pos(corr, m->cap); m->slot[j].corr; j = (j + 1) & (m->cap - 1))
+        if (m->slot[j].corr == corr) {
+            *n = m->slot[j].n;
+            return m->slot[j].frames;
+        }
+    return NULL;
+}
+
+void tp_stack_corr_free(struct tp_stack_corr *m)
+{
+    free(m);
+}
+
 void tp_stack_cache_stats(uint64_t *lookups, uint64_t *misses)
 {
     *lookups = tp_sym_lookups;

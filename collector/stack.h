@@ -79,6 +79,21 @@ const char *const *tp_stack_resolve(const uint64_t *ips, int n);
  */
 const char *tp_stack_symbol(uint64_t ip);
 
+/* Correlation id -> frames of the host call, so that the device events a
+ * call caused carry its stack (flush thread, one map per window). */
+struct tp_stack_corr;
+
+/* tp_stack_corr_put - map "corr" (not 0) to "frames" ("n" of them) in
+ * "*m", created on first use; the last put for an id wins.  Silently skips
+ * when memory runs out. */
+void tp_stack_corr_put(struct tp_stack_corr **m, uint64_t corr, const char *const *frames, int n);
+
+/* tp_stack_corr_get - the frames mapped to "corr" and their count in "*n",
+ * or NULL with *n = 0. */
+const char *const *tp_stack_corr_get(const struct tp_stack_corr *m, uint64_t corr, int *n);
+
+void tp_stack_corr_free(struct tp_stack_corr *m);
+
 /* tp_stack_sanitize - replace ';' by ':' and control characters by ' ' in "s". */
 void tp_stack_sanitize(char *s);
 

@@ -174,6 +174,31 @@ START_TEST(gather_take)
 }
 END_TEST
 
+START_TEST(corr_map)
+{
+    static const char *const a[] = { "main", "f" }, *const b[] = { "main", "g", "h" };
+    struct tp_stack_corr *m = NULL;
+    int n = -1;
+    ck_assert_ptr_null(tp_stack_corr_get(m, 5, &n));
+    ck_assert_int_eq(n, 0);
+    tp_stack_corr_put(&m, 0, a, 2);                  /* id 0 is "none" */
+    ck_assert_ptr_null(m);
+    /* enough ids to grow the table several times */
+    for (uint64_t c = 1; c <= 3000; c++)
+        tp_stack_corr_put(&m, c * 7919, c % 2 ? a : b, c % 2 ? 2 : 3);
+    for (uint64_t c = 1; c <= 3000; c++) {
+        ck_assert_ptr_eq(tp_stack_corr_get(m, c * 7919, &n), c % 2 ? a : b);
+        ck_assert_int_eq(n, c % 2 ? 2 : 3);
+    }
+    ck_assert_ptr_null(tp_stack_corr_get(m, 7920, &n));
+    ck_assert_ptr_null(tp_stack_corr_get(m, 0, &n));
+    tp_stack_corr_put(&m, 7919, b, 3);               /* the last put wins */
+    ck_assert_ptr_eq(tp_stack_corr_get(m, 7919, &n), b);
+    ck_assert_int_eq(n, 3);
+    tp_stack_corr_free(m);
+}
+END_TEST
+
 __attribute__((noinline)) static int capture_here(uint64_t *ips, int max)
 {
     int n = tp_stack_capture(ips, max);
@@ -388,6 +413,7 @@ static Suite *suite(void)
     tcase_add_test(tc, symbol_cache);
     tcase_add_test(tc, sanitize);
     tcase_add_test(tc, gather_take);
+    tcase_add_test(tc, corr_map);
     tcase_add_test(tc, capture);
     tcase_add_test(tc, handler_host);
     tcase_add_test(tc, handler_gpu);
