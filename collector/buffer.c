@@ -174,10 +174,10 @@ static uint64_t tp_drain_one(struct tp_tbuf *b, uint8_t gen, tp_drain_fn fn, voi
             if (age > 0)
                 goto stop;
             if (age == 0) {
-                n++;
+                n += r->kind != TP_REC_STACK;   /* stack frames belong to the next record */
                 if (fn)
                     fn(ctx, b, r);
-            } else if (late) {
+            } else if (late && r->kind != TP_REC_STACK) {
                 (*late)++;
             }
         }

@@ -82,7 +82,8 @@ typedef void (*tp_drain_fn)(void *ctx, const struct tp_tbuf *t, const struct tp_
  * them, so "fn" must not keep record pointers.  With "count_only" nothing is
  * consumed ("fn", if not NULL, peeks at the records): the return value is
  * the number of records of "gen" and "*late" counts the stale ones (counts
- * precede the events in a trace).
+ * precede the events in a trace); TP_REC_STACK records are fed to "fn" but
+ * never counted (they are part of the record that follows them).
  */
 uint64_t tp_buf_drain(uint8_t gen, tp_drain_fn fn, void *ctx, uint64_t *late, int count_only);
 

@@ -106,6 +106,8 @@ static void tp_hot_set(uint32_t flags, uint8_t gen)
         flags |= TP_HOT_CAPTURE;
     if ((flags & TP_HOT_RECORDING) && atomic_load_explicit(&tp_dev_on, memory_order_relaxed))
         flags |= TP_HOT_EXTCORR;
+    if ((flags & TP_HOT_RECORDING) && tp_stack_on())
+        flags |= TP_HOT_STACK;
     atomic_store_explicit(&tp_hot, flags | (uint32_t)gen << 8, memory_order_release);
 }
 
@@ -540,6 +542,8 @@ static void tp_activate(void)
                         s->text, s->pattern);
         }
     }
+    if (tp_cfg.with_stack)
+        tp_stack_init();
     pthread_atfork(NULL, NULL, tp_atfork_child);
     tp_signals_install();
     tp_mem_enable(tp_cfg.profile_memory);

@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "config.h"
 #include "record.h"
+#include "stack.h"
 
 #define TP_HOT_INACTIVE   0x01u   /* not activated yet: the next call activates */
 #define TP_HOT_RECORDING  0x02u   /* a window records */
@@ -129,6 +130,8 @@ static inline struct tp_record *tp_call_end(struct tp_call *c, int32_t status)
     if (!(c->hot & TP_HOT_RECORDING))
         return NULL;
     uint64_t t1 = tp_clock_now();
+    if (__builtin_expect(c->hot & TP_HOT_STACK, 0))
+        tp_stack_record(TP_HOT_GEN(c->hot), c->t0);   /* STACK records precede the call's */
     struct tp_record *r = tp_buf_reserve();
     if (r) {
         r->kind = TP_REC_API;

@@ -24,6 +24,7 @@
 #include "kernels.h"
 #include "log.h"
 #include "memory.h"
+#include "stack.h"
 #include "sysstat.h"
 #include "window.h"
 #include "../handlers/exec.h"
@@ -48,6 +49,9 @@ struct tp_dispatch {
     struct tp_clock_map map;
     int32_t pid;
     struct tp_devjoin *join;       /* device side, NULL without CUPTI */
+    struct tp_stack_scratch stk;   /* TRAINPROF_WITH_STACK: frames of the next record */
+    struct tp_stack_corr *cf;      /* correlation -> frames of host calls, for
+                                      the device events they caused */
 };
 
 static void tp_dispatch_event(void *ctx, const struct tp_event *ev)
@@ -87,6 +91,10 @@ static const char *tp_kernel_name(uint64_t func, int kind, char *buf, size_t buf
 static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct tp_record *r)
 {
     struct tp_dispatch *d = ctx;
+    if (r->kind == TP_REC_STACK) {
+        tp_stack_gather(&d->stk, t, r);
+        return;
+    }
     char kbuf[TP_INTERN_LEN_MAX + 1];
     struct tp_event ev;
     memset(&ev, 0, sizeof ev);
@@ -97,6 +105,7 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
     ev.cbid = -1;
     ev.ts_ns = tp_clock_to_unix_ns(&d->map, r->t0);
     ev.dur_ns = tp_clock_ticks_to_ns(&d->map, r->t0, r->t1);
+    ev.frames = tp_stack_take(&d->stk, t, r, &ev.n_frames);
     switch (r->kind) {
     case TP_REC_API:
     case TP_REC_LAUNCH: {
@@ -111,6 +120,8 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
             ev.correlation = corr ? corr : tp_next_corr++;
         if (ev.layer == TP_LAYER_LIBRARY)
             ev.external_id = ev.correlation;    /* Kineto: a cpu_op's External id is its own id */
+        if (ev.frames && d->join)
+            tp_stack_corr_put(&d->cf, ev.correlation, ev.frames, ev.n_frames);
         if (r->kind == TP_REC_LAUNCH)
             ev.kernel = tp_kernel_name(r->u.launch.func, r->u.launch.func_kind, kbuf, sizeof kbuf);
         if (r->kind == TP_REC_LAUNCH && r->u.launch.func_kind == TP_FUNC_GRAPH)
@@ -135,6 +146,19 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
         return;
     }
     tp_dispatch_event(d, &ev);
+}
+
+/* A device event, with the frames of the host call it is linked to: its
+ * launch, else the library call that issued it (External id). */
+static void tp_dispatch_dev_event(void *ctx, const struct tp_event *ev)
+{
+    struct tp_dispatch *d = ctx;
+    struct tp_event e = *ev;
+    if (d->cf && ev->flow)
+        e.frames = tp_stack_corr_get(d->cf, ev->correlation, &e.n_frames);
+    if (d->cf && !e.frames)
+        e.frames = tp_stack_corr_get(d->cf, ev->external_id, &e.n_frames);
+    tp_dispatch_event(d, &e);
 }
 
 /* Host statistics of the window as counter events (units in the names). */
@@ -469,6 +493,8 @@ void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
                 h = tp_handler_find(name);
         if (!h && tp_cfg.exec[0] && strcmp(name, "exec") == 0)
             h = tp_handler_find(name);
+        if (!h && tp_cfg.with_stack && strcmp(name, "stacks") == 0)
+            h = tp_handler_find(name);
         if (!h || d.n == TP_MAX_HANDLERS)
             continue;
         d.h[d.n] = h;
@@ -478,7 +504,7 @@ void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
     late = 0;
     tp_buf_drain(w->gen, tp_dispatch_record, &d, &late, 0);
     if (d.join)
-        tp_devjoin_dispatch(d.join, &d.map, tp_dispatch_event, &d);
+        tp_devjoin_dispatch(d.join, &d.map, tp_dispatch_dev_event, &d);
     tp_dispatch_samples(&d, w);
     for (int i = 0; i < d.n; i++)
         if (d.st[i] && d.h[i]->close)
@@ -488,6 +514,7 @@ void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
     free(steps.tick);
     free(mem);
     tp_devjoin_free(d.join);
+    tp_stack_corr_free(d.cf);
 
     if (win.trace_path[0]) {
         TP_INFO("rank %d: saved steps %llu-%llu%s (%llu events%s) to %s%s%s", win.rank,

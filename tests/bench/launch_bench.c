@@ -3,6 +3,8 @@
  * Usage: launch_bench LAUNCHES STEPS.  Prints "ns_per_launch=X" and the
  * longest trainprof_step() call, "max_step_us=Y" (the stall at a save), on stdout.
  * Steps are signalled through trainprof_step() when the library is present.
+ * BENCH_NEST=D makes the launches from D nested frames (default 0), so that
+ * TRAINPROF_WITH_STACK has a stack as deep as TRAINPROF_STACK_DEPTH to walk.
  */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -23,19 +25,12 @@ static double now_ns(void)
     return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-int main(int argc, char **argv)
+static double total, max_step;
+
+static void bench_loop(long per, long steps)
 {
-    long launches = argc > 1 ? atol(argv[1]) : 1000000;
-    long steps = argc > 2 ? atol(argv[2]) : 10;
-    static char fatbin[16];
-    void **h = __cudaRegisterFatBinary(fatbin);
-    __cudaRegisterFunction(h, (const char *)bench_kernel, (char *)"_Z12bench_kernelv", "_Z12bench_kernelv",
-                           -1, NULL, NULL, NULL, NULL, NULL);
     void (*step)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "trainprof_step");
     dim3 g = { 1, 1, 1 }, b = { 32, 1, 1 };
-    cudaDeviceSynchronize();
-    long per = launches / steps;
-    double total = 0, max_step = 0;
     for (long s = 0; s < steps; s++) {
         double t0 = now_ns();
         for (long i = 0; i < per; i++)
@@ -48,6 +43,32 @@ int main(int argc, char **argv)
             max_step = d > max_step ? d : max_step;
         }
     }
+}
+
+/* D frames of its own above bench_loop; the volatile keeps them real frames */
+static volatile int bench_sink;
+
+__attribute__((noinline)) static void bench_nest(int d, long per, long steps)
+{
+    if (d <= 0)
+        bench_loop(per, steps);
+    else
+        bench_nest(d - 1, per, steps);
+    bench_sink++;
+}
+
+int main(int argc, char **argv)
+{
+    long launches = argc > 1 ? atol(argv[1]) : 1000000;
+    long steps = argc > 2 ? atol(argv[2]) : 10;
+    const char *nest = getenv("BENCH_NEST");
+    static char fatbin[16];
+    void **h = __cudaRegisterFatBinary(fatbin);
+    __cudaRegisterFunction(h, (const char *)bench_kernel, (char *)"_Z12bench_kernelv", "_Z12bench_kernelv",
+                           -1, NULL, NULL, NULL, NULL, NULL);
+    cudaDeviceSynchronize();
+    long per = launches / steps;
+    bench_nest(nest ? atoi(nest) : 0, per, steps);
     printf("ns_per_launch=%.2f\nmax_step_us=%.1f\n", total / (double)(per * steps), max_step / 1000);
     return 0;
 }

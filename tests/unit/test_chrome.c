@@ -525,7 +525,7 @@ static void check_sample(const char *text)
 
 START_TEST(test_handler_table)
 {
-    ck_assert_str_eq(tp_handler_names(), "chrome,summary,memory,exec");
+    ck_assert_str_eq(tp_handler_names(), "chrome,summary,memory,stacks,exec");
     const struct tp_handler *c = tp_handler_find("chrome"), *s = tp_handler_find("summary");
     ck_assert_ptr_nonnull(c);
     ck_assert_ptr_nonnull(s);
