@@ -5,6 +5,8 @@
  * Steps are signalled through trainprof_step() when the library is present.
  * BENCH_NEST=D makes the launches from D nested frames (default 0), so that
  * TRAINPROF_WITH_STACK has a stack as deep as TRAINPROF_STACK_DEPTH to walk.
+ * BENCH_CALL=alloc times cudaMalloc(4 KiB) + cudaFree pairs instead of
+ * launches ("ns_per_launch" is then ns per pair): the memory tracking cost.
  */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -26,6 +28,7 @@ static double now_ns(void)
 }
 
 static double total, max_step;
+static int bench_alloc;
 
 static void bench_loop(long per, long steps)
 {
@@ -33,8 +36,16 @@ static void bench_loop(long per, long steps)
     dim3 g = { 1, 1, 1 }, b = { 32, 1, 1 };
     for (long s = 0; s < steps; s++) {
         double t0 = now_ns();
-        for (long i = 0; i < per; i++)
-            cudaLaunchKernel((const void *)bench_kernel, g, b, NULL, 0, 0);
+        if (bench_alloc) {
+            for (long i = 0; i < per; i++) {
+                void *p = NULL;
+                if (cudaMalloc(&p, 4096) == cudaSuccess)
+                    cudaFree(p);
+            }
+        } else {
+            for (long i = 0; i < per; i++)
+                cudaLaunchKernel((const void *)bench_kernel, g, b, NULL, 0, 0);
+        }
         total += now_ns() - t0;
         if (step) {
             double s0 = now_ns();
@@ -62,6 +73,8 @@ int main(int argc, char **argv)
     long launches = argc > 1 ? atol(argv[1]) : 1000000;
     long steps = argc > 2 ? atol(argv[2]) : 10;
     const char *nest = getenv("BENCH_NEST");
+    const char *call = getenv("BENCH_CALL");
+    bench_alloc = call && call[0] == 'a';
     static char fatbin[16];
     void **h = __cudaRegisterFatBinary(fatbin);
     __cudaRegisterFunction(h, (const char *)bench_kernel, (char *)"_Z12bench_kernelv", "_Z12bench_kernelv",
