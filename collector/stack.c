@@ -14,8 +14,9 @@
  * libtrainprof.so needs nothing more on GPU nodes and its _Unwind_* symbols
  * never shadow the C++ runtime's.  libunwind 1.6 (Debian 12) exports
  * unw_backtrace plainly and the rest under _ULx86_64_; it has no
- * unw_get_proc_name_by_ip, so names come from dladdr (exported symbols:
- * programs need -rdynamic for theirs), else "module+0xoffset" where the
+ * unw_get_proc_name_by_ip, so names come from dladdr (exported symbols),
+ * else from the file's full symbol table (collector/elfsym.h: static
+ * functions, programs built without -rdynamic), else "module+0xoffset" where the
  * offset is the function's start (unw_get_proc_info_by_ip, from .eh_frame)
  * when libunwind knows it, the return address less one otherwise.
  *
@@ -27,6 +28,7 @@
 #include "stack.h"
 #include "buffer.h"
 #include "config.h"
+#include "elfsym.h"
 #include "kernels.h"
 #include "log.h"
 
@@ -225,14 +227,20 @@ static char *tp_symbol_make(uint64_t ip)
 {
     char buf[4096];
     Dl_info info;
+    const char *name;
     const void *at = (const void *)(uintptr_t)(ip ? ip - 1 : ip);
     int found = dladdr(at, &info) != 0;
     if (found && info.dli_sname && info.dli_sname[0]) {
         tp_demangle(info.dli_sname, buf, sizeof buf);
+    } else if (found && info.dli_fname && info.dli_fname[0] &&
+               (name = tp_elfsym_lookup(info.dli_fname, (uintptr_t)info.dli_fbase,
+                                        (uintptr_t)at, NULL)) != NULL) {
+        /* no dynamic symbol, but the file's full symbol table names it */
+        tp_demangle(name, buf, sizeof buf);
     } else if (found && info.dli_fname && info.dli_fname[0]) {
-        /* a function without a dynamic symbol (static, or a program built
-         * without -rdynamic): named by where it starts, from its unwind
-         * entry, so that all its call sites fold into one frame */
+        /* a function without any symbol (stripped file): named by where it
+         * starts, from its unwind entry, so that all its call sites fold
+         * into one frame */
         uintptr_t start = (uintptr_t)at;
         uint64_t pi[32];
         if (tp_unw_proc_info && tp_unw_proc_info(tp_unw_as, (uintptr_t)at, pi, NULL) == 0 &&
@@ -421,6 +429,7 @@ void tp_stack_reset(void)
     free(tp_syms);
     tp_syms = NULL;
     tp_syms_n = tp_syms_cap = 0;
+    tp_elfsym_reset();
     for (size_t i = 0; i < tp_stks_cap; i++)
         for (struct tp_stk *s = tp_stks[i], *nx; s; s = nx) {
             nx = s->next;

@@ -215,7 +215,8 @@ static struct mem_point *series_points(struct mem_series *s, int64_t t0, int64_t
     struct mem_point *p = malloc((s->n + 2) * sizeof *p);
     if (!p)
         return NULL;
-    qsort(s->v, s->n, sizeof *s->v, cmp_point);
+    if (s->n)
+        qsort(s->v, s->n, sizeof *s->v, cmp_point);
     size_t k = 0;
     p[k++] = (struct mem_point){ 0, s->u->start_bytes, 0 };
     for (size_t i = 0; i < s->n; i++) {

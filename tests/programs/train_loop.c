@@ -20,6 +20,9 @@
  *                    both  both of the above (nvtx pop first, then api)
  *                    none  no step signal
  *   --sleep-us=U     sleep per step (TRAIN_SLEEP_US, default 0)
+ *   --activations=B  per step, cudaMalloc B bytes before the forward launches
+ *                    and B/2 after them, free both after the step's sync, as
+ *                    activations come and go (TRAIN_ACTIVATIONS, default 0)
  *   --notify=K       write "train_loop: step K done" to stderr after step K
  *                    (TRAIN_NOTIFY, default -1: never)
  *   --bad-launch     first launch a NULL function and print what
@@ -63,6 +66,7 @@ int main(int argc, char **argv)
     long launches = prog_env_long("TRAIN_LAUNCHES", 4);
     long sleep_us = prog_env_long("TRAIN_SLEEP_US", 0);
     long notify = prog_env_long("TRAIN_NOTIFY", -1);
+    long act_bytes = prog_env_long("TRAIN_ACTIVATIONS", 0);
     const char *mode = getenv("TRAIN_MODE") ? getenv("TRAIN_MODE") : "api";
     int bad_launch = 0;
 
@@ -72,6 +76,7 @@ int main(int argc, char **argv)
         { "mode", required_argument, 0, 'm' },
         { "sleep-us", required_argument, 0, 'u' },
         { "notify", required_argument, 0, 'n' },
+        { "activations", required_argument, 0, 'a' },
         { "bad-launch", no_argument, 0, 'b' },
         { 0, 0, 0, 0 },
     };
@@ -83,10 +88,11 @@ int main(int argc, char **argv)
         case 'm': mode = optarg; break;
         case 'u': sleep_us = atol(optarg); break;
         case 'n': notify = atol(optarg); break;
+        case 'a': act_bytes = atol(optarg); break;
         case 'b': bad_launch = 1; break;
         default:
             fprintf(stderr, "usage: %s [--steps=N] [--launches=L] [--mode=api|nvtx|both|none] "
-                    "[--sleep-us=U] [--notify=K] [--bad-launch]\n", argv[0]);
+                    "[--sleep-us=U] [--notify=K] [--activations=B] [--bad-launch]\n", argv[0]);
             return 64;
         }
     }
@@ -131,6 +137,9 @@ int main(int argc, char **argv)
             host[i] = (float)((s * 31 + i) % 97) * 0.5f;
         PROG_CHECK(cudaMemcpy(d_a, host, N_FLOATS * sizeof(float), cudaMemcpyHostToDevice));
 
+        void *act = NULL, *act2 = NULL;
+        if (act_bytes > 0)
+            PROG_CHECK(cudaMalloc(&act, (size_t)act_bytes));
         nvtxRangePushA("forward");
         int n = N_FLOATS;
         void *args[] = { &d_a, &d_b, &n };
@@ -140,6 +149,8 @@ int main(int argc, char **argv)
                                         prog_dim3(128, 1, 1), args, (size_t)k * 256, stream));
         }
         nvtxRangePop();
+        if (act_bytes > 0)
+            PROG_CHECK(cudaMalloc(&act2, (size_t)act_bytes / 2));
 
         cudaKernel_t adam;
         PROG_CHECK(__cudaGetKernel(&adam, PROG_STUB(K_ADAM)));
@@ -147,6 +158,10 @@ int main(int argc, char **argv)
                                       stream));
         PROG_CHECK(cudaMemsetAsync(d_a, (int)(s & 0xff), 16, stream));
         PROG_CHECK(cudaStreamSynchronize(stream));
+        if (act_bytes > 0) {
+            PROG_CHECK(cudaFree(act2));
+            PROG_CHECK(cudaFree(act));
+        }
         PROG_CHECK(cudaMemcpy(back, d_a, N_FLOATS * sizeof(float), cudaMemcpyDeviceToHost));
         uint32_t sum = fnv1a(back, N_FLOATS * sizeof(float), 2166136261u);
         total = fnv1a(&sum, sizeof(sum), total);
