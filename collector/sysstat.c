@@ -226,6 +226,8 @@ int tp_sys_rate(uint64_t prev, uint64_t cur, double dt_s, double *rate)
 
 static pthread_mutex_t tp_sys_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t tp_sys_cv;                 /* CLOCK_MONOTONIC, set at first start */
+static pthread_cond_t tp_sys_idle_cv = PTHREAD_COND_INITIALIZER; /* a round ended */
+static int tp_sys_busy;                          /* a round is being taken */
 static struct tp_sys_sample tp_sys_ring[TP_SYS_RING];
 static size_t tp_sys_head, tp_sys_len;           /* oldest at head */
 static struct tp_sys_stats tp_sys_st;
@@ -503,9 +505,12 @@ static void *tp_sys_main(void *arg)
         if (tp_sys_gen != seen_gen || now >= next) {
             int fresh = tp_sys_gen != seen_gen;
             seen_gen = tp_sys_gen;
+            tp_sys_busy = 1;
             pthread_mutex_unlock(&tp_sys_mu);
             tp_sys_round(seen_gen);
             pthread_mutex_lock(&tp_sys_mu);
+            tp_sys_busy = 0;
+            pthread_cond_broadcast(&tp_sys_idle_cv);
             next = fresh || next + step <= now ? now + step : next + step;
             continue;
         }
@@ -559,6 +564,10 @@ void tp_sys_stop(void)
     tp_sys_running = 0;
     if (tp_sys_started)
         pthread_cond_signal(&tp_sys_cv);
+    /* a round already under way finishes first: no sample is taken after
+     * stop returns (the flush then takes the window's samples) */
+    while (tp_sys_busy && tp_sys_started && !pthread_equal(pthread_self(), tp_sys_thread))
+        pthread_cond_wait(&tp_sys_idle_cv, &tp_sys_mu);
     pthread_mutex_unlock(&tp_sys_mu);
 }
 
@@ -579,6 +588,8 @@ void tp_sys_shutdown(void)
 void tp_sys_atfork_child(void)
 {
     pthread_mutex_init(&tp_sys_mu, NULL);
+    pthread_cond_init(&tp_sys_idle_cv, NULL);
+    tp_sys_busy = 0;
     tp_sys_started = 0;
     tp_sys_running = 0;
     tp_sys_quit = 0;

@@ -52,7 +52,8 @@ const char *tp_sys_name(unsigned name);
  */
 int tp_sys_start(void);
 
-/* tp_sys_stop - pause sampling between windows; the thread parks on a condvar. */
+/* tp_sys_stop - pause sampling between windows; the thread parks on a condvar.
+ * Waits for a round under way, so that no sample is taken after it returns. */
 void tp_sys_stop(void);
 
 /*
