@@ -662,14 +662,8 @@ static void put_html(struct tp_jsonw *j, struct mem_state *m, const struct tp_wi
 static int write_report(const struct tp_window *w, const char *ext, int json, struct mem_state *m, int64_t len,
                         struct mem_point **pts, const size_t *npts, struct mem_point *scratch)
 {
-    char path[TP_PATH_MAX];
-    int stem = tp_output_report_path(path, sizeof path, w->reports_folder, w->trace_path, ext);
-    if (stem < 0) {
-        TP_ERROR("memory report of %s not written: %s", w->trace_path, strerror(ENAMETOOLONG));
-        return -1;
-    }
     struct tp_output out;
-    if (tp_output_open(&out, path, (size_t)stem, w->overwrite) != 0)
+    if (tp_output_open_report(&out, w->reports_folder, w->trace_path, ext, w->overwrite, "memory report") != 0)
         return -1;
     struct tp_jsonw j;
     if (tp_jsonw_init(&j, out.fd, 0, 0) == 0) {

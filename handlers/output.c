@@ -261,3 +261,15 @@ int tp_output_report_path(char *out, size_t n, const char *reports_folder,
         return -1;
     return k - (int)strlen(ext) - 1;
 }
+
+int tp_output_open_report(struct tp_output *o, const char *reports_folder, const char *trace_path,
+                          const char *ext, int overwrite, const char *what)
+{
+    char path[TP_PATH_MAX];
+    int stem = tp_output_report_path(path, sizeof path, reports_folder, trace_path, ext);
+    if (stem < 0) {
+        TP_ERROR("%s of %s not written: %s", what, trace_path, strerror(ENAMETOOLONG));
+        return -1;
+    }
+    return tp_output_open(o, path, (size_t)stem, overwrite);
+}

@@ -86,4 +86,12 @@ int tp_output_trace_base(char *out, size_t n, const char *trace_path);
 int tp_output_report_path(char *out, size_t n, const char *reports_folder,
                           const char *trace_path, const char *ext);
 
+/*
+ * tp_output_open_report - tp_output_open() of the report "<trace base>.<ext>"
+ * in "reports_folder"; "what" names it in the error line ("summary").
+ * Returns 0, or -1 after one error line.
+ */
+int tp_output_open_report(struct tp_output *o, const char *reports_folder, const char *trace_path,
+                          const char *ext, int overwrite, const char *what);
+
 #endif

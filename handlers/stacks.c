@@ -386,14 +386,8 @@ static int key_cmp(const void *a, const void *b)
 static int stacks_write(struct stacks *s, struct tp_window *w, const char *ext, int gpu,
                         struct stk_key **sorted)
 {
-    char path[TP_PATH_MAX];
-    int stem = tp_output_report_path(path, sizeof path, w->reports_folder, w->trace_path, ext);
-    if (stem < 0) {
-        TP_ERROR("stacks of %s not written: %s", w->trace_path, strerror(ENAMETOOLONG));
-        return -1;
-    }
     struct tp_output out;
-    if (tp_output_open(&out, path, (size_t)stem, w->overwrite) != 0)
+    if (tp_output_open_report(&out, w->reports_folder, w->trace_path, ext, w->overwrite, "stacks") != 0)
         return -1;
     struct tp_jsonw j;
     if (tp_jsonw_init(&j, out.fd, 0, 0) == 0) {

@@ -983,15 +983,9 @@ static int summary_close(void *state, struct tp_window *w)
         summary_free(s);
         return 0;
     }
-    char path[TP_PATH_MAX];
-    int stem = tp_output_report_path(path, sizeof path, w->reports_folder, w->trace_path, "summary.txt");
-    if (stem < 0) {
-        TP_ERROR("summary of %s not written: %s", w->trace_path, strerror(ENAMETOOLONG));
-        summary_free(s);
-        return -1;
-    }
     struct tp_output out;
-    if (tp_output_open(&out, path, (size_t)stem, w->overwrite) != 0) {
+    if (tp_output_open_report(&out, w->reports_folder, w->trace_path, "summary.txt", w->overwrite,
+                              "summary") != 0) {
         summary_free(s);
         return -1;
     }
