@@ -17,12 +17,15 @@ import tputil
 LAUNCHES = 3
 PER_STEP = LAUNCHES + 1
 RANK = 3
+ACT = 1 << 20           # bytes of activations per step (and half as much again)
 
 
 @pytest.fixture(scope="module")
 def trace_dir():
-    """One trace (default schedule: steps 1-4) of rank 3, alone in a folder."""
-    r = tputil.run("train_loop", ["--steps=8", "--launches=%d" % LAUNCHES, "--mode=nvtx"],
+    """One trace (default schedule: steps 1-4) of rank 3, alone in a folder,
+    with activations allocated and freed in every step ([memory] events)."""
+    r = tputil.run("train_loop", ["--steps=8", "--launches=%d" % LAUNCHES, "--mode=nvtx",
+                                  "--activations=%d" % ACT],
                    env={"RANK": RANK, "WORLD_SIZE": 4})
     assert r.rc == 0, r.stderr
     assert len(r.traces) == 1, r.traces
@@ -77,6 +80,31 @@ def test_tb_plugin_parses_steps(trace_dir):
     profile = RunGenerator(worker, span, data).generate_run_profile()
     assert profile is not None
     assert profile.views, "no view generated"
+
+
+def test_tb_plugin_reads_memory(trace_dir):
+    """The plugin's memory view takes our [memory] events: its peak per
+    device is the trace's own peak of "Total Allocated"."""
+    try:
+        from torch_tb_profiler import consts
+        from torch_tb_profiler.profiler.data import RunProfileData
+        from torch_tb_profiler.profiler.run_generator import RunGenerator
+    except Exception as e:  # pragma: no cover - depends on the environment
+        pytest.skip("torch_tb_profiler cannot be imported: %r" % (e,))
+    _d, path, trace = trace_dir
+    mem = [e for e in trace["traceEvents"] if e.get("name") == "[memory]"]
+    assert len(mem) == 4 * 4                     # two allocations, two frees per step
+    peak = max(e["args"]["Total Allocated"] for e in mem)
+    low = min(e["args"]["Total Allocated"] for e in mem)
+    assert peak - low == ACT + ACT // 2
+    m = consts.WORKER_PATTERN.match(os.path.basename(path))
+    data = RunProfileData.parse(m.group(1), None, path, tputil.new_dir())
+    assert data.memory_snapshot is not None
+    peaks = data.memory_snapshot.get_peak_memory()
+    cuda = {k: v for k, v in peaks.items() if getattr(k[0], "name", "") == "CUDA"}
+    assert list(cuda.values()) == [peak], peaks
+    profile = RunGenerator(m.group(1), None, data).generate_run_profile()
+    assert profile.memory_snapshot is not None
 
 
 def test_tb_plugin_run_loader(trace_dir):
