@@ -7,7 +7,9 @@
  * (signals blocked, named tp-flush), register pthread_atfork and install
  * SIGTERM/SIGINT handlers over default dispositions only.  The exit flush is
  * registered with atexit() after the first real CUDA call has returned, so
- * that it runs before CUDA's own atexit teardown (LIFO order).
+ * that it runs before CUDA's own atexit teardown (LIFO order), and once at
+ * activation, so that it runs before _dl_fini when no such call came (the
+ * destructor is the last fallback).
  *
  * Steps are counted under one mutex: steps are rare next to calls, and the
  * step path is where windows open and close.  Closing a window costs the
@@ -78,6 +80,11 @@ static int tp_sig_installed[2];            /* SIGTERM, SIGINT */
 static const int tp_sig_nums[2] = { SIGTERM, SIGINT };
 int tp_exit_hooked;
 static _Atomic int tp_exiting;
+/* CUPTI is loaded on tp-flush, by dlopen.  Once exit has begun no load may
+ * start: from _dl_fini on, a dlopen runs the initialisers of objects already
+ * finalised again (preload/dlsym.c).  tp_atexit sets tp_exiting under this
+ * lock, so a load under way finishes first and none starts after. */
+static pthread_mutex_t tp_load_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int tp_exit_done;
 static uint64_t tp_activation_tick;
 static int tp_warned_no_step;
@@ -300,6 +307,15 @@ static void tp_warn_no_step(const char *when)
 
 /* ---- the flush thread ---------------------------------------------------- */
 
+/* tp_cupti_start unless the process is exiting (tp_load_lock). */
+static int tp_cupti_start_live(void)
+{
+    pthread_mutex_lock(&tp_load_lock);
+    int rc = atomic_load(&tp_exiting) ? -1 : tp_cupti_start();
+    pthread_mutex_unlock(&tp_load_lock);
+    return rc;
+}
+
 /* Start or stop the host sampler and CUPTI as the schedule asks (tp-flush,
  * no lock held).  Both keep running while windows wait to be written. */
 static void tp_follow_schedule(int queued)
@@ -312,7 +328,7 @@ static void tp_follow_schedule(int queued)
         tp_sys_stop();
     int want = atomic_load(&tp_dev_want);
     if (want) {
-        if (!tp_cupti_enabled() && tp_cupti_start() != 0)
+        if (!tp_cupti_enabled() && tp_cupti_start_live() != 0)
             return;
         if (!atomic_exchange(&tp_dev_on, 1))
             tp_hot_refresh();
@@ -433,7 +449,14 @@ static void tp_atexit(void)
 {
     if (getpid() != tp_owner || !tp_core_active() || atomic_exchange(&tp_exit_done, 1))
         return;
+    /* bounded, should a CUPTI load hang: then exit goes on as before */
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 10;
+    int locked = pthread_mutex_timedlock(&tp_load_lock, &dl) == 0;
     atomic_store(&tp_exiting, 1);
+    if (locked)
+        pthread_mutex_unlock(&tp_load_lock);
     tp_depth++;
     tp_window_close_final(1);
     tp_wait_written(30000);
@@ -545,6 +568,13 @@ static void tp_activate(void)
     if (tp_cfg.with_stack)
         tp_stack_init();
     pthread_atfork(NULL, NULL, tp_atfork_child);
+    /* The exit flush, for a process whose first launch never registers it
+     * again later (tp_core_after_call; LIFO, that one runs first and this
+     * one then does nothing).  From exit's handlers, not only from our
+     * destructor: _dl_fini has by then marked objects uninitialised, and
+     * tp-flush's dlopens during the flush would run their initialisers
+     * again (preload/dlsym.c). */
+    atexit(tp_atexit);
     tp_signals_install();
     tp_mem_enable(tp_cfg.profile_memory);
     atomic_store(&tp_active, 1);
@@ -583,8 +613,7 @@ void tp_core_after_call(void)
         atexit(tp_atexit);
 }
 
-/* Fallback for a process that activated but made no CUDA call afterwards
- * (trainprof_* or NVTX only): destructors run after atexit handlers. */
+/* Last fallback (the atexit registrations above normally ran first). */
 __attribute__((destructor)) static void tp_fini(void)
 {
     tp_atexit();

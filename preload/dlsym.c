@@ -114,21 +114,49 @@ static enum tp_lib tp_handle_lib(void *handle)
     return lib;
 }
 
+/*
+ * Our own handle, for tp_own_symbol.  The first dlopen of an object loaded
+ * at start-up, RTLD_NOLOAD or not, runs _dl_init on it, which calls every
+ * initialiser whose object is not marked initialised - and at exit _dl_fini
+ * clears that mark before it runs our destructor.  Taken lazily on tp-flush
+ * while our destructor waited for the exit flush (a CUPTI constructor looking
+ * up a cudart symbol), it ran our constructors a second time (a sanitizer
+ * build reports that as an ODR violation of tp_dlsym_next).  So the handle
+ * is taken in our constructor (init.c), where that dlopen runs nothing; the
+ * lazy path is left only for lookups made by another library's constructor
+ * before ours ran, at start-up.
+ */
+static void *tp_self;
+
+static void *tp_self_handle(void)
+{
+    void *h = __atomic_load_n(&tp_self, __ATOMIC_ACQUIRE);
+    if (h)
+        return h;
+    Dl_info info;
+    if (!dladdr((void *)tp_self_handle, &info) || !info.dli_fname)
+        return NULL;
+    h = dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
+    if (h) {
+        void *prev = NULL;
+        if (!__atomic_compare_exchange_n(&tp_self, &prev, h, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            dlclose(h);            /* only drops the count we added */
+            h = prev;
+        }
+    }
+    return h;
+}
+
+void tp_dlsym_init(void)
+{
+    (void)tp_self_handle();
+}
+
 /* Our exported definition of "name", or NULL. */
 static void *tp_own_symbol(const char *name)
 {
-    static void *self;
-    void *h = __atomic_load_n(&self, __ATOMIC_ACQUIRE);
-    if (!h) {
-        Dl_info info;
-        if (!dladdr((void *)tp_own_symbol, &info) || !info.dli_fname)
-            return NULL;
-        h = dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
-        if (!h)
-            return NULL;
-        __atomic_store_n(&self, h, __ATOMIC_RELEASE);
-    }
-    return tp_dlsym_real(h, name);
+    void *h = tp_self_handle();
+    return h ? tp_dlsym_real(h, name) : NULL;
 }
 
 /* dlsym for every handle but RTLD_NEXT/RTLD_DEFAULT (tail-jumped to). */

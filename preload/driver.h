@@ -43,4 +43,8 @@ void *tp_procaddr_wrap_symbol(const char *sym, void *real);
  * handle; never call it with RTLD_NEXT or RTLD_DEFAULT (preload/dlsym.c). */
 void *tp_dlsym_real(void *handle, const char *name);
 
+/* tp_dlsym_init - from our constructor: take our own handle now, while a
+ * dlopen of ourselves cannot run our initialisers again (preload/dlsym.c). */
+void tp_dlsym_init(void);
+
 #endif

@@ -1,8 +1,10 @@
 /*
  * init.c - DESIGN: the constructor does the least it can (SPEC 3): parse
- * the configuration silently and make this library the NVTX injection
- * library.  No threads, files or output until activation (collector/core.c).
+ * the configuration silently, make this library the NVTX injection
+ * library and take its own dlopen handle (preload/dlsym.c says why).  No
+ * threads, files or output until activation (collector/core.c).
  */
+#include "driver.h"
 #include "nvtx.h"
 #include "../collector/config.h"
 
@@ -10,4 +12,5 @@ __attribute__((constructor)) static void tp_init(void)
 {
     tp_config_init();
     tp_nvtx_setup_env();
+    tp_dlsym_init();
 }

@@ -285,3 +285,28 @@ def test_hostile_names_give_valid_json():
         assert ranges.count(msg) == steps, (msg, ranges)
     assert sum(1 for n in ranges if n.startswith("range") and n not in (
         "range \"quoted\" \\ back", "range\x01\x02\x1b[31m", "range\U0001F600")) == steps
+
+
+# ---- exit: our initialisers run once ---------------------------------------------
+
+def test_initialisers_run_once_through_exit():
+    """gemm_calls makes no launch, so the exit flush used to run from our
+    destructor, after _dl_fini had marked us uninitialised; tp-flush, still
+    loading CUPTI, then took our own handle with dlopen(RTLD_NOLOAD), which
+    ran our constructors again (an ODR report under ASan).  The loader's own
+    log counts the calls of our initialisers."""
+    name = os.path.basename(tputil.lib_path())
+    for _ in range(3):
+        cwd = tputil.new_dir()
+        log = os.path.join(cwd, "ld")
+        r = tputil.run("gemm_calls", cwd=cwd,
+                       env={"GEMM_STEPS": "1", "TRAINPROF_SCHEDULE": "warmup=1,active=1",
+                            "LD_DEBUG": "files", "LD_DEBUG_OUTPUT": log})
+        assert r.rc == 0, r.stderr
+        inits = []
+        for f in os.listdir(cwd):
+            if f.startswith("ld."):
+                with open(os.path.join(cwd, f), errors="replace") as fh:
+                    inits += [l for l in fh if "calling init:" in l and l.rstrip().endswith("/" + name)]
+        assert len(inits) == 1, inits
+        assert len(r.traces) == 1
