@@ -73,6 +73,14 @@ static struct tp_mem_snap tp_snaps[TP_MEM_SNAPS];
 
 void tp_mem_enable(int on)
 {
+    /* touch the tables now (activation), not at a window's first use: a
+     * first-touch page fault costs several µs in a step here */
+    if (on && !atomic_load(&tp_mem_on)) {
+        pthread_mutex_lock(&tp_mem_lock);
+        memset(tp_snaps, 0, sizeof tp_snaps);
+        memset(tp_acct + tp_nacct, 0, sizeof tp_acct - (size_t)tp_nacct * sizeof *tp_acct);
+        pthread_mutex_unlock(&tp_mem_lock);
+    }
     atomic_store(&tp_mem_on, on ? 1 : 0);
 }
 
