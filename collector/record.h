@@ -312,6 +312,10 @@ struct tp_window_step {
     const char *thread_name;
 };
 
+/* Report files a window may list for the exec handler (summary, memory
+ * page and JSON, two stacks files, and room to spare). */
+#define TP_WINDOW_REPORTS 8
+
 /* What a handler knows about the window it is fed. */
 struct tp_window {
     /* identity */
@@ -362,6 +366,8 @@ struct tp_window {
     /* outputs: filled by handlers in list order (chrome first) */
     char trace_path[4096];        /* the saved trace, "" if none */
     char summary_line[256];       /* one line for TRAINPROF_LOG=info (summary handler) */
+    char reports_saved[TP_WINDOW_REPORTS][4096]; /* the report files written, in order */
+    int n_reports_saved;
 };
 
 #endif

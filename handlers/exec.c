@@ -1,7 +1,8 @@
 /*
- * exec.c - DESIGN: the exec handler (SPEC 8).  At close, after chrome has
- * saved the window's trace, TRAINPROF_EXEC is expanded ({path} = the trace,
- * plus the SPEC 7 variables) and started as "/bin/sh -c CMD" with
+ * exec.c - DESIGN: the exec handler (SPEC 8).  At close, after the other
+ * handlers have saved the window's trace and reports, TRAINPROF_EXEC is
+ * expanded once per saved file ({path} = that file, the trace first, plus
+ * the SPEC 7 variables) and started as "/bin/sh -c CMD" with
  * posix_spawn from tp-flush: the training thread never waits for it.  The
  * child reads /dev/null, writes its standard output to our stderr (so that
  * the program's standard output carries only its own), and gets our
@@ -16,7 +17,8 @@
  * ECHILD then just forgets the child.  The table is small and locked,
  * because exit runs on the thread that calls exit(), not on tp-flush.
  * TRAINPROF_KEEP (collector/flush.c) asks tp_exec_busy() before deleting a
- * trace and defers the deletion while the trace's command runs.
+ * trace and its reports, and defers the deletion while any command of that
+ * window runs.
  */
 #include "exec.h"
 
@@ -41,7 +43,8 @@
 
 struct tp_exec_child {
     pid_t pid;                   /* 0: free slot */
-    char path[4096];
+    char path[4096];             /* the window's trace (TRAINPROF_KEEP asks by it) */
+    char file[4096];             /* the saved file it runs for: {path} */
     char cmd[TP_EXEC_SHOWN + 4];
 };
 
@@ -52,10 +55,10 @@ static void tp_exec_report(const struct tp_exec_child *k, int status)
 {
     if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
         TP_WARN("TRAINPROF_EXEC command \"%s\" for %s exited with status %d",
-                k->cmd, k->path, WEXITSTATUS(status));
+                k->cmd, k->file, WEXITSTATUS(status));
     else if (WIFSIGNALED(status))
         TP_WARN("TRAINPROF_EXEC command \"%s\" for %s was killed by signal %d",
-                k->cmd, k->path, WTERMSIG(status));
+                k->cmd, k->file, WTERMSIG(status));
 }
 
 /* One non-blocking pass over our own pids; the lock is held. */
@@ -167,21 +170,19 @@ static void *exec_open(struct tp_window *w)
     return w->exec && w->exec[0] ? &placeholder : NULL;
 }
 
-static int exec_close(void *state, struct tp_window *w)
+/* Starts TRAINPROF_EXEC for "file", one of the window's saved files; its
+ * child is filed under the window's trace for TRAINPROF_KEEP.  0 or -1. */
+static int exec_one(const struct tp_window *w, const char *file)
 {
-    (void)state;
-    if (!w->trace_path[0])
-        return 0;
-    tp_exec_reap(0);
     struct tp_format_vars v = {
         .run_name = w->run_name, .hostname = w->hostname,
         .rank = w->rank, .local_rank = w->local_rank, .world_size = w->world_size,
         .local_world_size = w->local_world_size, .node_rank = w->node_rank,
-        .pid = (int)w->pid, .batch = (int64_t)w->batch, .path = w->trace_path,
+        .pid = (int)w->pid, .batch = (int64_t)w->batch, .path = file,
     };
     char cmd[8192], err[256];
     if (tp_format_expand(w->exec, &v, cmd, sizeof cmd, err, sizeof err) < 0) {
-        TP_ERROR("TRAINPROF_EXEC=\"%.160s\": %s: not run for %s", w->exec, err, w->trace_path);
+        TP_ERROR("TRAINPROF_EXEC=\"%.160s\": %s: not run for %s", w->exec, err, file);
         return -1;
     }
     pthread_mutex_lock(&tp_exec_lock);
@@ -191,12 +192,12 @@ static int exec_close(void *state, struct tp_window *w)
             k = &tp_exec_kids[i];
     int rc = -1;
     if (!k) {
-        TP_ERROR("TRAINPROF_EXEC: %d commands still running: not run for %s",
-                 TP_EXEC_MAX, w->trace_path);
+        TP_ERROR("TRAINPROF_EXEC: %d commands still running: not run for %s", TP_EXEC_MAX, file);
     } else {
         snprintf(k->cmd, sizeof k->cmd, "%.*s%s", TP_EXEC_SHOWN, cmd,
                  strlen(cmd) > TP_EXEC_SHOWN ? "..." : "");
         snprintf(k->path, sizeof k->path, "%s", w->trace_path);
+        snprintf(k->file, sizeof k->file, "%s", file);
         pid_t pid = tp_exec_spawn(cmd);
         if (pid > 0) {
             k->pid = pid;
@@ -208,6 +209,20 @@ static int exec_close(void *state, struct tp_window *w)
     }
     pthread_mutex_unlock(&tp_exec_lock);
     return rc;
+}
+
+/* After the others (handlers.def): once per saved file, the trace first,
+ * then the reports in the order they were written. */
+static int exec_close(void *state, struct tp_window *w)
+{
+    (void)state;
+    if (!w->trace_path[0])
+        return 0;
+    tp_exec_reap(0);
+    int rc = exec_one(w, w->trace_path);
+    for (int i = 0; i < w->n_reports_saved; i++)
+        rc |= exec_one(w, w->reports_saved[i]);
+    return rc ? -1 : 0;
 }
 
 const struct tp_handler tp_handler_exec = {

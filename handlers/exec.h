@@ -1,6 +1,7 @@
 /*
  * exec.h - the exec handler's children (SPEC 8): TRAINPROF_EXEC runs after
- * each saved trace; TRAINPROF_KEEP asks here before deleting a trace.
+ * each saved file (trace and reports); TRAINPROF_KEEP asks here before
+ * deleting a trace and its reports.
  */
 #ifndef TRAINPROF_HANDLERS_EXEC_H
 #define TRAINPROF_HANDLERS_EXEC_H
@@ -14,7 +15,8 @@
 int tp_exec_reap(int wait_ms);
 
 /*
- * tp_exec_busy - 1 if an exec child started for the trace "path" still runs
+ * tp_exec_busy - 1 if an exec child started for a file of the window whose
+ * trace is "path" still runs
  * (after a reap that does not wait), else 0.
  */
 int tp_exec_busy(const char *path);

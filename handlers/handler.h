@@ -26,6 +26,15 @@ struct tp_handler {
     int (*close)(void *state, struct tp_window *w);
 };
 
+struct tp_output;
+
+/*
+ * tp_handler_report_done - finish a report file: abort it if "err" (an
+ * errno, reported) else commit it, and list the committed file in
+ * w->reports_saved, where the exec handler finds it.  0 or -1.
+ */
+int tp_handler_report_done(struct tp_output *o, int err, struct tp_window *w);
+
 /* tp_handler_find - the handler named "name", or NULL. */
 const struct tp_handler *tp_handler_find(const char *name);
 

@@ -7,8 +7,10 @@
  * close: success).  The copies are filled once, under pthread_once.
  */
 #include "handler.h"
+#include "output.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #define TP_HANDLER(n) extern const struct tp_handler tp_handler_##n;
@@ -79,4 +81,14 @@ const char *tp_handler_names(void)
         ;
 #undef TP_HANDLER
     return names + 1;
+}
+
+int tp_handler_report_done(struct tp_output *o, int err, struct tp_window *w)
+{
+    int rc = err ? tp_output_abort(o, err) : tp_output_commit(o);
+    if (rc == 0 && w->n_reports_saved < TP_WINDOW_REPORTS) {
+        snprintf(w->reports_saved[w->n_reports_saved], sizeof w->reports_saved[0], "%s", o->final);
+        w->n_reports_saved++;
+    }
+    return rc;
 }

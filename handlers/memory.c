@@ -659,7 +659,7 @@ static void put_html(struct tp_jsonw *j, struct mem_state *m, const struct tp_wi
 }
 
 /* Writes one report file; 0 or -1 (reported). */
-static int write_report(const struct tp_window *w, const char *ext, int json, struct mem_state *m, int64_t len,
+static int write_report(struct tp_window *w, const char *ext, int json, struct mem_state *m, int64_t len,
                         struct mem_point **pts, const size_t *npts, struct mem_point *scratch)
 {
     struct tp_output out;
@@ -673,7 +673,7 @@ static int write_report(const struct tp_window *w, const char *ext, int json, st
             put_html(&j, m, w, len, pts, npts, scratch);
     }
     int err = tp_jsonw_finish(&j);
-    return err ? tp_output_abort(&out, err) : tp_output_commit(&out);
+    return tp_handler_report_done(&out, err, w);
 }
 
 static void memory_free(struct mem_state *m)

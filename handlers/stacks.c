@@ -401,7 +401,7 @@ static int stacks_write(struct stacks *s, struct tp_window *w, const char *ext, 
         }
     }
     int err = tp_jsonw_finish(&j);
-    return err ? tp_output_abort(&out, err) : tp_output_commit(&out);
+    return tp_handler_report_done(&out, err, w);
 }
 
 static void stacks_free(struct stacks *s)

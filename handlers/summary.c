@@ -1008,7 +1008,7 @@ static int summary_close(void *state, struct tp_window *w)
             tp_jsonw_lit(&j, "Out of memory while summarising: the tables above are incomplete.\n");
     }
     int err = tp_jsonw_finish(&j);
-    int rc = err ? tp_output_abort(&out, err) : tp_output_commit(&out);
+    int rc = tp_handler_report_done(&out, err, w);
     summary_free(s);
     return rc;
 }

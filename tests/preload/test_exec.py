@@ -1,14 +1,20 @@
-"""The exec handler (SPEC 8): TRAINPROF_EXEC runs once per saved trace with
-{path} and the SPEC 7 variables, with TRAINPROF_ENABLED=0, its stdout on
-stderr; a failure is a warning that changes neither rc nor stdout;
-TRAINPROF_KEEP waits for the command before deleting its trace; the host's
-own children keep their exit statuses."""
+"""The exec handler (SPEC 8): TRAINPROF_EXEC runs once per saved file (each
+trace, then its reports) with {path} and the SPEC 7 variables, with
+TRAINPROF_ENABLED=0, its stdout on stderr; a failure is a warning that
+changes neither rc nor stdout; TRAINPROF_KEEP waits for the commands before
+deleting a trace and its reports; the host's own children keep their exit
+statuses."""
 
 import os
 
 import tputil
 
 SCHED = "warmup=0,active=1,repeat=3"     # three one-step windows
+
+
+def _summary_of(trace, cwd):
+    base = os.path.basename(trace)[:-len(".json.gz")]
+    return os.path.join(os.path.dirname(os.path.dirname(trace)), "reports", base + ".summary.txt")
 
 
 def _run(exec_cmd, extra=None, prog="train_loop", args=("--steps=5",)):
@@ -22,16 +28,35 @@ def _lines(r, name):
         return f.read().splitlines()
 
 
-def test_each_trace_once_with_vars_and_disabled():
+def test_each_saved_file_once_with_vars_and_disabled():
     r = _run("echo got {path} {rank} $TRAINPROF_ENABLED >> out; echo hello")
     plain = tputil.run("train_loop", ["--steps=5"], preload=False)
     assert r.rc == 0, r.stderr.decode(errors="replace")
     assert r.stdout == plain.stdout          # nothing of the child's on stdout
     assert len(r.traces) == 3
     got = sorted(_lines(r, "out"))
-    want = sorted("got %s 0 0" % os.path.relpath(t, r.cwd) for t in r.traces)
+    files = list(r.traces) + [_summary_of(t, r.cwd) for t in r.traces]
+    for f in files:
+        assert os.path.exists(f), f
+    want = sorted("got %s 0 0" % os.path.relpath(f, r.cwd) for f in files)
     assert got == want
-    assert r.stderr.decode().splitlines().count("hello") == 3
+    assert r.stderr.decode().splitlines().count("hello") == 6
+
+
+def test_reports_of_every_handler():
+    r = _run("echo {path} >> out", {"TRAINPROF_SCHEDULE": "warmup=1,active=2",
+                                     "TRAINPROF_HANDLERS": "chrome,summary,memory",
+                                     "TRAINPROF_WITH_STACK": "1"},
+             args=("--steps=5", "--activations=4096"))
+    assert r.rc == 0, r.stderr.decode(errors="replace")
+    (trace,) = r.traces
+    got = _lines(r, "out")
+    base = os.path.basename(trace)[:-len(".json.gz")]
+    assert sorted(os.path.basename(p) for p in got) == sorted(
+        [os.path.basename(trace)] + [base + s for s in (".summary.txt", ".memory.html",
+                                                        ".memory.json", ".stacks.txt")])
+    for p in got:
+        assert os.path.exists(os.path.join(r.cwd, p)), p
 
 
 def test_failure_is_a_warning():
@@ -41,15 +66,19 @@ def test_failure_is_a_warning():
     assert r.stdout == plain.stdout
     assert len(r.traces) == 1
     warns = [l for l in r.stderr.decode().splitlines() if "TRAINPROF_EXEC" in l]
-    assert len(warns) == 1, warns
-    assert warns[0].startswith("trainprof: warning: ") and "status 3" in warns[0]
+    assert len(warns) == 2, warns            # the trace and its summary
+    for w in warns:
+        assert w.startswith("trainprof: warning: ") and "status 3" in w
+    assert any(".summary.txt" in w for w in warns) and any(".json.gz" in w for w in warns)
 
 
 def test_keep_waits_for_the_command():
     r = _run("sleep 0.3; cat {path} > /dev/null && echo ok >> out", {"TRAINPROF_KEEP": "1"})
     assert r.rc == 0, r.stderr.decode(errors="replace")
-    assert _lines(r, "out") == ["ok"] * 3
+    assert _lines(r, "out") == ["ok"] * 6    # every file still there when read
     assert len(r.traces) == 1
+    reports = os.listdir(os.path.join(r.cwd, "test", "reports"))
+    assert reports == [os.path.basename(_summary_of(r.traces[0], r.cwd))], reports
 
 
 def test_host_children_keep_their_status():
