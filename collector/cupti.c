@@ -42,6 +42,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "devprops.h"
 #include "intern.h"
 #include "kernels.h"
 #include "log.h"
@@ -1049,14 +1050,13 @@ void tp_cupti_set_capture_check(int (*fn)(void))
 /* CUDA driver version from a libcuda already loaded, 0 if none. */
 static int tp_driver_version(void)
 {
-    void *h = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
-    if (!h)
-        return 0;
+    static const char *const name = "cuDriverGetVersion";
+    void *p;
+    tp_driver_syms(&name, &p, 1);
     int v = 0;
-    int (*fn)(int *) = (int (*)(int *))dlsym(h, "cuDriverGetVersion");
+    int (*fn)(int *) = (int (*)(int *))p;
     if (!fn || fn(&v) != 0)
         v = 0;
-    dlclose(h);
     return v;
 }
 

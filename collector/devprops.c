@@ -67,17 +67,30 @@ static void tp_fill(const struct tp_driver_api *api, int ordinal, CUdevice dev, 
     d->num_sms = tp_attr(api, dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
 }
 
-static void tp_devs_load(void)
+int tp_driver_syms(const char *const *names, void **out, int n)
 {
+    for (int i = 0; i < n; i++)
+        out[i] = NULL;
     void *h = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
     if (!h)
+        return -1;
+    for (int i = 0; i < n; i++)
+        out[i] = dlsym(h, names[i]);
+    dlclose(h);   /* only drops the reference NOLOAD took */
+    return 0;
+}
+
+static void tp_devs_load(void)
+{
+    static const char *const names[] = {
+        "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName", "cuDeviceTotalMem_v2",
+        "cuDeviceGetAttribute",
+    };
+    void *fn[5];
+    if (tp_driver_syms(names, fn, 5) != 0)
         return;
     struct tp_driver_api api = {
-        (tp_count_fn)dlsym(h, "cuDeviceGetCount"),
-        (tp_get_fn)dlsym(h, "cuDeviceGet"),
-        (tp_name_fn)dlsym(h, "cuDeviceGetName"),
-        (tp_mem_fn)dlsym(h, "cuDeviceTotalMem_v2"),
-        (tp_attr_fn)dlsym(h, "cuDeviceGetAttribute"),
+        (tp_count_fn)fn[0], (tp_get_fn)fn[1], (tp_name_fn)fn[2], (tp_mem_fn)fn[3], (tp_attr_fn)fn[4],
     };
     int n = 0;
     tp_ndevs = 0;
@@ -88,7 +101,6 @@ static void tp_devs_load(void)
                 tp_fill(&api, i, dev, &tp_devs[tp_ndevs++]);
         }
     }
-    dlclose(h);   /* only drops the reference NOLOAD took */
 }
 
 /* Until a query succeeds (driver loaded, cuInit done) every call asks again. */

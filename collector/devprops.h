@@ -22,6 +22,15 @@ struct tp_devprop {
     int num_sms;
 };
 
+/*
+ * tp_driver_syms - look up the "n" entry points "names" of the libcuda the
+ * process has already loaded (dlopen RTLD_NOLOAD: we never load it) into
+ * "out", NULL where one is missing.  The pointers stay valid while the
+ * program keeps libcuda loaded.  Returns 0, or -1 (all NULL) if libcuda is
+ * not in the process.
+ */
+int tp_driver_syms(const char *const *names, void **out, int n);
+
 /* tp_devprops_get - the devices of the loaded driver, queried once (later
  * calls return the same table); 0 and *out = NULL if libcuda is not loaded
  * in the process (it is never loaded by us) or cuInit has not succeeded. */

@@ -10,6 +10,7 @@
  * driver itself, once, and the answer (or its absence) is kept.
  */
 #include "kernels.h"
+#include "devprops.h"
 #include "intern.h"
 #include "record.h"
 
@@ -124,19 +125,18 @@ typedef int (*tp_getname_fn)(const char **, uint64_t);
  * table; only if libcuda is already loaded. */
 static void tp_kask_driver(uint64_t func)
 {
-    void *h = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
-    if (!h)
-        return;
     static const char *const getters[] = { "cuKernelGetName", "cuFuncGetName" };
+    void *fn[2];
+    if (tp_driver_syms(getters, fn, 2) != 0)
+        return;
     const char *name = NULL;
-    for (size_t i = 0; i < sizeof getters / sizeof getters[0] && !name; i++) {
-        tp_getname_fn get = (tp_getname_fn)dlsym(h, getters[i]);
+    for (size_t i = 0; i < 2 && !name; i++) {
+        tp_getname_fn get = (tp_getname_fn)fn[i];
         if (!get || get(&name, func) != 0)
             name = NULL;
     }
     if (name && name[0])
         tp_kernels_register_copy((const void *)(uintptr_t)func, name);
-    dlclose(h);
 }
 
 /* The entry holding the mangled name for a launched function. */

@@ -19,9 +19,9 @@
  * loaded (SPEC decision 2); never from the runtime.
  */
 #include "memory.h"
+#include "devprops.h"
 
 #include <cuda.h>
-#include <dlfcn.h>
 #include <link.h>
 #include <stddef.h>
 #include <pthread.h>
@@ -102,10 +102,10 @@ static int tp_adds_cb(struct dl_phdr_info *info, size_t size, void *arg)
 }
 
 /* Look the queries up once libcuda is in the process (never load it).  A
- * failed dlopen(RTLD_NOLOAD) of a bare name costs ~10 us (measured: 20 us
- * per cudaMalloc/cudaFree pair on the fake runtime, which has no libcuda),
- * so it is tried again only after the loader has added objects
- * (dl_phdr_info.dlpi_adds, one callback). */
+ * failed tp_driver_syms (dlopen RTLD_NOLOAD of a bare name) costs ~10 us
+ * (measured: 20 us per cudaMalloc/cudaFree pair on the fake runtime, which
+ * has no libcuda), so it is tried again only after the loader has added
+ * objects (dl_phdr_info.dlpi_adds, one callback). */
 static void tp_mem_driver(void)
 {
     if (atomic_load_explicit(&tp_ctxdev, memory_order_acquire))
@@ -114,18 +114,16 @@ static void tp_mem_driver(void)
     dl_iterate_phdr(tp_adds_cb, &adds);
     if (adds != ~0ull && adds == atomic_load_explicit(&tp_adds_failed, memory_order_relaxed))
         return;
-    void *h = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
-    if (!h) {
+    static const char *const names[] = { "cuPointerGetAttribute", "cuCtxGetDevice" };
+    void *fn[2];
+    if (tp_driver_syms(names, fn, 2) != 0) {
         atomic_store_explicit(&tp_adds_failed, adds, memory_order_relaxed);
         return;
     }
-    tp_ptrattr_fn pa = (tp_ptrattr_fn)dlsym(h, "cuPointerGetAttribute");
-    tp_ctxdev_fn cd = (tp_ctxdev_fn)dlsym(h, "cuCtxGetDevice");
-    if (pa)
-        atomic_store_explicit(&tp_ptrattr, pa, memory_order_release);
-    if (cd)
-        atomic_store_explicit(&tp_ctxdev, cd, memory_order_release);
-    dlclose(h);   /* drops only the reference NOLOAD took; libcuda stays */
+    if (fn[0])
+        atomic_store_explicit(&tp_ptrattr, (tp_ptrattr_fn)fn[0], memory_order_release);
+    if (fn[1])
+        atomic_store_explicit(&tp_ctxdev, (tp_ctxdev_fn)fn[1], memory_order_release);
 }
 
 int tp_mem_current_device(void)
