@@ -92,15 +92,6 @@ static void *need4(const char *name, int version, cuuint64_t flags)
     return p;
 }
 
-#define CHECK(call)                                                                 \
-    do {                                                                            \
-        CUresult r_ = (call);                                                       \
-        if (r_ != CUDA_SUCCESS) {                                                   \
-            fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, r_); \
-            exit(1);                                                                \
-        }                                                                           \
-    } while (0)
-
 static void report_lookup(const char *what, const char *name, int version, cuuint64_t flags)
 {
     void *p = (void *)1;
@@ -165,84 +156,84 @@ int main(void)
     fprintf(stderr, "launch pointer in: %s\n",
             dladdr((void *)launch, &where) && where.dli_fname ? where.dli_fname : "?");
 
-    CHECK(cuInit_(0));
+    PROG_CU_CHECK(cuInit_(0));
     CUlibrary lib;
-    CHECK(libload(&lib, image, NULL, NULL, 0, NULL, NULL, 0));
+    PROG_CU_CHECK(libload(&lib, image, NULL, NULL, 0, NULL, NULL, 0));
     CUkernel matmul, relu, all[3];
-    CHECK(getkernel(&matmul, lib, "_Z6matmulPfS_S_i"));
-    CHECK(getkernel(&relu, lib, "_Z4reluPfi"));
+    PROG_CU_CHECK(getkernel(&matmul, lib, "_Z6matmulPfS_S_i"));
+    PROG_CU_CHECK(getkernel(&relu, lib, "_Z4reluPfi"));
     unsigned nk = 0;
-    CHECK(kcount(&nk, lib));
-    CHECK(kenum(all, 3, lib));       /* all[2]: softmax, named only by the driver */
+    PROG_CU_CHECK(kcount(&nk, lib));
+    PROG_CU_CHECK(kenum(all, 3, lib));       /* all[2]: softmax, named only by the driver */
     CUfunction matmul_fn;
-    CHECK(kfunc(&matmul_fn, matmul));
+    PROG_CU_CHECK(kfunc(&matmul_fn, matmul));
     printf("kernels in library: %u\n", nk);
 
-    CHECK(pstart());
+    PROG_CU_CHECK(pstart());
     count("cuProfilerStart");
     static unsigned char host[4096], back[4096];
     for (size_t i = 0; i < sizeof host; i++)
         host[i] = (unsigned char)(i * 7);
     CUstream pts = CU_STREAM_PER_THREAD;
     for (long s = 0; s < steps; s++) {
-        CHECK(launch((CUfunction)matmul, 4, 2, 1, 128, 1, 1, 0, NULL, NULL, NULL));
+        PROG_CU_CHECK(launch((CUfunction)matmul, 4, 2, 1, 128, 1, 1, 0, NULL, NULL, NULL));
         count("cuLaunchKernel");
-        CHECK(launch_pt((CUfunction)relu, 8, 1, 1, 256, 1, 1, 64, pts, NULL, NULL));
+        PROG_CU_CHECK(launch_pt((CUfunction)relu, 8, 1, 1, 256, 1, 1, 64, pts, NULL, NULL));
         count("cuLaunchKernel_ptsz");
-        CHECK(launch4((CUfunction)matmul, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+        PROG_CU_CHECK(launch4((CUfunction)matmul, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
         count("cuLaunchKernel");
-        CHECK(launch(matmul_fn, 2, 1, 1, 64, 1, 1, 0, NULL, NULL, NULL));
+        PROG_CU_CHECK(launch(matmul_fn, 2, 1, 1, 64, 1, 1, 0, NULL, NULL, NULL));
         count("cuLaunchKernel");
-        CHECK(launch((CUfunction)all[2], 3, 1, 1, 96, 1, 1, 0, NULL, NULL, NULL));
+        PROG_CU_CHECK(launch((CUfunction)all[2], 3, 1, 1, 96, 1, 1, 0, NULL, NULL, NULL));
         count("cuLaunchKernel");
         CUlaunchConfig cfg;
         memset(&cfg, 0, sizeof cfg);
         cfg.gridDimX = 2, cfg.gridDimY = 2, cfg.gridDimZ = 1;
         cfg.blockDimX = 64, cfg.blockDimY = 1, cfg.blockDimZ = 1;
         cfg.sharedMemBytes = 128;
-        CHECK(launchex(&cfg, (CUfunction)matmul, NULL, NULL));
+        PROG_CU_CHECK(launchex(&cfg, (CUfunction)matmul, NULL, NULL));
         count("cuLaunchKernelEx");
         cfg.hStream = pts;
-        CHECK(launchex_pt(&cfg, (CUfunction)relu, NULL, NULL));
+        PROG_CU_CHECK(launchex_pt(&cfg, (CUfunction)relu, NULL, NULL));
         count("cuLaunchKernelEx_ptsz");
         CUresult bad = launch(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
         count("cuLaunchKernel");
         if (s == 0)
             printf("launch of NULL: %d\n", bad);
-        CHECK(graph((CUgraphExec)(uintptr_t)0x1234, NULL));
+        PROG_CU_CHECK(graph((CUgraphExec)(uintptr_t)0x1234, NULL));
         count("cuGraphLaunch");
 
         CUdeviceptr d, d2;
-        CHECK(alloc(&d, 4096));
+        PROG_CU_CHECK(alloc(&d, 4096));
         count("cuMemAlloc_v2");
-        CHECK(alloc(&d2, 4096));
+        PROG_CU_CHECK(alloc(&d2, 4096));
         count("cuMemAlloc_v2");
-        CHECK(htod(d, host, 4096));
+        PROG_CU_CHECK(htod(d, host, 4096));
         count("cuMemcpyHtoD_v2");
-        CHECK(htod_pt(d, host, 1024));
+        PROG_CU_CHECK(htod_pt(d, host, 1024));
         count("cuMemcpyHtoD_v2_ptds");
-        CHECK(htod_async(d, host, 256, NULL));
+        PROG_CU_CHECK(htod_async(d, host, 256, NULL));
         count("cuMemcpyHtoDAsync_v2");
-        CHECK(dtod(d2, d, 2048));
+        PROG_CU_CHECK(dtod(d2, d, 2048));
         count("cuMemcpyDtoD_v2");
-        CHECK(copy(d2 + 2048, d + 2048, 2048));
+        PROG_CU_CHECK(copy(d2 + 2048, d + 2048, 2048));
         count("cuMemcpy");
-        CHECK(set(d2, 0x5a, 16));
+        PROG_CU_CHECK(set(d2, 0x5a, 16));
         count("cuMemsetD8_v2");
-        CHECK(set_pt(d2 + 16, 0x5a, 16));
+        PROG_CU_CHECK(set_pt(d2 + 16, 0x5a, 16));
         count("cuMemsetD8_v2_ptds");
-        CHECK(dtoh(back, d2, 4096));
+        PROG_CU_CHECK(dtoh(back, d2, 4096));
         count("cuMemcpyDtoH_v2");
-        CHECK(dfree(d));
+        PROG_CU_CHECK(dfree(d));
         count("cuMemFree_v2");
-        CHECK(dfree(d2));
+        PROG_CU_CHECK(dfree(d2));
         count("cuMemFree_v2");
 
-        CHECK(ssync(NULL));
+        PROG_CU_CHECK(ssync(NULL));
         count("cuStreamSynchronize");
-        CHECK(ssync_pt(pts));
+        PROG_CU_CHECK(ssync_pt(pts));
         count("cuStreamSynchronize_ptsz");
-        CHECK(csync(NULL));
+        PROG_CU_CHECK(csync(NULL));
         count("cuCtxSynchronize_v2");
         PROG_CHECK(cudaDeviceSynchronize());
         count("cudaDeviceSynchronize");
@@ -254,7 +245,7 @@ int main(void)
             usleep((useconds_t)sleep_us);
         tp_call_step();
     }
-    CHECK(pstop());
+    PROG_CU_CHECK(pstop());
     count("cuProfilerStop");
     for (int i = 0; i < 64 && counts[i].name; i++)
         fprintf(stderr, "count %s %ld\n", counts[i].name, counts[i].n);

@@ -33,43 +33,24 @@ typedef CUresult (*release_fn)(CUmemGenericAllocationHandle);
 typedef CUresult (*map_fn)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
 typedef CUresult (*unmap_fn)(CUdeviceptr, size_t);
 
-static void *need(void *h, const char *name)
-{
-    void *p = dlsym(h, name);
-    if (!p) {
-        fprintf(stderr, "dlsym %s: %s\n", name, dlerror());
-        exit(3);
-    }
-    return p;
-}
-
 static void show(const char *name, const void *p)
 {
     fprintf(stderr, "addr %s 0x%llx\n", name, (unsigned long long)(uintptr_t)p);
 }
-
-#define DRV(call)                                                                      \
-    do {                                                                               \
-        CUresult r_ = (call);                                                          \
-        if (r_ != CUDA_SUCCESS) {                                                      \
-            fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, r_);  \
-            exit(1);                                                                   \
-        }                                                                              \
-    } while (0)
 
 int main(void)
 {
     void *drv = prog_open_driver();
     if (!drv)
         return 2;
-    init_fn cu_init = (init_fn)need(drv, "cuInit");
-    alloc_fn cu_alloc = (alloc_fn)need(drv, "cuMemAlloc_v2");
-    free_fn cu_free = (free_fn)need(drv, "cuMemFree_v2");
-    create_fn cu_create = (create_fn)need(drv, "cuMemCreate");
-    release_fn cu_release = (release_fn)need(drv, "cuMemRelease");
-    map_fn cu_map = (map_fn)need(drv, "cuMemMap");
-    unmap_fn cu_unmap = (unmap_fn)need(drv, "cuMemUnmap");
-    DRV(cu_init(0));
+    init_fn cu_init = (init_fn)prog_sym(drv, "cuInit");
+    alloc_fn cu_alloc = (alloc_fn)prog_sym(drv, "cuMemAlloc_v2");
+    free_fn cu_free = (free_fn)prog_sym(drv, "cuMemFree_v2");
+    create_fn cu_create = (create_fn)prog_sym(drv, "cuMemCreate");
+    release_fn cu_release = (release_fn)prog_sym(drv, "cuMemRelease");
+    map_fn cu_map = (map_fn)prog_sym(drv, "cuMemMap");
+    unmap_fn cu_unmap = (unmap_fn)prog_sym(drv, "cuMemUnmap");
+    PROG_CU_CHECK(cu_init(0));
 
     /* step 0 */
     void *a, *h, *b, *c, *big = NULL, *m, *h2, *p, *s;
@@ -113,20 +94,20 @@ int main(void)
 
     /* step 3 */
     CUdeviceptr d = 0;
-    DRV(cu_alloc(&d, 131072));
+    PROG_CU_CHECK(cu_alloc(&d, 131072));
     show("D", (void *)(uintptr_t)d);
-    DRV(cu_free(d));
+    PROG_CU_CHECK(cu_free(d));
     CUmemAllocationProp prop;
     memset(&prop, 0, sizeof prop);
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     prop.location.id = 0;
     CUmemGenericAllocationHandle vh = 0;
-    DRV(cu_create(&vh, 2 << 20, &prop, 0));
+    PROG_CU_CHECK(cu_create(&vh, 2 << 20, &prop, 0));
     show("V", (void *)(uintptr_t)vh);
-    DRV(cu_map((CUdeviceptr)vh, 2 << 20, 0, vh, 0));
-    DRV(cu_unmap((CUdeviceptr)vh, 2 << 20));
-    DRV(cu_release(vh));
+    PROG_CU_CHECK(cu_map((CUdeviceptr)vh, 2 << 20, 0, vh, 0));
+    PROG_CU_CHECK(cu_unmap((CUdeviceptr)vh, 2 << 20));
+    PROG_CU_CHECK(cu_release(vh));
     PROG_CHECK(cudaFree(c));
     PROG_CHECK(cudaFreeHost(h2));
     tp_call_step();

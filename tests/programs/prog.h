@@ -122,6 +122,27 @@ static inline uint64_t prog_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* PROG_CU_CHECK - PROG_CHECK for driver calls (CUresult; needs <cuda.h>). */
+#define PROG_CU_CHECK(call)                                                           \
+    do {                                                                              \
+        int r_ = (int)(call);                                                         \
+        if (r_ != 0) {                                                                \
+            fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, r_);  \
+            exit(1);                                                                  \
+        }                                                                             \
+    } while (0)
+
+/* prog_sym - dlsym(h, name), or exit(3) saying which symbol is missing. */
+static inline void *prog_sym(void *h, const char *name)
+{
+    void *p = dlsym(h, name);
+    if (!p) {
+        fprintf(stderr, "dlsym %s: %s\n", name, dlerror());
+        exit(3);
+    }
+    return p;
+}
+
 /* prog_open_driver - dlopen("libcuda.so.1") as the runtime does (found
  * through the program's rpath), else by path beside the program: ASan's
  * dlopen interceptor makes the lookup relative to libasan, whose rpath does

@@ -22,16 +22,6 @@ typedef CUresult (*launchex_fn)(const CUlaunchConfig *, CUfunction, void **, voi
 typedef CUresult (*sync_fn)(void);
 
 
-static void *sym(void *h, const char *name)
-{
-    void *p = dlsym(h, name);
-    if (!p) {
-        fprintf(stderr, "dlsym %s: %s\n", name, dlerror());
-        exit(2);
-    }
-    return p;
-}
-
 int main(void)
 {
     long steps = prog_env_long("TRITON_STEPS", 4);
@@ -39,12 +29,12 @@ int main(void)
     void *h = prog_open_driver();
     if (!h)
         return 2;
-    init_fn init = (init_fn)sym(h, "cuInit");
-    modload_fn modload = (modload_fn)sym(h, "cuModuleLoadData");
-    getfn_fn getfn = (getfn_fn)sym(h, "cuModuleGetFunction");
-    launchex_fn launchex = (launchex_fn)sym(h, "cuLaunchKernelEx");
-    launch_fn launch = (launch_fn)sym(h, "cuLaunchKernel");
-    sync_fn sync = (sync_fn)sym(h, "cuCtxSynchronize");
+    init_fn init = (init_fn)prog_sym(h, "cuInit");
+    modload_fn modload = (modload_fn)prog_sym(h, "cuModuleLoadData");
+    getfn_fn getfn = (getfn_fn)prog_sym(h, "cuModuleGetFunction");
+    launchex_fn launchex = (launchex_fn)prog_sym(h, "cuLaunchKernelEx");
+    launch_fn launch = (launch_fn)prog_sym(h, "cuLaunchKernel");
+    sync_fn sync = (sync_fn)prog_sym(h, "cuCtxSynchronize");
     printf("unknown symbol: %s\n", dlsym(h, "cuNoSuchFunction") ? "found" : "NULL");
 
     if (init(0) != CUDA_SUCCESS)
