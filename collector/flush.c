@@ -287,37 +287,18 @@ static void tp_steps_collect(struct tp_steps *s, uint8_t gen, const struct tp_cl
  * thread that calls exit(), not on tp-flush. */
 struct tp_saved_trace {
     char *trace;
-    char *reports;               /* the expanded TRAINPROF_REPORTS of its window */
+    char *reports;               /* the report files its window wrote (tp_reports_list) */
 };
 
 static struct tp_saved_trace *tp_saved, *tp_doomed;
 static size_t tp_n_saved, tp_n_doomed;
 static pthread_mutex_t tp_keep_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void tp_report_path(const char *trace, const char *reports, const char *suffix,
-                           char *out, size_t outsz)
-{
-    const char *base = strrchr(trace, '/');
-    base = base ? base + 1 : trace;
-    size_t n = strlen(base);
-    if (n > 3 && strcmp(base + n - 3, ".gz") == 0)
-        n -= 3;
-    if (n > 5 && strncmp(base + n - 5, ".json", 5) == 0)
-        n -= 5;
-    snprintf(out, outsz, "%s/%.*s%s", reports, (int)n, base, suffix);
-}
-
 static void tp_keep_delete(const struct tp_saved_trace *t)
 {
-    static const char *const suffixes[] = {
-        ".summary.txt", ".stacks.txt", ".stacks.gpu.txt", ".memory.html", ".memory.json",
-    };
     unlink(t->trace);
-    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
-        char p[4200];
-        tp_report_path(t->trace, t->reports, suffixes[i], p, sizeof p);
-        unlink(p);
-    }
+    for (const char *r = t->reports; *r; r += strlen(r) + 1)
+        unlink(r);
 }
 
 /* Deletes the deferred traces whose exec command has finished; lock held. */
@@ -337,7 +318,23 @@ static void tp_keep_sweep(void)
     tp_n_doomed = j;
 }
 
-static void tp_keep(const char *trace, const char *reports)
+/* The window's report files as one block of NUL-terminated paths, ended by
+ * an empty one; NULL when out of memory. */
+static char *tp_reports_list(const struct tp_window *w)
+{
+    size_t n = 1;
+    for (int i = 0; i < w->n_reports_saved; i++)
+        n += strlen(w->reports_saved[i]) + 1;
+    char *list = malloc(n), *p = list;
+    if (!list)
+        return NULL;
+    for (int i = 0; i < w->n_reports_saved; i++)
+        p = stpcpy(p, w->reports_saved[i]) + 1;
+    *p = 0;
+    return list;
+}
+
+static void tp_keep(const char *trace, const struct tp_window *w)
 {
     if (tp_cfg.keep < 0 || !trace[0])
         return;
@@ -348,7 +345,7 @@ static void tp_keep(const char *trace, const char *reports)
         tp_saved = s;
     if (d)
         tp_doomed = d;
-    char *t = d ? strdup(trace) : NULL, *r = t ? strdup(reports) : NULL;
+    char *t = d ? strdup(trace) : NULL, *r = t ? tp_reports_list(w) : NULL;
     if (r) {
         tp_saved[tp_n_saved++] = (struct tp_saved_trace){ t, r };
         while (tp_n_saved > (size_t)tp_cfg.keep) {
@@ -522,6 +519,6 @@ void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
                 win.partial ? ", partial" : "", (unsigned long long)win.records,
                 win.dropped ? ", some dropped: raise TRAINPROF_BUFFER_MB" : "", win.trace_path,
                 win.summary_line[0] ? "; " : "", win.summary_line);
-        tp_keep(win.trace_path, reports);
+        tp_keep(win.trace_path, &win);
     }
 }

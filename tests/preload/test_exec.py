@@ -86,3 +86,22 @@ def test_host_children_keep_their_status():
              prog="fork_child", args=("2", "2"))
     assert r.rc == 0, r.stderr.decode(errors="replace")
     assert b"child exit 0" in r.stdout
+
+
+def test_keep_deletes_the_reports_it_wrote():
+    """TRAINPROF_KEEP deletes the report files its windows actually wrote.
+    Two runs with their own trace folders share one reports folder: the
+    first keeps everything, so every report of the second collides and is
+    saved as "...trace-1.summary.txt" (OVERWRITE=0); the second run's KEEP
+    must remove its own older reports, never the first run's."""
+    d = tputil.new_dir()
+    env = {"TRAINPROF_SCHEDULE": SCHED, "TRAINPROF_REPORTS": "reports"}
+    first = tputil.run("train_loop", ["--steps=5"], cwd=d, env=dict(env, TRAINPROF_FOLDER="a"))
+    second = tputil.run("train_loop", ["--steps=5"], cwd=d,
+                        env=dict(env, TRAINPROF_FOLDER="b", TRAINPROF_KEEP="1"))
+    assert first.rc == 0 and second.rc == 0, second.stderr.decode(errors="replace")
+    assert len(os.listdir(os.path.join(d, "a"))) == 3
+    assert os.listdir(os.path.join(d, "b")) == ["rank0.3.pt.trace.json.gz"]
+    reports = sorted(os.listdir(os.path.join(d, "reports")))
+    assert reports == ["rank0.%d.pt.trace.summary.txt" % i for i in (1, 2)] + \
+        ["rank0.3.pt.trace-1.summary.txt", "rank0.3.pt.trace.summary.txt"], reports
