@@ -213,26 +213,13 @@ static void feed_sample(const struct tp_handler *h, void *st)
     h->event(st, ev);
 }
 
-static char *read_file(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)len + 1);
-    ck_assert_int_eq(fread(b, 1, (size_t)len, f), (size_t)len);
-    b[len] = '\0';
-    fclose(f);
-    *n = (size_t)len;
-    return b;
-}
 
 
 static char *load_text(const char *path, int gzip)
 {
     size_t n;
-    char *raw = read_file(path, &n);
+    char *raw = tp_test_slurp(path, &n);
+    ck_assert_msg(raw != NULL, "%s: cannot read", path);
     if (!gzip)
         return raw;
     ck_assert_uint_eq((unsigned char)raw[0], 0x1f);

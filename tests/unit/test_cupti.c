@@ -539,18 +539,6 @@ static void launch_one(void)
                      cudaSuccess);
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return strdup("");
-    static char buf[65536];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    return strdup(buf);
-}
-
 static int count_lines(const char *text, const char *line)
 {
     int n = 0;
@@ -681,7 +669,8 @@ START_TEST(test_fake_busy)
     ck_assert_int_eq(tp_cupti_start(), -1);   /* never retried */
     ck_assert_int_eq(tp_cupti_enabled(), 0);
     ck_assert_str_eq(tp_cupti_status(), "unavailable: in use by another tool (Nsight Systems)");
-    char *text = slurp(log);
+    char *text = tp_test_slurp(log, NULL);
+    ck_assert_ptr_nonnull(text);
     ck_assert_int_eq(count_lines(text, "subscribe refused"), 1);
     ck_assert_ptr_null(strstr(text, "enable"));
     free(text);
@@ -740,7 +729,8 @@ static void lifecycle(const char *version, int capture)
     ck_assert_int_eq(tp_cupti_start(), -1);   /* finished: never re-subscribed */
     ck_assert_ptr_nonnull(strstr(tp_cupti_status(), "finished"));
 
-    char *text = slurp(log);
+    char *text = tp_test_slurp(log, NULL);
+    ck_assert_ptr_nonnull(text);
     ck_assert_int_eq(count_lines(text, "subscribe trainprof"), 1);
     ck_assert_int_eq(count_lines(text, "enable CONCURRENT_KERNEL"), toggles ? 2 : 1);
     ck_assert_int_eq(count_lines(text, "disable CONCURRENT_KERNEL"), toggles ? 2 : 1);

@@ -105,22 +105,6 @@ static void feed_sequence(const struct tp_handler *h, void *st)
     h->event(st, &e);
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    ck_assert_ptr_nonnull(s);
-    ck_assert_uint_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
 static void run(void (*fn)(const struct tp_handler *, void *), int expect_state)
 {
     const struct tp_handler *h = tp_handler_find("memory");
@@ -228,7 +212,7 @@ START_TEST(test_sequence)
 
     char hpath[256];
     report_path(hpath, sizeof hpath, "html");
-    char *html = slurp(hpath);
+    char *html = tp_test_slurp(hpath, NULL);
     ck_assert_ptr_nonnull(html);
     ck_assert_ptr_null(strstr(html, "<script"));
     ck_assert_ptr_null(strstr(html, "src="));
@@ -279,7 +263,7 @@ START_TEST(test_sequence)
         ck_assert_ptr_nonnull(o);
         fputs(html, o);
         fclose(o);
-        char *js = slurp(path);
+        char *js = tp_test_slurp(path, NULL);
         snprintf(dst, sizeof dst, "%s/sequence.memory.json", out);
         o = fopen(dst, "wb");
         ck_assert_ptr_nonnull(o);
@@ -357,7 +341,7 @@ START_TEST(test_huge_window_thinned)
     struct stat sb;
     ck_assert_int_eq(stat(path, &sb), 0);
     ck_assert_int_lt(sb.st_size, 200 * 1024);
-    char *html = slurp(path);
+    char *html = tp_test_slurp(path, NULL);
     size_t n;
     const char *d = step_path(html, 0, &n);
     ck_assert_int_le(count_char(d, n, 'L'), 2 * 4 * 808);

@@ -36,6 +36,29 @@ static inline void tp_test_rmtree(char *root)
 }
 
 /*
+ * tp_test_slurp - the whole file "path" as a NUL-terminated malloc'ed
+ * string (free it), its length in "*out_n" if set; NULL if it cannot be
+ * opened.
+ */
+static inline char *tp_test_slurp(const char *path, size_t *out_n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)(n > 0 ? n : 0) + 1);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+    b[n] = '\0';
+    fclose(f);
+    if (out_n)
+        *out_n = (size_t)n;
+    return b;
+}
+
+/*
  * tp_test_gunzip_one - inflate exactly one gzip member of "z" ("zn" bytes);
  * fails the test if bytes follow it (a second member: catapult reads one).
  * Returns a NUL-terminated malloc'ed buffer; its length in "*out_n" if set.
