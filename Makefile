@@ -70,7 +70,8 @@ $(B)/libtrainprof.so: $(PRELOAD_OBJ) $(B)/libtrainprof_core.a preload/trainprof.
 $(B)/fakes/libcudart.so.13: tests/fakes/cudart.c tests/fakes/cudart.map
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -fPIC -shared -O1 -g $(TP_WARN) -isystem $(CUDA_HOME)/include \
-	    -Wl,-soname,libcudart.so.13 -Wl,--version-script=tests/fakes/cudart.map -o $@ $< -lpthread
+	    -Wl,-soname,libcudart.so.13 -Wl,--version-script=tests/fakes/cudart.map \
+	    -Wl,-rpath,'$$ORIGIN' -o $@ $< -ldl -lpthread
 	ln -sf libcudart.so.13 $(B)/fakes/libcudart.so
 
 # Other fakes: tests/fakes/X.c -> build/fakes/libX.so; a file tests/fakes/X.map,
@@ -99,6 +100,12 @@ $(B)/programs/%: tests/programs/%.c tests/programs/prog.h $(B)/fakes/libcudart.s
 	    -o $@ $< -L$(B)/fakes -Wl,-rpath,'$$ORIGIN/../fakes' $(PROG_LIBS_$*) -lcudart -ldl -lpthread
 
 programs: $(PROG_BIN)
+
+# dlsym_local opens real CUDA libraries RTLD_LOCAL: linked without the fake
+# runtime, whose soname would stand in for the real one's dependents.
+$(B)/programs/dlsym_local: tests/programs/dlsym_local.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -g $(TP_WARN) $(SAN) -o $@ $< -ldl
 
 # ---- CUDA programs built with nvcc (when the toolkit has it) ---------------
 # tests/programs/X.cu -> build/programs/X_shared (-cudart shared: launches reach

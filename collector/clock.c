@@ -41,7 +41,9 @@ static void tp_anchor(uint64_t *tick, int64_t *unix_ns)
     }
 }
 
-static void tp_clock_setup(void)
+static pthread_once_t tp_select_once = PTHREAD_ONCE_INIT;
+
+static void tp_clock_pick(void)
 {
 #if defined(__x86_64__)
     unsigned a, b, c, d;
@@ -50,6 +52,16 @@ static void tp_clock_setup(void)
         tp_clock_use_tsc = (d >> 8) & 1;
     }
 #endif
+}
+
+void tp_clock_select(void)
+{
+    pthread_once(&tp_select_once, tp_clock_pick);
+}
+
+static void tp_clock_setup(void)
+{
+    tp_clock_select();
     if (tp_clock_use_tsc) {
         int64_t m0 = tp_ts_ns(CLOCK_MONOTONIC);
         uint64_t t0 = tp_clock_now();

@@ -42,6 +42,11 @@ struct tp_clock_map {
 uint64_t tp_clock_ns(void);
 uint64_t tp_clock_ns_to_ticks(uint64_t ns);
 
+/* tp_clock_select - choose the clock source (CPUID only: no calibration, no
+ * sleep), so that ticks read before activation have the same unit as those
+ * after it.  Idempotent; called from our constructor. */
+void tp_clock_select(void);
+
 /* tp_clock_init - choose the clock source and take the first anchor. Idempotent. */
 void tp_clock_init(void);
 

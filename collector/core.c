@@ -2,7 +2,9 @@
  * core.c - DESIGN: the life of a profiled process.
  *
  * The constructor (preload/init.c) only parses configuration.  The first
- * CUDA call or trainprof_* call activates: report configuration problems,
+ * CUDA call that succeeds, or a trainprof_* call, activates (a call that
+ * failed - no driver, no device - leaves the process inert; NVTX ranges never
+ * activate): report configuration problems,
  * calibrate the clock, reserve the record pool, start the flush thread
  * (signals blocked, named tp-flush), register pthread_atfork and install
  * SIGTERM/SIGINT handlers over default dispositions only.  The exit flush is
@@ -87,6 +89,9 @@ static _Atomic int tp_exiting;
 static pthread_mutex_t tp_load_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int tp_exit_done;
 static uint64_t tp_activation_tick;
+/* Step 0 begins when the call that activated the profiler began, so that
+ * this call lies inside it (first writer wins; read in tp_activate). */
+static _Atomic uint64_t tp_first_call_tick;
 static int tp_warned_no_step;
 
 static void tp_wake(void)
@@ -579,7 +584,8 @@ static void tp_activate(void)
     tp_mem_enable(tp_cfg.profile_memory);
     atomic_store(&tp_active, 1);
     pthread_mutex_lock(&tp_step_lock);
-    tp_activation_tick = tp_step_start = tp_clock_now();
+    uint64_t now = tp_clock_now(), first = atomic_load(&tp_first_call_tick);
+    tp_activation_tick = tp_step_start = first && first <= now ? first : now;
     tp_enter_step(tp_step_start);
     pthread_mutex_unlock(&tp_step_lock);
     tp_depth--;
@@ -590,19 +596,43 @@ void tp_core_activate(void)
     pthread_once(&tp_activate_once, tp_activate);
 }
 
+/* Start of this thread's outermost call made before activation (a library
+ * call's launches re-enter here while it runs). */
+static __thread uint64_t tp_outer_t0 __attribute__((tls_model("initial-exec")));
+
 int tp_call_begin_slow(struct tp_call *c, uint16_t api, uint32_t hot)
 {
-    (void)hot;
-    tp_core_activate();
-    hot = tp_hot_load();
-    if (!hot)
-        return 0;
-    c->hot = hot;
+    c->hot = hot & TP_HOT_INACTIVE;
     c->api = api;
-    c->t0 = (hot & TP_HOT_RECORDING) ? tp_clock_now() : 0;
+    c->t0 = tp_clock_now();     /* ticks: the clock source was chosen in our constructor */
     c->ext = 0;
+    if (tp_depth == 0 && tp_lib_depth == 0)
+        tp_outer_t0 = c->t0;
     (*c->depth)++;
     return 1;
+}
+
+static _Atomic int tp_cuda_ok;
+
+void tp_core_cuda_succeeded(void)
+{
+    atomic_store_explicit(&tp_cuda_ok, 1, memory_order_relaxed);
+}
+
+int tp_core_cuda_ok(void)
+{
+    return atomic_load_explicit(&tp_cuda_ok, memory_order_relaxed);
+}
+
+uint32_t tp_call_activated(int32_t status)
+{
+    if (status != 0)
+        return 0;
+    tp_core_cuda_succeeded();
+    uint64_t none = 0;
+    atomic_compare_exchange_strong(&tp_first_call_tick, &none, tp_outer_t0);
+    tp_core_activate();
+    return tp_hot_load() & ~TP_HOT_INACTIVE;
 }
 
 void tp_core_after_call(void)

@@ -55,6 +55,11 @@ void tp_core_activate(void);
 /* tp_core_active - 1 if activated and not passive. */
 int tp_core_active(void);
 
+/* tp_core_cuda_succeeded - a CUDA call succeeded before or at activation
+ * (so a driver context existed); tp_core_cuda_ok - 1 once that happened. */
+void tp_core_cuda_succeeded(void);
+int tp_core_cuda_ok(void);
+
 /* tp_core_step - a step signal of kind "kind" fired on this thread. */
 void tp_core_step(enum tp_signal_kind kind);
 
@@ -76,8 +81,17 @@ struct tp_call {
     int saved_errno;
 };
 
-/* Slow path of tp_call_begin. */
+/* Slow path of tp_call_begin, before activation: the call is timed, and
+ * tp_call_end activates the profiler if it succeeded (decision 3). */
 int tp_call_begin_slow(struct tp_call *c, uint16_t api, uint32_t hot);
+
+/* tp_call_activated - after a call made before activation returned
+ * "status": activates the profiler if it is 0 (success; step 0 then begins
+ * when this thread's outermost call began, so that the call lies inside it),
+ * and returns the tp_hot word the call's record is to use (0: nothing to
+ * record).  A call that failed (no driver, no device) leaves the process
+ * inactive. */
+uint32_t tp_call_activated(int32_t status);
 
 /* External correlation around a library call (collector/cupti.c): the id is
  * the call's start tick, which the flush thread finds again in its record. */
@@ -125,11 +139,17 @@ static inline int tp_lib_begin(struct tp_call *c, uint16_t api)
 static inline struct tp_record *tp_call_end(struct tp_call *c, int32_t status)
 {
     c->saved_errno = errno;
+    uint64_t t1 = 0;
+    if (__builtin_expect(c->hot & TP_HOT_INACTIVE, 0)) {
+        t1 = tp_clock_now();        /* the call's end, before activation's own cost */
+        c->hot = tp_call_activated(status);
+    }
     if (__builtin_expect(c->ext, 0))
         tp_cupti_ext_pop();
     if (!(c->hot & TP_HOT_RECORDING))
         return NULL;
-    uint64_t t1 = tp_clock_now();
+    if (__builtin_expect(!t1, 1))
+        t1 = tp_clock_now();
     if (__builtin_expect(c->hot & TP_HOT_STACK, 0))
         tp_stack_record(TP_HOT_GEN(c->hot), c->t0);   /* STACK records precede the call's */
     struct tp_record *r = tp_buf_reserve();

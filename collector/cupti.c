@@ -42,6 +42,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "core.h"
 #include "devprops.h"
 #include "intern.h"
 #include "kernels.h"
@@ -875,7 +876,7 @@ static int tp_load(void)
         return -1;
     }
 #define X(name, req) \
-    F.name = (__typeof__(F.name))dlsym(h, #name); \
+    F.name = (__typeof__(F.name))tp_dlsym_real(h, #name); \
     if ((req) && !F.name) { \
         tp_unavailable(#name " missing"); \
         TP_WARN("libcupti lacks " #name "; recording host-side only"); \
@@ -1016,6 +1017,13 @@ int tp_cupti_start(void)
     if (!(tp_cfg.activities & TP_ACT_CUDA)) {
         __atomic_store_n(&tp_state, ST_OFF, __ATOMIC_RELAXED);
         snprintf(tp_status_text, sizeof tp_status_text, "off (TRAINPROF_ACTIVITIES)");
+        return -1;
+    }
+    /* Decision 6: only with a driver and a context.  Not a final state: a
+     * process may create its context after a trainprof_* call activated us;
+     * asking again costs a loader callback while libcuda is absent. */
+    if (!tp_driver_ready(tp_core_cuda_ok())) {
+        snprintf(tp_status_text, sizeof tp_status_text, "not started: no CUDA driver or context");
         return -1;
     }
     if (tp_load() != 0)

@@ -31,6 +31,27 @@ struct tp_devprop {
  */
 int tp_driver_syms(const char *const *names, void **out, int n);
 
+/*
+ * tp_driver_ready - 1 if the process has a working CUDA driver and a
+ * context: libcuda is loaded, cuDeviceGetCount succeeds with at least one
+ * device (it fails before a successful cuInit, and with no device or
+ * CUDA_VISIBLE_DEVICES=""), and some device's primary context is active or
+ * "had_context" says a CUDA call already succeeded (a context existed for
+ * it).  Only then may CUPTI be loaded: without a driver, CUPTI 13.2's
+ * cuptiGetVersion recurses through its own error path until the stack
+ * overflows (issue 10).  Makes only side-effect-free driver queries.
+ */
+int tp_driver_ready(int had_context);
+
+/* tp_dlsym_real - the real dlsym, never our interposer (preload/dlsym.c
+ * defines it there; this weak default, for the unit tests that link the
+ * collector alone, is plain dlsym).  Every lookup trainprof makes for itself
+ * goes through it, so that our dlsym and our own resolution cannot call
+ * each other (issue 10: a ctypes lookup in an RTLD_LOCAL libcudart recursed
+ * until the stack overflowed).  RTLD_NEXT and RTLD_DEFAULT are resolved
+ * relative to this library. */
+void *tp_dlsym_real(void *handle, const char *name);
+
 /* tp_devprops_get - the devices of the loaded driver, queried once (later
  * calls return the same table); 0 and *out = NULL if libcuda is not loaded
  * in the process (it is never loaded by us) or cuInit has not succeeded. */

@@ -22,8 +22,6 @@
 #include "devprops.h"
 
 #include <cuda.h>
-#include <link.h>
-#include <stddef.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,35 +89,16 @@ typedef CUresult (*tp_ptrattr_fn)(void *, CUpointer_attribute, CUdeviceptr);
 static _Atomic(tp_ctxdev_fn) tp_ctxdev;
 static _Atomic(tp_ptrattr_fn) tp_ptrattr;
 
-static _Atomic unsigned long long tp_adds_failed = ~0ull;
-
-static int tp_adds_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    (void)info;
-    if (size >= offsetof(struct dl_phdr_info, dlpi_subs))
-        *(unsigned long long *)arg = info->dlpi_adds;
-    return 1;   /* the counter is the same on every object: stop at the first */
-}
-
-/* Look the queries up once libcuda is in the process (never load it).  A
- * failed tp_driver_syms (dlopen RTLD_NOLOAD of a bare name) costs ~10 us
- * (measured: 20 us per cudaMalloc/cudaFree pair on the fake runtime, which
- * has no libcuda), so it is tried again only after the loader has added
- * objects (dl_phdr_info.dlpi_adds, one callback). */
+/* Look the queries up once libcuda is in the process (never load it);
+ * tp_driver_syms probes again only after the loader has added objects. */
 static void tp_mem_driver(void)
 {
     if (atomic_load_explicit(&tp_ctxdev, memory_order_acquire))
         return;
-    unsigned long long adds = ~0ull;    /* stays so without dlpi_adds: always try */
-    dl_iterate_phdr(tp_adds_cb, &adds);
-    if (adds != ~0ull && adds == atomic_load_explicit(&tp_adds_failed, memory_order_relaxed))
-        return;
     static const char *const names[] = { "cuPointerGetAttribute", "cuCtxGetDevice" };
     void *fn[2];
-    if (tp_driver_syms(names, fn, 2) != 0) {
-        atomic_store_explicit(&tp_adds_failed, adds, memory_order_relaxed);
+    if (tp_driver_syms(names, fn, 2) != 0)
         return;
-    }
     if (fn[0])
         atomic_store_explicit(&tp_ptrattr, (tp_ptrattr_fn)fn[0], memory_order_release);
     if (fn[1])

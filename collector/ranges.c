@@ -52,13 +52,10 @@ static int tp_is_step_range(uint32_t name)
     return f == 1;
 }
 
+/* NVTX ranges never activate the profiler (decision 3): a CPU-only process
+ * with NVTX ranges on (torch's emit_nvtx) stays inert. */
 static int tp_ranges_on(void)
 {
-    uint32_t hot = tp_hot_load();
-    if (hot & TP_HOT_INACTIVE) {
-        tp_core_activate();
-        hot = tp_hot_load();
-    }
     return tp_core_active() && tp_depth == 0;
 }
 

@@ -51,6 +51,8 @@ static tp_dlsym_fn tp_dlsym_resolve(void)
     return f;
 }
 
+/* glibc resolves RTLD_NEXT from its caller's address: here, or (as a tail
+ * call) our caller, which is hidden and so always in this library too. */
 void *tp_dlsym_real(void *handle, const char *name)
 {
     tp_dlsym_fn f = tp_dlsym_resolve();
@@ -149,6 +151,7 @@ static void *tp_self_handle(void)
 
 void tp_dlsym_init(void)
 {
+    (void)tp_dlsym_resolve();
     (void)tp_self_handle();
 }
 
@@ -163,7 +166,7 @@ static void *tp_own_symbol(const char *name)
 __attribute__((visibility("hidden"))) void *tp_dlsym_handle(void *handle, const char *name)
 {
     void *p = tp_dlsym_real(handle, name);
-    if (!p || !name)
+    if (!p || !name || !tp_lookup_enabled())
         return p;
     switch (tp_handle_lib(handle)) {
     case TP_LIB_CUDA:

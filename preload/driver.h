@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include "../collector/devprops.h"
+
 /* Wrappers per wrapped variant, each bound at lookup time to one real
  * function (a driver may hand out several pointers for one variant). */
 #define TP_DRV_SLOTS 4
@@ -39,9 +41,12 @@ void *tp_procaddr_wrap(const char *sym, int version, uint64_t flags, void *real)
  */
 void *tp_procaddr_wrap_symbol(const char *sym, void *real);
 
-/* tp_dlsym_real - glibc's dlsym (or the next interposer's), for lookups by
- * handle; never call it with RTLD_NEXT or RTLD_DEFAULT (preload/dlsym.c). */
-void *tp_dlsym_real(void *handle, const char *name);
+/* tp_dlsym_real: collector/devprops.h */
+
+/* tp_lookup_enabled - 1 if lookups may hand out our wrappers: an enabled,
+ * selected process whose configuration parsed (decision 8: otherwise the
+ * real pointers).  Parses the configuration silently if not yet done. */
+int tp_lookup_enabled(void);
 
 /* tp_dlsym_init - from our constructor: take our own handle now, while a
  * dlopen of ourselves cannot run our initialisers again (preload/dlsym.c). */

@@ -3,8 +3,8 @@
  * outside windows (a model is usually captured during warm-up, long before
  * the steps we record): capture begin and end and instantiation feed
  * collector/graphs.c.  They are not recorded as events.
- * Capture begin activates the profiler, so that a capture made before any
- * other CUDA call is still counted.
+ * A capture begin that succeeds activates the profiler, so that a capture
+ * made before any other CUDA call is still counted.
  */
 #include "wrap.h"
 
@@ -18,11 +18,14 @@ typedef cudaError_t (*tp_inst_fn)(cudaGraphExec_t *, cudaGraph_t, unsigned long 
 
 static cudaError_t tp_begin(tp_begin_fn real, cudaStream_t s, enum cudaStreamCaptureMode mode)
 {
-    if (tp_hot_load() & TP_HOT_INACTIVE)
-        tp_core_activate();
     cudaError_t rc = real(s, mode);
-    if (rc == cudaSuccess)
+    if (rc == cudaSuccess) {
+        if (tp_hot_load() & TP_HOT_INACTIVE) {
+            tp_core_cuda_succeeded();
+            tp_core_activate();
+        }
         tp_graphs_begin();
+    }
     return rc;
 }
 

@@ -1,16 +1,19 @@
 /*
  * init.c - DESIGN: the constructor does the least it can (SPEC 3): parse
  * the configuration silently, make this library the NVTX injection
- * library and take its own dlopen handle (preload/dlsym.c says why).  No
+ * library, choose the clock source (CPUID) and take the real dlsym and its
+ * own dlopen handle (preload/dlsym.c says why).  No
  * threads, files or output until activation (collector/core.c).
  */
 #include "driver.h"
 #include "nvtx.h"
+#include "../collector/clock.h"
 #include "../collector/config.h"
 
 __attribute__((constructor)) static void tp_init(void)
 {
     tp_config_init();
+    tp_clock_select();
     tp_nvtx_setup_env();
     tp_dlsym_init();
 }

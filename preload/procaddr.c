@@ -163,7 +163,7 @@ static void *tp_bind(unsigned i, void *real)
 /* Lookups substitute only in an enabled, selected process.  The
  * configuration is parsed silently (it may not be yet: a library's
  * constructor can look the driver up before ours runs). */
-static int tp_lookup_enabled(void)
+int tp_lookup_enabled(void)
 {
     tp_config_init();
     return tp_cfg.enabled && tp_cfg.rank_selected && !tp_cfg.n_errors;

@@ -3,8 +3,16 @@
  * the library that defines the function is loaded) and cached by the
  * caller in its own slot.  The scan fallback is what finds functions in
  * libraries Python loaded with RTLD_LOCAL (notes/injection.md 1.3).
+ *
+ * Every lookup here uses the real dlsym (tp_dlsym_real), never the dlsym
+ * symbol: that one is our interposer, and for a handle of a wrapped library
+ * it calls tp_resolve to decide whether to hand out our wrapper.  Through
+ * the symbol, a lookup in a cudart that ctypes had opened RTLD_LOCAL went
+ * tp_dlsym_handle -> tp_resolve -> dlsym(handle) -> tp_dlsym_handle ...
+ * until the stack overflowed, with the profiler enabled or not (issue 10).
  */
 #include "resolve.h"
+#include "driver.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -45,7 +53,7 @@ static int tp_scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 
 void *tp_resolve(const char *name)
 {
-    void *p = dlsym(RTLD_NEXT, name);
+    void *p = tp_dlsym_real(RTLD_NEXT, name);
     if (p)
         return p;
     Dl_info me;
@@ -57,7 +65,7 @@ void *tp_resolve(const char *name)
         void *h = dlopen(s.names + off, RTLD_NOLOAD | RTLD_LAZY);
         if (!h)
             continue;
-        p = dlsym(h, name);
+        p = tp_dlsym_real(h, name);
         dlclose(h);
     }
     free(s.names);

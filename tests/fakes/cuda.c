@@ -242,6 +242,46 @@ FAKE_EXPORT CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice
     return CUDA_SUCCESS;
 }
 
+/* One device, one primary context: active from the first retain (the real
+ * runtime retains it at its first call that needs a context). */
+static int fake_primary_refs;
+static int fake_primary_ctx;    /* its address is the CUcontext */
+
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d)
+{
+    FAKE_READY();
+    if (!ctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (d != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    __atomic_add_fetch(&fake_primary_refs, 1, __ATOMIC_ACQ_REL);
+    *ctx = (CUcontext)(void *)&fake_primary_ctx;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
+{
+    FAKE_READY();
+    if (d != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (__atomic_load_n(&fake_primary_refs, __ATOMIC_ACQUIRE) <= 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    __atomic_sub_fetch(&fake_primary_refs, 1, __ATOMIC_ACQ_REL);
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned int *flags, int *active)
+{
+    FAKE_READY();
+    if (!flags || !active)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (d != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *flags = 0;
+    *active = __atomic_load_n(&fake_primary_refs, __ATOMIC_ACQUIRE) > 0;
+    return CUDA_SUCCESS;
+}
+
 FAKE_EXPORT CUresult cuCtxGetDevice(CUdevice *d)
 {
     FAKE_READY();

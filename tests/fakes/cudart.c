@@ -91,8 +91,28 @@ static __thread cudaError_t last_error = cudaSuccess;
 
 static long launch_ns;   /* FAKE_CUDA_LAUNCH_NS, read once */
 
+/* The real runtime loads the driver (dlopen "libcuda.so.1"), calls cuInit
+ * and retains the device's primary context before its first call does
+ * anything; the fake does the same once, at load time, finding the fake
+ * driver beside itself (its run path is $ORIGIN).  Without a driver the
+ * real runtime's calls fail with cudaErrorInsufficientDriver; the tests of
+ * that use the real runtime (tests/preload/test_real_clients.py). */
+typedef int (*fake_cuinit_fn)(unsigned int);
+typedef int (*fake_retain_fn)(void **, int);
+
+static void fake_load_driver(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    fake_cuinit_fn init = h ? (fake_cuinit_fn)dlsym(h, "cuInit") : NULL;
+    fake_retain_fn retain = h ? (fake_retain_fn)dlsym(h, "cuDevicePrimaryCtxRetain") : NULL;
+    void *ctx = NULL;
+    if (init && init(0) == 0 && retain)
+        retain(&ctx, 0);
+}
+
 __attribute__((constructor)) static void fake_init(void)
 {
+    fake_load_driver();
     const char *v = getenv("FAKE_CUDA_LAUNCH_NS");
     if (v && *v) {
         char *end;

@@ -121,6 +121,35 @@ START_TEST(test_fake_driver)
 }
 END_TEST
 
+/* The CUPTI gate (decision 6, issue 10): a driver that is loaded, initialised
+ * and has a device, and a context - an active primary context, or a CUDA
+ * call that already succeeded. */
+START_TEST(test_driver_ready)
+{
+    ck_assert_int_eq(tp_driver_ready(0), 0);    /* no libcuda in the process */
+    ck_assert_int_eq(tp_driver_ready(1), 0);
+    char exe[PATH_MAX], lib[PATH_MAX + 32];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    ck_assert(n > 0);
+    exe[n] = 0;
+    snprintf(lib, sizeof lib, "%s/../fakes/libcuda.so.1", dirname(exe));
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg(h != NULL, "%s not built (make fakes)", lib);
+    ck_assert_int_eq(tp_driver_ready(1), 0);    /* loaded, cuInit not called */
+    int (*init)(unsigned) = (int (*)(unsigned))dlsym(h, "cuInit");
+    ck_assert_int_eq(init(0), 0);
+    ck_assert_int_eq(tp_driver_ready(0), 0);    /* no context yet */
+    ck_assert_int_eq(tp_driver_ready(1), 1);    /* a CUDA call succeeded */
+    int (*retain)(void **, int) = (int (*)(void **, int))dlsym(h, "cuDevicePrimaryCtxRetain");
+    int (*release)(int) = (int (*)(int))dlsym(h, "cuDevicePrimaryCtxRelease_v2");
+    void *ctx = NULL;
+    ck_assert_int_eq(retain(&ctx, 0), 0);
+    ck_assert_int_eq(tp_driver_ready(0), 1);    /* primary context active */
+    ck_assert_int_eq(release(0), 0);
+    ck_assert_int_eq(tp_driver_ready(0), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("devprops");
@@ -131,6 +160,7 @@ int main(void)
     tcase_add_test(tc, test_invalid);
     tcase_add_test(tc, test_no_driver_loaded);
     tcase_add_test(tc, test_fake_driver);
+    tcase_add_test(tc, test_driver_ready);
     suite_add_tcase(s, tc);
     return tp_test_run(s);
 }

@@ -1,0 +1,154 @@
+"""torch_client.py - real PyTorch workloads for tests/preload/test_real_clients.py.
+
+Usage: python torch_client.py MODE
+  train       an MLP trained with AdamW for ten steps on the CPU
+  nvtx        the same with torch's NVTX operator ranges on (what emit_nvtx
+              does, through the same _enable_profiler call, without
+              torch.cuda.synchronize())
+  dataloader  the same, batches from a DataLoader with num_workers=2
+  compile     torch.compile of a small model, compared with eager
+  cuda        CUDA calls that fail on a machine with no driver: torch's
+              device query and allocation, then cudaMalloc through ctypes
+              in torch's own libcudart
+
+stdout carries only what the workload computes (losses, results), so that a
+run with the library and one without can be compared byte for byte.  stderr
+gets "client-threads <pid> <comm,...>" lines: the thread names of the main
+process at exit and of each DataLoader worker, so a test can see that no
+helper thread of the profiler started where none should.
+"""
+
+import ctypes
+import glob
+import os
+import sys
+
+import torch
+
+STEPS = 10
+
+
+def threads_line(tag="main"):
+    names = []
+    for t in sorted(glob.glob("/proc/self/task/*/comm")):
+        try:
+            with open(t) as f:
+                names.append(f.read().strip())
+        except OSError:
+            pass
+    sys.stderr.write("client-threads %s %d %s\n" % (tag, os.getpid(), ",".join(names)))
+    sys.stderr.flush()
+
+
+class Data(torch.utils.data.Dataset):
+    def __init__(self, n=STEPS * 32):
+        g = torch.Generator().manual_seed(1)
+        self.x = torch.randn(n, 64, generator=g)
+        self.y = torch.randint(0, 10, (n,), generator=g)
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        return self.x[i], self.y[i]
+
+
+def worker_init(_):
+    threads_line("worker")
+
+
+def model_and_opt():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+    return model, torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+
+def train(batches):
+    model, opt = model_and_opt()
+    for step, (x, y) in enumerate(batches):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        print("step %d loss %.6f" % (step, loss.item()))
+
+
+def fixed_batches():
+    d = Data()
+    return [(d.x[i * 32:(i + 1) * 32], d.y[i * 32:(i + 1) * 32]) for i in range(STEPS)]
+
+
+def nvtx_on():
+    from torch.autograd import ProfilerConfig, ProfilerState, _enable_profiler
+    cfg = ProfilerConfig(ProfilerState.NVTX, False, False, False, False, False,
+                         torch._C._profiler._ExperimentalConfig())
+    _enable_profiler(cfg, set())
+
+
+def nvtx_off():
+    from torch.autograd import _disable_profiler
+    _disable_profiler()
+
+
+def compiled():
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    cm = torch.compile(m)
+    x = torch.randn(8, 16)
+    with torch.no_grad():
+        a, b = cm(x), m(x)
+    print("compiled matches eager: %s" % bool(torch.allclose(a, b, atol=1e-5)))
+
+
+def cudart_path():
+    import torch.cuda  # noqa: F401  (loads libcudart through libtorch_cuda)
+    for line in open("/proc/self/maps"):
+        path = line.split()[-1] if len(line.split()) >= 6 else ""
+        if os.path.basename(path).startswith("libcudart.so"):
+            return path
+    return None
+
+
+def failing_cuda():
+    print("cuda available: %s" % torch.cuda.is_available())
+    print("device count: %d" % torch.cuda.device_count())
+    try:
+        torch.zeros(4, device="cuda")
+        print("allocation: ok")
+    except (RuntimeError, AssertionError) as e:
+        print("allocation: %s" % type(e).__name__)
+    path = cudart_path()
+    if path:
+        rt = ctypes.CDLL(path)
+        p = ctypes.c_void_p()
+        print("cudaMalloc: %d" % rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(256)))
+        print("cudaDeviceSynchronize: %d" % rt.cudaDeviceSynchronize())
+    else:
+        print("cudaMalloc: no libcudart loaded")
+
+
+def main():
+    mode = sys.argv[1] if len(sys.argv) > 1 else "train"
+    if mode == "train":
+        train(fixed_batches())
+    elif mode == "nvtx":
+        nvtx_on()
+        train(fixed_batches())
+        nvtx_off()
+    elif mode == "dataloader":
+        loader = torch.utils.data.DataLoader(Data(), batch_size=32, num_workers=2,
+                                             worker_init_fn=worker_init)
+        train(loader)
+    elif mode == "compile":
+        compiled()
+    elif mode == "cuda":
+        failing_cuda()
+    else:
+        sys.stderr.write("torch_client: unknown mode %r\n" % mode)
+        return 2
+    threads_line()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
