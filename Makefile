@@ -148,11 +148,15 @@ $(B)/tests/%: tests/unit/%.c $(B)/libtrainprof_core.a
 
 unit: $(UNIT_BIN)
 
+# The test venv: the trace readers (tests/requirements.txt) and the PyPI
+# torch wheel, the real client of tests/preload/test_real_clients.py
+# (tests/requirements-torch.txt, about 5 GB; pip's cache serves repeated
+# installs).
 VENV := $(B)/venv
 venv: $(VENV)/.ok
-$(VENV)/.ok: tests/requirements.txt
+$(VENV)/.ok: tests/requirements.txt tests/requirements-torch.txt
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q -r tests/requirements.txt
+	$(VENV)/bin/pip install -q -r tests/requirements.txt -r tests/requirements-torch.txt
 	touch $@
 
 check-unit: unit

@@ -71,7 +71,7 @@ static const char *tp_kernel_name(uint64_t func, int kind, char *buf, size_t buf
         return tp_intern_str(id);
     if (kind == TP_FUNC_STUB) {
         typedef int (*getname_fn)(const char **, const void *);
-        getname_fn getname = (getname_fn)dlsym(RTLD_DEFAULT, "cudaFuncGetName");
+        getname_fn getname = (getname_fn)tp_dlsym_real(RTLD_DEFAULT, "cudaFuncGetName");
         const char *n = NULL;
         if (getname && getname(&n, (const void *)(uintptr_t)func) == 0 && n) {
             tp_demangle(n, buf, bufsz);

@@ -170,11 +170,11 @@ static tp_cxa_demangle_fn tp_find_demangler(void)
     tp_cxa_demangle_fn f = atomic_load(&fn);
     if (f || atomic_load(&tried))
         return f;
-    f = (tp_cxa_demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    f = (tp_cxa_demangle_fn)tp_dlsym_real(RTLD_DEFAULT, "__cxa_demangle");
     if (!f) {
         void *h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
         if (h)
-            f = (tp_cxa_demangle_fn)dlsym(h, "__cxa_demangle");
+            f = (tp_cxa_demangle_fn)tp_dlsym_real(h, "__cxa_demangle");
     }
     atomic_store(&fn, f);
     atomic_store(&tried, 1);

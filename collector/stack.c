@@ -26,6 +26,7 @@
  * life of the process.
  */
 #include "stack.h"
+#include "devprops.h"
 #include "buffer.h"
 #include "config.h"
 #include "elfsym.h"
@@ -88,19 +89,19 @@ int tp_stack_init(void)
     if (tp_stack_ready)
         return 0;
     void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-    tp_unw_backtrace_fn bt = h ? (tp_unw_backtrace_fn)dlsym(h, "unw_backtrace") : NULL;
+    tp_unw_backtrace_fn bt = h ? (tp_unw_backtrace_fn)tp_dlsym_real(h, "unw_backtrace") : NULL;
     if (!bt) {
         TP_WARN("TRAINPROF_WITH_STACK=1 but libunwind.so.8 cannot be loaded (%s): "
                 "no call stacks (install libunwind8)", h ? "no unw_backtrace" : dlerror());
         return -1;
     }
-    tp_unw_caching_fn caching = (tp_unw_caching_fn)dlsym(h, "_ULx86_64_set_caching_policy");
-    void **as = (void **)dlsym(h, "_ULx86_64_local_addr_space");
+    tp_unw_caching_fn caching = (tp_unw_caching_fn)tp_dlsym_real(h, "_ULx86_64_set_caching_policy");
+    void **as = (void **)tp_dlsym_real(h, "_ULx86_64_local_addr_space");
     if (caching && as)
         caching(*as, TP_UNW_CACHE_PER_THREAD);
     if (as) {
         tp_unw_as = *as;
-        tp_unw_proc_info = (tp_unw_proc_info_fn)dlsym(h, "_ULx86_64_get_proc_info_by_ip");
+        tp_unw_proc_info = (tp_unw_proc_info_fn)tp_dlsym_real(h, "_ULx86_64_get_proc_info_by_ip");
     }
     dl_iterate_phdr(tp_self_range_cb, (void *)(uintptr_t)tp_stack_init);
     tp_unw_backtrace = bt;

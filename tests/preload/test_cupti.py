@@ -257,3 +257,55 @@ def test_cupti_13_0_ga_keeps_kinds_on_between_windows():
         t = tputil.load_trace(p)
         assert len(tputil.events(t, ph="X", cat="kernel")) == LAUNCHES + 1
         assert t["trainprof"]["coverage"]["ratio"] == 1.0
+
+
+# ---- the CUPTI gate (decision 6, issue 10) -----------------------------------
+
+GATE_PROG = r"""
+import ctypes, sys, time
+stage = sys.argv[1]
+drv = None
+if stage != "none":
+    drv = ctypes.CDLL(sys.argv[2])                     # the fake driver, RTLD_LOCAL
+if stage in ("init", "context"):
+    assert drv.cuInit(0) == 0
+if stage == "context":
+    ctx = ctypes.c_void_p()
+    assert drv.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) == 0
+step = ctypes.CDLL(None).trainprof_step
+for _ in range(6):
+    time.sleep(0.03)                                   # tp-flush acts between steps
+    step()
+"""
+
+
+@pytest.mark.parametrize("stage,subscribed", [
+    ("none", False),        # no libcuda in the process
+    ("loaded", False),      # libcuda loaded, cuInit never called
+    ("init", False),        # initialised, but no context and no CUDA call succeeded
+    ("context", True),      # a primary context is active
+])
+def test_cupti_only_with_driver_and_context(stage, subscribed):
+    """A process activated by trainprof_step alone (`trainprof run` on a CPU
+    job) loads CUPTI only once the driver is loaded and initialised and a
+    context exists: the PyPI wheel's CUPTI recurses to a stack overflow in
+    cuptiGetVersion without a driver.  Until then the trace says so."""
+    import sys
+    d = tputil.new_dir()
+    log = os.path.join(d, "cupti.log")
+    drv = os.path.join(tputil.build_dir(), "fakes", "libcuda.so.1")
+    e = tputil.base_env({"TRAINPROF_CUPTI_PATH": fake_cupti(), "FAKE_CUPTI_LOG": log,
+                         "TRAINPROF_SCHEDULE": "warmup=1,active=2", "TRAINPROF_STEP_ON": "api"})
+    p = __import__("subprocess").run([sys.executable, "-c", GATE_PROG, stage, drv], cwd=d, env=e,
+                                     stdout=-1, stderr=-1, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == b""
+    t = one_trace(tputil.Result(p.returncode, p.stdout, p.stderr, tputil.find_traces(d)))
+    calls = lifecycle(log) if os.path.exists(log) else []
+    if subscribed:
+        assert "subscribe" in calls, calls
+        assert t["trainprof"]["gpu_activity"].startswith("active"), t["trainprof"]
+    else:
+        assert calls == [], calls
+        assert t["trainprof"]["gpu_activity"] == "not started: no CUDA driver or context"
+        assert b"CUPTI" not in p.stderr
