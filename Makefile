@@ -159,7 +159,7 @@ $(VENV)/.ok: tests/requirements.txt tests/requirements-torch.txt
 	$(VENV)/bin/pip install -q -r tests/requirements.txt -r tests/requirements-torch.txt
 	touch $@
 
-check-unit: unit
+check-unit: unit fakes
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; CK_FORK=yes $$t; done
 
 check-preload: lib fakes programs cuda-programs venv unit

@@ -31,6 +31,7 @@
  * kernel's name.  A call that fails reports kind NONE (an API record, no
  * device work), as CUPTI would.
  */
+#define _GNU_SOURCE   /* dladdr */
 #include "fakegpu.h"
 
 #include <cuda_profiler_api.h>
@@ -41,6 +42,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -94,7 +96,7 @@ static long launch_ns;   /* FAKE_CUDA_LAUNCH_NS, read once */
 /* The real runtime loads the driver (dlopen "libcuda.so.1"), calls cuInit
  * and retains the device's primary context before its first call does
  * anything; the fake does the same once, at load time, finding the fake
- * driver beside itself (its run path is $ORIGIN).  Without a driver the
+ * driver beside itself.  Without a driver the
  * real runtime's calls fail with cudaErrorInsufficientDriver; the tests of
  * that use the real runtime (tests/preload/test_real_clients.py). */
 typedef int (*fake_cuinit_fn)(unsigned int);
@@ -102,7 +104,16 @@ typedef int (*fake_retain_fn)(void **, int);
 
 static void fake_load_driver(void)
 {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    /* by full path: under ASan the dlopen interceptor is the caller, so
+     * the run path ($ORIGIN) would be the sanitizer runtime's */
+    char path[4096] = "libcuda.so.1";
+    Dl_info me;
+    if (dladdr((void *)fake_load_driver, &me) && me.dli_fname && strrchr(me.dli_fname, '/'))
+        snprintf(path, sizeof path, "%.*s/libcuda.so.1",
+                 (int)(strrchr(me.dli_fname, '/') - me.dli_fname), me.dli_fname);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     fake_cuinit_fn init = h ? (fake_cuinit_fn)dlsym(h, "cuInit") : NULL;
     fake_retain_fn retain = h ? (fake_retain_fn)dlsym(h, "cuDevicePrimaryCtxRetain") : NULL;
     void *ctx = NULL;

@@ -219,9 +219,11 @@ def listing(d):
     return sorted(out)
 
 
-def client(mode, preload=True, via_cli=False, env=None, timeout=300):
+def client(mode, preload=True, via_cli=False, env=None, spy=False, timeout=300):
     """Run torch_client.py MODE in a fresh folder: (CompletedProcess, folder,
-    seconds).  via_cli runs it through `trainprof run`."""
+    seconds).  via_cli runs it through `trainprof run` (which puts our
+    library first in LD_PRELOAD, after a sanitizer runtime); spy preloads
+    the dlopen counter after our library."""
     cwd = tputil.new_dir()
     e = tputil.base_env(env, preload=preload and not via_cli)
     e.pop("TRAINPROF_SYS", None)
@@ -229,6 +231,16 @@ def client(mode, preload=True, via_cli=False, env=None, timeout=300):
               "TRITON_CACHE_DIR": os.path.join(cwd, ".triton")})
     for k, v in (env or {}).items():
         e[k] = str(v)
+    if via_cli or not preload:
+        pre = [os.environ["TP_TEST_ASAN"]] if os.environ.get("TP_TEST_ASAN") and via_cli else []
+    else:
+        pre = [tputil.preload_value()]
+    if spy:
+        pre.append(count_lib())
+    if pre:
+        e["LD_PRELOAD"] = " ".join(pre)
+    else:
+        e.pop("LD_PRELOAD", None)
     cmd = [sys.executable, CLIENT, mode]
     if via_cli:
         cmd = [sys.executable, TRAINPROF, "run", "--lib", tputil.lib_path(), "--"] + cmd
@@ -323,14 +335,13 @@ def test_nvtx_ranges_on_cpu_stay_inert():
     profiler, so nothing starts, CUPTI is never touched (it recursed to a
     stack overflow without a driver), and no dlopen of libcuda is added."""
     base, base_s = plain("nvtx")
-    spy = {"LD_PRELOAD": tputil.preload_value() + " " + count_lib()}
-    p, cwd, secs = client("nvtx", env=spy)
+    p, cwd, secs = client("nvtx", spy=True)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout == base.stdout
     assert ours_started(p.stderr) == []
     assert our_lines(p.stderr) == []
     assert user_files(cwd) == []
-    q, _, _ = client("nvtx", preload=False, env={"LD_PRELOAD": count_lib()})
+    q, _, _ = client("nvtx", preload=False, spy=True)
     assert failed_driver_probes(p.stderr) == failed_driver_probes(q.stderr)
     sys.stderr.write("nvtx loop: %.2f s with the library, %.2f s without\n" % (secs, base_s))
 
@@ -351,8 +362,7 @@ def test_trainprof_run_cpu_training_loop():
     started (no driver) and no warning; our failed probes of libcuda stay
     few (each is retried only after the loader added objects)."""
     base, _ = plain("train")
-    spy = {"LD_PRELOAD": count_lib()}
-    p, cwd, _ = client("train", via_cli=True, env=spy)
+    p, cwd, _ = client("train", via_cli=True, spy=True)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout == base.stdout
     t = check_cli_trace(cwd)
@@ -360,7 +370,7 @@ def test_trainprof_run_cpu_training_loop():
     files = user_files(cwd)
     assert all(f.split(os.sep)[1] in ("traces", "reports") for f in files), files
     assert [l for l in our_lines(p.stderr) if "warning" in l or "error" in l] == []
-    q, _, _ = client("train", preload=False, env=spy)
+    q, _, _ = client("train", preload=False, spy=True)
     with_lib, without = failed_driver_probes(p.stderr), failed_driver_probes(q.stderr)
     assert with_lib[0] == without[0]               # we never dlopen libcuda to load it
     assert with_lib[1] - without[1] <= 20, (with_lib, without)

@@ -83,6 +83,16 @@ START_TEST(test_invalid)
 }
 END_TEST
 
+/* build/fakes/libcuda.so.1, beside this test's build/tests folder. */
+static void fake_driver_path(char *lib, size_t size)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    ck_assert(n > 0);
+    exe[n] = 0;
+    snprintf(lib, size, "%s/../fakes/libcuda.so.1", dirname(exe));
+}
+
 START_TEST(test_no_driver_loaded)
 {
     const struct tp_devprop *p = (const struct tp_devprop *)1;
@@ -93,11 +103,8 @@ END_TEST
 
 START_TEST(test_fake_driver)
 {
-    char exe[PATH_MAX], lib[PATH_MAX + 32];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    ck_assert(n > 0);
-    exe[n] = 0;
-    snprintf(lib, sizeof lib, "%s/../fakes/libcuda.so.1", dirname(exe));
+    char lib[PATH_MAX + 32];
+    fake_driver_path(lib, sizeof lib);
     void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         fprintf(stderr, "test_devprops: %s not built (make fakes): skipped\n", lib);
@@ -128,11 +135,8 @@ START_TEST(test_driver_ready)
 {
     ck_assert_int_eq(tp_driver_ready(0), 0);    /* no libcuda in the process */
     ck_assert_int_eq(tp_driver_ready(1), 0);
-    char exe[PATH_MAX], lib[PATH_MAX + 32];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    ck_assert(n > 0);
-    exe[n] = 0;
-    snprintf(lib, sizeof lib, "%s/../fakes/libcuda.so.1", dirname(exe));
+    char lib[PATH_MAX + 32];
+    fake_driver_path(lib, sizeof lib);
     void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     ck_assert_msg(h != NULL, "%s not built (make fakes)", lib);
     ck_assert_int_eq(tp_driver_ready(1), 0);    /* loaded, cuInit not called */
