@@ -44,6 +44,7 @@
 #include "config.h"
 #include "core.h"
 #include "devprops.h"
+#include "loader.h"
 #include "intern.h"
 #include "kernels.h"
 #include "log.h"

@@ -1,6 +1,6 @@
 /*
  * devprops.c - DESIGN: device properties from the driver the process has
- * already loaded (dlopen RTLD_NOLOAD: we never load libcuda, never call
+ * already loaded (loader.c: we never load libcuda, never call
  * cuInit, never touch the runtime - decision 2), queried once on the flush
  * thread and kept for the life of the process.  Occupancy uses the
  * toolkit's header-only calculator (cuda_occupancy.h) the way Kineto's
@@ -9,14 +9,12 @@
  * achieved blocks per SM capped by the calculator's maximum.
  */
 #include "devprops.h"
+#include "loader.h"
 
 #include <cuda.h>
 #include <cuda_occupancy.h>
 #include <dlfcn.h>
 #include <limits.h>
-#include <link.h>
-#include <stdatomic.h>
-#include <stddef.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -68,49 +66,6 @@ static void tp_fill(const struct tp_driver_api *api, int ordinal, CUdevice dev, 
     d->smem_per_block_optin = tp_attr(api, dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
     d->reserved_smem_per_block = tp_attr(api, dev, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK);
     d->num_sms = tp_attr(api, dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
-}
-
-__attribute__((weak)) void *tp_dlsym_real(void *handle, const char *name)
-{
-    return dlsym(handle, name);
-}
-
-static int tp_adds_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    if (size >= offsetof(struct dl_phdr_info, dlpi_subs))
-        *(unsigned long long *)arg = info->dlpi_adds;
-    return 1;   /* the counter is the same on every object: stop at the first */
-}
-
-/* The loader's count of objects added so far (~0 when glibc lacks it). */
-static unsigned long long tp_loader_adds(void)
-{
-    unsigned long long adds = ~0ull;
-    dl_iterate_phdr(tp_adds_cb, &adds);
-    return adds;
-}
-
-/* A failed probe (dlopen RTLD_NOLOAD of a bare name: ~10 us, measured as
- * 20 us per cudaMalloc/cudaFree pair on the fake runtime, which has no
- * libcuda) is tried again only after the loader has added objects. */
-static _Atomic unsigned long long tp_adds_failed = ~0ull;
-
-int tp_driver_syms(const char *const *names, void **out, int n)
-{
-    for (int i = 0; i < n; i++)
-        out[i] = NULL;
-    unsigned long long adds = tp_loader_adds();
-    if (adds != ~0ull && adds == atomic_load_explicit(&tp_adds_failed, memory_order_relaxed))
-        return -1;
-    void *h = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
-    if (!h) {
-        atomic_store_explicit(&tp_adds_failed, adds, memory_order_relaxed);
-        return -1;
-    }
-    for (int i = 0; i < n; i++)
-        out[i] = tp_dlsym_real(h, names[i]);
-    dlclose(h);   /* only drops the reference NOLOAD took */
-    return 0;
 }
 
 typedef CUresult (*tp_pctx_fn)(CUdevice, unsigned int *, int *);

@@ -23,15 +23,6 @@ struct tp_devprop {
 };
 
 /*
- * tp_driver_syms - look up the "n" entry points "names" of the libcuda the
- * process has already loaded (dlopen RTLD_NOLOAD: we never load it) into
- * "out", NULL where one is missing.  The pointers stay valid while the
- * program keeps libcuda loaded.  Returns 0, or -1 (all NULL) if libcuda is
- * not in the process.
- */
-int tp_driver_syms(const char *const *names, void **out, int n);
-
-/*
  * tp_driver_ready - 1 if the process has a working CUDA driver and a
  * context: libcuda is loaded, cuDeviceGetCount succeeds with at least one
  * device (it fails before a successful cuInit, and with no device or
@@ -42,15 +33,6 @@ int tp_driver_syms(const char *const *names, void **out, int n);
  * overflows (issue 10).  Makes only side-effect-free driver queries.
  */
 int tp_driver_ready(int had_context);
-
-/* tp_dlsym_real - the real dlsym, never our interposer (preload/dlsym.c
- * defines it there; this weak default, for the unit tests that link the
- * collector alone, is plain dlsym).  Every lookup trainprof makes for itself
- * goes through it, so that our dlsym and our own resolution cannot call
- * each other (issue 10: a ctypes lookup in an RTLD_LOCAL libcudart recursed
- * until the stack overflowed).  RTLD_NEXT and RTLD_DEFAULT are resolved
- * relative to this library. */
-void *tp_dlsym_real(void *handle, const char *name);
 
 /* tp_devprops_get - the devices of the loaded driver, queried once (later
  * calls return the same table); 0 and *out = NULL if libcuda is not loaded

@@ -18,6 +18,7 @@
 #include "cupti.h"
 #include "device.h"
 #include "devprops.h"
+#include "loader.h"
 #include "format.h"
 #include "graphs.h"
 #include "intern.h"

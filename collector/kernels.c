@@ -11,6 +11,7 @@
  */
 #include "kernels.h"
 #include "devprops.h"
+#include "loader.h"
 #include "intern.h"
 #include "record.h"
 

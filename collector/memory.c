@@ -20,6 +20,7 @@
  */
 #include "memory.h"
 #include "devprops.h"
+#include "loader.h"
 
 #include <cuda.h>
 #include <pthread.h>

@@ -44,7 +44,7 @@ enum tp_func_kind {
 struct tp_record {
     uint8_t  kind;      /* enum tp_rec_kind */
     uint8_t  gen;       /* window generation (mod 256) the record belongs to */
-    uint16_t api;       /* enum tp_api_id (collector/apis.def), or 0 */
+    uint16_t api;       /* enum tp_api_id (collector/apis.h, from the preload .def lists), or 0 */
     int32_t  status;    /* return code of the real call */
     uint64_t t0;        /* TSC ticks at entry (range/step: start) */
     uint64_t t1;        /* TSC ticks at return (range/step: end) */

@@ -27,6 +27,7 @@
  */
 #include "stack.h"
 #include "devprops.h"
+#include "loader.h"
 #include "buffer.h"
 #include "config.h"
 #include "elfsym.h"

@@ -31,7 +31,7 @@ void tp_flush_idle(void);
  * 2 s for exec children, then delete what TRAINPROF_KEEP still defers. */
 void tp_flush_finish(void);
 
-/* tp_flush_signal_text - the step signal used so far, for metadata. */
+/* tp_core_signal_text - the step signal used so far, for metadata. */
 const char *tp_core_signal_text(void);
 
 #endif

@@ -29,36 +29,6 @@
 #include <pthread.h>
 #include <string.h>
 
-typedef void *(*tp_dlsym_fn)(void *, const char *);
-
-/* Read by the assembly stub: hidden, not static, so it keeps its name. */
-__attribute__((visibility("hidden"))) tp_dlsym_fn tp_dlsym_next;
-
-/* tp_dlsym_resolve - the real dlsym: the next definition after ours, of
- * either version glibc exports (2.34 moved it into libc; the CUDA libraries
- * import the compat GLIBC_2.2.5 one).  dlvsym is not interposed.  The x86-64
- * stub below does the same in assembly. */
-static tp_dlsym_fn tp_dlsym_resolve(void)
-{
-    tp_dlsym_fn f = __atomic_load_n(&tp_dlsym_next, __ATOMIC_ACQUIRE);
-    if (f)
-        return f;
-    f = (tp_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (!f)
-        f = (tp_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    if (f)
-        __atomic_store_n(&tp_dlsym_next, f, __ATOMIC_RELEASE);
-    return f;
-}
-
-/* glibc resolves RTLD_NEXT from its caller's address: here, or (as a tail
- * call) our caller, which is hidden and so always in this library too. */
-void *tp_dlsym_real(void *handle, const char *name)
-{
-    tp_dlsym_fn f = tp_dlsym_resolve();
-    return f ? f(handle, name) : NULL;
-}
-
 /* ---- which library a handle belongs to ------------------------------------ */
 
 enum tp_lib { TP_LIB_UNKNOWN = 0, TP_LIB_OTHER, TP_LIB_CUDA, TP_LIB_WRAPPED };
@@ -151,7 +121,7 @@ static void *tp_self_handle(void)
 
 void tp_dlsym_init(void)
 {
-    (void)tp_dlsym_resolve();
+    (void)tp_dlsym_next_fn();
     (void)tp_self_handle();
 }
 
