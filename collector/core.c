@@ -44,9 +44,6 @@
 #include <time.h>
 #include <unistd.h>
 
-_Atomic uint32_t tp_hot = TP_HOT_INACTIVE;
-__thread int tp_depth __attribute__((tls_model("initial-exec")));
-__thread int tp_lib_depth __attribute__((tls_model("initial-exec")));
 
 static pthread_once_t tp_activate_once = PTHREAD_ONCE_INIT;
 static _Atomic int tp_active;              /* activated and not passive */
@@ -153,7 +150,7 @@ int tp_core_active(void)
     return atomic_load_explicit(&tp_active, memory_order_acquire);
 }
 
-const char *tp_core_signal_text(void)
+static const char *tp_core_signal_text(void)
 {
     int k = atomic_load(&tp_signal_kind);
     for (int i = 0; k >= 0 && i < tp_cfg.n_signals; i++)
@@ -181,6 +178,7 @@ static void tp_window_close(uint64_t now, int partial)
     tp_cur.end_tick = now;
     tp_cur.partial = partial;
     tp_cur.dropped = tp_buf_dropped() - tp_dropped_mark;
+    tp_cur.step_signal = tp_core_signal_text();
     tp_mem_window_end(tp_cur.gen, now);
     pthread_mutex_lock(&tp_q_lock);
     if (tp_q_tail - tp_q_head < TP_QUEUE)
@@ -316,7 +314,7 @@ static void tp_warn_no_step(const char *when)
 static int tp_cupti_start_live(void)
 {
     pthread_mutex_lock(&tp_load_lock);
-    int rc = atomic_load(&tp_exiting) ? -1 : tp_cupti_start();
+    int rc = atomic_load(&tp_exiting) ? -1 : tp_cupti_start(tp_core_cuda_ok());
     pthread_mutex_unlock(&tp_load_lock);
     return rc;
 }

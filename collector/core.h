@@ -1,13 +1,7 @@
 /*
  * core.h - activation, the step schedule, windows, and the call protocol
- * every wrapper follows.
- *
- * Every wrapper first reads one word, tp_hot.  Zero means "pass through":
- * before any window, between windows and after the last one, with no
- * call-counting step signal configured, that load and a branch are all a
- * wrapper adds.  The low byte holds TP_HOT_* flags; bits 8-15 the current
- * window generation, stamped into records so that the flush thread can tell
- * windows apart.
+ * every wrapper follows (its state, the hot word and the per-thread guards,
+ * is in call.h).
  */
 #ifndef TRAINPROF_COLLECTOR_CORE_H
 #define TRAINPROF_COLLECTOR_CORE_H
@@ -17,37 +11,13 @@
 #include <stdint.h>
 
 #include "buffer.h"
+#include "call.h"
 #include "clock.h"
 #include "config.h"
 #include "record.h"
 #include "stack.h"
 
-#define TP_HOT_INACTIVE   0x01u   /* not activated yet: the next call activates */
-#define TP_HOT_RECORDING  0x02u   /* a window records */
-#define TP_HOT_LAUNCH_SIG 0x04u   /* launch:GLOB step signal counts launches */
-#define TP_HOT_CALL_SIG   0x08u   /* call:NAME step signal counts calls */
-#define TP_HOT_CAPTURE    0x10u   /* some thread captures a CUDA graph (graphs.h) */
-#define TP_HOT_EXTCORR    0x20u   /* recording with CUPTI on: library calls push
-                                     their external correlation id (cupti.h) */
-#define TP_HOT_STACK      0x40u   /* recording with TRAINPROF_WITH_STACK=1 */
-#define TP_HOT_FLAGS      0xffu
-#define TP_HOT_GEN(w)     ((uint8_t)((w) >> 8))
-
-extern _Atomic uint32_t tp_hot;
 extern int tp_exit_hooked;    /* the exit flush is registered */
-
-/* Per-thread nesting depth of CUDA runtime/driver calls: > 0 while inside a
- * recorded call or inside the profiler itself; helper threads keep it > 0
- * for life.  Library calls (cuBLAS, cuBLASLt, cuDNN, NCCL) nest separately
- * in tp_lib_depth: a GEMM that re-enters cuBLASLt is one record, while the
- * launches it makes are records of their own (decision 1). */
-extern __thread int tp_depth __attribute__((tls_model("initial-exec")));
-extern __thread int tp_lib_depth __attribute__((tls_model("initial-exec")));
-
-static inline uint32_t tp_hot_load(void)
-{
-    return atomic_load_explicit(&tp_hot, memory_order_relaxed);
-}
 
 /* tp_core_activate - activate the profiler if not yet done (decision 3). */
 void tp_core_activate(void);

@@ -42,7 +42,6 @@
 
 #include "clock.h"
 #include "config.h"
-#include "core.h"
 #include "devprops.h"
 #include "loader.h"
 #include "intern.h"
@@ -1001,7 +1000,7 @@ static void tp_disable_all(void)
 
 /* ---- lifecycle -------------------------------------------------------------- */
 
-int tp_cupti_start(void)
+int tp_cupti_start(int had_context)
 {
     switch (tp_state) {
     case ST_UNAVAILABLE:
@@ -1023,7 +1022,7 @@ int tp_cupti_start(void)
     /* Decision 6: only with a driver and a context.  Not a final state: a
      * process may create its context after a trainprof_* call activated us;
      * asking again costs a loader callback while libcuda is absent. */
-    if (!tp_driver_ready(tp_core_cuda_ok())) {
+    if (!tp_driver_ready(had_context)) {
         snprintf(tp_status_text, sizeof tp_status_text, "not started: no CUDA driver or context");
         return -1;
     }

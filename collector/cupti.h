@@ -76,8 +76,10 @@ struct tp_dev_window {
 /* tp_cupti_start - load and subscribe on first use, register the buffer and
  * timestamp callbacks, enable the activity kinds.  Returns 0, or -1 if CUPTI
  * cannot be had (missing, too old, another subscriber): said once on stderr,
- * and never tried again. */
-int tp_cupti_start(void);
+ * and never tried again.  Before loading, the process must have a driver
+ * and a context (devprops.h, tp_driver_ready; "had_context": a CUDA call
+ * already succeeded); until then -1, silently, and asked again next time. */
+int tp_cupti_start(int had_context);
 
 /* tp_cupti_enabled - 1 while the activity kinds are enabled. */
 int tp_cupti_enabled(void);

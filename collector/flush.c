@@ -438,7 +438,7 @@ void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
     win.steps_recorded = w->steps;
     win.last_step = w->steps ? w->first_step + w->steps - 1 : w->first_step;
     win.partial = w->partial;
-    win.step_signal = tp_core_signal_text();
+    win.step_signal = w->step_signal ? w->step_signal : "";
     win.start_ns = tp_clock_to_unix_ns(&d.map, w->start_tick);
     win.end_ns = tp_clock_to_unix_ns(&d.map, w->end_tick);
     win.base_time_ns = win.start_ns / (TP_TRIMONTH_S * 1000000000ll) * (TP_TRIMONTH_S * 1000000000ll);

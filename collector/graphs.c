@@ -63,22 +63,20 @@ void tp_graphs_begin(void)
     int saved = errno;
     if (tp_capture_depth++ == 0)
         tp_capture_flops = 0;
-    tp_core_capturing(+1);
     errno = saved;
 }
 
-void tp_graphs_end(const void *graph)
+int tp_graphs_end(const void *graph)
 {
     int saved = errno;
-    if (tp_capture_depth > 0) {
-        if (--tp_capture_depth == 0 && graph) {
-            pthread_mutex_lock(&tp_glock);
-            tp_gput(tp_graph_tab, &tp_graph_next, (uint64_t)(uintptr_t)graph, tp_capture_flops);
-            pthread_mutex_unlock(&tp_glock);
-        }
-        tp_core_capturing(-1);
+    int ended = tp_capture_depth > 0;
+    if (ended && --tp_capture_depth == 0 && graph) {
+        pthread_mutex_lock(&tp_glock);
+        tp_gput(tp_graph_tab, &tp_graph_next, (uint64_t)(uintptr_t)graph, tp_capture_flops);
+        pthread_mutex_unlock(&tp_glock);
     }
     errno = saved;
+    return ended;
 }
 
 void tp_graphs_instantiate(const void *exec, const void *graph)

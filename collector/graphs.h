@@ -27,11 +27,14 @@ static inline int tp_graphs_capturing(const struct tp_call *c)
  * marked TP_LIB_CAPTURED so that it does not count as work done. */
 void tp_graphs_captured(struct tp_record *r);
 
-/* After a successful cudaStreamBeginCapture on this thread. */
+/* After a successful cudaStreamBeginCapture on this thread (the entry
+ * point then tells the core: tp_core_capturing(+1)). */
 void tp_graphs_begin(void);
 
-/* After cudaStreamEndCapture on this thread; "graph" NULL if it failed. */
-void tp_graphs_end(const void *graph);
+/* After cudaStreamEndCapture on this thread; "graph" NULL if it failed.
+ * Returns 1 if it closed a capture this thread had begun (the entry point
+ * then calls tp_core_capturing(-1)), 0 otherwise. */
+int tp_graphs_end(const void *graph);
 
 /* After a successful cudaGraphInstantiate*: "exec" runs "graph". */
 void tp_graphs_instantiate(const void *exec, const void *graph);

@@ -23,7 +23,7 @@
 
 #include "clock.h"
 #include "config.h"
-#include "core.h"
+#include "call.h"
 #include "log.h"
 
 #include <errno.h>

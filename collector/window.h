@@ -17,6 +17,7 @@ struct tp_win {
     uint64_t start_tick, end_tick;
     uint64_t dropped;           /* records dropped during the window */
     int partial;
+    const char *step_signal;    /* the step signal that counted its steps ("" if none) */
 };
 
 /* tp_flush_write - drain window "w" and run the handlers (flush thread);
@@ -30,8 +31,5 @@ void tp_flush_idle(void);
 /* tp_flush_finish - at exit, after the last window was written: wait up to
  * 2 s for exec children, then delete what TRAINPROF_KEEP still defers. */
 void tp_flush_finish(void);
-
-/* tp_core_signal_text - the step signal used so far, for metadata. */
-const char *tp_core_signal_text(void);
 
 #endif

@@ -24,7 +24,10 @@ static cudaError_t tp_begin(tp_begin_fn real, cudaStream_t s, enum cudaStreamCap
             tp_core_cuda_succeeded();
             tp_core_activate();
         }
+        int saved = errno;
         tp_graphs_begin();
+        tp_core_capturing(+1);
+        errno = saved;
     }
     return rc;
 }
@@ -32,7 +35,10 @@ static cudaError_t tp_begin(tp_begin_fn real, cudaStream_t s, enum cudaStreamCap
 static cudaError_t tp_end(tp_end_fn real, cudaStream_t s, cudaGraph_t *g)
 {
     cudaError_t rc = real(s, g);
-    tp_graphs_end(rc == cudaSuccess && g ? (const void *)*g : NULL);
+    int saved = errno;
+    if (tp_graphs_end(rc == cudaSuccess && g ? (const void *)*g : NULL))
+        tp_core_capturing(-1);
+    errno = saved;
     return rc;
 }
 

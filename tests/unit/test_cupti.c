@@ -570,7 +570,7 @@ START_TEST(test_fake_records)
     if (!have_fakes())
         return;
     setup(NULL);
-    ck_assert_int_eq(tp_cupti_start(), 0);
+    ck_assert_int_eq(tp_cupti_start(1), 0);
     ck_assert_int_eq(tp_cupti_enabled(), 1);
     ck_assert_str_eq(tp_cupti_status(), "active (CUPTI 130001)");
 
@@ -634,7 +634,7 @@ START_TEST(test_fake_unfinished)
         return;
     setenv("FAKE_CUPTI_DELAY_MS", "400", 1);
     setup(NULL);
-    ck_assert_int_eq(tp_cupti_start(), 0);
+    ck_assert_int_eq(tp_cupti_start(1), 0);
     uint64_t t0 = tp_clock_now();
     launch_one();
     launch_one();
@@ -665,8 +665,8 @@ START_TEST(test_fake_busy)
     snprintf(log, sizeof log, "%s/log", dir);
     setenv("FAKE_CUPTI_BUSY", "1", 1);
     setup(log);
-    ck_assert_int_eq(tp_cupti_start(), -1);
-    ck_assert_int_eq(tp_cupti_start(), -1);   /* never retried */
+    ck_assert_int_eq(tp_cupti_start(1), -1);
+    ck_assert_int_eq(tp_cupti_start(1), -1);   /* never retried */
     ck_assert_int_eq(tp_cupti_enabled(), 0);
     ck_assert_str_eq(tp_cupti_status(), "unavailable: in use by another tool (Nsight Systems)");
     char *text = tp_test_slurp(log, NULL);
@@ -686,7 +686,7 @@ START_TEST(test_fake_old_version)
         return;
     setenv("FAKE_CUPTI_VERSION", "28", 1);
     setup(NULL);
-    ck_assert_int_eq(tp_cupti_start(), -1);
+    ck_assert_int_eq(tp_cupti_start(1), -1);
     ck_assert_str_eq(tp_cupti_status(), "unavailable: CUPTI API version 28 < 130000");
 }
 END_TEST
@@ -717,16 +717,16 @@ static void lifecycle(const char *version, int capture)
     if (capture)
         tp_cupti_set_capture_check(capture_open);
 
-    ck_assert_int_eq(tp_cupti_start(), 0);
-    ck_assert_int_eq(tp_cupti_start(), 0);    /* already active */
+    ck_assert_int_eq(tp_cupti_start(1), 0);
+    ck_assert_int_eq(tp_cupti_start(1), 0);    /* already active */
     tp_cupti_stop(0);
     int toggles = !version || atoi(version) >= 130001;
     ck_assert_int_eq(tp_cupti_enabled(), !toggles);
-    ck_assert_int_eq(tp_cupti_start(), 0);
+    ck_assert_int_eq(tp_cupti_start(1), 0);
     ck_assert_int_eq(tp_cupti_enabled(), 1);
     tp_cupti_stop(1);
     ck_assert_int_eq(tp_cupti_enabled(), 0);
-    ck_assert_int_eq(tp_cupti_start(), -1);   /* finished: never re-subscribed */
+    ck_assert_int_eq(tp_cupti_start(1), -1);   /* finished: never re-subscribed */
     ck_assert_ptr_nonnull(strstr(tp_cupti_status(), "finished"));
 
     char *text = tp_test_slurp(log, NULL);
@@ -774,7 +774,7 @@ START_TEST(test_fake_ext)
     if (!have_fakes())
         return;
     setup(NULL);
-    ck_assert_int_eq(tp_cupti_start(), 0);
+    ck_assert_int_eq(tp_cupti_start(1), 0);
     uint64_t t0 = tp_clock_now();
     tp_cupti_ext_push(42);
     launch_one();
@@ -819,7 +819,7 @@ START_TEST(test_fake_threads_many_buffers)
     if (!have_fakes())
         return;
     setup(NULL);
-    ck_assert_int_eq(tp_cupti_start(), 0);
+    ck_assert_int_eq(tp_cupti_start(1), 0);
     uint64_t t0 = tp_clock_now();
     pthread_t th[N_THREADS];
     for (int i = 0; i < N_THREADS; i++)
@@ -849,7 +849,7 @@ START_TEST(test_fake_recycle)
     if (!have_fakes())
         return;
     setup(NULL);
-    ck_assert_int_eq(tp_cupti_start(), 0);
+    ck_assert_int_eq(tp_cupti_start(1), 0);
     enum { N = 700000 };
     uint64_t t0 = tp_clock_now();
     for (int i = 0; i < N; i++)
@@ -874,12 +874,12 @@ START_TEST(test_fake_kind_refused)
     snprintf(kind, sizeof kind, "%d", (int)CUPTI_ACTIVITY_KIND_OVERHEAD);
     setenv("FAKE_CUPTI_FAIL_KIND", kind, 1);
     setup(NULL);
-    ck_assert_int_eq(tp_cupti_start(), 0);
+    ck_assert_int_eq(tp_cupti_start(1), 0);
     uint64_t t0 = tp_clock_now();
     launch_one();
     uint64_t t1 = tp_clock_now();
     tp_cupti_stop(0);
-    ck_assert_int_eq(tp_cupti_start(), 0);    /* refused again, not said again */
+    ck_assert_int_eq(tp_cupti_start(1), 0);    /* refused again, not said again */
     tp_cupti_collect(1);
     struct tp_dev_window w;
     tp_cupti_take(t0, t1, &w);
