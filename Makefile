@@ -70,8 +70,7 @@ $(B)/libtrainprof.so: $(PRELOAD_OBJ) $(B)/libtrainprof_core.a preload/trainprof.
 $(B)/fakes/libcudart.so.13: tests/fakes/cudart.c tests/fakes/cudart.map
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -fPIC -shared -O1 -g $(TP_WARN) -isystem $(CUDA_HOME)/include \
-	    -Wl,-soname,libcudart.so.13 -Wl,--version-script=tests/fakes/cudart.map \
-	    -Wl,-rpath,'$$ORIGIN' -o $@ $< -ldl -lpthread
+	    -Wl,-soname,libcudart.so.13 -Wl,--version-script=tests/fakes/cudart.map -o $@ $< -lpthread
 	ln -sf libcudart.so.13 $(B)/fakes/libcudart.so
 
 # Other fakes: tests/fakes/X.c -> build/fakes/libX.so; a file tests/fakes/X.map,

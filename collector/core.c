@@ -44,7 +44,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 static pthread_once_t tp_activate_once = PTHREAD_ONCE_INIT;
 static _Atomic int tp_active;              /* activated and not passive */
 static pid_t tp_owner;

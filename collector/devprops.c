@@ -13,7 +13,6 @@
 
 #include <cuda.h>
 #include <cuda_occupancy.h>
-#include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
 #include <string.h>

@@ -10,7 +10,6 @@
  * driver itself, once, and the answer (or its absence) is kept.
  */
 #include "kernels.h"
-#include "devprops.h"
 #include "loader.h"
 #include "intern.h"
 #include "record.h"

@@ -19,7 +19,6 @@
  * loaded (SPEC decision 2); never from the runtime.
  */
 #include "memory.h"
-#include "devprops.h"
 #include "loader.h"
 
 #include <cuda.h>

@@ -26,7 +26,6 @@
  * life of the process.
  */
 #include "stack.h"
-#include "devprops.h"
 #include "loader.h"
 #include "buffer.h"
 #include "config.h"

@@ -12,7 +12,7 @@
  * until the stack overflowed, with the profiler enabled or not (issue 10).
  */
 #include "resolve.h"
-#include "driver.h"
+#include "../collector/loader.h"
 
 #include <dlfcn.h>
 #include <link.h>

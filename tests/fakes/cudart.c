@@ -104,16 +104,14 @@ typedef int (*fake_retain_fn)(void **, int);
 
 static void fake_load_driver(void)
 {
-    /* by full path: under ASan the dlopen interceptor is the caller, so
-     * the run path ($ORIGIN) would be the sanitizer runtime's */
+    /* by full path, beside this library (a bare name searches the caller's
+     * run path, and under ASan the caller is the dlopen interceptor) */
     char path[4096] = "libcuda.so.1";
     Dl_info me;
     if (dladdr((void *)fake_load_driver, &me) && me.dli_fname && strrchr(me.dli_fname, '/'))
         snprintf(path, sizeof path, "%.*s/libcuda.so.1",
                  (int)(strrchr(me.dli_fname, '/') - me.dli_fname), me.dli_fname);
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h)
-        h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     fake_cuinit_fn init = h ? (fake_cuinit_fn)dlsym(h, "cuInit") : NULL;
     fake_retain_fn retain = h ? (fake_retain_fn)dlsym(h, "cuDevicePrimaryCtxRetain") : NULL;
     void *ctx = NULL;

@@ -25,6 +25,7 @@ the test venv).  Without torch the module fails, unless TP_TEST_NO_TORCH=1
 says to skip it.
 """
 
+import functools
 import glob
 import importlib.util
 import os
@@ -84,6 +85,7 @@ def ours():
     return _ours
 
 
+@functools.lru_cache(maxsize=None)
 def wrapped_in(path):
     return sorted(exported(path) & ours())
 
@@ -91,13 +93,11 @@ def wrapped_in(path):
 def real_libraries():
     """(id, path) of every real CUDA library here that defines a function we
     wrap: CUDA's own (and its driver stub) and the torch wheel's."""
-    pats = [os.path.join(CUDA_HOME, "lib64", p) for p in
-            ("libcudart.so.[0-9]*", "libcublas.so.[0-9]*", "libcublasLt.so.[0-9]*",
-             "libcudnn*.so.[0-9]", "libnccl.so.[0-9]*")]
+    names = ("libcudart.so.[0-9]*", "libcublas.so.[0-9]*", "libcublasLt.so.[0-9]*",
+             "libcudnn*.so.[0-9]", "libnccl.so.[0-9]*")
+    pats = [os.path.join(CUDA_HOME, "lib64", n) for n in names]
     pats.append(os.path.join(CUDA_HOME, "lib64", "stubs", "libcuda.so"))
-    pats += [os.path.join(WHEEL_NVIDIA, "*", "lib", p) for p in
-             ("libcudart.so.[0-9]*", "libcublas.so.[0-9]*", "libcublasLt.so.[0-9]*",
-              "libcudnn*.so.[0-9]", "libnccl.so.[0-9]*")]
+    pats += [os.path.join(WHEEL_NVIDIA, "*", "lib", n) for n in names]
     seen, out = set(), []
     for pat in pats:
         for path in sorted(glob.glob(pat)):
@@ -125,10 +125,8 @@ def test_real_libraries_found():
 
 # ---- lookups in RTLD_LOCAL libraries ------------------------------------------
 
-def run_env(enabled, extra=None):
-    env = tputil.base_env({"TRAINPROF_ENABLED": "1" if enabled else "0"})
-    env.update(extra or {})
-    return env
+def run_env(enabled):
+    return tputil.base_env({"TRAINPROF_ENABLED": "1" if enabled else "0"})
 
 
 def check_lookups(path, pairs, enabled):
@@ -225,22 +223,18 @@ def client(mode, preload=True, via_cli=False, env=None, spy=False, timeout=300):
     library first in LD_PRELOAD, after a sanitizer runtime); spy preloads
     the dlopen counter after our library."""
     cwd = tputil.new_dir()
-    e = tputil.base_env(env, preload=preload and not via_cli)
-    e.pop("TRAINPROF_SYS", None)
-    e.update({"PYTHONDONTWRITEBYTECODE": "1", "TORCHINDUCTOR_CACHE_DIR": os.path.join(cwd, ".inductor"),
-              "TRITON_CACHE_DIR": os.path.join(cwd, ".triton")})
-    for k, v in (env or {}).items():
-        e[k] = str(v)
-    if via_cli or not preload:
-        pre = [os.environ["TP_TEST_ASAN"]] if os.environ.get("TP_TEST_ASAN") and via_cli else []
-    else:
-        pre = [tputil.preload_value()]
+    direct = preload and not via_cli
+    e = tputil.base_env(dict({"TRAINPROF_SYS": None, "PYTHONDONTWRITEBYTECODE": "1",
+                              "TORCHINDUCTOR_CACHE_DIR": os.path.join(cwd, ".inductor"),
+                              "TRITON_CACHE_DIR": os.path.join(cwd, ".triton")}, **(env or {})),
+                        preload=direct)
+    pre = [tputil.preload_value()] if direct else []
+    if via_cli and os.environ.get("TP_TEST_ASAN"):
+        pre.append(os.environ["TP_TEST_ASAN"])
     if spy:
         pre.append(count_lib())
     if pre:
         e["LD_PRELOAD"] = " ".join(pre)
-    else:
-        e.pop("LD_PRELOAD", None)
     cmd = [sys.executable, CLIENT, mode]
     if via_cli:
         cmd = [sys.executable, TRAINPROF, "run", "--lib", tputil.lib_path(), "--"] + cmd
