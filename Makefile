@@ -162,6 +162,7 @@ check-unit: unit fakes
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; CK_FORK=yes $$t; done
 
 check-preload: lib fakes programs cuda-programs venv unit
+	@scripts/modgraph --check --build $(B) >/dev/null || { scripts/modgraph --build $(B); exit 1; }
 	$(VENV)/bin/python -m pytest -q tests/preload
 
 check: deps

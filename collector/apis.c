@@ -1,6 +1,8 @@
 /*
- * apis.c - DESIGN: the tables are expanded from the same .def lists as the
- * wrappers, so a name, its id and its CUPTI cbid cannot disagree.  The
+ * apis.c - DESIGN: the tables are expanded from the same .def lists
+ * (collector/apis/) as the preload's wrappers, so a name, its id and its
+ * CUPTI cbid cannot disagree.  The lists live in the collector, which owns
+ * the ids; the preload includes them to generate its entry points.  The
  * logical call of a _ptsz/_ptds variant is the entry without the suffix:
  * the per-thread-default-stream form is the same operation.
  */
@@ -42,12 +44,12 @@ static const struct { const char *name; int cbid; uint8_t layer, form; } tp_apis
     [TP_API_##name] = { #name, -1, TP_LAYER_LIBRARY, rec },
 #define TP_DRV_FN(ret, name, params, args, cbid, rec, request, version) \
     [TP_API_##name] = { #name, CUPTI_DRIVER_TRACE_CBID_##cbid, TP_LAYER_DRIVER, rec },
-#include "../preload/cudart.def"
-#include "../preload/cuda.def"
-#include "../preload/cublas.def"
-#include "../preload/cublaslt.def"
-#include "../preload/nccl.def"
-#include "../preload/cudnn.def"
+#include "apis/cudart.def"
+#include "apis/cuda.def"
+#include "apis/cublas.def"
+#include "apis/cublaslt.def"
+#include "apis/nccl.def"
+#include "apis/cudnn.def"
 #undef TP_DRV_FN
 #undef TP_LIB_FN
 #undef TP_FN

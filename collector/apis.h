@@ -1,6 +1,7 @@
 /*
  * apis.h - ids, names and CUPTI callback ids of the intercepted entry
- * points, generated from the preload .def lists (written once, there).
+ * points, generated from the .def lists in collector/apis/ (written once,
+ * there; the preload's wrappers expand the same lists).
  */
 #ifndef TRAINPROF_COLLECTOR_APIS_H
 #define TRAINPROF_COLLECTOR_APIS_H
@@ -12,12 +13,12 @@ enum tp_api_id {
 #define TP_FN(ret, name, params, args, cbid, rec) TP_API_##name,
 #define TP_LIB_FN(ret, name, params, args, rec) TP_API_##name,
 #define TP_DRV_FN(ret, name, params, args, cbid, rec, request, version) TP_API_##name,
-#include "../preload/cudart.def"
-#include "../preload/cuda.def"
-#include "../preload/cublas.def"
-#include "../preload/cublaslt.def"
-#include "../preload/nccl.def"
-#include "../preload/cudnn.def"
+#include "apis/cudart.def"
+#include "apis/cuda.def"
+#include "apis/cublas.def"
+#include "apis/cublaslt.def"
+#include "apis/nccl.def"
+#include "apis/cudnn.def"
 #undef TP_DRV_FN
 #undef TP_LIB_FN
 #undef TP_FN

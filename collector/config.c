@@ -23,7 +23,6 @@
 
 #include "format.h"
 #include "log.h"
-#include "../handlers/handler.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -322,6 +321,31 @@ static int parse_step_on(struct tp_config *c, const struct opt *o, const char *v
     return 0;
 }
 
+/* The output modules' names, comma-separated (handlers.def). */
+static const char *handler_names(void)
+{
+#define TP_HANDLER(n) "," #n
+#define TP_STAGE(n) "," #n
+    static const char names[] =
+#include "handlers.def"
+        ;
+#undef TP_HANDLER
+#undef TP_STAGE
+    return names + 1;
+}
+
+static int handler_known(const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = handler_names(); *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
 static int parse_handlers(struct tp_config *c, const struct opt *o, const char *val,
                           char *why, size_t whysz)
 {
@@ -331,8 +355,8 @@ static int parse_handlers(struct tp_config *c, const struct opt *o, const char *
     if (split_list(val, buf, sizeof buf, items, TP_MAX_HANDLERS, &n, why, whysz) < 0)
         return -1;
     for (int i = 0; i < n; i++) {
-        if (strlen(items[i]) >= TP_HANDLER_NAME_MAX || !tp_handler_find(items[i]))
-            return WHY("unknown handler \"%.40s\"; accepted: %s", items[i], tp_handler_names());
+        if (strlen(items[i]) >= TP_HANDLER_NAME_MAX || !handler_known(items[i]))
+            return WHY("unknown handler \"%.40s\"; accepted: %s", items[i], handler_names());
         for (int j = 0; j < i; j++)
             if (strcmp(items[i], items[j]) == 0)
                 return WHY("handler %s listed twice", items[i]);

@@ -8,6 +8,7 @@
  * the driver's device properties).
  */
 #include "device.h"
+#include "devprops.h"
 #include "apis.h"
 #include "intern.h"
 

@@ -15,7 +15,8 @@
 
 #include "buffer.h"
 #include "clock.h"
-#include "record.h"
+#include "cupti.h"
+#include "sink.h"
 
 struct tp_devjoin;
 

@@ -6,10 +6,10 @@
  * chunks back to the pool as it goes, so peak memory stays near the records
  * already held.  Names are resolved here: API names from the tables, kernel
  * names from the registration table (demangled once per kernel), then
- * cudaFuncGetName, then the stub's symbol, then its address.  After the
- * handlers, TRAINPROF_KEEP removes this process's oldest traces and their
- * reports; a trace whose TRAINPROF_EXEC command still runs is deleted later
- * (next window, flush-thread idle tick, exit), once the command finished.
+ * cudaFuncGetName, then the stub's symbol, then its address.  Handlers
+ * are reached through the sink (sink.h) only: the window they see is
+ * read-only, what they saved comes back in a struct tp_saved, and the
+ * sink's post-save stage (TRAINPROF_EXEC, TRAINPROF_KEEP) runs after them.
  */
 #include "apis.h"
 #include "buffer.h"
@@ -27,9 +27,8 @@
 #include "memory.h"
 #include "stack.h"
 #include "sysstat.h"
+#include "sink.h"
 #include "window.h"
-#include "../handlers/exec.h"
-#include "../handlers/handler.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -282,105 +281,18 @@ static void tp_steps_collect(struct tp_steps *s, uint8_t gen, const struct tp_cl
     tp_buf_drain(gen, tp_collect_flops, s, NULL, 1);
 }
 
-/* TRAINPROF_KEEP: the traces this process saved, oldest first, and those
- * past the limit whose deletion waits for their exec command (SPEC 8: the
- * command must be able to read its file).  Locked because exit runs on the
- * thread that calls exit(), not on tp-flush. */
-struct tp_saved_trace {
-    char *trace;
-    char *reports;               /* the report files its window wrote (tp_reports_list) */
-};
-
-static struct tp_saved_trace *tp_saved, *tp_doomed;
-static size_t tp_n_saved, tp_n_doomed;
-static pthread_mutex_t tp_keep_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void tp_keep_delete(const struct tp_saved_trace *t)
-{
-    unlink(t->trace);
-    for (const char *r = t->reports; *r; r += strlen(r) + 1)
-        unlink(r);
-}
-
-/* Deletes the deferred traces whose exec command has finished; lock held. */
-static void tp_keep_sweep(void)
-{
-    size_t j = 0;
-    for (size_t i = 0; i < tp_n_doomed; i++) {
-        struct tp_saved_trace *t = &tp_doomed[i];
-        if (tp_exec_busy(t->trace)) {
-            tp_doomed[j++] = *t;
-            continue;
-        }
-        tp_keep_delete(t);
-        free(t->trace);
-        free(t->reports);
-    }
-    tp_n_doomed = j;
-}
-
-/* The window's report files as one block of NUL-terminated paths, ended by
- * an empty one; NULL when out of memory. */
-static char *tp_reports_list(const struct tp_window *w)
-{
-    size_t n = 1;
-    for (int i = 0; i < w->n_reports_saved; i++)
-        n += strlen(w->reports_saved[i]) + 1;
-    char *list = malloc(n), *p = list;
-    if (!list)
-        return NULL;
-    for (int i = 0; i < w->n_reports_saved; i++)
-        p = stpcpy(p, w->reports_saved[i]) + 1;
-    *p = 0;
-    return list;
-}
-
-static void tp_keep(const char *trace, const struct tp_window *w)
-{
-    if (tp_cfg.keep < 0 || !trace[0])
-        return;
-    pthread_mutex_lock(&tp_keep_lock);
-    struct tp_saved_trace *s = realloc(tp_saved, (tp_n_saved + 1) * sizeof *s);
-    struct tp_saved_trace *d = s ? realloc(tp_doomed, (tp_n_doomed + tp_n_saved + 1) * sizeof *d) : NULL;
-    if (s)
-        tp_saved = s;
-    if (d)
-        tp_doomed = d;
-    char *t = d ? strdup(trace) : NULL, *r = t ? tp_reports_list(w) : NULL;
-    if (r) {
-        tp_saved[tp_n_saved++] = (struct tp_saved_trace){ t, r };
-        while (tp_n_saved > (size_t)tp_cfg.keep) {
-            tp_doomed[tp_n_doomed++] = tp_saved[0];
-            memmove(tp_saved, tp_saved + 1, --tp_n_saved * sizeof *tp_saved);
-        }
-        tp_keep_sweep();
-    } else {
-        free(t);
-    }
-    pthread_mutex_unlock(&tp_keep_lock);
-}
-
 void tp_flush_idle(void)
 {
-    tp_exec_reap(0);
-    pthread_mutex_lock(&tp_keep_lock);
-    if (tp_n_doomed)
-        tp_keep_sweep();
-    pthread_mutex_unlock(&tp_keep_lock);
+    const struct tp_sink *sink = tp_sink_get();
+    if (sink)
+        sink->idle();
 }
 
 void tp_flush_finish(void)
 {
-    int running = tp_exec_reap(2000);
-    pthread_mutex_lock(&tp_keep_lock);
-    if (tp_n_doomed)
-        tp_keep_sweep();
-    size_t left = tp_n_doomed;
-    pthread_mutex_unlock(&tp_keep_lock);
-    if (running)
-        TP_INFO("%d TRAINPROF_EXEC command%s still running at exit%s", running,
-                running == 1 ? "" : "s",
-                left ? "; TRAINPROF_KEEP leaves their traces in place" : "");
+    const struct tp_sink *sink = tp_sink_get();
+    if (sink)
+        sink->finish();
 }
 
 static int tp_expand(const char *what, const char *fmt, const struct tp_format_vars *v,
@@ -452,6 +364,8 @@ void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
     win.overwrite = tp_cfg.overwrite;
     win.record_shapes = tp_cfg.record_shapes;
     win.exec = tp_cfg.exec;
+    win.with_stack = tp_cfg.with_stack;
+    win.keep = tp_cfg.keep;
 
     win.records = tp_buf_drain(w->gen, NULL, NULL, &late, 1);
     win.late = late;
@@ -479,24 +393,21 @@ void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
     else if (steps.n < win.steps_recorded)
         win.steps_recorded = steps.n;
 
-    /* handlers run in the order of handlers.def (chrome first, so that the
-     * others can name their files after the trace), whatever the order of
-     * TRAINPROF_HANDLERS; TRAINPROF_EXEC enables exec (SPEC 4) */
-    char order[256];
-    snprintf(order, sizeof order, "%s", tp_handler_names());
-    for (char *save = NULL, *name = strtok_r(order, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
-        const struct tp_handler *h = NULL;
-        for (int i = 0; i < tp_cfg.n_handlers && !h; i++)
-            if (strcmp(tp_cfg.handlers[i], name) == 0)
-                h = tp_handler_find(name);
-        if (!h && tp_cfg.exec[0] && strcmp(name, "exec") == 0)
-            h = tp_handler_find(name);
-        if (!h && tp_cfg.with_stack && strcmp(name, "stacks") == 0)
-            h = tp_handler_find(name);
-        if (!h || d.n == TP_MAX_HANDLERS)
+    /* handlers run in the sink's order (chrome first, so that the others
+     * can name their files after the trace), whatever the order of
+     * TRAINPROF_HANDLERS; a handler may be implied by the window */
+    const struct tp_sink *sink = tp_sink_get();
+    for (int k = 0; sink && d.n < TP_MAX_HANDLERS; k++) {
+        const struct tp_handler *h = sink->handler(k);
+        if (!h)
+            break;
+        int on = h->implied && h->implied(&win);
+        for (int i = 0; i < tp_cfg.n_handlers && !on; i++)
+            on = strcmp(tp_cfg.handlers[i], h->name) == 0;
+        if (!on)
             continue;
         d.h[d.n] = h;
-        d.st[d.n] = h->open ? h->open(&win) : NULL;
+        d.st[d.n] = h->open(&win);
         d.n++;
     }
     late = 0;
@@ -504,9 +415,11 @@ void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
     if (d.join)
         tp_devjoin_dispatch(d.join, &d.map, tp_dispatch_dev_event, &d);
     tp_dispatch_samples(&d, w);
+    struct tp_saved saved;
+    memset(&saved, 0, sizeof saved);
     for (int i = 0; i < d.n; i++)
-        if (d.st[i] && d.h[i]->close)
-            d.h[i]->close(d.st[i], &win);
+        if (d.st[i])
+            d.h[i]->close(d.st[i], &win, &saved);
 
     free(steps.v);
     free(steps.tick);
@@ -514,12 +427,12 @@ void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
     tp_devjoin_free(d.join);
     tp_stack_corr_free(d.cf);
 
-    if (win.trace_path[0]) {
+    if (saved.trace[0])
         TP_INFO("rank %d: saved steps %llu-%llu%s (%llu events%s) to %s%s%s", win.rank,
                 (unsigned long long)win.first_step, (unsigned long long)win.last_step,
                 win.partial ? ", partial" : "", (unsigned long long)win.records,
-                win.dropped ? ", some dropped: raise TRAINPROF_BUFFER_MB" : "", win.trace_path,
-                win.summary_line[0] ? "; " : "", win.summary_line);
-        tp_keep(win.trace_path, &win);
-    }
+                win.dropped ? ", some dropped: raise TRAINPROF_BUFFER_MB" : "", saved.trace,
+                saved.line[0] ? "; " : "", saved.line);
+    if (sink)
+        sink->post_save(&win, &saved);
 }

@@ -19,6 +19,7 @@
  * loaded (SPEC decision 2); never from the runtime.
  */
 #include "memory.h"
+#include "sink.h"
 #include "loader.h"
 
 #include <cuda.h>

@@ -14,6 +14,8 @@
 #include "core.h"
 #include "record.h"
 
+struct tp_mem_usage;   /* sink.h: what a window saw */
+
 /* Most (device, class) pairs tracked; further pairs are not counted. */
 #define TP_MEM_MAX_ACCT 96
 

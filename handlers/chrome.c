@@ -20,6 +20,8 @@
 
 #include "../collector/log.h"
 #include "handler.h"
+#include "../collector/cupti.h"
+#include "../collector/devprops.h"
 #include "jsonw.h"
 #include "output.h"
 
@@ -322,9 +324,8 @@ static void note_thread(struct chrome *c, const struct tp_event *ev)
 static void put_steps(struct chrome *c, const struct tp_window *w);
 static void put_mem_levels(struct chrome *c, const struct tp_window *w, int end);
 
-static void *chrome_open(struct tp_window *w)
+static void *chrome_open(const struct tp_window *w)
 {
-    w->trace_path[0] = '\0';
     if (!w->trace_filename || !w->trace_filename[0]) {
         TP_ERROR("no trace file name; trace not written");
         return NULL;
@@ -908,7 +909,7 @@ static void put_threads(struct chrome *c, const struct tp_window *w)
     }
 }
 
-static int chrome_close(void *state, struct tp_window *w)
+static int chrome_close(void *state, const struct tp_window *w, struct tp_saved *saved)
 {
     struct chrome *c = state;
     struct tp_jsonw *j = &c->j;
@@ -921,7 +922,7 @@ static int chrome_close(void *state, struct tp_window *w)
     int err = tp_jsonw_finish(j);
     int rc = err ? tp_output_abort(&c->out, err) : tp_output_commit(&c->out);
     if (rc == 0)
-        snprintf(w->trace_path, sizeof w->trace_path, "%s", c->out.final);
+        snprintf(saved->trace, sizeof saved->trace, "%s", c->out.final);
     free(c->threads);
     free(c);
     return rc;

@@ -1,6 +1,7 @@
 /*
- * exec.c - DESIGN: the exec handler (SPEC 8).  At close, after the other
- * handlers have saved the window's trace and reports, TRAINPROF_EXEC is
+ * exec.c - DESIGN: TRAINPROF_EXEC, the first half of the post-save stage
+ * (SPEC 8; handlers/handlers.c).  After the handlers have saved the
+ * window's trace and reports, TRAINPROF_EXEC is
  * expanded once per saved file ({path} = that file, the trace first, plus
  * the SPEC 7 variables) and started as "/bin/sh -c CMD" with
  * posix_spawn from tp-flush: the training thread never waits for it.  The
@@ -16,7 +17,7 @@
  * children.  A host that reaps with waitpid(-1) itself may take ours first:
  * ECHILD then just forgets the child.  The table is small and locked,
  * because exit runs on the thread that calls exit(), not on tp-flush.
- * TRAINPROF_KEEP (collector/flush.c) asks tp_exec_busy() before deleting a
+ * TRAINPROF_KEEP (keep.c) asks tp_exec_busy() before deleting a
  * trace and its reports, and defers the deletion while any command of that
  * window runs.
  */
@@ -164,15 +165,9 @@ static pid_t tp_exec_spawn(const char *cmd)
     return pid;
 }
 
-static void *exec_open(struct tp_window *w)
-{
-    static char placeholder;
-    return w->exec && w->exec[0] ? &placeholder : NULL;
-}
-
 /* Starts TRAINPROF_EXEC for "file", one of the window's saved files; its
  * child is filed under the window's trace for TRAINPROF_KEEP.  0 or -1. */
-static int exec_one(const struct tp_window *w, const char *file)
+static int exec_one(const struct tp_window *w, const char *trace, const char *file)
 {
     struct tp_format_vars v = {
         .run_name = w->run_name, .hostname = w->hostname,
@@ -196,7 +191,7 @@ static int exec_one(const struct tp_window *w, const char *file)
     } else {
         snprintf(k->cmd, sizeof k->cmd, "%.*s%s", TP_EXEC_SHOWN, cmd,
                  strlen(cmd) > TP_EXEC_SHOWN ? "..." : "");
-        snprintf(k->path, sizeof k->path, "%s", w->trace_path);
+        snprintf(k->path, sizeof k->path, "%s", trace);
         snprintf(k->file, sizeof k->file, "%s", file);
         pid_t pid = tp_exec_spawn(cmd);
         if (pid > 0) {
@@ -211,22 +206,12 @@ static int exec_one(const struct tp_window *w, const char *file)
     return rc;
 }
 
-/* After the others (handlers.def): once per saved file, the trace first,
- * then the reports in the order they were written. */
-static int exec_close(void *state, struct tp_window *w)
+int tp_exec_saved(const struct tp_window *w, const struct tp_saved *saved)
 {
-    (void)state;
-    if (!w->trace_path[0])
+    if (!saved->trace[0])
         return 0;
-    tp_exec_reap(0);
-    int rc = exec_one(w, w->trace_path);
-    for (int i = 0; i < w->n_reports_saved; i++)
-        rc |= exec_one(w, w->reports_saved[i]);
+    int rc = exec_one(w, saved->trace, saved->trace);
+    for (int i = 0; i < saved->n_reports; i++)
+        rc |= exec_one(w, saved->trace, saved->reports[i]);
     return rc ? -1 : 0;
 }
-
-const struct tp_handler tp_handler_exec = {
-    .name = "exec",
-    .open = exec_open,
-    .close = exec_close,
-};

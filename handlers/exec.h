@@ -1,10 +1,19 @@
 /*
- * exec.h - the exec handler's children (SPEC 8): TRAINPROF_EXEC runs after
- * each saved file (trace and reports); TRAINPROF_KEEP asks here before
- * deleting a trace and its reports.
+ * exec.h - TRAINPROF_EXEC (SPEC 8): a command run after each saved file
+ * (trace and reports); TRAINPROF_KEEP asks here before deleting a trace and
+ * its reports.
  */
 #ifndef TRAINPROF_HANDLERS_EXEC_H
 #define TRAINPROF_HANDLERS_EXEC_H
+
+#include "../collector/sink.h"
+
+/*
+ * tp_exec_saved - start w->exec once per file in "saved", the trace first,
+ * then the reports in the order they were written.  0, or -1 if some
+ * command could not be started (each reported).
+ */
+int tp_exec_saved(const struct tp_window *w, const struct tp_saved *saved);
 
 /*
  * tp_exec_reap - collect the exec children that have finished, reporting a

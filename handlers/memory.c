@@ -72,6 +72,7 @@ struct mem_state {
     size_t nf, capf;
     uint64_t seq;
     int oom;
+    const char *trace;           /* the saved trace, at close */
 };
 
 const char *tp_memory_class_name(unsigned mclass)
@@ -119,7 +120,7 @@ static int series_has_data(const struct mem_series *s)
            u->failed;
 }
 
-static void *memory_open(struct tp_window *w)
+static void *memory_open(const struct tp_window *w)
 {
     if (w->n_mem <= 0 || !w->mem)
         return NULL;
@@ -268,10 +269,10 @@ static void put_ms(struct tp_jsonw *j, int64_t ns)
     tp_jsonw_us(j, (ns + 500) / 1000);
 }
 
-static const char *trace_name(const struct tp_window *w)
+static const char *trace_name(const char *trace)
 {
-    const char *slash = strrchr(w->trace_path, '/');
-    return slash ? slash + 1 : w->trace_path;
+    const char *slash = strrchr(trace, '/');
+    return slash ? slash + 1 : trace;
 }
 
 /*
@@ -293,7 +294,7 @@ static void put_json(struct tp_jsonw *j, struct mem_state *m, const struct tp_wi
                      struct mem_point **pts, const size_t *npts)
 {
     TP_JSONW_LIT(j, "{\n  \"trace\": ");
-    tp_jsonw_str(j, trace_name(w));
+    tp_jsonw_str(j, trace_name(m->trace));
     TP_JSONW_LIT(j, ",\n  \"window\": {\"start_ns\": ");
     tp_jsonw_i64(j, w->start_ns);
     TP_JSONW_LIT(j, ", \"end_ns\": ");
@@ -581,11 +582,11 @@ static void put_html(struct tp_jsonw *j, struct mem_state *m, const struct tp_wi
     char buf[64];
     TP_JSONW_LIT(j, "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n"
                     "<meta charset=\"utf-8\"/>\n<title>Memory · ");
-    put_text(j, trace_name(w));
+    put_text(j, trace_name(m->trace));
     TP_JSONW_LIT(j, "</title>\n<style>\n");
     tp_jsonw_lit(j, page_style);
     TP_JSONW_LIT(j, "</style>\n</head>\n<body>\n<h1>Memory held · ");
-    put_text(j, trace_name(w));
+    put_text(j, trace_name(m->trace));
     TP_JSONW_LIT(j, "</h1>\n<p class=\"sub\">");
     if (w->last_step > w->first_step)
         tp_jsonw_printf(j, "steps %llu–%llu", (unsigned long long)w->first_step,
@@ -659,11 +660,11 @@ static void put_html(struct tp_jsonw *j, struct mem_state *m, const struct tp_wi
 }
 
 /* Writes one report file; 0 or -1 (reported). */
-static int write_report(struct tp_window *w, const char *ext, int json, struct mem_state *m, int64_t len,
+static int write_report(const struct tp_window *w, struct tp_saved *saved, const char *ext, int json, struct mem_state *m, int64_t len,
                         struct mem_point **pts, const size_t *npts, struct mem_point *scratch)
 {
     struct tp_output out;
-    if (tp_output_open_report(&out, w->reports_folder, w->trace_path, ext, w->overwrite, "memory report") != 0)
+    if (tp_output_open_report(&out, w->reports_folder, saved->trace, ext, w->overwrite, "memory report") != 0)
         return -1;
     struct tp_jsonw j;
     if (tp_jsonw_init(&j, out.fd, 0, 0) == 0) {
@@ -673,7 +674,7 @@ static int write_report(struct tp_window *w, const char *ext, int json, struct m
             put_html(&j, m, w, len, pts, npts, scratch);
     }
     int err = tp_jsonw_finish(&j);
-    return tp_handler_report_done(&out, err, w);
+    return tp_output_report_done(&out, err, saved);
 }
 
 static void memory_free(struct mem_state *m)
@@ -685,17 +686,18 @@ static void memory_free(struct mem_state *m)
     free(m);
 }
 
-static int memory_close(void *state, struct tp_window *w)
+static int memory_close(void *state, const struct tp_window *w, struct tp_saved *saved)
 {
     struct mem_state *m = state;
+    m->trace = saved->trace;
     int rc = 0;
     struct mem_point **pts = calloc((size_t)m->n, sizeof *pts);
     size_t *npts = calloc((size_t)m->n, sizeof *npts);
     struct mem_point *scratch = NULL;
-    if (!w->trace_path[0])
+    if (!saved->trace[0])
         goto out;
     if (!pts || !npts) {
-        TP_ERROR("memory report of %s not written: %s", w->trace_path, strerror(ENOMEM));
+        TP_ERROR("memory report of %s not written: %s", saved->trace, strerror(ENOMEM));
         rc = -1;
         goto out;
     }
@@ -720,9 +722,9 @@ static int memory_close(void *state, struct tp_window *w)
         qsort(m->f, m->nf, sizeof *m->f, cmp_fail);
     if (most > 4 * (size_t)AREA_W)
         scratch = malloc(most * sizeof *scratch);
-    if (write_report(w, "memory.json", 1, m, len, pts, npts, scratch) != 0)
+    if (write_report(w, saved, "memory.json", 1, m, len, pts, npts, scratch) != 0)
         rc = -1;
-    if (write_report(w, "memory.html", 0, m, len, pts, npts, scratch) != 0)
+    if (write_report(w, saved, "memory.html", 0, m, len, pts, npts, scratch) != 0)
         rc = -1;
 out:
     for (int i = 0; pts && i < m->n; i++)

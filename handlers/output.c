@@ -11,6 +11,7 @@
  * TRAINPROF_OVERWRITE=0 nothing is ever lost, even with racing ranks.
  */
 #include "output.h"
+#include "../collector/sink.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -272,4 +273,14 @@ int tp_output_open_report(struct tp_output *o, const char *reports_folder, const
         return -1;
     }
     return tp_output_open(o, path, (size_t)stem, overwrite);
+}
+
+int tp_output_report_done(struct tp_output *o, int err, struct tp_saved *saved)
+{
+    int rc = err ? tp_output_abort(o, err) : tp_output_commit(o);
+    if (rc == 0 && saved->n_reports < TP_SAVED_REPORTS) {
+        snprintf(saved->reports[saved->n_reports], sizeof saved->reports[0], "%s", o->final);
+        saved->n_reports++;
+    }
+    return rc;
 }

@@ -94,4 +94,13 @@ int tp_output_report_path(char *out, size_t n, const char *reports_folder,
 int tp_output_open_report(struct tp_output *o, const char *reports_folder, const char *trace_path,
                           const char *ext, int overwrite, const char *what);
 
+struct tp_saved;
+
+/*
+ * tp_output_report_done - finish a report file: abort it if "err" (an
+ * errno, reported) else commit it, and list the committed file in
+ * saved->reports, where the post-save stage finds it.  0 or -1.
+ */
+int tp_output_report_done(struct tp_output *o, int err, struct tp_saved *saved);
+
 #endif

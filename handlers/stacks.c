@@ -24,6 +24,8 @@
 
 #include "../collector/log.h"
 #include "handler.h"
+#include "../collector/cupti.h"
+#include "../collector/devprops.h"
 #include "jsonw.h"
 #include "output.h"
 
@@ -203,7 +205,14 @@ static int32_t stk_corr_get(const struct stacks *s, uint64_t corr)
     return -1;
 }
 
-static void *stacks_open(struct tp_window *w)
+/* TRAINPROF_WITH_STACK=1 implies the folded stacks, whether or not
+ * TRAINPROF_HANDLERS lists "stacks". */
+static int stacks_implied(const struct tp_window *w)
+{
+    return w->with_stack;
+}
+
+static void *stacks_open(const struct tp_window *w)
 {
     struct stacks *s = calloc(1, sizeof *s);
     if (s)
@@ -383,11 +392,11 @@ static int key_cmp(const void *a, const void *b)
 }
 
 /* Write one folded file; "gpu" picks the weight. */
-static int stacks_write(struct stacks *s, struct tp_window *w, const char *ext, int gpu,
+static int stacks_write(struct stacks *s, const struct tp_window *w, struct tp_saved *saved, const char *ext, int gpu,
                         struct stk_key **sorted)
 {
     struct tp_output out;
-    if (tp_output_open_report(&out, w->reports_folder, w->trace_path, ext, w->overwrite, "stacks") != 0)
+    if (tp_output_open_report(&out, w->reports_folder, saved->trace, ext, w->overwrite, "stacks") != 0)
         return -1;
     struct tp_jsonw j;
     if (tp_jsonw_init(&j, out.fd, 0, 0) == 0) {
@@ -401,7 +410,7 @@ static int stacks_write(struct stacks *s, struct tp_window *w, const char *ext, 
         }
     }
     int err = tp_jsonw_finish(&j);
-    return tp_handler_report_done(&out, err, w);
+    return tp_output_report_done(&out, err, saved);
 }
 
 static void stacks_free(struct stacks *s)
@@ -417,18 +426,18 @@ static void stacks_free(struct stacks *s)
     free(s);
 }
 
-static int stacks_close(void *state, struct tp_window *w)
+static int stacks_close(void *state, const struct tp_window *w, struct tp_saved *saved)
 {
     struct stacks *s = state;
     int rc = 0;
-    if (!w->trace_path[0] || !s->framed) {
+    if (!saved->trace[0] || !s->framed) {
         stacks_free(s);
         return 0;
     }
     stacks_self(s);
     struct stk_key **sorted = malloc(s->n_keys * sizeof *sorted);
     if (!sorted) {
-        TP_ERROR("stacks of %s not written: %s", w->trace_path, strerror(ENOMEM));
+        TP_ERROR("stacks of %s not written: %s", saved->trace, strerror(ENOMEM));
         stacks_free(s);
         return -1;
     }
@@ -436,10 +445,10 @@ static int stacks_close(void *state, struct tp_window *w)
         sorted[i] = &s->keys[i];
     qsort(sorted, s->n_keys, sizeof *sorted, key_cmp);
     if (s->oom)
-        TP_WARN("out of memory while folding stacks of %s: they are incomplete", w->trace_path);
-    rc |= stacks_write(s, w, "stacks.txt", 0, sorted);
+        TP_WARN("out of memory while folding stacks of %s: they are incomplete", saved->trace);
+    rc |= stacks_write(s, w, saved, "stacks.txt", 0, sorted);
     if (s->gpu)
-        rc |= stacks_write(s, w, "stacks.gpu.txt", 1, sorted);
+        rc |= stacks_write(s, w, saved, "stacks.gpu.txt", 1, sorted);
     free(sorted);
     stacks_free(s);
     return rc ? -1 : 0;
@@ -447,6 +456,7 @@ static int stacks_close(void *state, struct tp_window *w)
 
 const struct tp_handler tp_handler_stacks = {
     .name = "stacks",
+    .implied = stacks_implied,
     .open = stacks_open,
     .event = stacks_event,
     .close = stacks_close,

@@ -6,7 +6,7 @@
  * are aggregated while they stream (one small hash table per key kind,
  * names copied once per distinct name, a one-entry cache of the previous
  * name because consecutive events mostly repeat it); the file
- * is written at close, after chrome has filled w->trace_path, through
+ * is written at close, after chrome has saved the trace, through
  * output.c.  No trace, no summary.  Times are kept in integer ns and
  * printed with integer arithmetic so that the figures add up exactly.
  * Memory comes from the window's tp_mem_usage rows, not from events.
@@ -14,7 +14,7 @@
  * External id (device events come after all host events of the window), and
  * their bandwidths use that device time when CUPTI saw any of them, else the
  * host call durations, labelled host-enqueue based (decision 12).  close()
- * also fills w->summary_line, the one line TRAINPROF_LOG=info prints.
+ * also fills saved->line, the one line TRAINPROF_LOG=info prints.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,6 +23,8 @@
 
 #include "../collector/log.h"
 #include "handler.h"
+#include "../collector/cupti.h"
+#include "../collector/devprops.h"
 #include "jsonw.h"
 #include "memory.h"
 #include "output.h"
@@ -155,7 +157,7 @@ static void agg_free(struct agg_table *t)
     free(t->slots);
 }
 
-static void *summary_open(struct tp_window *w)
+static void *summary_open(const struct tp_window *w)
 {
     struct summary *s = calloc(1, sizeof *s);
     if (!s) {
@@ -886,11 +888,11 @@ static void line_add(char *line, size_t n, const char *part)
     snprintf(line + len, n - len, "%s%s", len ? ", " : "", part);
 }
 
-/* w->summary_line: the figures of this report in one line (TRAINPROF_LOG=info). */
-static void fill_line(struct summary *s, struct tp_window *w)
+/* saved->line: the figures of this report in one line (TRAINPROF_LOG=info). */
+static void fill_line(struct summary *s, const struct tp_window *w, struct tp_saved *saved)
 {
-    char *line = w->summary_line;
-    size_t n = sizeof w->summary_line;
+    char *line = saved->line;
+    size_t n = sizeof saved->line;
     char part[128], h[CELL];
     line[0] = '\0';
     int64_t sum = 0, busy = 0;
@@ -936,11 +938,11 @@ static void fill_line(struct summary *s, struct tp_window *w)
     }
 }
 
-static void put_header(struct tp_jsonw *j, const struct tp_window *w)
+static void put_header(struct tp_jsonw *j, const struct tp_window *w, const char *trace)
 {
-    const char *slash = strrchr(w->trace_path, '/');
+    const char *slash = strrchr(trace, '/');
     char buf[CELL];
-    tp_jsonw_printf(j, "trainprof summary of %s\n\n", slash ? slash + 1 : w->trace_path);
+    tp_jsonw_printf(j, "trainprof summary of %s\n\n", slash ? slash + 1 : trace);
     tp_jsonw_printf(j, "Run:          %s\n", w->run_name ? w->run_name : "");
     tp_jsonw_printf(j, "Program:      %s (pid %d) on %s\n", w->program ? w->program : "",
                     (int)w->pid, w->hostname ? w->hostname : "");
@@ -958,7 +960,7 @@ static void put_header(struct tp_jsonw *j, const struct tp_window *w)
     tp_jsonw_printf(j, "Window (ms):  %s wall time%s\n",
                     fmt3(buf, sizeof buf, w->end_ns > w->start_ns ? w->end_ns - w->start_ns : 0, 1000000),
                     w->partial ? ", partial (saved at exit or on a signal)" : "");
-    tp_jsonw_printf(j, "Trace:        %s\n", w->trace_path);
+    tp_jsonw_printf(j, "Trace:        %s\n", trace);
 }
 
 static void summary_free(struct summary *s)
@@ -975,23 +977,23 @@ static void summary_free(struct summary *s)
     free(s);
 }
 
-static int summary_close(void *state, struct tp_window *w)
+static int summary_close(void *state, const struct tp_window *w, struct tp_saved *saved)
 {
     struct summary *s = state;
-    fill_line(s, w);
-    if (!w->trace_path[0]) {
+    fill_line(s, w, saved);
+    if (!saved->trace[0]) {
         summary_free(s);
         return 0;
     }
     struct tp_output out;
-    if (tp_output_open_report(&out, w->reports_folder, w->trace_path, "summary.txt", w->overwrite,
+    if (tp_output_open_report(&out, w->reports_folder, saved->trace, "summary.txt", w->overwrite,
                               "summary") != 0) {
         summary_free(s);
         return -1;
     }
     struct tp_jsonw j;
     if (tp_jsonw_init(&j, out.fd, 0, 0) == 0) {
-        put_header(&j, w);
+        put_header(&j, w, saved->trace);
         put_steps(&j, s, w);
         put_libs(&j, s);
         put_apis(&j, s);
@@ -1008,7 +1010,7 @@ static int summary_close(void *state, struct tp_window *w)
             tp_jsonw_lit(&j, "Out of memory while summarising: the tables above are incomplete.\n");
     }
     int err = tp_jsonw_finish(&j);
-    int rc = tp_handler_report_done(&out, err, w);
+    int rc = tp_output_report_done(&out, err, saved);
     summary_free(s);
     return rc;
 }

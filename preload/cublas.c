@@ -71,5 +71,5 @@ static inline void tp_blas_grouped64(struct tp_record *r, cublasHandle_t h, cons
 
 #define TP_LIB_FN(ret, name, params, args, rec) \
     TP_WRAP(ret, name, params, args, TP_MISSING, (void)0, (void)0, tp_lib_begin, rec)
-#include "cublas.def"
+#include "../collector/apis/cublas.def"
 #undef TP_LIB_FN

@@ -78,5 +78,5 @@ static void tp_lt_fill(struct tp_record *r, cublasLtMatmulDesc_t desc, cublasLtM
 
 #define TP_LIB_FN(ret, name, params, args, rec) \
     TP_WRAP(ret, name, params, args, TP_MISSING, (void)0, (void)0, tp_lib_begin, rec)
-#include "cublaslt.def"
+#include "../collector/apis/cublaslt.def"
 #undef TP_LIB_FN

@@ -91,7 +91,7 @@ static inline void tp_fill_copy(struct tp_record *r, const void *dst, const void
 #define TP_FN(ret, name, params, args, cbid, rec) \
     TP_WRAP_GATED(TP_MEMLINE_##rec, ret, name, params, args, TP_MISSING, (void)0, (void)0, \
                   tp_call_begin, rec)
-#include "cudart.def"
+#include "../collector/apis/cudart.def"
 #undef TP_FN
 
 /* ---- registration: names for launches; never activates ------------------ */

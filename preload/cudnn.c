@@ -87,5 +87,5 @@ void tp_backend_record(struct tp_record *r, void *plan);
 
 #define TP_LIB_FN(ret, name, params, args, rec) \
     TP_WRAP(ret, name, params, args, TP_MISSING, tp_cudnn_getters(), (void)0, tp_lib_begin, rec)
-#include "cudnn.def"
+#include "../collector/apis/cudnn.def"
 #undef TP_LIB_FN

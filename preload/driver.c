@@ -133,7 +133,7 @@ static inline void tp_vmm_create(struct tp_record *r, uint64_t h, uint64_t n, co
     TP_DRV_SLOT(TP_MEMLINE_##rec, ret, name, params, args, rec, 1)                                      \
     TP_DRV_SLOT(TP_MEMLINE_##rec, ret, name, params, args, rec, 2)                                      \
     TP_DRV_SLOT(TP_MEMLINE_##rec, ret, name, params, args, rec, 3)
-#include "cuda.def"
+#include "../collector/apis/cuda.def"
 #undef TP_DRV_FN
 
 _Static_assert(TP_DRV_SLOTS == 4, "TP_DRV_FN and TP_CAPTURE define four slots");
@@ -211,7 +211,7 @@ TP_CAPTURE(cuKernelGetFunction, (CUfunction *f, CUkernel k), (f, k))
 const struct tp_drv_entry tp_drv_entries[] = {
 #define TP_DRV_FN(ret, name, params, args, cbid, rec, request, version) \
     TP_ENTRY(name, #name, #request, version)
-#include "cuda.def"
+#include "../collector/apis/cuda.def"
 #undef TP_DRV_FN
     TP_ENTRY(cuLibraryGetKernel, "cuLibraryGetKernel", "cuLibraryGetKernel", 12000)
     TP_ENTRY(cuModuleGetFunction, "cuModuleGetFunction", "cuModuleGetFunction", 2000)

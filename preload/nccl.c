@@ -213,7 +213,7 @@ static inline void tp_nccl_group_track(unsigned api)
 
 #define TP_LIB_FN(ret, name, params, args, rec) \
     TP_WRAP(ret, name, params, args, TP_MISSING, tp_nccl_getters(), tp_nccl_group_track(TP_API_##name), tp_lib_begin, rec)
-#include "nccl.def"
+#include "../collector/apis/nccl.def"
 #undef TP_LIB_FN
 
 /* ---- communicator creation and destruction: feed the cache ------------------ */

@@ -88,5 +88,5 @@ static cublasStatus_t fake_gemm(const char *name, cublasHandle_t h)
 #define TP_LIB_FN(ret, name, params, args, rec) \
     FAKE_EXPORT ret name params;                \
     FAKE_EXPORT ret name params { return fake_gemm(#name, h); }
-#include "../../preload/cublas.def"
+#include "../../collector/apis/cublas.def"
 #undef TP_LIB_FN

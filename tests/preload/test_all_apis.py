@@ -7,7 +7,7 @@ import re
 
 import tputil
 
-DEF = os.path.join(tputil.ROOT, "preload", "cudart.def")
+DEF = os.path.join(tputil.ROOT, "collector", "apis", "cudart.def")
 
 
 def _def_names():

@@ -9,7 +9,7 @@ import re
 
 import tputil
 
-DEFS = [os.path.join(tputil.ROOT, "preload", f) for f in ("cublas.def", "cublaslt.def")]
+DEFS = [os.path.join(tputil.ROOT, "collector", "apis", f) for f in ("cublas.def", "cublaslt.def")]
 
 # The data type each call of gemm_calls.c uses decides complex or not.
 COMPLEX = re.compile(r"^cublas(C|Z)gemm|^cublasGemmEx_64$")

@@ -12,7 +12,7 @@ import pytest
 import tputil
 
 PROG = "nccl_calls"
-DEF = os.path.join(tputil.ROOT, "preload", "nccl.def")
+DEF = os.path.join(tputil.ROOT, "collector", "apis", "nccl.def")
 NCCL_INVALID_ARGUMENT = 4
 
 # name, count, nccl dtype -> (torch name, size), group size, rank, peer (send/recv)

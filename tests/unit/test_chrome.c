@@ -23,6 +23,8 @@
 #include <jansson.h>
 #include <zlib.h>
 
+#include "collector/cupti.h"
+#include "collector/devprops.h"
 #include "handlers/handler.h"
 #include "tests/unit/tp_test.h"
 
@@ -32,6 +34,7 @@
 
 static char root[64];
 static struct tp_window win;
+static struct tp_saved saved;     /* what the handlers saved */
 
 static void cleanup(void)
 {
@@ -47,6 +50,7 @@ static void setup_window(int gzip)
     }
     snprintf(folder, sizeof folder, "%s/run/traces", root);
     memset(&win, 0, sizeof win);
+    memset(&saved, 0, sizeof saved);
     win.run_name = "run";
     win.hostname = "host";
     win.program = "train";
@@ -237,7 +241,7 @@ static int run_window(int gzip, void (*feed)(const struct tp_handler *, void *))
         return -1;
     (void)gzip;
     feed(h, st);
-    return h->close(st, &win);
+    return h->close(st, &win, &saved);
 }
 
 /* Every "ts": and "dur": number in the raw text has at most 3 decimals. */
@@ -505,7 +509,7 @@ static void check_sample(const char *text)
         tn += !strcmp(json_string_value(json_object_get(e, "name")), "thread_name");
     ck_assert_uint_eq(tn, 2);
 
-    const char *slash = strrchr(win.trace_path, '/');
+    const char *slash = strrchr(saved.trace, '/');
     ck_assert_str_eq(json_string_value(json_object_get(root_obj, "traceName")), slash + 1);
     json_decref(root_obj);
 }
@@ -530,8 +534,8 @@ START_TEST(test_trace_gzip)
     ck_assert_int_eq(run_window(1, feed_sample), 0);
     char expect[256];
     snprintf(expect, sizeof expect, "%s/rank3.5.pt.trace.json.gz", folder);
-    ck_assert_str_eq(win.trace_path, expect);
-    char *text = load_text(win.trace_path, 1);
+    ck_assert_str_eq(saved.trace, expect);
+    char *text = load_text(saved.trace, 1);
     check_sample(text);
     free(text);
 }
@@ -543,8 +547,8 @@ START_TEST(test_trace_plain)
     ck_assert_int_eq(run_window(0, feed_sample), 0);
     char expect[256];
     snprintf(expect, sizeof expect, "%s/rank3.5.pt.trace.json", folder);
-    ck_assert_str_eq(win.trace_path, expect);
-    char *text = load_text(win.trace_path, 0);
+    ck_assert_str_eq(saved.trace, expect);
+    char *text = load_text(saved.trace, 0);
     ck_assert_int_eq(text[0], '{');
     check_sample(text);
     free(text);
@@ -568,7 +572,7 @@ START_TEST(test_empty_window_and_no_steps)
     win.user_metadata = NULL;
     win.config_json = "not json";
     ck_assert_int_eq(run_window(1, feed_nothing), 0);
-    char *text = load_text(win.trace_path, 1);
+    char *text = load_text(saved.trace, 1);
     json_t *r = json_loads(text, 0, NULL);
     ck_assert_ptr_nonnull(r);
     json_t *tp = json_object_get(r, "trainprof");
@@ -623,7 +627,7 @@ START_TEST(test_memory_events)
     win.mem = usage;
     win.n_mem = 2;
     ck_assert_int_eq(run_window(0, feed_memory), 0);
-    char *text = load_text(win.trace_path, 0);
+    char *text = load_text(saved.trace, 0);
     json_t *r = json_loads(text, 0, NULL);
     ck_assert_ptr_nonnull(r);
     json_t *events = json_object_get(r, "traceEvents");
@@ -756,7 +760,7 @@ START_TEST(test_device_side)
     win.gpu_kernels_linked = 1;
     win.coverage = 1.0;
     ck_assert_int_eq(run_window(1, feed_device), 0);
-    char *text = load_text(win.trace_path, 1);
+    char *text = load_text(saved.trace, 1);
     json_t *r = json_loads(text, 0, NULL);
     ck_assert_ptr_nonnull(r);
     json_t *props = json_object_get(r, "deviceProperties");
@@ -825,11 +829,11 @@ START_TEST(test_no_overwrite)
     char p0[4096], p1[256];
     setup_window(1);
     ck_assert_int_eq(run_window(1, feed_sample), 0);
-    snprintf(p0, sizeof p0, "%s", win.trace_path);
+    snprintf(p0, sizeof p0, "%s", saved.trace);
     setup_window(1);
     ck_assert_int_eq(run_window(1, feed_sample), 0);
     snprintf(p1, sizeof p1, "%s/rank3.5-1.pt.trace.json.gz", folder);
-    ck_assert_str_eq(win.trace_path, p1);
+    ck_assert_str_eq(saved.trace, p1);
     char *text = load_text(p1, 1);
     check_sample(text);
     free(text);
@@ -848,10 +852,8 @@ START_TEST(test_unwritable_folder)
     fclose(f);
     snprintf(bad, sizeof bad, "%s/traces", file);
     win.trace_folder = bad;
-    snprintf(win.trace_path, sizeof win.trace_path, "stale");
     const struct tp_handler *h = tp_handler_find("chrome");
     ck_assert_ptr_null(h->open(&win));
-    ck_assert_str_eq(win.trace_path, "");
 }
 END_TEST
 
@@ -911,10 +913,10 @@ START_TEST(test_throughput)
         ck_assert_int_eq(run_window(gz, feed_bench), 0);
         double dt = now_s() - t0;
         struct stat st;
-        ck_assert_int_eq(stat(win.trace_path, &st), 0);
+        ck_assert_int_eq(stat(saved.trace, &st), 0);
         fprintf(stderr, "chrome handler throughput (%s): %.2f M events/s, %.1f MB file\n",
                 gz ? "gzip level 1" : "plain", 1.0 / dt, (double)st.st_size / 1e6);
-        unlink(win.trace_path);
+        unlink(saved.trace);
     }
 }
 END_TEST

@@ -417,6 +417,26 @@ START_TEST(test_handler_error_lists_names)
 }
 END_TEST
 
+/* Names come from collector/handlers.def, whole names only;
+ * exec, a post-save stage, stays a valid name. */
+START_TEST(test_handler_names_from_sink)
+{
+    struct tp_config c;
+    parse1(&c, "TRAINPROF_HANDLERS", "stacks,exec,memory");
+    ck_assert_int_eq(c.n_messages, 0);
+    ck_assert_int_eq(c.n_handlers, 3);
+    ck_assert_str_eq(c.handlers[1], "exec");
+    tp_config_free(&c);
+    const char *partial[] = { "chr", "chromex", "summary,exe", "c" };
+    for (size_t i = 0; i < sizeof partial / sizeof partial[0]; i++) {
+        parse1(&c, "TRAINPROF_HANDLERS", partial[i]);
+        ck_assert_int_eq(c.n_messages, 1);
+        ck_assert_ptr_nonnull(strstr(c.messages[0], "unknown handler"));
+        tp_config_free(&c);
+    }
+}
+END_TEST
+
 START_TEST(test_message_value_is_one_line)
 {
     struct tp_config c;
@@ -1170,6 +1190,7 @@ static Suite *config_suite(void)
     tcase_add_loop_test(t, test_bad_values, 0, sizeof bad_cases / sizeof bad_cases[0]);
     tcase_add_test(t, test_spec_error_line);
     tcase_add_test(t, test_handler_error_lists_names);
+    tcase_add_test(t, test_handler_names_from_sink);
     tcase_add_test(t, test_message_value_is_one_line);
     tcase_add_test(t, test_several_errors_counted);
     tcase_add_test(t, test_message_overflow);

@@ -9,6 +9,7 @@
  */
 #include "collector/clock.h"
 #include "collector/memory.h"
+#include "collector/sink.h"
 
 #include "tp_test.h"
 

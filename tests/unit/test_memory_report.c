@@ -26,6 +26,7 @@
 static char root[64];
 static char reports[128];
 static struct tp_window win;
+static struct tp_saved saved;     /* what the handlers saved */
 static struct tp_mem_usage usage[3];
 
 static void cleanup(void)
@@ -39,6 +40,7 @@ static void setup_window(void)
         tp_test_mkdtemp(root, sizeof root, "memory");
     snprintf(reports, sizeof reports, "%s/run/reports", root);
     memset(&win, 0, sizeof win);
+    memset(&saved, 0, sizeof saved);
     win.run_name = "myrun";
     win.program = "train<&>";
     win.pid = 42;
@@ -47,7 +49,7 @@ static void setup_window(void)
     win.start_ns = 1700000000000000000LL;
     win.end_ns = win.start_ns + 100 * MS;
     win.reports_folder = reports;
-    snprintf(win.trace_path, sizeof win.trace_path, "%s/run/traces/rank0.7.pt.trace.json.gz", root);
+    snprintf(saved.trace, sizeof saved.trace, "%s/run/traces/rank0.7.pt.trace.json.gz", root);
     memset(usage, 0, sizeof usage);
     /* GPU0: 1 GiB held, +512 MiB at 10 ms, +256 MiB at 20 ms (peak; the
      * collector noted it 40 us after the call returned), -512 MiB at 30 ms,
@@ -116,7 +118,7 @@ static void run(void (*fn)(const struct tp_handler *, void *), int expect_state)
     }
     ck_assert_ptr_nonnull(st);
     fn(h, st);
-    ck_assert_int_eq(h->close(st, &win), 0);
+    ck_assert_int_eq(h->close(st, &win, &saved), 0);
 }
 
 static void report_path(char *out, size_t n, const char *ext)
@@ -293,7 +295,7 @@ START_TEST(test_no_data_no_file)
     run(feed_nothing, 1);
     /* no trace: no report */
     setup_window();
-    win.trace_path[0] = '\0';
+    saved.trace[0] = '\0';
     run(feed_sequence, 1);
     struct stat sb;
     ck_assert_int_ne(stat(reports, &sb), 0);

@@ -18,6 +18,8 @@
 
 #include "collector/elfsym.h"
 #include "collector/stack.h"
+#include "collector/cupti.h"
+#include "collector/devprops.h"
 #include "handlers/handler.h"
 #include "tests/unit/tp_test.h"
 
@@ -239,15 +241,17 @@ END_TEST
 
 static char root[64], reports[128];
 static struct tp_window win;
+static struct tp_saved saved;     /* what the handlers saved */
 
 static void setup_window(void)
 {
     tp_test_mkdtemp(root, sizeof root, "stacks");
     snprintf(reports, sizeof reports, "%s/run/reports", root);
     memset(&win, 0, sizeof win);
+    memset(&saved, 0, sizeof saved);
     win.reports_folder = reports;
     win.start_ns = 1000000000000LL;
-    snprintf(win.trace_path, sizeof win.trace_path, "%s/run/traces/rank0.4.pt.trace.json.gz", root);
+    snprintf(saved.trace, sizeof saved.trace, "%s/run/traces/rank0.4.pt.trace.json.gz", root);
 }
 
 static void teardown_window(void)
@@ -343,7 +347,7 @@ START_TEST(handler_host)
     void *st = h->open(&win);
     ck_assert_ptr_nonnull(st);
     feed(h, st);
-    ck_assert_int_eq(h->close(st, &win), 0);
+    ck_assert_int_eq(h->close(st, &win, &saved), 0);
     const char *t = slurp("stacks.txt");
     ck_assert_ptr_nonnull(t);
     ck_assert_str_eq(t,
@@ -371,7 +375,7 @@ START_TEST(handler_gpu)
     device(h, st, TP_DEV_MEMCPY, "Memcpy DtoH (Device -> Pageable)", 2000, 50, 1, 0);
     device(h, st, TP_DEV_KERNEL, "lost", 9000, 998, 0, 0);          /* unlinked */
     device(h, st, TP_DEV_SYNC, "Stream Sync", 9000, 40, 1, 0);      /* not device work */
-    ck_assert_int_eq(h->close(st, &win), 0);
+    ck_assert_int_eq(h->close(st, &win, &saved), 0);
     const char *g = slurp("stacks.gpu.txt");
     ck_assert_ptr_nonnull(g);
     ck_assert_str_eq(g,
@@ -394,7 +398,7 @@ START_TEST(handler_no_frames)
     void *st = h->open(&win);
     host(h, st, 10, "cudaLaunchKernel", TP_LAYER_RUNTIME, 0, 5000, 1, NULL, 0);
     device(h, st, TP_DEV_KERNEL, "k", 5000, 1, 1, 0);
-    ck_assert_int_eq(h->close(st, &win), 0);
+    ck_assert_int_eq(h->close(st, &win, &saved), 0);
     ck_assert_ptr_null(slurp("stacks.txt"));
     ck_assert_ptr_null(slurp("stacks.gpu.txt"));
     ck_assert_int_ne(access(reports, F_OK), 0);      /* not even the folder */
@@ -405,11 +409,11 @@ END_TEST
 START_TEST(handler_no_trace)
 {
     setup_window();
-    win.trace_path[0] = 0;
+    saved.trace[0] = 0;
     const struct tp_handler *h = tp_handler_find("stacks");
     void *st = h->open(&win);
     feed(h, st);
-    ck_assert_int_eq(h->close(st, &win), 0);
+    ck_assert_int_eq(h->close(st, &win, &saved), 0);
     ck_assert_int_ne(access(reports, F_OK), 0);
     teardown_window();
 }

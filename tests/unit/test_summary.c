@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "collector/cupti.h"
+#include "collector/devprops.h"
 #include "handlers/handler.h"
 #include "tests/unit/tp_test.h"
 
@@ -22,6 +24,7 @@
 static char root[64];
 static char reports[128];
 static struct tp_window win;
+static struct tp_saved saved;     /* what the handlers saved */
 
 static void cleanup(void)
 {
@@ -35,6 +38,7 @@ static void setup_window(void)
     }
     snprintf(reports, sizeof reports, "%s/run/reports", root);
     memset(&win, 0, sizeof win);
+    memset(&saved, 0, sizeof saved);
     win.run_name = "myrun";
     win.hostname = "host";
     win.program = "train";
@@ -52,7 +56,7 @@ static void setup_window(void)
     win.dropped = 5;
     win.late = 1;
     win.reports_folder = reports;
-    snprintf(win.trace_path, sizeof win.trace_path, "%s/run/traces/rank2.3.pt.trace.json.gz", root);
+    snprintf(saved.trace, sizeof saved.trace, "%s/run/traces/rank2.3.pt.trace.json.gz", root);
 }
 
 static struct tp_record rec;
@@ -115,7 +119,7 @@ static char *run_and_read(void (*fn)(const struct tp_handler *, void *), char *p
     void *st = h->open(&win);
     ck_assert_ptr_nonnull(st);
     fn(h, st);
-    ck_assert_int_eq(h->close(st, &win), 0);
+    ck_assert_int_eq(h->close(st, &win, &saved), 0);
     snprintf(path, n, "%s/rank2.3.pt.trace.summary.txt", reports);
     FILE *f = fopen(path, "r");
     if (!f)
@@ -307,7 +311,7 @@ static void feed_nothing(const struct tp_handler *h, void *st)
 START_TEST(test_no_trace_no_summary)
 {
     setup_window();
-    win.trace_path[0] = '\0';
+    saved.trace[0] = '\0';
     char path[256];
     ck_assert_ptr_null(run_and_read(feed, path, sizeof path));
     struct stat st;
@@ -558,7 +562,7 @@ START_TEST(test_collectives_host)
     coll_row(text, "allgather", 4, 1, "40.000", "1.000", "40.00", "30.00", "host-enqueue");
     ck_assert_ptr_nonnull(strstr(text, "captured into CUDA graphs (not counted above): 1\n"));
     ck_assert_double_eq_tol(tp_coll_busbw_factor(TP_COLL_ALLREDUCE, 8), 1.75, 1e-12);
-    ck_assert_str_eq(win.summary_line,
+    ck_assert_str_eq(saved.line,
                      "steps 0-1: 10.000 ms/step, 100.0 TFLOP/s, MFU-like 25% (peak 400), mem peak GPU0 1.75 GiB");
 }
 END_TEST
@@ -577,9 +581,9 @@ START_TEST(test_collectives_device)
     coll_row(text, "allgather", 4, 1, "40.000", "0.500", "80.00", "60.00", "device");
     ck_assert_ptr_null(strstr(text, "where no kernel was seen"));
     /* busy: 3 + 0.5 + 1.5 ms of 20 ms */
-    ck_assert_str_eq(win.summary_line, "steps 0-1: 10.000 ms/step, 100.0 TFLOP/s, MFU-like 25% (peak 400),"
+    ck_assert_str_eq(saved.line, "steps 0-1: 10.000 ms/step, 100.0 TFLOP/s, MFU-like 25% (peak 400),"
                                        " GPU busy 25%, mem peak GPU0 1.75 GiB");
-    ck_assert_uint_le(strlen(win.summary_line), 255);
+    ck_assert_uint_le(strlen(saved.line), 255);
 }
 END_TEST
 
@@ -611,7 +615,7 @@ START_TEST(test_no_colls_no_section)
     ck_assert_ptr_nonnull(text);
     ck_assert_ptr_null(strstr(text, "Collectives"));
     ck_assert_ptr_null(strstr(text, "Memory held"));
-    ck_assert_str_eq(win.summary_line, "steps 0-2: 9.917 ms/step");
+    ck_assert_str_eq(saved.line, "steps 0-2: 9.917 ms/step");
 }
 END_TEST
 

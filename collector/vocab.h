@@ -1,0 +1,121 @@
+/*
+ * vocab.h - the vocabulary records and handlers share: element types,
+ * GEMM precision classes, collectives, memory classes, API layers, and the
+ * names and factors derived from them (torch's type names, nccl-tests' bus
+ * bandwidth).  Pure data and inline functions: every side may include it.
+ */
+#ifndef TRAINPROF_COLLECTOR_VOCAB_H
+#define TRAINPROF_COLLECTOR_VOCAB_H
+
+#include <stdint.h>
+
+/* What memory an allocation holds (SPEC 6: counted separately). */
+enum tp_mem_class {
+    TP_MEM_DEVICE = 0,  /* device memory: cudaMalloc*, cuMemAlloc*, VMM physical (cuMemCreate) */
+    TP_MEM_MANAGED,     /* unified memory (cudaMallocManaged, cuMemAllocManaged) */
+    TP_MEM_HOST,        /* page-locked host memory (cudaMallocHost, cudaHostAlloc, ...) */
+    TP_MEM_CLASS_COUNT
+};
+
+/* Which layer an intercepted entry point belongs to. */
+enum tp_layer { TP_LAYER_NONE = 0, TP_LAYER_RUNTIME, TP_LAYER_DRIVER, TP_LAYER_LIBRARY };
+
+/* Element types of library calls ("dtype" args use torch's names). */
+enum tp_dtype {
+    TP_DT_UNKNOWN = 0, TP_DT_F32, TP_DT_F64, TP_DT_F16, TP_DT_BF16, TP_DT_F8E4M3,
+    TP_DT_F8E5M2, TP_DT_I8, TP_DT_U8, TP_DT_I32, TP_DT_U32, TP_DT_I64, TP_DT_U64,
+    TP_DT_C32, TP_DT_C64, TP_DT_COUNT
+};
+
+/* The precision class of a GEMM, which picks the peak for MFU. */
+enum tp_precision {
+    TP_PREC_UNKNOWN = 0, TP_PREC_FP64, TP_PREC_FP32, TP_PREC_TF32, TP_PREC_BF16,
+    TP_PREC_FP16, TP_PREC_FP8, TP_PREC_INT8, TP_PREC_COUNT
+};
+
+/* Collectives and point-to-point calls. */
+enum tp_coll {
+    TP_COLL_NONE = 0, TP_COLL_ALLREDUCE, TP_COLL_ALLGATHER, TP_COLL_REDUCESCATTER,
+    TP_COLL_BROADCAST, TP_COLL_REDUCE, TP_COLL_SEND, TP_COLL_RECV, TP_COLL_ALLTOALL,
+    TP_COLL_COUNT
+};
+
+/* tp_dtype_size - bytes per element, 0 if unknown. */
+static inline unsigned tp_dtype_size(unsigned dt)
+{
+    switch (dt) {
+    case TP_DT_F64: case TP_DT_I64: case TP_DT_U64: case TP_DT_C32: return 8;
+    case TP_DT_F32: case TP_DT_I32: case TP_DT_U32: return 4;
+    case TP_DT_F16: case TP_DT_BF16: return 2;
+    case TP_DT_F8E4M3: case TP_DT_F8E5M2: case TP_DT_I8: case TP_DT_U8: return 1;
+    case TP_DT_C64: return 16;
+    default: return 0;
+    }
+}
+
+/* tp_dtype_name - torch's name of the type ("Float", "BFloat16", ...). */
+static inline const char *tp_dtype_name(unsigned dt)
+{
+    switch (dt) {
+    case TP_DT_F32: return "Float";
+    case TP_DT_F64: return "Double";
+    case TP_DT_F16: return "Half";
+    case TP_DT_BF16: return "BFloat16";
+    case TP_DT_F8E4M3: return "Float8_e4m3fn";
+    case TP_DT_F8E5M2: return "Float8_e5m2";
+    case TP_DT_I8: return "Char";
+    case TP_DT_U8: return "Byte";
+    case TP_DT_I32: return "Int";
+    case TP_DT_U32: return "UInt32";
+    case TP_DT_I64: return "Long";
+    case TP_DT_U64: return "UInt64";
+    case TP_DT_C32: return "ComplexFloat";
+    case TP_DT_C64: return "ComplexDouble";
+    default: return "unknown";
+    }
+}
+
+/* tp_precision_name - "fp32", "tf32", "bf16", ... */
+static inline const char *tp_precision_name(unsigned p)
+{
+    static const char *const names[TP_PREC_COUNT] = {
+        "unknown", "fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8",
+    };
+    return p < TP_PREC_COUNT ? names[p] : "unknown";
+}
+
+/* tp_coll_name - the collective's name as Kineto writes "Collective name". */
+static inline const char *tp_coll_name(unsigned op)
+{
+    static const char *const names[TP_COLL_COUNT] = {
+        "unknown", "allreduce", "allgather", "reduce_scatter", "broadcast", "reduce",
+        "send", "recv", "all_to_all",
+    };
+    return op < TP_COLL_COUNT ? names[op] : "unknown";
+}
+
+/* tp_coll_busbw_factor - bus bandwidth / algorithm bandwidth for "op" over
+ * "n" ranks, as nccl-tests defines it (PERFORMANCE.md). */
+static inline double tp_coll_busbw_factor(unsigned op, unsigned n)
+{
+    if (n == 0)
+        return 0;
+    switch (op) {
+    case TP_COLL_ALLREDUCE: return 2.0 * (n - 1) / n;
+    case TP_COLL_ALLGATHER: case TP_COLL_REDUCESCATTER: case TP_COLL_ALLTOALL: return (double)(n - 1) / n;
+    default: return 1.0;
+    }
+}
+
+/* tp_coll_nelems - elements in and out per rank, from NCCL's count argument
+ * (allgather counts what each rank sends, reduce_scatter what each receives). */
+static inline void tp_coll_nelems(unsigned op, uint64_t count, unsigned n, uint64_t *in, uint64_t *out)
+{
+    *in = *out = count;
+    if (op == TP_COLL_ALLGATHER)
+        *out = count * n;
+    else if (op == TP_COLL_REDUCESCATTER)
+        *in = count * n;
+}
+
+#endif
