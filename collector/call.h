@@ -43,4 +43,30 @@ static inline uint32_t tp_hot_load(void)
     return atomic_load_explicit(&tp_hot, memory_order_relaxed);
 }
 
+/*
+ * The hot word is composed here from what its owners set, each under one
+ * lock: the schedule's mode (TP_HOT_INACTIVE, TP_HOT_RECORDING and the
+ * step-signal flags) and window generation (steps.c), whether a capture
+ * is open (steps.c), whether CUPTI's kinds are on (the device module,
+ * gpu.c) and whether stacks are wanted (activation).  TP_HOT_EXTCORR and
+ * TP_HOT_STACK are set only while recording.
+ */
+void tp_hot_mode(uint32_t flags, uint8_t gen);
+void tp_hot_capture(int open);
+void tp_hot_extcorr(int on);
+void tp_hot_stack(int on);
+
+/* tp_hot_off - zero the hot word for good (exit, a forked child, failed
+ * activation); returns the word it replaced.  Lock-free: a forked child
+ * may not take the lock another thread held at fork. */
+uint32_t tp_hot_off(void);
+
+/* tp_hot_is_off - tp_hot_off was called. */
+int tp_hot_is_off(void);
+
+/* tp_cuda_succeeded - a CUDA call succeeded (so a driver context exists);
+ * tp_cuda_ok - 1 once that happened. */
+void tp_cuda_succeeded(void);
+int tp_cuda_ok(void);
+
 #endif

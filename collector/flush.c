@@ -28,7 +28,7 @@
 #include "stack.h"
 #include "sysstat.h"
 #include "sink.h"
-#include "window.h"
+#include "handoff.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -162,7 +162,7 @@ static void tp_dispatch_dev_event(void *ctx, const struct tp_event *ev)
 }
 
 /* Host statistics of the window as counter events (units in the names). */
-static void tp_dispatch_samples(struct tp_dispatch *d, const struct tp_win *w)
+static void tp_dispatch_samples(struct tp_dispatch *d, const struct tp_handoff *w)
 {
     struct tp_sys_sample *v = NULL;
     size_t n = tp_sys_take(w->start_tick, w->end_tick, &v);
@@ -305,7 +305,7 @@ static int tp_expand(const char *what, const char *fmt, const struct tp_format_v
     return -1;
 }
 
-void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev)
+void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_window *dev)
 {
     static char *config_json;
     if (!config_json)

@@ -19,6 +19,8 @@
  * loaded (SPEC decision 2); never from the runtime.
  */
 #include "memory.h"
+#include "config.h"
+#include "module.h"
 #include "sink.h"
 #include "loader.h"
 
@@ -465,3 +467,25 @@ void tp_mem_reset(void)
     memset(tp_snaps, 0, sizeof tp_snaps);
     pthread_mutex_unlock(&tp_mem_lock);
 }
+
+/* ---- the module (collector/modules.def) ---------------------------------- */
+
+static void mem_init(const struct tp_config *cfg)
+{
+    tp_mem_enable(cfg->profile_memory);
+}
+
+/* no window will need totals again, and a forked child is passive */
+static void mem_off(void)
+{
+    tp_mem_enable(0);
+}
+
+const struct tp_module tp_module_memory = {
+    .name = "memory",
+    .init = mem_init,
+    .window_begin = tp_mem_window_begin,
+    .window_end = tp_mem_window_end,
+    .schedule_end = mem_off,
+    .atfork_child = mem_off,
+};

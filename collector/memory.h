@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "clock.h"
-#include "core.h"
+#include "protocol.h"
 #include "record.h"
 
 struct tp_mem_usage;   /* sink.h: what a window saw */

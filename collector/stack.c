@@ -26,6 +26,7 @@
  * life of the process.
  */
 #include "stack.h"
+#include "module.h"
 #include "loader.h"
 #include "buffer.h"
 #include "config.h"
@@ -442,3 +443,16 @@ void tp_stack_reset(void)
     tp_stks_n = tp_stks_cap = 0;
     tp_sym_lookups = tp_sym_misses = 0;
 }
+
+/* ---- the module (collector/modules.def) ---------------------------------- */
+
+static void stack_init(const struct tp_config *cfg)
+{
+    if (cfg->with_stack)
+        tp_stack_init();
+}
+
+const struct tp_module tp_module_stack = {
+    .name = "stack",
+    .init = stack_init,
+};

@@ -20,6 +20,7 @@
  * that stat for the process, said once at debug level.
  */
 #include "sysstat.h"
+#include "module.h"
 
 #include "clock.h"
 #include "config.h"
@@ -595,3 +596,22 @@ void tp_sys_atfork_child(void)
     tp_sys_quit = 0;
     tp_sys_head = tp_sys_len = 0;
 }
+
+/* ---- the module (collector/modules.def) ---------------------------------- */
+
+/* The sampler runs while the schedule warms up or records, and keeps
+ * running while windows wait to be written (their samples). */
+static void sys_follow(const struct tp_follow *f)
+{
+    if (f->on)
+        tp_sys_start();
+    else if (!f->queued)
+        tp_sys_stop();
+}
+
+const struct tp_module tp_module_sysstat = {
+    .name = "sysstat",
+    .follow = sys_follow,
+    .atfork_child = tp_sys_atfork_child,
+    .shutdown = tp_sys_shutdown,
+};

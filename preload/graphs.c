@@ -21,7 +21,7 @@ static cudaError_t tp_begin(tp_begin_fn real, cudaStream_t s, enum cudaStreamCap
     cudaError_t rc = real(s, mode);
     if (rc == cudaSuccess) {
         if (tp_hot_load() & TP_HOT_INACTIVE) {
-            tp_core_cuda_succeeded();
+            tp_cuda_succeeded();
             tp_core_activate();
         }
         int saved = errno;

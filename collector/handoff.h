@@ -1,15 +1,15 @@
 /*
- * window.h - a recorded window handed from the training side to the flush
- * thread (collector-internal).
+ * handoff.h - a closed window handed from the training side to the flush
+ * thread (collector-internal), and the flush's entry points.
  */
-#ifndef TRAINPROF_COLLECTOR_WINDOW_H
-#define TRAINPROF_COLLECTOR_WINDOW_H
+#ifndef TRAINPROF_COLLECTOR_HANDOFF_H
+#define TRAINPROF_COLLECTOR_HANDOFF_H
 
 #include <stdint.h>
 
 #include "cupti.h"
 
-struct tp_win {
+struct tp_handoff {
     uint8_t  gen;
     uint64_t batch;             /* steps completed when saved */
     uint64_t first_step;        /* first recorded step */
@@ -22,14 +22,14 @@ struct tp_win {
 
 /* tp_flush_write - drain window "w" and run the handlers (flush thread);
  * "dev" is its device side, NULL when CUPTI did not collect. */
-void tp_flush_write(const struct tp_win *w, const struct tp_dev_window *dev);
+void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_window *dev);
 
-/* tp_flush_idle - between windows (flush thread): reap finished exec
- * children and delete the traces TRAINPROF_KEEP deferred for them. */
+/* tp_flush_idle - between windows (flush thread): the output side's idle
+ * work (reaping exec children, deferred TRAINPROF_KEEP deletions). */
 void tp_flush_idle(void);
 
-/* tp_flush_finish - at exit, after the last window was written: wait up to
- * 2 s for exec children, then delete what TRAINPROF_KEEP still defers. */
+/* tp_flush_finish - at exit, after the last window was written: the output
+ * side's last work (a bounded wait for exec children). */
 void tp_flush_finish(void);
 
 #endif

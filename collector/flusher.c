@@ -1,0 +1,254 @@
+/*
+ * flusher.c - DESIGN: the flush thread, tp-flush.  Closing a window costs
+ * the training thread one queue insert and one write(2) to tp-flush's
+ * pipe; everything else happens here: waiting for the window's device
+ * records (decision 5), draining and handing it to the handlers (flush.c),
+ * running the modules' follow hooks (the host sampler, CUPTI) as the
+ * schedule asks, and the output side's idle work.
+ *
+ * Loads: CUPTI is loaded here, by dlopen.  Once exit has begun no load may
+ * start: from _dl_fini on, a dlopen runs the initialisers of objects already
+ * finalised again (preload/dlsym.c).  tp_flusher_exit_begin sets exiting
+ * under the load lock, so a load under way finishes first and none starts
+ * after.
+ *
+ * Termination signals: the handler (lifecycle.c) sets a flag, wakes this
+ * thread and waits, bounded, until it has closed the open window (through
+ * the steps' term hook) and written it.
+ *
+ * This file knows nothing of steps: the steps call down into it, and it
+ * reaches them only through the hooks given at start.
+ */
+#include "flusher.h"
+#include "call.h"
+#include "clock.h"
+#include "cupti.h"
+#include "log.h"
+#include "module.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TP_QUEUE 16
+
+static struct tp_flusher_hooks tp_hooks;
+static pthread_mutex_t tp_q_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t tp_q_done = PTHREAD_COND_INITIALIZER;
+static struct tp_handoff tp_queue[TP_QUEUE];
+static unsigned tp_q_head, tp_q_tail;      /* tail - head = pending */
+static int tp_q_busy;                      /* a window is being written */
+static int tp_wake_fd[2] = { -1, -1 };
+static pthread_t tp_flusher;
+
+static _Atomic int tp_sched_on = -1;       /* the current step warms up or records */
+static _Atomic uint64_t tp_steps_done;
+static _Atomic int tp_final;               /* no window will open again, no capture open */
+
+static _Atomic int tp_exiting;
+static pthread_mutex_t tp_load_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static volatile sig_atomic_t tp_term_pending;
+static volatile sig_atomic_t tp_term_saved;
+
+static void tp_wake(void)
+{
+    char c = 1;
+    if (tp_wake_fd[1] >= 0) {
+        ssize_t w = write(tp_wake_fd[1], &c, 1);
+        (void)w;
+    }
+}
+
+static void tp_drain_pipe(void)
+{
+    char buf[64];
+    ssize_t r = read(tp_wake_fd[0], buf, sizeof buf);
+    (void)r;
+}
+
+int tp_flusher_queue(const struct tp_handoff *w)
+{
+    int rc = -1;
+    pthread_mutex_lock(&tp_q_lock);
+    if (tp_q_tail - tp_q_head < TP_QUEUE) {
+        tp_queue[tp_q_tail++ % TP_QUEUE] = *w;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&tp_q_lock);
+    tp_wake();
+    return rc;
+}
+
+void tp_flusher_schedule(int on)
+{
+    if (atomic_exchange(&tp_sched_on, on) != on)
+        tp_wake();      /* tp-flush starts or stops CUPTI (decision 6) and the sampler */
+}
+
+void tp_flusher_progress(uint64_t steps, int final)
+{
+    atomic_store(&tp_steps_done, steps);
+    atomic_store(&tp_final, final);
+}
+
+int tp_flusher_exiting(void)
+{
+    return atomic_load(&tp_exiting);
+}
+
+void tp_flusher_exit_begin(void)
+{
+    /* bounded, should a CUPTI load hang: then exit goes on as before */
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 10;
+    int locked = pthread_mutex_timedlock(&tp_load_lock, &dl) == 0;
+    atomic_store(&tp_exiting, 1);
+    if (locked)
+        pthread_mutex_unlock(&tp_load_lock);
+}
+
+int tp_flusher_wait_written(int ms)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += ms / 1000;
+    dl.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
+    int rc = 0;
+    pthread_mutex_lock(&tp_q_lock);
+    while ((tp_q_head != tp_q_tail || tp_q_busy) && rc == 0)
+        rc = pthread_cond_timedwait(&tp_q_done, &tp_q_lock, &dl);
+    int done = tp_q_head == tp_q_tail && !tp_q_busy;
+    pthread_mutex_unlock(&tp_q_lock);
+    return done;
+}
+
+void tp_flusher_term(void)
+{
+    tp_term_pending = 1;
+    tp_wake();
+    /* bounded: torchrun sends SIGKILL 30 s after SIGTERM */
+    for (int i = 0; i < 2000 && !tp_term_saved; i++) {
+        struct timespec ts = { 0, 10 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Run the modules' follow hooks (no lock of the steps held).  The sampler
+ * and CUPTI keep running while windows wait to be written. */
+static void tp_follow(int queued)
+{
+    pthread_mutex_lock(&tp_load_lock);
+    if (!atomic_load(&tp_exiting)) {
+        struct tp_follow f = {
+            .on = atomic_load(&tp_sched_on) > 0,
+            .queued = queued,
+            .final = atomic_load(&tp_final),
+        };
+        tp_modules_follow(&f);
+    }
+    pthread_mutex_unlock(&tp_load_lock);
+}
+
+/* Wait until the device side of "w" is complete (decision 5): every launch
+ * has its device record, or 2 more steps or 10 s have passed, or the process
+ * is exiting (then CUPTI is flushed forcibly). */
+static void tp_device_wait(const struct tp_handoff *w)
+{
+    struct tp_clock_map m = tp_clock_map_now();
+    uint64_t t_begin = tp_clock_now();
+    for (;;) {
+        int exiting = atomic_load(&tp_exiting) || tp_term_pending;
+        tp_cupti_collect(exiting);
+        if (exiting || tp_cupti_unfinished(w->start_tick, w->end_tick) == 0)
+            return;
+        if (atomic_load(&tp_steps_done) >= w->batch + 2 ||
+            tp_clock_ticks_to_ns(&m, t_begin, tp_clock_now()) > 10ll * 1000000000ll)
+            return;
+        struct pollfd p = { tp_wake_fd[0], POLLIN, 0 };
+        if (poll(&p, 1, 20) > 0)
+            tp_drain_pipe();
+    }
+}
+
+static void tp_write_window(const struct tp_handoff *w)
+{
+    struct tp_dev_window dev;
+    memset(&dev, 0, sizeof dev);
+    if (tp_cupti_enabled()) {
+        tp_device_wait(w);
+        tp_cupti_take(w->start_tick, w->end_tick, &dev);
+    }
+    tp_flush_write(w, tp_cupti_enabled() || dev.n_rec ? &dev : NULL);
+    tp_cupti_window_free(&dev);
+}
+
+static void *tp_flush_main(void *arg)
+{
+    (void)arg;
+    tp_depth = 1;
+    prctl(PR_SET_NAME, "tp-flush", 0, 0, 0);
+    for (;;) {
+        struct pollfd p = { tp_wake_fd[0], POLLIN, 0 };
+        if (poll(&p, 1, 1000) > 0)
+            tp_drain_pipe();
+        if (tp_term_pending && !tp_term_saved) {
+            tp_hooks.term();
+            atomic_store(&tp_exiting, 1);
+        }
+        for (;;) {
+            struct tp_handoff w;
+            pthread_mutex_lock(&tp_q_lock);
+            int have = tp_q_head != tp_q_tail;
+            if (have) {
+                w = tp_queue[tp_q_head % TP_QUEUE];
+                tp_q_head++;
+                tp_q_busy = 1;
+            }
+            pthread_mutex_unlock(&tp_q_lock);
+            if (!have)
+                break;
+            tp_write_window(&w);
+            pthread_mutex_lock(&tp_q_lock);
+            tp_q_busy = 0;
+            pthread_cond_broadcast(&tp_q_done);
+            pthread_mutex_unlock(&tp_q_lock);
+        }
+        if (tp_term_pending)
+            tp_term_saved = 1;
+        pthread_mutex_lock(&tp_q_lock);
+        int queued = tp_q_head != tp_q_tail;
+        pthread_mutex_unlock(&tp_q_lock);
+        tp_follow(queued);
+        tp_flush_idle();
+        tp_hooks.idle();
+    }
+    return NULL;
+}
+
+int tp_flusher_start(const struct tp_flusher_hooks *hooks)
+{
+    tp_hooks = *hooks;
+    if (pipe2(tp_wake_fd, O_CLOEXEC | O_NONBLOCK) != 0)
+        return -1;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&tp_flusher, NULL, tp_flush_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        return -1;
+    pthread_detach(tp_flusher);
+    return 0;
+}

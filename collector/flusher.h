@@ -1,0 +1,53 @@
+/*
+ * flusher.h - the flush thread, tp-flush: the hand-over of closed windows
+ * from the training side, their writing, and what runs beside the schedule
+ * (the modules' follow hooks).  Below the steps: they call down into it,
+ * and it calls back up only through the hooks given at start.
+ */
+#ifndef TRAINPROF_COLLECTOR_FLUSHER_H
+#define TRAINPROF_COLLECTOR_FLUSHER_H
+
+#include <stdint.h>
+
+#include "handoff.h"
+
+struct tp_flusher_hooks {
+    /* On tp-flush when a SIGTERM/SIGINT arrived: close the open window now
+     * (the interrupted thread may hold any lock). */
+    void (*term)(void);
+    /* On tp-flush after each wake-up. */
+    void (*idle)(void);
+};
+
+/* tp_flusher_start - create the wake-up pipe and start tp-flush (all
+ * signals blocked in it).  0, or -1 (no thread). */
+int tp_flusher_start(const struct tp_flusher_hooks *hooks);
+
+/* tp_flusher_queue - hand a closed window over (training thread, step lock
+ * held) and wake tp-flush.  0, or -1 when the queue is full. */
+int tp_flusher_queue(const struct tp_handoff *w);
+
+/* tp_flusher_schedule - what the current step wants: "on" while it warms
+ * up or records; wakes tp-flush when that changed. */
+void tp_flusher_schedule(int on);
+
+/* tp_flusher_progress - steps completed so far, and whether no window will
+ * open again with no capture open (CUPTI may then be finalized). */
+void tp_flusher_progress(uint64_t steps, int final);
+
+/* tp_flusher_exit_begin - exit has begun: waits (bounded) for a module
+ * load under way on tp-flush, after which none starts. */
+void tp_flusher_exit_begin(void);
+
+/* tp_flusher_exiting - exit or a termination signal has begun. */
+int tp_flusher_exiting(void);
+
+/* tp_flusher_wait_written - wait until tp-flush has written every queued
+ * window, at most "ms" milliseconds; 1 if it has. */
+int tp_flusher_wait_written(int ms);
+
+/* tp_flusher_term - from a SIGTERM/SIGINT handler (async-signal-safe):
+ * have tp-flush save the open window and wait for it, bounded. */
+void tp_flusher_term(void);
+
+#endif

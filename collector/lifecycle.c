@@ -1,0 +1,199 @@
+/*
+ * lifecycle.c - DESIGN: the life of a profiled process.
+ *
+ * The constructor (preload/init.c) only parses configuration.  The first
+ * CUDA call that succeeds, or a trainprof_* call, activates (a call that
+ * failed - no driver, no device - leaves the process inert; NVTX ranges never
+ * activate): report configuration problems, calibrate the clock, reserve
+ * the record pool, start the flush thread (flusher.c: signals blocked,
+ * named tp-flush), initialise the modules (modules.def), register
+ * pthread_atfork and install SIGTERM/SIGINT handlers over default
+ * dispositions only, then enter step 0 (steps.c).  The exit flush is
+ * registered with atexit() after the first real CUDA call has returned, so
+ * that it runs before CUDA's own atexit teardown (LIFO order), and once at
+ * activation, so that it runs before _dl_fini when no such call came (the
+ * destructor is the last fallback).
+ *
+ * Termination signals: the handler has tp-flush save the open window and
+ * waits (bounded), then restores the default disposition, re-raises and
+ * returns, so the process dies of the same signal with the signal unblocked.
+ * A forked child goes passive at once; handlers check the owner pid.
+ */
+#include "lifecycle.h"
+#include "buffer.h"
+#include "call.h"
+#include "clock.h"
+#include "config.h"
+#include "flusher.h"
+#include "handoff.h"
+#include "log.h"
+#include "module.h"
+#include "protocol.h"
+#include "stack.h"
+#include "steps.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static pthread_once_t tp_activate_once = PTHREAD_ONCE_INIT;
+static pid_t tp_owner;
+int tp_exit_hooked;
+static _Atomic int tp_exit_done;
+/* Step 0 begins when the call that activated the profiler began, so that
+ * this call lies inside it (first writer wins; read in tp_activate). */
+static _Atomic uint64_t tp_first_call_tick;
+/* Start of this thread's outermost call made before activation (a library
+ * call's launches re-enter here while it runs). */
+static __thread uint64_t tp_outer_t0 __attribute__((tls_model("initial-exec")));
+
+static int tp_term_installed[2];           /* SIGTERM, SIGINT */
+static const int tp_term_nums[2] = { SIGTERM, SIGINT };
+
+/* ---- exit, termination signals, fork ------------------------------------ */
+
+static void tp_atexit(void)
+{
+    if (getpid() != tp_owner || !tp_core_active() || atomic_exchange(&tp_exit_done, 1))
+        return;
+    tp_flusher_exit_begin();
+    tp_depth++;
+    tp_steps_close_final(1);
+    tp_flusher_wait_written(30000);
+    tp_modules_shutdown();
+    tp_flush_finish();
+    tp_steps_warn_unseen("before exit");
+    tp_depth--;
+}
+
+static void tp_term_handler(int sig)
+{
+    int saved = errno;
+    if (getpid() == tp_owner && tp_core_active())
+        tp_flusher_term();
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(sig, &dfl, NULL);
+    raise(sig);            /* pending until this handler returns */
+    errno = saved;
+}
+
+static void tp_term_install(void)
+{
+    for (int i = 0; i < 2; i++) {
+        struct sigaction old;
+        if (sigaction(tp_term_nums[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
+            (old.sa_flags & SA_SIGINFO))
+            continue;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = tp_term_handler;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESTART;
+        tp_term_installed[i] = sigaction(tp_term_nums[i], &sa, NULL) == 0;
+    }
+}
+
+static void tp_atfork_child(void)
+{
+    tp_hot_off();
+    tp_modules_atfork_child();
+    tp_steps_atfork_child();
+    for (int i = 0; i < 2; i++) {
+        if (!tp_term_installed[i])
+            continue;
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigaction(tp_term_nums[i], &dfl, NULL);
+    }
+}
+
+/* ---- activation ---------------------------------------------------------- */
+
+/* tp-flush closes the open window when a termination signal arrived. */
+static void tp_term_close(void)
+{
+    tp_steps_close_final(0);
+}
+
+static void tp_activate(void)
+{
+    tp_depth++;
+    tp_config_init();
+    if (tp_config_report() || !tp_cfg.rank_selected) {
+        tp_hot_off();
+        tp_depth--;
+        return;
+    }
+    tp_owner = getpid();
+    tp_clock_init();
+    static const struct tp_flusher_hooks hooks = { .term = tp_term_close, .idle = tp_steps_idle };
+    if (tp_buf_init(tp_cfg.buffer_mb) != 0 || tp_flusher_start(&hooks) != 0) {
+        TP_ERROR("cannot start (out of memory or threads): profiling disabled for this process");
+        tp_hot_off();
+        tp_depth--;
+        return;
+    }
+    tp_modules_init(&tp_cfg);
+    tp_hot_stack(tp_stack_on());
+    pthread_atfork(NULL, NULL, tp_atfork_child);
+    /* The exit flush, for a process whose first launch never registers it
+     * again later (tp_core_after_call; LIFO, that one runs first and this
+     * one then does nothing).  From exit's handlers, not only from our
+     * destructor: _dl_fini has by then marked objects uninitialised, and
+     * tp-flush's dlopens during the flush would run their initialisers
+     * again (preload/dlsym.c). */
+    atexit(tp_atexit);
+    tp_term_install();
+    uint64_t now = tp_clock_now(), first = atomic_load(&tp_first_call_tick);
+    tp_steps_begin(first && first <= now ? first : now);
+    tp_depth--;
+}
+
+void tp_core_activate(void)
+{
+    pthread_once(&tp_activate_once, tp_activate);
+}
+
+int tp_call_begin_slow(struct tp_call *c, uint16_t api, uint32_t hot)
+{
+    c->hot = hot & TP_HOT_INACTIVE;
+    c->api = api;
+    c->t0 = tp_clock_now();     /* ticks: the clock source was chosen in our constructor */
+    c->ext = 0;
+    if (tp_depth == 0 && tp_lib_depth == 0)
+        tp_outer_t0 = c->t0;
+    (*c->depth)++;
+    return 1;
+}
+
+uint32_t tp_call_activated(int32_t status)
+{
+    if (status != 0)
+        return 0;
+    tp_cuda_succeeded();
+    uint64_t none = 0;
+    atomic_compare_exchange_strong(&tp_first_call_tick, &none, tp_outer_t0);
+    tp_core_activate();
+    return tp_hot_load() & ~TP_HOT_INACTIVE;
+}
+
+void tp_core_after_call(void)
+{
+    int want = 0;
+    if (tp_core_active() && __atomic_compare_exchange_n(&tp_exit_hooked, &want, 1, 0,
+                                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        atexit(tp_atexit);
+}
+
+/* Last fallback (the atexit registrations above normally ran first). */
+__attribute__((destructor)) static void tp_fini(void)
+{
+    tp_atexit();
+}

@@ -1,0 +1,33 @@
+/*
+ * lifecycle.h - the life of a profiled process: activation by the first
+ * CUDA call that succeeds, the exit flush, termination signals and fork.
+ */
+#ifndef TRAINPROF_COLLECTOR_LIFECYCLE_H
+#define TRAINPROF_COLLECTOR_LIFECYCLE_H
+
+#include <stdint.h>
+
+struct tp_call;
+
+extern int tp_exit_hooked;    /* the exit flush is registered */
+
+/* tp_core_activate - activate the profiler if not yet done (decision 3). */
+void tp_core_activate(void);
+
+/* tp_core_after_call - bookkeeping after the first real CUDA call returned
+ * (registers the exit flush after CUDA's own atexit handlers). */
+void tp_core_after_call(void);
+
+/* Slow path of tp_call_begin, before activation: the call is timed, and
+ * tp_call_end activates the profiler if it succeeded (decision 3). */
+int tp_call_begin_slow(struct tp_call *c, uint16_t api, uint32_t hot);
+
+/* tp_call_activated - after a call made before activation returned
+ * "status": activates the profiler if it is 0 (success; step 0 then begins
+ * when this thread's outermost call began, so that the call lies inside it),
+ * and returns the tp_hot word the call's record is to use (0: nothing to
+ * record).  A call that failed (no driver, no device) leaves the process
+ * inactive. */
+uint32_t tp_call_activated(int32_t status);
+
+#endif

@@ -1,0 +1,274 @@
+/*
+ * steps.c - DESIGN: steps and windows.  Steps are counted under one mutex:
+ * steps are rare next to calls, and the step path is where windows open
+ * and close.  The first step signal to fire becomes the one that counts
+ * (decision 4).  At each step the schedule gives the next step's action;
+ * the hot word's mode follows it (call.c composes the word), the flush
+ * thread learns whether the step warms up or records (it starts the host
+ * sampler and CUPTI), and a window that ends is handed to the flush thread
+ * (flusher.c): one queue insert and one write(2) on the training thread.
+ * The modules (modules.def) hear of each window's start and end.
+ * launch:GLOB and call:NAME signals are counted here too, from the slow
+ * path of tp_call_finish (protocol.h).
+ */
+#include "steps.h"
+#include "apis.h"
+#include "buffer.h"
+#include "call.h"
+#include "clock.h"
+#include "flusher.h"
+#include "kernels.h"
+#include "log.h"
+#include "module.h"
+#include "protocol.h"
+#include "schedule.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static _Atomic int tp_active;              /* activated and not passive */
+
+/* steps and windows, under tp_step_lock */
+static pthread_mutex_t tp_step_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t tp_steps;                  /* steps completed */
+static uint64_t tp_step_start;             /* tick at which the current step began */
+static struct tp_handoff tp_cur;           /* the open window, if recording */
+static uint8_t tp_gen;
+static uint64_t tp_dropped_mark;
+static int tp_captures;                    /* open stream captures */
+static int tp_recording;                   /* a window is open */
+static int tp_finished;                    /* the schedule has finished */
+static _Atomic int tp_signal_kind = -1;    /* the signal that counts steps (decision 4) */
+static uint32_t tp_signal_flags;           /* TP_HOT_LAUNCH_SIG | TP_HOT_CALL_SIG, while steps matter */
+static uint64_t tp_begin_tick;             /* when step 0 began */
+static int tp_warned_unseen;
+
+/* call:NAME and launch:GLOB counters */
+static unsigned tp_call_api[TP_MAX_SIGNALS];
+static _Atomic uint64_t tp_signal_count[TP_MAX_SIGNALS];
+
+int tp_core_active(void)
+{
+    return atomic_load_explicit(&tp_active, memory_order_acquire);
+}
+
+static const char *tp_signal_text(void)
+{
+    int k = atomic_load(&tp_signal_kind);
+    for (int i = 0; k >= 0 && i < tp_cfg.n_signals; i++)
+        if ((int)tp_cfg.signals[i].kind == k)
+            return tp_cfg.signals[i].text;
+    return "";
+}
+
+/* Tell the flush thread how far the steps are (step lock held). */
+static void tp_publish(void)
+{
+    tp_flusher_progress(tp_steps, tp_finished && tp_captures == 0);
+}
+
+/* ---- windows (tp_step_lock held) ---------------------------------------- */
+
+static void tp_window_open(uint64_t now)
+{
+    tp_gen++;
+    memset(&tp_cur, 0, sizeof tp_cur);
+    tp_cur.gen = tp_gen;
+    tp_cur.first_step = tp_steps;
+    tp_cur.start_tick = now;
+    tp_dropped_mark = tp_buf_dropped();
+    tp_recording = 1;
+    tp_modules_window_begin(tp_gen, now);
+}
+
+static void tp_window_close(uint64_t now, int partial)
+{
+    tp_recording = 0;
+    tp_cur.batch = tp_steps;
+    tp_cur.end_tick = now;
+    tp_cur.partial = partial;
+    tp_cur.dropped = tp_buf_dropped() - tp_dropped_mark;
+    tp_cur.step_signal = tp_signal_text();
+    tp_modules_window_end(tp_cur.gen, now);
+    if (tp_flusher_queue(&tp_cur) != 0)
+        TP_ERROR("window of steps %llu-%llu not saved: too many windows already waiting to be written",
+                 (unsigned long long)tp_cur.first_step, (unsigned long long)tp_steps);
+}
+
+/* Set the hot word for the action of the step now beginning. */
+static void tp_enter_step(uint64_t now)
+{
+    enum tp_action a = tp_schedule_action(&tp_cfg.schedule, tp_steps);
+    int record = a == TP_RECORD || a == TP_RECORD_AND_SAVE;
+    if (record && !tp_recording)
+        tp_window_open(now);
+    uint32_t flags = tp_signal_flags;
+    if (!tp_finished && tp_schedule_finished(&tp_cfg.schedule, tp_steps)) {
+        tp_finished = 1;
+        tp_modules_schedule_end();     /* e.g. no window will need memory totals */
+    }
+    if (tp_finished)
+        flags = 0;      /* nothing left to count: calls go back to one load */
+    tp_publish();
+    tp_flusher_schedule(a != TP_NONE);
+    if (record)
+        flags |= TP_HOT_RECORDING;
+    tp_hot_mode(flags, tp_gen);
+}
+
+void tp_core_step(enum tp_signal_kind kind)
+{
+    if (!tp_core_active() || tp_depth > 0)
+        return;
+    int want = -1;
+    if (!atomic_compare_exchange_strong(&tp_signal_kind, &want, (int)kind) && want != (int)kind)
+        return;
+    tp_depth++;
+    pthread_mutex_lock(&tp_step_lock);
+    if (!tp_flusher_exiting()) {
+        uint64_t now = tp_clock_now();
+        enum tp_action a = tp_schedule_action(&tp_cfg.schedule, tp_steps);
+        if (a == TP_RECORD || a == TP_RECORD_AND_SAVE) {
+            struct tp_record *r = tp_buf_reserve();
+            if (r) {
+                memset(r, 0, sizeof *r);
+                r->kind = TP_REC_STEP;
+                r->gen = tp_gen;
+                r->t0 = tp_step_start;
+                r->t1 = now;
+                r->u.step.index = tp_steps;
+                r->u.step.signal = (uint32_t)kind;
+                tp_buf_commit();
+            }
+            tp_cur.steps++;
+        }
+        tp_steps++;
+        tp_step_start = now;
+        if (a == TP_RECORD_AND_SAVE) {
+            tp_hot_mode(tp_signal_flags, tp_gen);
+            tp_window_close(now, 0);
+        }
+        tp_enter_step(now);
+    }
+    pthread_mutex_unlock(&tp_step_lock);
+    tp_depth--;
+}
+
+void tp_core_capturing(int delta)
+{
+    if (!tp_core_active())
+        return;
+    pthread_mutex_lock(&tp_step_lock);
+    tp_captures += delta;
+    if (!tp_flusher_exiting())
+        tp_hot_capture(tp_captures > 0);
+    tp_publish();
+    pthread_mutex_unlock(&tp_step_lock);
+}
+
+void tp_steps_close_final(int wait_lock)
+{
+    int locked = 0;
+    if (wait_lock) {
+        pthread_mutex_lock(&tp_step_lock);
+        locked = 1;
+    } else {
+        for (int i = 0; i < 200 && !locked; i++) {
+            locked = pthread_mutex_trylock(&tp_step_lock) == 0;
+            if (!locked) {
+                struct timespec ts = { 0, 1000 * 1000 };
+                nanosleep(&ts, NULL);
+            }
+        }
+    }
+    uint32_t hot = tp_hot_off();
+    if (hot & TP_HOT_RECORDING)
+        tp_window_close(tp_clock_now(), !tp_cfg.schedule.all);
+    if (locked)
+        pthread_mutex_unlock(&tp_step_lock);
+}
+
+void tp_steps_warn_unseen(const char *when)
+{
+    if (tp_warned_unseen >= 2 || tp_cfg.schedule.all || atomic_load(&tp_signal_kind) >= 0)
+        return;
+    tp_warned_unseen++;
+    char list[512] = "";
+    size_t n = 0;
+    for (int i = 0; i < tp_cfg.n_signals && n < sizeof list - 1; i++)
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? "," : "", tp_cfg.signals[i].text);
+    TP_WARN("no step signal seen %s (TRAINPROF_STEP_ON=%s), so nothing was recorded; "
+            "call trainprof_step(), set TRAINPROF_STEP_ON (e.g. nvtx:GLOB, launch:GLOB, "
+            "call:cudaGraphLaunch), or use TRAINPROF_SCHEDULE=all", when, list);
+}
+
+void tp_steps_idle(void)
+{
+    if (tp_warned_unseen || !tp_begin_tick)
+        return;
+    struct tp_clock_map m = tp_clock_map_now();
+    if (tp_clock_ticks_to_ns(&m, tp_begin_tick, tp_clock_now()) > 60ll * 1000000000ll)
+        tp_steps_warn_unseen("in the 60 s since the first CUDA call");
+}
+
+void tp_steps_begin(uint64_t start)
+{
+    for (int i = 0; i < tp_cfg.n_signals; i++) {
+        const struct tp_signal *s = &tp_cfg.signals[i];
+        if (s->kind == TP_SIGNAL_LAUNCH)
+            tp_signal_flags |= TP_HOT_LAUNCH_SIG;
+        if (s->kind == TP_SIGNAL_CALL) {
+            tp_call_api[i] = tp_api_find(s->pattern);
+            if (tp_call_api[i])
+                tp_signal_flags |= TP_HOT_CALL_SIG;
+            else
+                TP_WARN("TRAINPROF_STEP_ON item \"%s\": %s is not an intercepted call; it never fires",
+                        s->text, s->pattern);
+        }
+    }
+    atomic_store(&tp_active, 1);
+    pthread_mutex_lock(&tp_step_lock);
+    tp_begin_tick = tp_step_start = start;
+    tp_enter_step(tp_step_start);
+    pthread_mutex_unlock(&tp_step_lock);
+}
+
+void tp_steps_atfork_child(void)
+{
+    atomic_store(&tp_active, 0);
+}
+
+/* Which signals a launch of "func" hits, one bit per signal index; the last
+ * kernel's answer is kept per thread because loops launch the same kernels
+ * over and over. */
+static uint32_t tp_launch_hits(uint64_t func, int func_kind)
+{
+    static __thread uint64_t last_func __attribute__((tls_model("initial-exec")));
+    static __thread uint32_t last_mask __attribute__((tls_model("initial-exec")));
+    if (func == last_func)
+        return last_mask;
+    uint32_t mask = 0;
+    for (int i = 0; i < tp_cfg.n_signals; i++)
+        if (tp_cfg.signals[i].kind == TP_SIGNAL_LAUNCH && tp_kernels_match(func, func_kind, tp_cfg.signals[i].pattern))
+            mask |= 1u << i;
+    last_func = func;
+    last_mask = mask;
+    return mask;
+}
+
+void tp_call_signal(struct tp_call *c, uint64_t func, int func_kind)
+{
+    uint32_t hits = (c->hot & TP_HOT_LAUNCH_SIG) && func ? tp_launch_hits(func, func_kind) : 0;
+    if ((c->hot & TP_HOT_CALL_SIG)) {
+        unsigned api = tp_api_logical(c->api);
+        for (int i = 0; i < tp_cfg.n_signals; i++)
+            if (tp_cfg.signals[i].kind == TP_SIGNAL_CALL && tp_call_api[i] == api)
+                hits |= 1u << i;
+    }
+    for (int i = 0; hits; i++, hits >>= 1)
+        if ((hits & 1) && (atomic_fetch_add(&tp_signal_count[i], 1) + 1) % tp_cfg.signals[i].every == 0)
+            tp_core_step(tp_cfg.signals[i].kind);
+}

@@ -1,0 +1,47 @@
+/*
+ * steps.h - steps and windows: step signals counted into steps, the
+ * schedule's action per step, windows opened and closed, and the hot
+ * word's mode that follows them.
+ */
+#ifndef TRAINPROF_COLLECTOR_STEPS_H
+#define TRAINPROF_COLLECTOR_STEPS_H
+
+#include <stdint.h>
+
+#include "config.h"
+
+/* tp_steps_begin - at activation: resolve the step signals and enter step
+ * 0, which began at tick "start"; from then on tp_core_active() is 1. */
+void tp_steps_begin(uint64_t start);
+
+/* tp_core_active - 1 if activated and not passive. */
+int tp_core_active(void);
+
+/* tp_core_step - a step signal of kind "kind" fired on this thread. */
+void tp_core_step(enum tp_signal_kind kind);
+
+/* tp_core_capturing - a thread began (+1) or ended (-1) a stream capture:
+ * keeps TP_HOT_CAPTURE set while any capture is open. */
+void tp_core_capturing(int delta);
+
+/* tp_steps_close_final - close the open window at exit or on a signal.
+ * "wait_lock": 0 from a signal path, where the interrupted thread may hold
+ * the step lock (then tried for 200 ms). */
+void tp_steps_close_final(int wait_lock);
+
+/* tp_steps_warn_unseen - warn (at most twice) that no step signal was seen
+ * "when" ("before exit"), unless steps were counted or the schedule is all. */
+void tp_steps_warn_unseen(const char *when);
+
+/* tp_steps_idle - tp-flush's idle tick: the 60 s no-step warning. */
+void tp_steps_idle(void);
+
+/* tp_steps_atfork_child - a forked child goes passive. */
+void tp_steps_atfork_child(void);
+
+/* tp_call_signal - the slow path of tp_call_finish (protocol.h): counts
+ * launch:GLOB and call:NAME step signals for this call. */
+struct tp_call;
+void tp_call_signal(struct tp_call *c, uint64_t func, int func_kind);
+
+#endif
