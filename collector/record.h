@@ -80,7 +80,7 @@ struct tp_record {
             uint8_t  flags;     /* TP_LIB_* */
             uint32_t corr;
         } lib;
-        struct {                /* TP_FORM_ALLOC, TP_FORM_FREE (collector/memory.h) */
+        struct {                /* TP_FORM_ALLOC, TP_FORM_FREE (collector/memtrack.h) */
             uint64_t addr;      /* address; cuMemCreate/cuMemRelease: the handle */
             uint64_t bytes;     /* size (allocations: asked for, also when failed;
                                    frees: the size the address was allocated with,
@@ -136,7 +136,7 @@ enum tp_form {
     TP_FORM_SET,          /* u.api: dst, src = value, bytes, stream */
     TP_FORM_SYNC_STREAM,  /* u.api.stream: a stream (0: the device) */
     TP_FORM_SYNC_EVENT,   /* u.api.stream: an event */
-    TP_FORM_ALLOC,        /* u.mem: an allocation (collector/memory.h) */
+    TP_FORM_ALLOC,        /* u.mem: an allocation (collector/memtrack.h) */
     TP_FORM_FREE,         /* u.mem: a free */
     TP_FORM_GEMM,         /* u.lib: a cuBLAS/cuBLASLt matrix product */
     TP_FORM_COLL,         /* u.lib: an NCCL collective or send/recv */

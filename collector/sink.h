@@ -58,7 +58,7 @@ struct tp_event {
     int      n_frames;
 };
 
-/* Memory held in one (device, class) as a window saw it (collector/memory.h). */
+/* Memory held in one (device, class) as a window saw it (collector/memtrack.h). */
 struct tp_mem_usage {
     int16_t  device;              /* -1: host-pinned memory */
     uint8_t  mclass;              /* enum tp_mem_class */

@@ -12,7 +12,7 @@
 #include "../collector/apis.h"
 #include "../collector/core.h"
 #include "../collector/kernels.h"
-#include "../collector/memory.h"
+#include "../collector/memtrack.h"
 
 #include <cuda_runtime_api.h>
 #include <string.h>
@@ -60,7 +60,7 @@ static inline void tp_fill_copy(struct tp_record *r, const void *dst, const void
 #define TP_R_SET(d, v, n, st)     if (tp_r) tp_fill_copy(tp_r, d, (const void *)(uintptr_t)(v), n, 0, st)
 #define TP_R_SYNC(h)              if (tp_r) tp_r->u.api.stream = (uint64_t)(uintptr_t)(h)
 #define TP_R_SYNC_EVENT(h)        TP_R_SYNC(h)
-/* Allocations update collector/memory.c on every outermost call, recording
+/* Allocations update collector/memtrack.c on every outermost call, recording
  * or not, and fill tp_r->u.mem when a window records. */
 #define TP_R_ALLOC(p, n, cls) \
     tp_mem_alloc_at(tp_r, cls, tp_rc == cudaSuccess && (p) ? (uint64_t)(uintptr_t)*(p) : 0, n, tp_rc == cudaSuccess)

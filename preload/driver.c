@@ -18,7 +18,7 @@
 #include "../collector/apis.h"
 #include "../collector/core.h"
 #include "../collector/kernels.h"
-#include "../collector/memory.h"
+#include "../collector/memtrack.h"
 
 #include <cuda.h>
 

@@ -10,7 +10,7 @@
 #include "../collector/apis.h"
 #include "../collector/core.h"
 #include "../collector/graphs.h"
-#include "../collector/memory.h"
+#include "../collector/memtrack.h"
 
 /*
  * TP_WRAP - define the exported wrapper "name".
@@ -37,7 +37,7 @@
  * allocation and free records, 0 for the others; that constant is "mem".
  */
 /* The fast-path test of a wrapper: "mem" (a constant) adds tp_mem_on, so
- * that allocation calls reach collector/memory.c between windows too, while
+ * that allocation calls reach collector/memtrack.c between windows too, while
  * every other wrapper keeps its one load. */
 #define TP_PASS(mem) \
     (!tp_hot_load() && !((mem) && atomic_load_explicit(&tp_mem_on, memory_order_relaxed)))

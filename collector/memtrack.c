@@ -1,5 +1,6 @@
 /*
- * memory.c - DESIGN: the device-memory timeline of the process.
+ * memtrack.c - DESIGN: the device-memory timeline of the process (the
+ * handler that reports it is handlers/memory.c).
  *
  * Allocation calls are rare next to launches (a caching allocator such as
  * PyTorch's calls cudaMalloc a few hundred times per run), so one mutex
@@ -18,7 +19,7 @@
  * from side-effect-free driver queries, made only when libcuda is already
  * loaded (SPEC decision 2); never from the runtime.
  */
-#include "memory.h"
+#include "memtrack.h"
 #include "config.h"
 #include "module.h"
 #include "sink.h"
@@ -481,8 +482,8 @@ static void mem_off(void)
     tp_mem_enable(0);
 }
 
-const struct tp_module tp_module_memory = {
-    .name = "memory",
+const struct tp_module tp_module_memtrack = {
+    .name = "memtrack",
     .init = mem_init,
     .window_begin = tp_mem_window_begin,
     .window_end = tp_mem_window_end,

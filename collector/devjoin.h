@@ -1,5 +1,5 @@
 /*
- * device.h - the device side of one window, joined to its host side on the
+ * devjoin.h - the device side of one window, joined to its host side on the
  * flush thread (decision 1).
  *
  * A host call and CUPTI's API record of it run on the same thread, CUPTI's
@@ -10,8 +10,8 @@
  * through CUPTI's external correlation records (the id pushed is the call's
  * start tick).
  */
-#ifndef TRAINPROF_COLLECTOR_DEVICE_H
-#define TRAINPROF_COLLECTOR_DEVICE_H
+#ifndef TRAINPROF_COLLECTOR_DEVJOIN_H
+#define TRAINPROF_COLLECTOR_DEVJOIN_H
 
 #include "buffer.h"
 #include "clock.h"

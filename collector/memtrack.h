@@ -1,11 +1,11 @@
 /*
- * memory.h - the device-memory timeline: an address table per process that
+ * memtrack.h - the device-memory timeline: an address table per process that
  * keeps running totals and peaks per (device, class), updated on every
  * allocation and free while the profiler is active and
  * TRAINPROF_PROFILE_MEMORY=1, and per-window snapshots for the handlers.
  */
-#ifndef TRAINPROF_COLLECTOR_MEMORY_H
-#define TRAINPROF_COLLECTOR_MEMORY_H
+#ifndef TRAINPROF_COLLECTOR_MEMTRACK_H
+#define TRAINPROF_COLLECTOR_MEMTRACK_H
 
 #include <stdatomic.h>
 #include <stdint.h>

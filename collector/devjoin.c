@@ -1,13 +1,13 @@
 /*
- * device.c - DESIGN: the join of decision 1, done once per window on the
- * flush thread over sorted arrays (no hashing): CUPTI's API records sorted
+ * devjoin.c - DESIGN: the host/device join of decision 1, done once per
+ * window on the flush thread over sorted arrays (no hashing): CUPTI's API records sorted
  * by start are searched from each host record's start; the correlations
  * that have device work, the ones joined to host records and the external
  * correlations are sorted id arrays searched by bisection.  Device records
  * become events after the host records, with Kineto's args (occupancy from
  * the driver's device properties).
  */
-#include "device.h"
+#include "devjoin.h"
 #include "devprops.h"
 #include "apis.h"
 #include "intern.h"

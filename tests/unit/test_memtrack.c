@@ -1,5 +1,5 @@
 /*
- * test_memory.c - the device-memory table (collector/memory.c), called
+ * test_memtrack.c - the device-memory table (collector/memtrack.c), called
  * directly: totals and peaks of a known call sequence, what each call writes
  * into a record, window snapshots, and threads allocating at once.
  *
@@ -8,7 +8,7 @@
  * libcuda is loaded in this process, so devices are what the test passes.
  */
 #include "collector/clock.h"
-#include "collector/memory.h"
+#include "collector/memtrack.h"
 #include "collector/sink.h"
 
 #include "tp_test.h"
