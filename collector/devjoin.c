@@ -8,6 +8,7 @@
  * the driver's device properties).
  */
 #include "devjoin.h"
+#include "grow.h"
 #include "devprops.h"
 #include "apis.h"
 #include "intern.h"
@@ -140,27 +141,19 @@ static long find_api(const struct tp_devjoin *j, const struct tp_tbuf *t, uint64
 
 static void add_joined(struct tp_devjoin *j, uint32_t corr)
 {
-    if (j->n_joined == j->cap_joined) {
-        size_t cap = j->cap_joined ? 2 * j->cap_joined : 1024;
-        uint32_t *v = realloc(j->joined, cap * sizeof *v);
-        if (!v)
-            return;
-        j->joined = v;
-        j->cap_joined = cap;
-    }
+    uint32_t *v = tp_grow(j->joined, &j->cap_joined, j->n_joined + 1, sizeof *v, 1024);
+    if (!v)
+        return;
+    j->joined = v;
     j->joined[j->n_joined++] = corr;
 }
 
 static void add_lib(struct tp_devjoin *j, struct tp_record *r)
 {
-    if (j->n_libs == j->cap_libs) {
-        size_t cap = j->cap_libs ? 2 * j->cap_libs : 1024;
-        struct tp_libid *v = realloc(j->libs, cap * sizeof *v);
-        if (!v)
-            return;
-        j->libs = v;
-        j->cap_libs = cap;
-    }
+    struct tp_libid *v = tp_grow(j->libs, &j->cap_libs, j->n_libs + 1, sizeof *v, 1024);
+    if (!v)
+        return;
+    j->libs = v;
     uint64_t id = (*j->next_own)++;
     j->libs[j->n_libs++] = (struct tp_libid){ r->t0, id };
     r->u.lib.corr = (uint32_t)(id - j->own0 + 1);

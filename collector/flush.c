@@ -20,6 +20,7 @@
 #include "devprops.h"
 #include "loader.h"
 #include "format.h"
+#include "grow.h"
 #include "graphs.h"
 #include "intern.h"
 #include "kernels.h"
@@ -209,14 +210,10 @@ static void tp_collect_step(void *ctx, const struct tp_tbuf *t, const struct tp_
     s->launches += r->kind == TP_REC_LAUNCH;
     if (r->kind != TP_REC_STEP)
         return;
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 64;
-        struct tp_step_ticks *v = realloc(s->tick, cap * sizeof *v);
-        if (!v)
-            return;
-        s->tick = v;
-        s->cap = cap;
-    }
+    struct tp_step_ticks *v = tp_grow(s->tick, &s->cap, s->n + 1, sizeof *v, 64);
+    if (!v)
+        return;
+    s->tick = v;
     s->tick[s->n++] = (struct tp_step_ticks){ r->t0, r->t1, r->u.step.index, t->tid, t->name };
 }
 

@@ -24,6 +24,7 @@
 
 #include "../collector/log.h"
 #include "handler.h"
+#include "../collector/grow.h"
 #include "../collector/cupti.h"
 #include "../collector/devprops.h"
 #include "jsonw.h"
@@ -87,16 +88,10 @@ static uint64_t stk_hash(const char *s, size_t n)
 
 static int stk_reserve(struct stacks *s, size_t n)
 {
-    if (n <= s->buf_cap)
-        return 0;
-    size_t cap = s->buf_cap ? s->buf_cap : 1024;
-    while (cap < n)
-        cap *= 2;
-    char *b = realloc(s->buf, cap);
+    char *b = tp_grow(s->buf, &s->buf_cap, n, 1, 1024);
     if (!b)
         return -1;
     s->buf = b;
-    s->buf_cap = cap;
     return 0;
 }
 
@@ -143,14 +138,10 @@ static int32_t stk_key(struct stacks *s, size_t len)
         if (k->hash == h && strlen(k->text) == len && memcmp(k->text, s->buf, len) == 0)
             return s->slots[j] - 1;
     }
-    if (s->n_keys == s->cap_keys) {
-        size_t cap = s->cap_keys ? 2 * s->cap_keys : 256;
-        struct stk_key *v = realloc(s->keys, cap * sizeof *v);
-        if (!v)
-            return -1;
-        s->keys = v;
-        s->cap_keys = cap;
-    }
+    struct stk_key *v = tp_grow(s->keys, &s->cap_keys, s->n_keys + 1, sizeof *v, 256);
+    if (!v)
+        return -1;
+    s->keys = v;
     char *text = malloc(len + 1);
     if (!text)
         return -1;
@@ -293,16 +284,12 @@ static void stacks_host(struct stacks *s, const struct tp_event *ev)
                 stk_corr_put(s, ev->external_id, key);
         }
     }
-    if (s->n_calls == s->cap_calls) {
-        size_t cap = s->cap_calls ? 2 * s->cap_calls : 1024;
-        struct stk_call *v = realloc(s->calls, cap * sizeof *v);
-        if (!v) {
-            s->oom = 1;
-            return;
-        }
-        s->calls = v;
-        s->cap_calls = cap;
+    struct stk_call *v = tp_grow(s->calls, &s->cap_calls, s->n_calls + 1, sizeof *v, 1024);
+    if (!v) {
+        s->oom = 1;
+        return;
     }
+    s->calls = v;
     s->calls[s->n_calls++] = (struct stk_call){
         ev->ts_ns, ev->ts_ns + ev->dur_ns, ev->dur_ns, ev->tid, key,
     };

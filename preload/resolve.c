@@ -12,6 +12,7 @@
  * until the stack overflowed, with the profiler enabled or not (issue 10).
  */
 #include "resolve.h"
+#include "../collector/grow.h"
 #include "../collector/loader.h"
 
 #include <dlfcn.h>
@@ -36,16 +37,10 @@ static int tp_scan_one(struct dl_phdr_info *info, size_t size, void *arg)
     if (!info->dlpi_name || !info->dlpi_name[0] || strcmp(info->dlpi_name, s->self) == 0)
         return 0;
     size_t n = strlen(info->dlpi_name) + 1;
-    if (s->len + n > s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 4096;
-        while (cap < s->len + n)
-            cap *= 2;
-        char *p = realloc(s->names, cap);
-        if (!p)
-            return 1;        /* out of memory: look in what we have */
-        s->names = p;
-        s->cap = cap;
-    }
+    char *p = tp_grow(s->names, &s->cap, s->len + n, 1, 4096);
+    if (!p)
+        return 1;        /* out of memory: look in what we have */
+    s->names = p;
     memcpy(s->names + s->len, info->dlpi_name, n);
     s->len += n;
     return 0;
