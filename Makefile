@@ -34,7 +34,7 @@ TP_CFLAGS := -std=gnu11 -fPIC -fvisibility=hidden -MMD -MP $(TP_WARN) \
 TP_LIBS   := $(shell pkg-config --libs jansson zlib 2>/dev/null) -ldl -lpthread -lm
 SAN       ?=
 
-CORE_SRC    := $(wildcard collector/*.c) $(wildcard handlers/*.c)
+CORE_SRC    := $(wildcard collector/*.c) $(wildcard collector/flops/*.c) $(wildcard handlers/*.c)
 PRELOAD_SRC := $(wildcard preload/*.c)
 CORE_OBJ    := $(CORE_SRC:%.c=$(B)/obj/%.o)
 PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(B)/obj/%.o)

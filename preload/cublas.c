@@ -15,7 +15,7 @@
  * of the real library that neither allocates nor launches, and only for
  * float data with no or the default compute type.
  */
-#include "gemm.h"
+#include "../collector/flops/gemm.h"
 #include "wrap.h"
 #include "../collector/apis.h"
 #include "../collector/core.h"

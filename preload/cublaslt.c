@@ -14,7 +14,7 @@
  * FLOPs rather than guessed ones.  The wrapper nests like the cuBLAS ones
  * (tp_lib_depth): called from inside a cuBLAS GEMM it is a pass-through.
  */
-#include "gemm.h"
+#include "../collector/flops/gemm.h"
 #include "wrap.h"
 #include "../collector/apis.h"
 #include "../collector/core.h"

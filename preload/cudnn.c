@@ -15,7 +15,8 @@
  * copy fields out of host structs (no allocation, lock, print or CUDA call).
  * Missing getters or a failing read leave flops 0 and the precision unknown.
  */
-#include "conv.h"
+#include "../collector/flops/conv.h"
+#include "../collector/flops/cudnn_graph.h"
 #include "wrap.h"
 #include "../collector/apis.h"
 #include "../collector/core.h"
@@ -81,8 +82,7 @@ static void tp_conv_record(struct tp_record *r, cudnnTensorDescriptor_t out,
 #define TP_R_CONV(out, w, conv) if (tp_r) tp_conv_record(tp_r, out, w, conv)
 #define TP_R_NONE               (void)tp_r
 
-/* cudnnBackendExecute: the plan's FLOPs, preload/cudnn_backend.c */
-void tp_backend_record(struct tp_record *r, void *plan);
+/* cudnnBackendExecute: the plan's FLOPs (collector/flops/cudnn_graph.c) */
 #define TP_R_BEXEC(plan) if (tp_r) tp_backend_record(tp_r, plan)
 
 #define TP_LIB_FN(ret, name, params, args, rec) \

@@ -1,6 +1,8 @@
 /*
- * gemm.c - DESIGN: the arithmetic of the cuBLAS/cuBLASLt wrappers, kept
- * apart from them so that a unit test checks it without any library.
+ * gemm.c - DESIGN: the arithmetic of the cuBLAS/cuBLASLt wrappers
+ * (preload/cublas.c, cublaslt.c), kept in the collector apart from them -
+ * preload/ holds entry points only - so that a unit test checks it without
+ * any library.
  * FLOPs follow torch.utils.flop_counter (one multiply-add = 2 FLOPs, alpha,
  * beta and epilogues ignored) and LAWN 41 for complex (8 per complex MAC);
  * products saturate instead of wrapping, so an absurd shape shows as

@@ -1,14 +1,14 @@
 /*
- * gemm.h - pure helpers of the cuBLAS/cuBLASLt wrappers: FLOPs and sizes of
+ * gemm.h - pure helpers of the cuBLAS/cuBLASLt wrappers (preload/): FLOPs and sizes of
  * a matrix product, CUDA data and compute types to ours, the precision
  * class (notes 1.2-1.4).  No library call, no state: unit-testable alone.
  */
-#ifndef TRAINPROF_PRELOAD_GEMM_H
-#define TRAINPROF_PRELOAD_GEMM_H
+#ifndef TRAINPROF_COLLECTOR_FLOPS_GEMM_H
+#define TRAINPROF_COLLECTOR_FLOPS_GEMM_H
 
 #include <stdint.h>
 
-#include "../collector/record.h"
+#include "../record.h"
 
 /* "No compute type": the legacy entry points (Sgemm, Hgemm, SgemmEx, ...)
  * whose arithmetic follows the data type and the handle's math mode. */

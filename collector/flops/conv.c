@@ -1,5 +1,7 @@
 /*
- * conv.c - DESIGN: see conv.h.  Kept free of cuDNN calls (only its enum
+ * conv.c - DESIGN: a convolution as its implicit GEMM (record form
+ * TP_FORM_CONV), for the legacy cuDNN wrappers (preload/cudnn.c) and the
+ * backend graphs (cudnn_graph.c).  Kept free of cuDNN calls (only its enum
  * values) so tests/unit/test_conv.c can include it.
  */
 #include "conv.h"

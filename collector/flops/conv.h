@@ -3,12 +3,12 @@
  * implicit-GEMM shape from its dimensions, cuDNN types to ours.  No cuDNN
  * call, no state: unit-testable on their own.
  */
-#ifndef TRAINPROF_PRELOAD_CONV_H
-#define TRAINPROF_PRELOAD_CONV_H
+#ifndef TRAINPROF_COLLECTOR_FLOPS_CONV_H
+#define TRAINPROF_COLLECTOR_FLOPS_CONV_H
 
 #include <stdint.h>
 
-#include "../collector/record.h"
+#include "../record.h"
 
 /*
  * tp_conv_fill - fills r->u.lib (flops, m, n, k, batch) of a convolution
