@@ -34,8 +34,16 @@ enum tp_sys_stat { TP_SYS_CPU = 1u << 0, TP_SYS_MEMORY = 1u << 1, TP_SYS_DISK = 
 #define TP_MAX_HANDLERS 8
 #define TP_HANDLER_NAME_MAX 16
 
+/* The schedule's keys in TRAINPROF_SCHEDULE's order, each with its
+ * default and its least value: the struct, the parser, the printer and the
+ * documented default all come from this one list. */
+#define TP_SCHEDULE_KEYS(X) \
+    X(skip_first, 0, 0) X(wait, 0, 0) X(warmup, 1, 0) X(active, 4, 1) X(repeat, 1, 0)
+
 struct tp_schedule {
-    uint64_t skip_first, wait, warmup, active, repeat;
+#define TP_SCHED_FIELD(key, def, min) uint64_t key;
+    TP_SCHEDULE_KEYS(TP_SCHED_FIELD)
+#undef TP_SCHED_FIELD
     int all;                       /* TRAINPROF_SCHEDULE=all */
 };
 
