@@ -252,7 +252,8 @@ static uint32_t tp_launch_hits(uint64_t func, int func_kind)
         return last_mask;
     uint32_t mask = 0;
     for (int i = 0; i < tp_cfg.n_signals; i++)
-        if (tp_cfg.signals[i].kind == TP_SIGNAL_LAUNCH && tp_kernels_match(func, func_kind, tp_cfg.signals[i].pattern))
+        if (tp_cfg.signals[i].kind == TP_SIGNAL_LAUNCH &&
+            tp_kernels_match(func, func_kind, tp_cfg.signals[i].pattern))
             mask |= 1u << i;
     last_func = func;
     last_mask = mask;

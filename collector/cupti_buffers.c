@@ -1,0 +1,224 @@
+/*
+ * cupti_buffers.c - DESIGN: the activity buffers CUPTI fills.
+ *
+ * Buffers: 4 MiB each from fresh anonymous mappings (zero pages, so CUPTI is
+ * told ZEROED_OUT_ACTIVITY_BUFFER = 1 and never zeroes on application
+ * threads).  16 are mapped at the first start; "requested" (any thread) takes
+ * one from a free bitmap with a CAS, maps a new one up to 32, then recycles
+ * the oldest completed-but-undecoded buffer (its records counted as dropped),
+ * then maps more up to 256; it returns NULL only when mmap fails or 256
+ * buffers are out (refusing can crash CUPTI < 12.9: Kineto's note).
+ * "completed" (a CUPTI thread) pushes (buffer, validSize) on a FIFO under a
+ * mutex of ours that is never held across a CUPTI call.  Decoding happens on
+ * tp-flush only, in tp_cupti_collect(): FlushAll with no lock of ours held,
+ * decode every completed buffer into pending arrays, then zero the buffer
+ * with madvise(MADV_DONTNEED) and put it back in the bitmap.
+ */
+#include "cupti_impl.h"
+#include "clock.h"
+#include "log.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define TP_POOL_INIT  16
+#define TP_POOL_SOFT  32
+#define TP_POOL_MAX   256
+#define TP_POOL_WORDS (TP_POOL_MAX / 64)
+
+static uint8_t *_Atomic tp_slot[TP_POOL_MAX];     /* mapping of each slot, NULL if none */
+static atomic_uint tp_slots_claimed;               /* slot indexes handed to a mapping */
+static _Atomic uint64_t tp_free[TP_POOL_WORDS];    /* bit set: slot free, zeroed */
+static _Atomic uint64_t tp_dropped_async;          /* records lost by recycling buffers */
+static atomic_int tp_foreign_said;
+
+static pthread_mutex_t tp_done_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { uint16_t slot; size_t valid; } tp_done[TP_POOL_MAX];  /* FIFO of completed */
+static unsigned tp_done_head, tp_done_n;
+
+static uint8_t *tp_map(size_t n)
+{
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static int tp_pool_init(void)
+{
+    if (atomic_load(&tp_slots_claimed))
+        return 0;
+    uint8_t *base = tp_map((size_t)TP_POOL_INIT * TP_BUF_SIZE);
+    if (!base)
+        return -1;
+    for (unsigned i = 0; i < TP_POOL_INIT; i++)
+        atomic_store(&tp_slot[i], base + (size_t)i * TP_BUF_SIZE);
+    atomic_store(&tp_slots_claimed, TP_POOL_INIT);
+    atomic_fetch_or(&tp_free[0], (TP_POOL_INIT >= 64 ? ~0ull : (1ull << TP_POOL_INIT) - 1));
+    return 0;
+}
+
+static int tp_pool_take_free(void)
+{
+    for (unsigned w = 0; w < TP_POOL_WORDS; w++) {
+        uint64_t m = atomic_load_explicit(&tp_free[w], memory_order_acquire);
+        while (m) {
+            int b = __builtin_ctzll(m);
+            if (atomic_compare_exchange_weak_explicit(&tp_free[w], &m, m & ~(1ull << b),
+                                                      memory_order_acq_rel, memory_order_acquire))
+                return (int)(w * 64 + (unsigned)b);
+        }
+    }
+    return -1;
+}
+
+/* A new slot with a fresh (zero) mapping, while fewer than "limit" exist. */
+static int tp_pool_grow(unsigned limit)
+{
+    unsigned i = atomic_load(&tp_slots_claimed);
+    do {
+        if (i >= limit)
+            return -1;
+    } while (!atomic_compare_exchange_weak(&tp_slots_claimed, &i, i + 1));
+    uint8_t *p = tp_map(TP_BUF_SIZE);
+    if (!p)
+        return -1;                      /* the slot stays unmapped */
+    atomic_store(&tp_slot[i], p);
+    return (int)i;
+}
+
+static int tp_slot_of(const uint8_t *buf)
+{
+    unsigned n = atomic_load(&tp_slots_claimed);
+    for (unsigned i = 0; i < n && i < TP_POOL_MAX; i++)
+        if (buf && atomic_load_explicit(&tp_slot[i], memory_order_acquire) == buf)
+            return (int)i;
+    return -1;
+}
+
+/* Zero a used buffer (private anonymous pages read back as zero after
+ * MADV_DONTNEED, and their memory is returned) and mark it free. */
+void tp_cupti_buf_release(int i, int used)
+{
+    uint8_t *p = atomic_load(&tp_slot[i]);
+    if (used && madvise(p, TP_BUF_SIZE, MADV_DONTNEED) != 0)
+        memset(p, 0, TP_BUF_SIZE);
+    atomic_fetch_or_explicit(&tp_free[i / 64], 1ull << (i % 64), memory_order_release);
+}
+
+int tp_cupti_done_pop(size_t *valid)
+{
+    int slot = -1;
+    pthread_mutex_lock(&tp_done_lock);
+    if (tp_done_n) {
+        slot = tp_done[tp_done_head].slot;
+        *valid = tp_done[tp_done_head].valid;
+        tp_done_head = (tp_done_head + 1) % TP_POOL_MAX;
+        tp_done_n--;
+    }
+    pthread_mutex_unlock(&tp_done_lock);
+    return slot;
+}
+
+void tp_cupti_free_overhead(const CUpti_Activity *a)
+{
+    if (a->kind == CUPTI_ACTIVITY_KIND_OVERHEAD) {
+        /* "Client is responsible for freeing this memory using the free
+         * function when done" (cupti_activity.h, CUpti_ActivityOverhead3). */
+        void *d = ((const CUpti_ActivityOverhead3 *)(const void *)a)->overheadData;
+        free(d);
+    }
+}
+
+static void CUPTIAPI tp_buf_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+    *max_records = 0;
+    int i = tp_pool_take_free();
+    if (i < 0)
+        i = tp_pool_grow(TP_POOL_SOFT);
+    if (i < 0) {
+        size_t valid = 0;
+        i = tp_cupti_done_pop(&valid);
+        if (i >= 0) {
+            /* Over the soft cap: sacrifice the oldest undecoded buffer. */
+            uint8_t *p = atomic_load(&tp_slot[i]);
+            CUpti_Activity *a = NULL;
+            uint64_t n = 0;
+            while (tp_cupti_fn.cuptiActivityGetNextRecord(p, valid, &a) == CUPTI_SUCCESS) {
+                tp_cupti_free_overhead(a);
+                n++;
+            }
+            atomic_fetch_add(&tp_dropped_async, n);
+            if (madvise(p, TP_BUF_SIZE, MADV_DONTNEED) != 0)
+                memset(p, 0, TP_BUF_SIZE);
+        }
+    }
+    if (i < 0)
+        i = tp_pool_grow(TP_POOL_MAX);
+    if (i < 0) {
+        *buffer = NULL;
+        *size = 0;
+        return;
+    }
+    *buffer = atomic_load(&tp_slot[i]);
+    *size = TP_BUF_SIZE;
+}
+
+static void CUPTIAPI tp_buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
+                                      size_t valid)
+{
+    (void)ctx;
+    (void)stream;
+    (void)size;
+    int i = tp_slot_of(buffer);
+    if (i < 0) {
+        /* Another client re-registered the callbacks: not ours to free. */
+        if (!atomic_exchange(&tp_foreign_said, 1))
+            TP_WARN("CUPTI returned a buffer trainprof did not hand out; ignored");
+        return;
+    }
+    if (valid == 0) {
+        tp_cupti_buf_release(i, 1);
+        return;
+    }
+    pthread_mutex_lock(&tp_done_lock);
+    unsigned tail = (tp_done_head + tp_done_n) % TP_POOL_MAX;
+    tp_done[tail].slot = (uint16_t)i;
+    tp_done[tail].valid = valid;
+    tp_done_n++;
+    pthread_mutex_unlock(&tp_done_lock);
+}
+
+/* CUPTI's clock: ours, in ns as its contract asks; records are mapped back
+ * to ticks when decoded, so that they compare with host records exactly. */
+static uint64_t CUPTIAPI tp_timestamp(void)
+{
+    return tp_clock_ns();
+}
+
+int tp_cupti_buffers_register(void)
+{
+    /* Before any kind is enabled, so that every record uses our ticks. */
+    if (tp_cupti_fn.cuptiActivityRegisterTimestampCallback(tp_timestamp) != CUPTI_SUCCESS)
+        TP_WARN("CUPTI timestamp callback refused; device times may be off");
+    uint8_t zeroed = 1;
+    size_t zsz = sizeof zeroed;
+    tp_cupti_fn.cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &zsz,
+                                          &zeroed);
+    if (tp_pool_init() != 0 ||
+        tp_cupti_fn.cuptiActivityRegisterCallbacks(tp_buf_requested, tp_buf_completed) != CUPTI_SUCCESS)
+        return -1;
+    return 0;
+}
+
+uint8_t *tp_cupti_buf_at(int slot)
+{
+    return atomic_load(&tp_slot[slot]);
+}
+
+uint64_t tp_cupti_take_recycled(void)
+{
+    return atomic_exchange(&tp_dropped_async, 0);
+}
