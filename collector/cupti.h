@@ -61,8 +61,9 @@ struct tp_dev_ext {
     uint64_t external_id;
 };
 
-/* The device side of one window; arrays sorted by start (ext: by correlation). */
-struct tp_dev_window {
+/* The device records of one window, a batch taken from CUPTI's; arrays
+ * sorted by start (ext: by correlation). */
+struct tp_dev_batch {
     struct tp_dev_record *rec;
     size_t n_rec;
     struct tp_dev_api *api;
@@ -96,10 +97,10 @@ size_t tp_cupti_unfinished(uint64_t t0, uint64_t t1);
  * API records that start in it, device records whose correlation is one of
  * theirs or that start in it, and the external correlations of those.
  * Pending records older than t1 are then discarded (warmup, gaps). */
-void tp_cupti_take(uint64_t t0, uint64_t t1, struct tp_dev_window *out);
+void tp_cupti_take(uint64_t t0, uint64_t t1, struct tp_dev_batch *out);
 
 /* tp_cupti_window_free - release what tp_cupti_take() gave. */
-void tp_cupti_window_free(struct tp_dev_window *w);
+void tp_cupti_window_free(struct tp_dev_batch *w);
 
 /* tp_cupti_stop - between windows ("final" 0): disable the kinds where
  * CUPTI >= 13.0 Update 1 allows it, else keep them on (records are then
@@ -142,7 +143,7 @@ void tp_cupti_set_capture_check(int (*fn)(void));
  * of a completed buffer.  Flush thread (or a test).  Returns 1 if stored,
  * 0 if filtered or only counted (API cbids we do not keep, OVERHEAD, MEMORY2),
  * -1 if dropped (no timestamps, or the pending lists are full: counted in
- * tp_dev_window.dropped), -2 for a kind we do not decode. */
+ * tp_dev_batch.dropped), -2 for a kind we do not decode. */
 int tp_cupti_decode(const void *record);
 
 #endif

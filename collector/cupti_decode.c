@@ -343,7 +343,7 @@ static int tp_cmp_ext(const void *a, const void *b)
     return (x->correlation > y->correlation) - (x->correlation < y->correlation);
 }
 
-void tp_cupti_take(uint64_t t0, uint64_t t1, struct tp_dev_window *out)
+void tp_cupti_take(uint64_t t0, uint64_t t1, struct tp_dev_batch *out)
 {
     memset(out, 0, sizeof *out);
     out->dropped = tp_dropped + tp_cupti_take_recycled();
@@ -430,7 +430,7 @@ void tp_cupti_take(uint64_t t0, uint64_t t1, struct tp_dev_window *out)
         qsort(out->ext, out->n_ext, sizeof *out->ext, tp_cmp_ext);
 }
 
-void tp_cupti_window_free(struct tp_dev_window *w)
+void tp_cupti_window_free(struct tp_dev_batch *w)
 {
     if (!w)
         return;

@@ -23,7 +23,7 @@ struct tp_libid {
 };
 
 struct tp_devjoin {
-    const struct tp_dev_window *dev;
+    const struct tp_dev_batch *dev;
     uint8_t *claimed;              /* parallel to dev->api */
     uint32_t *work;                /* correlations with device records, sorted, unique */
     size_t n_work;
@@ -68,7 +68,7 @@ static size_t sort_unique(uint32_t *v, size_t n)
     return k;
 }
 
-struct tp_devjoin *tp_devjoin_new(const struct tp_dev_window *dev, uint64_t *next_own)
+struct tp_devjoin *tp_devjoin_new(const struct tp_dev_batch *dev, uint64_t *next_own)
 {
     struct tp_devjoin *j = calloc(1, sizeof *j);
     if (!j)
@@ -191,7 +191,7 @@ void tp_devjoin_finish(struct tp_devjoin *j, struct tp_window *w)
     j->n_joined = sort_unique(j->joined, j->n_joined);
     if (j->n_libs > 1)
         qsort(j->libs, j->n_libs, sizeof *j->libs, lib_cmp);
-    const struct tp_dev_window *d = j->dev;
+    const struct tp_dev_batch *d = j->dev;
     uint64_t kernels = 0, linked = 0;
     for (size_t i = 0; i < d->n_rec; i++) {
         if (d->rec[i].kind != TP_DEV_KERNEL)

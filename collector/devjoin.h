@@ -22,7 +22,7 @@ struct tp_devjoin;
 
 /* tp_devjoin_new - a join over "dev" (kept, not copied); own ids (records
  * CUPTI did not see, library calls) are taken from "*next_own". */
-struct tp_devjoin *tp_devjoin_new(const struct tp_dev_window *dev, uint64_t *next_own);
+struct tp_devjoin *tp_devjoin_new(const struct tp_dev_batch *dev, uint64_t *next_own);
 
 /* tp_devjoin_host - peek at host record "r" of thread "t": stores the
  * joined correlation (or a library call's own id) in the record itself. */

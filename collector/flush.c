@@ -302,7 +302,7 @@ static int tp_expand(const char *what, const char *fmt, const struct tp_format_v
     return -1;
 }
 
-void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_window *dev)
+void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
 {
     static char *config_json;
     if (!config_json)

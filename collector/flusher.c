@@ -184,7 +184,7 @@ static void tp_device_wait(const struct tp_handoff *w)
 
 static void tp_write_window(const struct tp_handoff *w)
 {
-    struct tp_dev_window dev;
+    struct tp_dev_batch dev;
     memset(&dev, 0, sizeof dev);
     if (tp_cupti_enabled()) {
         tp_device_wait(w);

@@ -47,7 +47,7 @@ static void gpu_follow(const struct tp_follow *f)
     if (tp_cupti_enabled()) {
         /* CUPTI 13.0 GA keeps its kinds on between windows (notes 2.4):
          * drop what they record there */
-        struct tp_dev_window junk;
+        struct tp_dev_batch junk;
         uint64_t now = tp_clock_now();
         tp_cupti_collect(0);
         tp_cupti_take(now, now, &junk);

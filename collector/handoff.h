@@ -22,7 +22,7 @@ struct tp_handoff {
 
 /* tp_flush_write - drain window "w" and run the handlers (flush thread);
  * "dev" is its device side, NULL when CUPTI did not collect. */
-void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_window *dev);
+void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev);
 
 /* tp_flush_idle - between windows (flush thread): the output side's idle
  * work (reaping exec children, deferred TRAINPROF_KEEP deletions). */

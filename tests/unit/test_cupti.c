@@ -39,9 +39,9 @@
 
 /* ---- decoding ----------------------------------------------------------- */
 
-static struct tp_dev_window take_all(void)
+static struct tp_dev_batch take_all(void)
 {
-    struct tp_dev_window w;
+    struct tp_dev_batch w;
     tp_cupti_take(0, UINT64_MAX, &w);
     return w;
 }
@@ -49,7 +49,7 @@ static struct tp_dev_window take_all(void)
 /* Empty the pending lists (for CK_FORK=no, where tests share a process). */
 static void fresh(void)
 {
-    struct tp_dev_window w;
+    struct tp_dev_batch w;
     tp_cupti_take(0, UINT64_MAX, &w);
     tp_cupti_window_free(&w);
     tp_cupti_take(UINT64_MAX, UINT64_MAX, &w);
@@ -110,7 +110,7 @@ START_TEST(test_decode_kernel)
     k.end = 1900;                            /* end before start -> end = start */
     ck_assert_int_eq(tp_cupti_decode(&k), 1);
 
-    struct tp_dev_window w = take_all();
+    struct tp_dev_batch w = take_all();
     ck_assert_uint_eq(w.n_rec, 2);
     ck_assert_uint_eq(w.n_api, 0);
     const struct tp_dev_record *r = &w.rec[0];
@@ -206,7 +206,7 @@ START_TEST(test_decode_copies_sets_syncs)
     y.streamId = 13;
     ck_assert_int_eq(tp_cupti_decode(&y), 1);
 
-    struct tp_dev_window w = take_all();
+    struct tp_dev_batch w = take_all();
     ck_assert_uint_eq(w.n_rec, 4);
     const struct tp_dev_record *r = w.rec;
     ck_assert_int_eq(r[0].kind, TP_DEV_MEMCPY);
@@ -300,7 +300,7 @@ START_TEST(test_decode_api_filter)
     ck_assert_int_eq(tp_cupti_cb_class(1, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2), TP_CB_OTHER);
     ck_assert_int_eq(tp_cupti_cb_class(0, 100000), TP_CB_OTHER);
 
-    struct tp_dev_window w = take_all();
+    struct tp_dev_batch w = take_all();
     ck_assert_uint_eq(w.n_api, 3);
     ck_assert_uint_eq(w.api[0].cbid, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
     ck_assert_uint_eq(w.api[0].driver, 0);
@@ -354,7 +354,7 @@ START_TEST(test_decode_ext_overhead_other)
     k.correlationId = 22;
     ck_assert_int_eq(tp_cupti_decode(&k), -1);
 
-    struct tp_dev_window w = take_all();
+    struct tp_dev_batch w = take_all();
     ck_assert_uint_eq(w.n_ext, 1);
     ck_assert_uint_eq(w.ext[0].correlation, 21);
     ck_assert_uint_eq(w.ext[0].external_id, 0xabcdef0123ull);
@@ -395,7 +395,7 @@ START_TEST(test_take_window)
     }
     ck_assert_uint_eq(tp_cupti_unfinished(100, 200), 0);
 
-    struct tp_dev_window w;
+    struct tp_dev_batch w;
     tp_cupti_take(100, 200, &w);
     ck_assert_uint_eq(w.n_api, 2);
     ck_assert_uint_eq(w.api[0].correlation, 3);   /* sorted by start */
@@ -451,7 +451,7 @@ START_TEST(test_absent_is_harmless)
     tp_cupti_ext_pop();
     ck_assert_int_eq(tp_cupti_enabled(), 0);
     ck_assert_uint_eq(tp_cupti_unfinished(0, UINT64_MAX), 0);
-    struct tp_dev_window w = take_all();
+    struct tp_dev_batch w = take_all();
     ck_assert_uint_eq(w.n_rec + w.n_api + w.n_ext, 0);
     tp_cupti_window_free(&w);
     tp_cupti_stop(0);
@@ -549,7 +549,7 @@ static int count_lines(const char *text, const char *line)
     return n;
 }
 
-static const struct tp_dev_api *find_api(const struct tp_dev_window *w, uint32_t cbid)
+static const struct tp_dev_api *find_api(const struct tp_dev_batch *w, uint32_t cbid)
 {
     for (size_t i = 0; i < w->n_api; i++)
         if (w->api[i].cbid == cbid)
@@ -557,7 +557,7 @@ static const struct tp_dev_api *find_api(const struct tp_dev_window *w, uint32_t
     return NULL;
 }
 
-static const struct tp_dev_record *find_rec(const struct tp_dev_window *w, uint32_t corr)
+static const struct tp_dev_record *find_rec(const struct tp_dev_batch *w, uint32_t corr)
 {
     for (size_t i = 0; i < w->n_rec; i++)
         if (w->rec[i].correlation == corr)
@@ -583,7 +583,7 @@ START_TEST(test_fake_records)
     tp_cupti_collect(1);
     ck_assert_uint_eq(tp_cupti_unfinished(t0, t1), 0);
 
-    struct tp_dev_window w;
+    struct tp_dev_batch w;
     tp_cupti_take(t0, t1, &w);
     ck_assert_uint_eq(w.n_api, 3);
     ck_assert_uint_eq(w.n_rec, 3);
@@ -785,7 +785,7 @@ START_TEST(test_fake_ext)
     launch_one();
     uint64_t t1 = tp_clock_now();
     tp_cupti_collect(1);
-    struct tp_dev_window w;
+    struct tp_dev_batch w;
     tp_cupti_take(t0, t1, &w);
     ck_assert_uint_eq(w.n_api, 3);
     ck_assert_uint_eq(w.n_rec, 3);
@@ -829,7 +829,7 @@ START_TEST(test_fake_threads_many_buffers)
     uint64_t t1 = tp_clock_now();
     tp_cupti_collect(1);
     ck_assert_uint_eq(tp_cupti_unfinished(t0, t1), 0);
-    struct tp_dev_window w;
+    struct tp_dev_batch w;
     tp_cupti_take(t0, t1, &w);
     ck_assert_uint_eq(w.n_api, N_THREADS * N_LAUNCH);
     ck_assert_uint_eq(w.n_rec, N_THREADS * N_LAUNCH);
@@ -856,7 +856,7 @@ START_TEST(test_fake_recycle)
         launch_one();
     uint64_t t1 = tp_clock_now();
     tp_cupti_collect(1);
-    struct tp_dev_window w;
+    struct tp_dev_batch w;
     tp_cupti_take(t0, t1, &w);
     ck_assert_uint_gt(w.dropped, 0);
     ck_assert_uint_eq(w.n_api + w.n_rec + w.dropped, 2 * (uint64_t)N);
@@ -881,7 +881,7 @@ START_TEST(test_fake_kind_refused)
     tp_cupti_stop(0);
     ck_assert_int_eq(tp_cupti_start(1), 0);    /* refused again, not said again */
     tp_cupti_collect(1);
-    struct tp_dev_window w;
+    struct tp_dev_batch w;
     tp_cupti_take(t0, t1, &w);
     ck_assert_uint_eq(w.n_api, 1);
     ck_assert_uint_eq(w.n_rec, 1);

@@ -27,7 +27,7 @@ static struct tp_dev_api apis[] = {
 static struct tp_dev_ext exts[] = { { .correlation = 11, .external_id = 50 } };
 static struct tp_dev_record recs[4];
 
-static struct tp_dev_window window(void)
+static struct tp_dev_batch window(void)
 {
     memset(recs, 0, sizeof recs);
     recs[0] = (struct tp_dev_record){ .kind = TP_DEV_KERNEL, .correlation = 11, .start = 300, .end = 400,
@@ -38,7 +38,7 @@ static struct tp_dev_window window(void)
                                       .stream = 13, .copy_kind = 2, .src_kind = 3, .dst_kind = 1 };
     recs[3] = (struct tp_dev_record){ .kind = TP_DEV_SYNC, .correlation = 0, .start = 450, .end = 460,
                                       .copy_kind = 3 };
-    return (struct tp_dev_window){ .rec = recs, .n_rec = 4, .api = apis, .n_api = 4, .ext = exts, .n_ext = 1 };
+    return (struct tp_dev_batch){ .rec = recs, .n_rec = 4, .api = apis, .n_api = 4, .ext = exts, .n_ext = 1 };
 }
 
 static struct tp_event seen[8];
@@ -57,7 +57,7 @@ static void collect(void *ctx, const struct tp_event *ev)
 
 START_TEST(test_join)
 {
-    struct tp_dev_window dev = window();
+    struct tp_dev_batch dev = window();
     uint64_t next_own = 1;
     struct tp_devjoin *j = tp_devjoin_new(&dev, &next_own);
     ck_assert_ptr_nonnull(j);
