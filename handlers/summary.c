@@ -1,8 +1,8 @@
 /*
  * summary.c - DESIGN: a text report per trace, "<reports>/<trace base>.summary.txt"
- * (SPEC 8, decision 10), laid out like torch's key_averages().table(): name
- * column left-aligned, numbers right-aligned, columns two spaces apart,
- * dashed rules above and below the header and under the last row.  Events
+ * (SPEC 8, decision 10), in tables laid out like torch's
+ * key_averages().table() (table.c writes them; this file decides what they
+ * hold).  Events
  * are aggregated while they stream (one small hash table per key kind,
  * names copied once per distinct name, a one-entry cache of the previous
  * name because consecutive events mostly repeat it); the file
@@ -28,8 +28,8 @@
 #include "jsonw.h"
 #include "memory.h"
 #include "output.h"
-
-#define NAME_COLUMN_MAX 100
+#include "table.h"
+#include "../collector/grow.h"
 
 struct agg {
     char *name;
@@ -200,30 +200,13 @@ static void summary_device(struct summary *s, const struct tp_event *ev, int64_t
         return;
     agg_add(s, &s->gpu, ev->name && ev->name[0] ? ev->name : "unknown", dur);
     s->gpu_ns += dur;
-    if (s->nbusy == s->capbusy) {
-        size_t ncap = s->capbusy ? s->capbusy * 2 : 1024;
-        struct span *n = realloc(s->busy, ncap * sizeof *n);
-        if (!n) {
-            s->oom = 1;
-            return;
-        }
-        s->busy = n;
-        s->capbusy = ncap;
+    struct span *v = tp_grow(s->busy, &s->capbusy, s->nbusy + 1, sizeof *v, 1024);
+    if (!v) {
+        s->oom = 1;
+        return;
     }
+    s->busy = v;
     s->busy[s->nbusy++] = (struct span){ ev->ts_ns, ev->ts_ns + dur };
-}
-
-static int grow_array(void **v, size_t *cap, size_t n, size_t size)
-{
-    if (n < *cap)
-        return 0;
-    size_t ncap = *cap ? *cap * 2 : 64;
-    void *p = realloc(*v, ncap * size);
-    if (!p)
-        return -1;
-    *v = p;
-    *cap = ncap;
-    return 0;
 }
 
 /* A collective call: its row, and its External id for the kernels it issues. */
@@ -239,10 +222,12 @@ static void summary_coll(struct summary *s, const struct tp_event *ev, int64_t d
     while (i < s->ncoll && (s->coll[i].op != op || s->coll[i].ranks != n))
         i++;
     if (i == s->ncoll) {
-        if (grow_array((void **)&s->coll, &s->capcoll, s->ncoll, sizeof *s->coll)) {
+        struct coll_row *v = tp_grow(s->coll, &s->capcoll, s->ncoll + 1, sizeof *v, 64);
+        if (!v) {
             s->oom = 1;
             return;
         }
+        s->coll = v;
         s->coll[s->ncoll++] = (struct coll_row){ .op = op, .ranks = n };
     }
     struct coll_row *c = &s->coll[i];
@@ -256,10 +241,12 @@ static void summary_coll(struct summary *s, const struct tp_event *ev, int64_t d
     c->bus += size * tp_coll_busbw_factor(op, n);
     c->host_ns += dur;
     if (ev->external_id) {
-        if (grow_array((void **)&s->coll_ids, &s->capids, s->nids, sizeof *s->coll_ids)) {
+        struct coll_id *v = tp_grow(s->coll_ids, &s->capids, s->nids + 1, sizeof *v, 64);
+        if (!v) {
             s->oom = 1;
             return;
         }
+        s->coll_ids = v;
         s->coll_ids[s->nids++] = (struct coll_id){ ev->external_id, i };
         s->ids_sorted = 0;
     }
@@ -326,91 +313,18 @@ static void summary_event(void *state, const struct tp_event *ev)
         agg_add(s, &s->apis, ev->name && ev->name[0] ? ev->name : "unknown", dur);
         break;
     case TP_REC_STEP:
-        if (s->nsteps == s->capsteps) {
-            size_t ncap = s->capsteps ? s->capsteps * 2 : 64;
-            struct step_row *n = realloc(s->steps, ncap * sizeof *n);
-            if (!n) {
-                s->oom = 1;
-                return;
-            }
-            s->steps = n;
-            s->capsteps = ncap;
+        struct step_row *v = tp_grow(s->steps, &s->capsteps, s->nsteps + 1, sizeof *v, 64);
+        if (!v) {
+            s->oom = 1;
+            return;
         }
+        s->steps = v;
         s->steps[s->nsteps].index = r->u.step.index;
         s->steps[s->nsteps].dur_ns = dur;
         s->nsteps++;
         break;
     default:
         break;
-    }
-}
-
-/* "ns" in units of "unit_ns" with three decimals, rounded, integer arithmetic only. */
-static const char *fmt3(char *buf, size_t n, int64_t ns, int64_t unit_ns)
-{
-    int64_t milli = unit_ns / 1000;
-    int64_t q = ns >= 0 ? (ns + milli / 2) / milli : -((-ns + milli / 2) / milli);
-    int64_t a = q < 0 ? -q : q;
-    snprintf(buf, n, "%s%lld.%03lld", q < 0 ? "-" : "", (long long)(a / 1000), (long long)(a % 1000));
-    return buf;
-}
-
-/* Length of at most "max" bytes of s, cut on a UTF-8 boundary. */
-static size_t cut_utf8(const char *s, size_t max)
-{
-    size_t n = strlen(s);
-    if (n <= max)
-        return n;
-    while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
-        max--;
-    return max;
-}
-
-struct table {
-    int ncols;
-    const char *const *titles;   /* column 0 is the left-aligned name */
-    size_t width[10];
-};
-
-static void table_rule(struct tp_jsonw *j, const struct table *t)
-{
-    for (int c = 0; c < t->ncols; c++) {
-        if (c)
-            tp_jsonw_raw(j, "  ", 2);
-        for (size_t k = 0; k < t->width[c]; k++)
-            tp_jsonw_char(j, '-');
-    }
-    tp_jsonw_char(j, '\n');
-}
-
-static void table_row(struct tp_jsonw *j, const struct table *t, const char *const *cells)
-{
-    for (int c = 0; c < t->ncols; c++) {
-        size_t len = c == 0 ? cut_utf8(cells[0], NAME_COLUMN_MAX) : strlen(cells[c]);
-        int cut = c == 0 && len < strlen(cells[0]);
-        size_t shown = len + (cut ? 3 : 0);
-        size_t pad = t->width[c] > shown ? t->width[c] - shown : 0;
-        if (c)
-            tp_jsonw_raw(j, "  ", 2);
-        for (size_t k = 0; c && k < pad; k++)
-            tp_jsonw_char(j, ' ');
-        tp_jsonw_raw(j, cells[c], len);
-        if (cut)
-            tp_jsonw_raw(j, "...", 3);
-        for (size_t k = 0; !c && k < pad && c + 1 < t->ncols; k++)
-            tp_jsonw_char(j, ' ');
-    }
-    tp_jsonw_char(j, '\n');
-}
-
-static void table_fit(struct table *t, const char *const *cells)
-{
-    for (int c = 0; c < t->ncols; c++) {
-        size_t len = strlen(cells[c]);
-        if (c == 0 && len > NAME_COLUMN_MAX)
-            len = cut_utf8(cells[0], NAME_COLUMN_MAX) + 3;
-        if (len > t->width[c])
-            t->width[c] = len;
     }
 }
 
@@ -452,7 +366,7 @@ static struct agg **sorted(const struct agg_table *t, int (*cmp)(const void *, c
     return v;
 }
 
-#define CELL 48
+#define CELL TP_TABLE_CELL
 
 /* The FLOPs of step "index" from the window's step list, 0 if unknown. */
 static uint64_t step_flops(const struct tp_window *w, uint64_t index)
@@ -537,7 +451,7 @@ static void step_cells(const struct summary *s, const struct tp_window *w, const
 {
     uint64_t f = step_flops(w, r->index);
     snprintf(c[0], CELL, "%llu", (unsigned long long)r->index);
-    fmt3(c[1], CELL, r->dur_ns, 1000000);
+    tp_fmt3(c[1], CELL, r->dur_ns, 1000000);
     fmt_gflop(c[2], CELL, f);
     fmt_tflops(c[3], CELL, f, r->dur_ns);
     int64_t a, b;
@@ -550,14 +464,14 @@ static void step_cells(const struct summary *s, const struct tp_window *w, const
 static void put_steps(struct tp_jsonw *j, struct summary *s, const struct tp_window *w)
 {
     static const char *const titles[] = { "Step", "Wall (ms)", "GFLOP", "TFLOP/s", "GPU busy" };
-    struct table t = { .ncols = w->gpu ? 5 : 4, .titles = titles };
+    struct tp_table t = { .ncols = w->gpu ? 5 : 4, .titles = titles };
     tp_jsonw_lit(j, "\nPer-step wall time\n");
     if (!s->nsteps) {
         tp_jsonw_lit(j, "(no step recorded)\n");
         return;
     }
     qsort(s->steps, s->nsteps, sizeof *s->steps, cmp_step);
-    table_fit(&t, titles);
+    tp_table_fit(&t, titles);
     char c[5][CELL], a[CELL], b[CELL];
     const char *cells[5] = { c[0], c[1], c[2], c[3], c[4] };
     int64_t sum = 0, busy = 0;
@@ -565,26 +479,26 @@ static void put_steps(struct tp_jsonw *j, struct summary *s, const struct tp_win
     merge_busy(s);
     for (size_t i = 0; i < s->nsteps; i++) {
         step_cells(s, w, &s->steps[i], c);
-        table_fit(&t, cells);
+        tp_table_fit(&t, cells);
         sum += s->steps[i].dur_ns;
         flops += step_flops(w, s->steps[i].index);
         int64_t lo, hi;
         if (w->gpu && step_span(w, s->steps[i].index, &lo, &hi))
             busy += busy_within(s, lo, hi);
     }
-    table_rule(j, &t);
-    table_row(j, &t, titles);
-    table_rule(j, &t);
+    tp_table_rule(j, &t);
+    tp_table_row(j, &t, titles);
+    tp_table_rule(j, &t);
     for (size_t i = 0; i < s->nsteps; i++) {
         step_cells(s, w, &s->steps[i], c);
-        table_row(j, &t, cells);
+        tp_table_row(j, &t, cells);
     }
-    table_rule(j, &t);
+    tp_table_rule(j, &t);
     if (w->gpu)
         tp_jsonw_printf(j, "GPU busy share of the steps: %s (kernels, copies and sets on any stream)\n",
                         fmt_pct(a, sizeof a, busy, sum));
     tp_jsonw_printf(j, "Mean step wall time (ms): %s over %zu steps\n",
-                    fmt3(a, sizeof a, sum / (int64_t)s->nsteps, 1000000), s->nsteps);
+                    tp_fmt3(a, sizeof a, sum / (int64_t)s->nsteps, 1000000), s->nsteps);
     tp_jsonw_printf(j, "Library FLOPs in these steps: %s GFLOP, achieved %s TFLOP/s\n",
                     fmt_gflop(a, sizeof a, flops), fmt_tflops(b, sizeof b, flops, sum));
     if (w->peak_tflops > 0) {
@@ -616,28 +530,28 @@ static int put_agg_table(struct tp_jsonw *j, const struct summary *s, const char
         tp_jsonw_lit(j, empty);
         return -1;
     }
-    struct table t = { .ncols = ncols, .titles = titles };
+    struct tp_table t = { .ncols = ncols, .titles = titles };
     char buf[8][CELL];
     const char *cells[8];
     for (int c = 0; c < ncols && c < 8; c++)
         cells[c] = buf[c];
-    table_fit(&t, titles);
+    tp_table_fit(&t, titles);
     for (int pass = 0; pass < 2; pass++) {
         if (pass) {
-            table_rule(j, &t);
-            table_row(j, &t, titles);
-            table_rule(j, &t);
+            tp_table_rule(j, &t);
+            tp_table_row(j, &t, titles);
+            tp_table_rule(j, &t);
         }
         for (size_t i = 0; i < at->n; i++) {
             fill(s, v[i], buf);
             cells[0] = v[i]->name;
             if (pass)
-                table_row(j, &t, cells);
+                tp_table_row(j, &t, cells);
             else
-                table_fit(&t, cells);
+                tp_table_fit(&t, cells);
         }
     }
-    table_rule(j, &t);
+    tp_table_rule(j, &t);
     free(v);
     return 0;
 }
@@ -645,9 +559,9 @@ static int put_agg_table(struct tp_jsonw *j, const struct summary *s, const char
 static void api_row(const struct summary *s, const struct agg *a, char (*c)[CELL])
 {
     snprintf(c[1], CELL, "%llu", (unsigned long long)a->calls);
-    fmt3(c[2], CELL, a->total_ns, 1000000);
-    fmt3(c[3], CELL, a->total_ns / (int64_t)a->calls, 1000);
-    fmt3(c[4], CELL, a->max_ns, 1000);
+    tp_fmt3(c[2], CELL, a->total_ns, 1000000);
+    tp_fmt3(c[3], CELL, a->total_ns / (int64_t)a->calls, 1000);
+    tp_fmt3(c[4], CELL, a->max_ns, 1000);
     int64_t pct = s->host_ns > 0 ? (a->total_ns * 10000 + s->host_ns / 2) / s->host_ns : 0;
     snprintf(c[5], CELL, "%lld.%02lld%%", (long long)(pct / 100), (long long)(pct % 100));
 }
@@ -658,14 +572,14 @@ static void put_apis(struct tp_jsonw *j, struct summary *s)
     char buf[CELL];
     if (put_agg_table(j, s, "\nHost API calls\n", "(no API call recorded)\n", &s->apis, cmp_total,
                       titles, 6, api_row) == 0)
-        tp_jsonw_printf(j, "Host API time total (ms): %s\n", fmt3(buf, sizeof buf, s->host_ns, 1000000));
+        tp_jsonw_printf(j, "Host API time total (ms): %s\n", tp_fmt3(buf, sizeof buf, s->host_ns, 1000000));
 }
 
 static void lib_row(const struct summary *s, const struct agg *a, char (*c)[CELL])
 {
     snprintf(c[1], CELL, "%llu", (unsigned long long)a->calls);
-    fmt3(c[2], CELL, a->total_ns, 1000000);
-    fmt3(c[3], CELL, a->total_ns / (int64_t)a->calls, 1000);
+    tp_fmt3(c[2], CELL, a->total_ns, 1000000);
+    tp_fmt3(c[3], CELL, a->total_ns / (int64_t)a->calls, 1000);
     if (a->flops) {
         fmt_gflop(c[4], CELL, a->flops);
         snprintf(c[5], CELL, "%.2f%%", s->lib_flops ? 100.0 * (double)a->flops / (double)s->lib_flops : 0.0);
@@ -707,9 +621,9 @@ static void put_kernels(struct tp_jsonw *j, struct summary *s)
 static void gpu_row(const struct summary *s, const struct agg *a, char (*c)[CELL])
 {
     snprintf(c[1], CELL, "%llu", (unsigned long long)a->calls);
-    fmt3(c[2], CELL, a->total_ns, 1000000);
-    fmt3(c[3], CELL, a->total_ns / (int64_t)a->calls, 1000);
-    fmt3(c[4], CELL, a->max_ns, 1000);
+    tp_fmt3(c[2], CELL, a->total_ns, 1000000);
+    tp_fmt3(c[3], CELL, a->total_ns / (int64_t)a->calls, 1000);
+    tp_fmt3(c[4], CELL, a->max_ns, 1000);
     fmt_pct(c[5], CELL, a->total_ns, s->gpu_ns);
 }
 
@@ -723,7 +637,7 @@ static void put_gpu(struct tp_jsonw *j, struct summary *s, const struct tp_windo
     if (!w->gpu)
         return;
     if (put_agg_table(j, s, "", "(no device work recorded)\n", &s->gpu, cmp_total, titles, 6, gpu_row) == 0)
-        tp_jsonw_printf(j, "GPU time total (ms): %s\n", fmt3(buf, sizeof buf, s->gpu_ns, 1000000));
+        tp_jsonw_printf(j, "GPU time total (ms): %s\n", tp_fmt3(buf, sizeof buf, s->gpu_ns, 1000000));
     tp_jsonw_printf(j, "Coverage: %llu kernels seen by CUPTI, %llu linked to a launch seen by the wrappers (%s);"
                        " %llu launches seen by the wrappers\n",
                     (unsigned long long)w->gpu_kernels, (unsigned long long)w->gpu_kernels_linked,
@@ -733,31 +647,6 @@ static void put_gpu(struct tp_jsonw *j, struct summary *s, const struct tp_windo
     if (w->gpu_dropped)
         tp_jsonw_printf(j, "Device records dropped: %llu (CUPTI buffers full)\n",
                         (unsigned long long)w->gpu_dropped);
-}
-
-/* Writes a table of "nrows" rows of cells (cells[row * ncols + col]) after its header. */
-static void put_cells(struct tp_jsonw *j, const char *const *titles, int ncols, char (*cells)[CELL],
-                      size_t nrows)
-{
-    struct table t = { .ncols = ncols, .titles = titles };
-    const char *row[10];
-    table_fit(&t, titles);
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass) {
-            table_rule(j, &t);
-            table_row(j, &t, titles);
-            table_rule(j, &t);
-        }
-        for (size_t i = 0; i < nrows; i++) {
-            for (int c = 0; c < ncols; c++)
-                row[c] = cells[i * (size_t)ncols + (size_t)c];
-            if (pass)
-                table_row(j, &t, row);
-            else
-                table_fit(&t, row);
-        }
-    }
-    table_rule(j, &t);
 }
 
 static int mem_has_data(const struct tp_mem_usage *u)
@@ -790,7 +679,7 @@ static void put_memory(struct tp_jsonw *j, const struct summary *s, const struct
         tp_memory_where(r[0], CELL, u->device, u->mclass);
         tp_memory_human(r[1], CELL, u->start_bytes);
         tp_memory_human(r[2], CELL, u->peak_bytes);
-        fmt3(r[3], CELL, at > 0 ? at : 0, 1000000);
+        tp_fmt3(r[3], CELL, at > 0 ? at : 0, 1000000);
         tp_memory_human(r[4], CELL, u->end_bytes);
         tp_memory_human(r[5], CELL, u->peak_process);
         snprintf(r[6], CELL, "%llu", (unsigned long long)u->allocs);
@@ -802,7 +691,7 @@ static void put_memory(struct tp_jsonw *j, const struct summary *s, const struct
             snprintf(r[9], CELL, "--");
     }
     tp_jsonw_lit(j, "\nMemory held (reserved from CUDA)\n");
-    put_cells(j, titles, NC, c, rows);
+    tp_table_cells(j, titles, NC, c, rows);
     tp_jsonw_lit(j, "Bytes the process reserved from CUDA (cudaMalloc/VMM level), not a caching allocator's"
                     " allocated bytes: compare with torch.cuda.memory_reserved(), not memory_allocated()\n");
     free(c);
@@ -857,8 +746,8 @@ static void put_colls(struct tp_jsonw *j, struct summary *s, const struct tp_win
             snprintf(r[1], CELL, "%u", x->ranks);
             snprintf(r[2], CELL, "%llu", (unsigned long long)x->calls);
             snprintf(r[3], CELL, "%.3f", x->size / 1e6);
-            fmt3(r[4], CELL, t, 1000000);
-            fmt3(r[5], CELL, t / (int64_t)x->calls, 1000);
+            tp_fmt3(r[4], CELL, t, 1000000);
+            tp_fmt3(r[5], CELL, t / (int64_t)x->calls, 1000);
             if (t > 0) {
                 snprintf(r[6], CELL, "%.2f", x->size / (double)t);
                 snprintf(r[7], CELL, "%.2f", x->bus / (double)t);
@@ -868,7 +757,7 @@ static void put_colls(struct tp_jsonw *j, struct summary *s, const struct tp_win
             }
             snprintf(r[8], CELL, "%s", on_dev ? "device" : "host-enqueue");
         }
-        put_cells(j, titles, NC, c, s->ncoll);
+        tp_table_cells(j, titles, NC, c, s->ncoll);
         free(c);
     }
     tp_jsonw_lit(j, "busbw = algbw x 2(n-1)/n for allreduce, (n-1)/n for allgather, reduce_scatter"
@@ -907,7 +796,7 @@ static void fill_line(struct summary *s, const struct tp_window *w, struct tp_sa
     }
     if (s->nsteps) {
         char ms[CELL];
-        fmt3(ms, sizeof ms, sum / (int64_t)s->nsteps, 1000000);
+        tp_fmt3(ms, sizeof ms, sum / (int64_t)s->nsteps, 1000000);
         if (w->last_step > w->first_step)
             snprintf(part, sizeof part, "steps %llu-%llu: %s ms/step", (unsigned long long)w->first_step,
                      (unsigned long long)w->last_step, ms);
@@ -958,7 +847,7 @@ static void put_header(struct tp_jsonw *j, const struct tp_window *w, const char
     tp_jsonw_printf(j, "Step signal:  %s\n",
                     w->step_signal && w->step_signal[0] ? w->step_signal : "(none fired)");
     tp_jsonw_printf(j, "Window (ms):  %s wall time%s\n",
-                    fmt3(buf, sizeof buf, w->end_ns > w->start_ns ? w->end_ns - w->start_ns : 0, 1000000),
+                    tp_fmt3(buf, sizeof buf, w->end_ns > w->start_ns ? w->end_ns - w->start_ns : 0, 1000000),
                     w->partial ? ", partial (saved at exit or on a signal)" : "");
     tp_jsonw_printf(j, "Trace:        %s\n", trace);
 }

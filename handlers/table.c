@@ -1,0 +1,102 @@
+/*
+ * table.c - DESIGN: the text tables of the reports, laid out like torch's
+ * key_averages().table(): the name column left-aligned and cut (on a UTF-8
+ * boundary, with "...") at TP_TABLE_NAME_MAX bytes, numbers right-aligned,
+ * columns two spaces apart, dashed rules above and below the header and
+ * under the last row.  A table is written in two passes over its rows:
+ * tp_table_fit() to find each column's width, then the rules and
+ * tp_table_row().  Numbers are formatted with integer arithmetic
+ * (tp_fmt3), so that the figures of a report add up exactly.
+ */
+#include "table.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* "ns" in units of "unit_ns" with three decimals, rounded, integer arithmetic only. */
+const char *tp_fmt3(char *buf, size_t n, int64_t ns, int64_t unit_ns)
+{
+    int64_t milli = unit_ns / 1000;
+    int64_t q = ns >= 0 ? (ns + milli / 2) / milli : -((-ns + milli / 2) / milli);
+    int64_t a = q < 0 ? -q : q;
+    snprintf(buf, n, "%s%lld.%03lld", q < 0 ? "-" : "", (long long)(a / 1000), (long long)(a % 1000));
+    return buf;
+}
+
+/* Length of at most "max" bytes of s, cut on a UTF-8 boundary. */
+static size_t cut_utf8(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (n <= max)
+        return n;
+    while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
+        max--;
+    return max;
+}
+
+void tp_table_rule(struct tp_jsonw *j, const struct tp_table *t)
+{
+    for (int c = 0; c < t->ncols; c++) {
+        if (c)
+            tp_jsonw_raw(j, "  ", 2);
+        for (size_t k = 0; k < t->width[c]; k++)
+            tp_jsonw_char(j, '-');
+    }
+    tp_jsonw_char(j, '\n');
+}
+
+void tp_table_row(struct tp_jsonw *j, const struct tp_table *t, const char *const *cells)
+{
+    for (int c = 0; c < t->ncols; c++) {
+        size_t len = c == 0 ? cut_utf8(cells[0], TP_TABLE_NAME_MAX) : strlen(cells[c]);
+        int cut = c == 0 && len < strlen(cells[0]);
+        size_t shown = len + (cut ? 3 : 0);
+        size_t pad = t->width[c] > shown ? t->width[c] - shown : 0;
+        if (c)
+            tp_jsonw_raw(j, "  ", 2);
+        for (size_t k = 0; c && k < pad; k++)
+            tp_jsonw_char(j, ' ');
+        tp_jsonw_raw(j, cells[c], len);
+        if (cut)
+            tp_jsonw_raw(j, "...", 3);
+        for (size_t k = 0; !c && k < pad && c + 1 < t->ncols; k++)
+            tp_jsonw_char(j, ' ');
+    }
+    tp_jsonw_char(j, '\n');
+}
+
+void tp_table_fit(struct tp_table *t, const char *const *cells)
+{
+    for (int c = 0; c < t->ncols; c++) {
+        size_t len = strlen(cells[c]);
+        if (c == 0 && len > TP_TABLE_NAME_MAX)
+            len = cut_utf8(cells[0], TP_TABLE_NAME_MAX) + 3;
+        if (len > t->width[c])
+            t->width[c] = len;
+    }
+}
+
+/* Writes a table of "nrows" rows of cells (cells[row * ncols + col]) after its header. */
+void tp_table_cells(struct tp_jsonw *j, const char *const *titles, int ncols, char (*cells)[TP_TABLE_CELL],
+                      size_t nrows)
+{
+    struct tp_table t = { .ncols = ncols, .titles = titles };
+    const char *row[TP_TABLE_COLS];
+    tp_table_fit(&t, titles);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) {
+            tp_table_rule(j, &t);
+            tp_table_row(j, &t, titles);
+            tp_table_rule(j, &t);
+        }
+        for (size_t i = 0; i < nrows; i++) {
+            for (int c = 0; c < ncols; c++)
+                row[c] = cells[i * (size_t)ncols + (size_t)c];
+            if (pass)
+                tp_table_row(j, &t, row);
+            else
+                tp_table_fit(&t, row);
+        }
+    }
+    tp_table_rule(j, &t);
+}

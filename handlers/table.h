@@ -1,0 +1,41 @@
+/*
+ * table.h - text tables for the reports (the summary's key_averages()-like
+ * tables), written through a tp_jsonw.
+ */
+#ifndef TRAINPROF_HANDLERS_TABLE_H
+#define TRAINPROF_HANDLERS_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jsonw.h"
+
+#define TP_TABLE_COLS 10        /* columns at most */
+#define TP_TABLE_CELL 48        /* bytes of a formatted cell */
+#define TP_TABLE_NAME_MAX 100   /* bytes of the name column before it is cut */
+
+struct tp_table {
+    int ncols;
+    const char *const *titles;  /* column 0 is the left-aligned name */
+    size_t width[TP_TABLE_COLS];
+};
+
+/* tp_table_fit - widen the columns of "t" to hold "cells". */
+void tp_table_fit(struct tp_table *t, const char *const *cells);
+
+/* tp_table_rule - a dashed rule across the columns. */
+void tp_table_rule(struct tp_jsonw *j, const struct tp_table *t);
+
+/* tp_table_row - one row, aligned to the widths fitted. */
+void tp_table_row(struct tp_jsonw *j, const struct tp_table *t, const char *const *cells);
+
+/* tp_table_cells - a whole table of "nrows" rows of "ncols" cells
+ * (cells[row * ncols + col]) under "titles": fitted, ruled and written. */
+void tp_table_cells(struct tp_jsonw *j, const char *const *titles, int ncols,
+                    char (*cells)[TP_TABLE_CELL], size_t nrows);
+
+/* tp_fmt3 - "ns" in units of "unit_ns" (1000: us, 1000000: ms) with three
+ * decimals, rounded, into "buf"; returns buf. */
+const char *tp_fmt3(char *buf, size_t n, int64_t ns, int64_t unit_ns);
+
+#endif
