@@ -5,12 +5,13 @@
  *
  * The hand-written wrappers of cudnnBackendCreateDescriptor, SetAttribute,
  * GetAttribute and DestroyDescriptor (preload/cudnn_backend.c) report here,
- * always (plans are built before the window), so that a fixed table of the descriptors of the types that matter
- * (tensor, convolution, the three convolution ops, matmul op, operation
- * graph, engine, engine config, engine heuristics, execution plan) with the
- * attributes that matter: tensor dims and data type, convolution compute
- * type, the op's tensors and convolution, the graph's ops, the engine's
- * graph, the config's engine, the plan's config, the heuristics' graph.
+ * always (plans are built before the window), and a fixed table keeps the
+ * descriptors of the types that matter (tensor, convolution, the three
+ * convolution ops, matmul op, operation graph, engine, engine config,
+ * engine heuristics, execution plan) with the attributes that matter:
+ * tensor dims and data type, convolution compute type, the op's tensors
+ * and convolution, the graph's ops, the engine's graph, the config's
+ * engine, the plan's config, the heuristics' graph.
  * The heuristics fill configs the program created (GetAttribute
  * ENGINEHEUR_RESULTS), so each config returned gets the heuristics' graph
  * directly; an engine read back from a config (GetAttribute
