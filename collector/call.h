@@ -1,8 +1,9 @@
 /*
  * call.h - the state every intercepted call reads first: the hot word
- * tp_hot and the per-thread nesting guards.  Kept apart from core.c so that
- * modules below the core (the host sampler, whose thread sets the guard
- * for life) need not link against it.
+ * tp_hot and the per-thread nesting guards.  Kept apart from the core
+ * (lifecycle.c, steps.c, flusher.c) so that modules below it (the host
+ * sampler, whose thread sets the guard for life; the device module, which
+ * sets a part of the hot word) need not link against it.
  *
  * Every wrapper first reads one word, tp_hot.  Zero means "pass through":
  * before any window, between windows and after the last one, with no

@@ -54,7 +54,7 @@ struct tp_mem_acct {
     uint64_t allocs, frees, failed, failed_bytes;
 };
 
-/* Windows waiting to be written: more than core.c's queue of 16 plus the
+/* Windows waiting to be written: more than flusher.c's queue of 16 plus the
  * one recording. */
 #define TP_MEM_SNAPS 32
 

@@ -4,7 +4,7 @@
  * names a handler itself, parse the configuration silently, make this library the NVTX injection
  * library, choose the clock source (CPUID) and take the real dlsym and its
  * own dlopen handle (preload/dlsym.c says why).  No
- * threads, files or output until activation (collector/core.c).
+ * threads, files or output until activation (collector/lifecycle.c).
  */
 #include "driver.h"
 #include "nvtx.h"
