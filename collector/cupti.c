@@ -1,12 +1,18 @@
 /*
- * cupti.c - the device side through CUPTI's Activity API, loaded at run time.
+ * cupti.c - DESIGN: the device side through CUPTI's Activity API, loaded
+ * at run time; this file is its lifecycle and the public entry points of
+ * cupti.h.  The rest lives beside it, one concern per file (the map and
+ * the one-way uses are in cupti_impl.h): finding and loading libcupti
+ * (cupti_load.c), the activity buffer pool (cupti_buffers.c), decoding a
+ * record (cupti_decode.c), the API cbids we keep (cupti_cbid.c), the
+ * pending records and windows (cupti_window.c).
  *
- * DESIGN
- * This file is the lifecycle: start, the kinds enabled and disabled per
- * window, collection, external correlation, stop and finalize.  The
- * others: cupti_load.c (finding and loading libcupti), cupti_buffers.c
- * (the activity buffers), cupti_decode.c (records decoded, windows taken)
- * and cupti_cbid.c (the callback ids kept).
+ * Start: a missing or too old libcupti, a missing entry point or a failed
+ * subscription (cuptiSubscribe_v2: another tool holds CUPTI) make CUPTI
+ * "unavailable": one line, never retried.  The timestamp callback is
+ * registered before any kind is enabled, so that every record uses our
+ * clock.  Collect (tp-flush only): FlushAll with no lock of ours held, then
+ * decode every completed buffer into the pending lists.
  *
  * Lifecycle (decision 6): kinds are toggled per window only on CUPTI >=
  * 130001 (13.0 GA could deadlock disabling CONCURRENT_KERNEL); the last
@@ -14,17 +20,29 @@
  * driver (libcuda already loaded: never loaded by us) is >= 12.6 and no
  * stream capture may be open; then CUPTI is "finished" for the process.
  */
-#include "cupti.h"
 #include "cupti_impl.h"
 
+#include "clock.h"
 #include "config.h"
 #include "devprops.h"
 #include "loader.h"
 #include "log.h"
 
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
+
 #include <stdatomic.h>
 #include <stdio.h>
 
+#define TP_CUPTI_TOGGLE_VERSION 130001u  /* 13.0 Update 1: disabling kinds is safe */
+#define TP_CUPTI_FINALIZE_CUDA  12060    /* cuptiFinalize with graphs fixed (notes 2.5) */
+
+enum { ST_UNTRIED = 0, ST_ACTIVE, ST_UNAVAILABLE, ST_FINISHED, ST_OFF };
+
+static int tp_state;                   /* flush thread */
+static uint32_t tp_version;
+static char tp_status_text[160] = "not started";
+static CUpti_SubscriberHandle tp_subscriber;
 static atomic_int tp_kinds_on;          /* read by application threads (ext push/pop) */
 static uint64_t tp_kinds_enabled;       /* bit per CUpti_ActivityKind that Enable accepted */
 static uint64_t tp_kinds_reported;      /* kinds whose failure was said */
@@ -57,6 +75,69 @@ static const char *tp_kind_name(CUpti_ActivityKind k)
     }
 }
 
+/* ---- subscription ----------------------------------------------------------- */
+
+/* CUPTI's clock: ours, in ns as its contract asks; records are mapped back
+ * to ticks when decoded, so that they compare with host records exactly. */
+static uint64_t CUPTIAPI tp_timestamp(void)
+{
+    return tp_clock_ns();
+}
+
+static void CUPTIAPI tp_subscriber_cb(void *ud, CUpti_CallbackDomain d, CUpti_CallbackId id,
+                                      const void *data)
+{
+    (void)ud;
+    (void)d;
+    (void)id;
+    (void)data;
+}
+
+static void tp_unavailable(const char *why)
+{
+    __atomic_store_n(&tp_state, ST_UNAVAILABLE, __ATOMIC_RELAXED);
+    snprintf(tp_status_text, sizeof tp_status_text, "unavailable: %s", why);
+}
+
+/* Load, check and subscribe; 0 or -1 (state set, line printed). */
+static int tp_load(void)
+{
+    char why[128];
+    if (tp_cupti_load(&tp_version, why, sizeof why) != 0) {
+        tp_unavailable(why);
+        return -1;
+    }
+    char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = "";
+    CUpti_SubscriberParams sp = {
+        .structSize = CUpti_SubscriberParams_STRUCT_SIZE,
+        .subscriberName = "trainprof",
+        .oldSubscriberName = other,
+        .oldSubscriberSize = CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN,
+    };
+    CUptiResult rc = tp_cupti_fn.cuptiSubscribe_v2(&tp_subscriber, tp_subscriber_cb, NULL, &sp);
+    if (rc != CUPTI_SUCCESS) {
+        other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = 0;
+        const char *who = other[0] ? other
+                          : rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                              ? "unknown"
+                              : tp_cupti_result_str(rc);
+        snprintf(why, sizeof why, "in use by another tool (%s)", who);
+        tp_unavailable(why);
+        TP_WARN("CUPTI is in use by another tool (%s); recording host-side only", who);
+        return -1;
+    }
+    /* Before any kind is enabled, so that every record uses our ticks. */
+    if (tp_cupti_fn.cuptiActivityRegisterTimestampCallback(tp_timestamp) != CUPTI_SUCCESS)
+        TP_WARN("CUPTI timestamp callback refused; device times may be off");
+    if (tp_cupti_buf_register() != 0) {
+        tp_cupti_fn.cuptiUnsubscribe(tp_subscriber);
+        tp_unavailable("cannot register activity buffers");
+        TP_WARN("CUPTI refused the activity buffers; recording host-side only");
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- enable / disable ----------------------------------------------------- */
 
 static void tp_kind_set(CUpti_ActivityKind k, int on)
@@ -68,7 +149,8 @@ static void tp_kind_set(CUpti_ActivityKind k, int on)
             tp_kinds_enabled |= bit;
         } else if (!(tp_kinds_reported & bit)) {
             tp_kinds_reported |= bit;
-            TP_WARN("CUPTI activity kind %s not enabled: %s", tp_kind_name(k), tp_cupti_result_str(rc));
+            TP_WARN("CUPTI activity kind %s not enabled: %s", tp_kind_name(k),
+                    tp_cupti_result_str(rc));
         }
     } else if (tp_kinds_enabled & bit) {
         tp_cupti_fn.cuptiActivityDisable(k);
@@ -83,8 +165,8 @@ static void tp_kind_set(CUpti_ActivityKind k, int on)
 static void tp_api_set(int driver, int on)
 {
     __typeof__(tp_cupti_fn.cuptiActivityEnableRuntimeApi) fn =
-        driver ? tp_cupti_fn.cuptiActivityEnableDriverApi : tp_cupti_fn.cuptiActivityEnableRuntimeApi;
-    const uint8_t *cls = driver ? tp_cupti_drv_class : tp_cupti_rt_class;
+        driver ? tp_cupti_fn.cuptiActivityEnableDriverApi
+               : tp_cupti_fn.cuptiActivityEnableRuntimeApi;
     unsigned n = driver ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
     int *trimmed = driver ? &tp_drv_trimmed : &tp_rt_trimmed;
     CUpti_ActivityKind kind = driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
@@ -93,7 +175,7 @@ static void tp_api_set(int driver, int on)
         if (fn) {
             int ok = 1;
             for (unsigned c = 0; c < n && ok; c++)
-                if (cls[c] != TP_CB_OTHER && fn(c, 1) != CUPTI_SUCCESS)
+                if (tp_cupti_cb_class(driver, c) != TP_CB_OTHER && fn(c, 1) != CUPTI_SUCCESS)
                     ok = 0;
             *trimmed = ok;
         }
@@ -101,7 +183,7 @@ static void tp_api_set(int driver, int on)
             tp_kind_set(kind, 1);
     } else if (*trimmed) {
         for (unsigned c = 0; c < n; c++)
-            if (cls[c] != TP_CB_OTHER)
+            if (tp_cupti_cb_class(driver, c) != TP_CB_OTHER)
                 fn(c, 0);
         *trimmed = 0;
     } else {
@@ -131,7 +213,7 @@ static void tp_disable_all(void)
 
 int tp_cupti_start(int had_context)
 {
-    switch (tp_cupti_state) {
+    switch (tp_state) {
     case ST_UNAVAILABLE:
     case ST_FINISHED:
     case ST_OFF:
@@ -144,29 +226,22 @@ int tp_cupti_start(int had_context)
         break;
     }
     if (!(tp_cfg.activities & TP_ACT_CUDA)) {
-        __atomic_store_n(&tp_cupti_state, ST_OFF, __ATOMIC_RELAXED);
-        snprintf(tp_cupti_status_buf, sizeof tp_cupti_status_buf, "off (TRAINPROF_ACTIVITIES)");
+        __atomic_store_n(&tp_state, ST_OFF, __ATOMIC_RELAXED);
+        snprintf(tp_status_text, sizeof tp_status_text, "off (TRAINPROF_ACTIVITIES)");
         return -1;
     }
     /* Decision 6: only with a driver and a context.  Not a final state: a
      * process may create its context after a trainprof_* call activated us;
      * asking again costs a loader callback while libcuda is absent. */
     if (!tp_driver_ready(had_context)) {
-        snprintf(tp_cupti_status_buf, sizeof tp_cupti_status_buf,
-                 "not started: no CUDA driver or context");
+        snprintf(tp_status_text, sizeof tp_status_text, "not started: no CUDA driver or context");
         return -1;
     }
-    if (tp_cupti_load() != 0)
+    if (tp_load() != 0)
         return -1;
-    if (tp_cupti_buffers_register() != 0) {
-        tp_cupti_fn.cuptiUnsubscribe(tp_cupti_subscriber);
-        tp_cupti_unavailable("cannot register activity buffers");
-        TP_WARN("CUPTI refused the activity buffers; recording host-side only");
-        return -1;
-    }
-    __atomic_store_n(&tp_cupti_state, ST_ACTIVE, __ATOMIC_RELAXED);
+    __atomic_store_n(&tp_state, ST_ACTIVE, __ATOMIC_RELAXED);
     tp_enable_all();
-    snprintf(tp_cupti_status_buf, sizeof tp_cupti_status_buf, "active (CUPTI %u)", tp_cupti_version);
+    snprintf(tp_status_text, sizeof tp_status_text, "active (CUPTI %u)", tp_version);
     return 0;
 }
 
@@ -177,13 +252,13 @@ int tp_cupti_enabled(void)
 
 void tp_cupti_collect(int forced)
 {
-    if (tp_cupti_state != ST_ACTIVE)
+    if (tp_state != ST_ACTIVE)
         return;
     tp_cupti_fn.cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
-    tp_cupti_drain();
+    tp_cupti_buf_drain(tp_cupti_decode);
     size_t d = 0;
     if (tp_cupti_fn.cuptiActivityGetNumDroppedRecords(NULL, 0, &d) == CUPTI_SUCCESS)
-        tp_cupti_count_dropped(d);
+        tp_cupti_pending_drop(d);
 }
 
 void tp_cupti_set_capture_check(int (*fn)(void))
@@ -206,30 +281,29 @@ static int tp_driver_version(void)
 
 void tp_cupti_stop(int final)
 {
-    if (tp_cupti_state != ST_ACTIVE)
+    if (tp_state != ST_ACTIVE)
         return;
     if (!final) {
-        if (tp_cupti_version >= TP_CUPTI_TOGGLE_VERSION && atomic_load(&tp_kinds_on))
+        if (tp_version >= TP_CUPTI_TOGGLE_VERSION && atomic_load(&tp_kinds_on))
             tp_disable_all();
         return;
     }
     tp_cupti_collect(1);
     tp_disable_all();
     tp_cupti_collect(1);
-    tp_cupti_fn.cuptiUnsubscribe(tp_cupti_subscriber);
+    tp_cupti_fn.cuptiUnsubscribe(tp_subscriber);
     int capture = tp_capture_check && tp_capture_check();
     if (!capture && tp_driver_version() >= TP_CUPTI_FINALIZE_CUDA)
         tp_cupti_fn.cuptiFinalize();
-    __atomic_store_n(&tp_cupti_state, ST_FINISHED, __ATOMIC_RELAXED);
-    snprintf(tp_cupti_status_buf, sizeof tp_cupti_status_buf, "finished (CUPTI %u)", tp_cupti_version);
+    __atomic_store_n(&tp_state, ST_FINISHED, __ATOMIC_RELAXED);
+    snprintf(tp_status_text, sizeof tp_status_text, "finished (CUPTI %u)", tp_version);
 }
 
 void tp_cupti_ext_push(uint64_t id)
 {
     if (!atomic_load_explicit(&tp_kinds_on, memory_order_relaxed))
         return;
-    if (tp_cupti_fn.cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
-                                                          id) == CUPTI_SUCCESS)
+    if (tp_cupti_fn.cuptiActivityPushExternalCorrelationId(TP_CUPTI_EXT_KIND, id) == CUPTI_SUCCESS)
         tp_ext_depth++;
 }
 
@@ -240,12 +314,12 @@ void tp_cupti_ext_pop(void)
     if (tp_ext_depth <= 0)
         return;
     tp_ext_depth--;
-    if (__atomic_load_n(&tp_cupti_state, __ATOMIC_RELAXED) != ST_ACTIVE)
+    if (__atomic_load_n(&tp_state, __ATOMIC_RELAXED) != ST_ACTIVE)
         return;
-    tp_cupti_fn.cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, NULL);
+    tp_cupti_fn.cuptiActivityPopExternalCorrelationId(TP_CUPTI_EXT_KIND, NULL);
 }
 
 const char *tp_cupti_status(void)
 {
-    return tp_cupti_status_buf;
+    return tp_status_text;
 }

@@ -1,29 +1,29 @@
 /*
- * cupti_buffers.c - DESIGN: the activity buffers CUPTI fills.
- *
- * Buffers: 4 MiB each from fresh anonymous mappings (zero pages, so CUPTI is
- * told ZEROED_OUT_ACTIVITY_BUFFER = 1 and never zeroes on application
- * threads).  16 are mapped at the first start; "requested" (any thread) takes
- * one from a free bitmap with a CAS, maps a new one up to 32, then recycles
- * the oldest completed-but-undecoded buffer (its records counted as dropped),
- * then maps more up to 256; it returns NULL only when mmap fails or 256
- * buffers are out (refusing can crash CUPTI < 12.9: Kineto's note).
- * "completed" (a CUPTI thread) pushes (buffer, validSize) on a FIFO under a
- * mutex of ours that is never held across a CUPTI call.  Decoding happens on
- * tp-flush only, in tp_cupti_collect(): FlushAll with no lock of ours held,
- * decode every completed buffer into pending arrays, then zero the buffer
- * with madvise(MADV_DONTNEED) and put it back in the bitmap.
+ * cupti_buffers.c - DESIGN: the activity buffers CUPTI fills, from a pool
+ * of ours (the CUPTI samples' buffer-requested/buffer-completed pair).
+ * Buffers are 4 MiB each from fresh anonymous mappings (zero pages, so
+ * CUPTI is told ZEROED_OUT_ACTIVITY_BUFFER = 1 and never zeroes on
+ * application threads).  16 are mapped at the first start; "requested"
+ * (any thread) takes one from a free bitmap with a CAS, maps a new one up
+ * to 32, then recycles the oldest completed-but-undecoded buffer (its
+ * records counted as lost), then maps more up to 256; it returns NULL only
+ * when mmap fails or 256 buffers are out (refusing can crash CUPTI < 12.9:
+ * Kineto's note).  "completed" (a CUPTI thread) pushes (buffer, validSize)
+ * on a FIFO under a mutex of ours that is never held across a CUPTI call.
+ * Draining happens on tp-flush only: every completed buffer's records go to
+ * the caller's function, then the buffer is zeroed with
+ * madvise(MADV_DONTNEED) and put back in the bitmap.
  */
 #include "cupti_impl.h"
-#include "clock.h"
+
 #include "log.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
+#define TP_BUF_SIZE   (4u << 20)
 #define TP_POOL_INIT  16
 #define TP_POOL_SOFT  32
 #define TP_POOL_MAX   256
@@ -100,7 +100,7 @@ static int tp_slot_of(const uint8_t *buf)
 
 /* Zero a used buffer (private anonymous pages read back as zero after
  * MADV_DONTNEED, and their memory is returned) and mark it free. */
-void tp_cupti_buf_release(int i, int used)
+static void tp_pool_release(int i, int used)
 {
     uint8_t *p = atomic_load(&tp_slot[i]);
     if (used && madvise(p, TP_BUF_SIZE, MADV_DONTNEED) != 0)
@@ -108,7 +108,7 @@ void tp_cupti_buf_release(int i, int used)
     atomic_fetch_or_explicit(&tp_free[i / 64], 1ull << (i % 64), memory_order_release);
 }
 
-int tp_cupti_done_pop(size_t *valid)
+static int tp_done_pop(size_t *valid)
 {
     int slot = -1;
     pthread_mutex_lock(&tp_done_lock);
@@ -122,16 +122,6 @@ int tp_cupti_done_pop(size_t *valid)
     return slot;
 }
 
-void tp_cupti_free_overhead(const CUpti_Activity *a)
-{
-    if (a->kind == CUPTI_ACTIVITY_KIND_OVERHEAD) {
-        /* "Client is responsible for freeing this memory using the free
-         * function when done" (cupti_activity.h, CUpti_ActivityOverhead3). */
-        void *d = ((const CUpti_ActivityOverhead3 *)(const void *)a)->overheadData;
-        free(d);
-    }
-}
-
 static void CUPTIAPI tp_buf_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
     *max_records = 0;
@@ -140,14 +130,14 @@ static void CUPTIAPI tp_buf_requested(uint8_t **buffer, size_t *size, size_t *ma
         i = tp_pool_grow(TP_POOL_SOFT);
     if (i < 0) {
         size_t valid = 0;
-        i = tp_cupti_done_pop(&valid);
+        i = tp_done_pop(&valid);
         if (i >= 0) {
             /* Over the soft cap: sacrifice the oldest undecoded buffer. */
             uint8_t *p = atomic_load(&tp_slot[i]);
             CUpti_Activity *a = NULL;
             uint64_t n = 0;
             while (tp_cupti_fn.cuptiActivityGetNextRecord(p, valid, &a) == CUPTI_SUCCESS) {
-                tp_cupti_free_overhead(a);
+                tp_cupti_record_discard(a);
                 n++;
             }
             atomic_fetch_add(&tp_dropped_async, n);
@@ -180,7 +170,7 @@ static void CUPTIAPI tp_buf_completed(CUcontext ctx, uint32_t stream, uint8_t *b
         return;
     }
     if (valid == 0) {
-        tp_cupti_buf_release(i, 1);
+        tp_pool_release(i, 1);
         return;
     }
     pthread_mutex_lock(&tp_done_lock);
@@ -191,34 +181,37 @@ static void CUPTIAPI tp_buf_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     pthread_mutex_unlock(&tp_done_lock);
 }
 
-/* CUPTI's clock: ours, in ns as its contract asks; records are mapped back
- * to ticks when decoded, so that they compare with host records exactly. */
-static uint64_t CUPTIAPI tp_timestamp(void)
+int tp_cupti_buf_register(void)
 {
-    return tp_clock_ns();
-}
-
-int tp_cupti_buffers_register(void)
-{
-    /* Before any kind is enabled, so that every record uses our ticks. */
-    if (tp_cupti_fn.cuptiActivityRegisterTimestampCallback(tp_timestamp) != CUPTI_SUCCESS)
-        TP_WARN("CUPTI timestamp callback refused; device times may be off");
     uint8_t zeroed = 1;
     size_t zsz = sizeof zeroed;
     tp_cupti_fn.cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &zsz,
                                           &zeroed);
     if (tp_pool_init() != 0 ||
-        tp_cupti_fn.cuptiActivityRegisterCallbacks(tp_buf_requested, tp_buf_completed) != CUPTI_SUCCESS)
+        tp_cupti_fn.cuptiActivityRegisterCallbacks(tp_buf_requested, tp_buf_completed) !=
+            CUPTI_SUCCESS)
         return -1;
     return 0;
 }
 
-uint8_t *tp_cupti_buf_at(int slot)
+void tp_cupti_buf_drain(int (*each)(const void *record))
 {
-    return atomic_load(&tp_slot[slot]);
+    size_t valid;
+    int i;
+    while ((i = tp_done_pop(&valid)) >= 0) {
+        uint8_t *buf = atomic_load(&tp_slot[i]);
+        CUpti_Activity *a = NULL;
+        for (;;) {
+            CUptiResult rc = tp_cupti_fn.cuptiActivityGetNextRecord(buf, valid, &a);
+            if (rc != CUPTI_SUCCESS)
+                break;                  /* MAX_LIMIT_REACHED: done; INVALID_KIND: incomplete */
+            each(a);
+        }
+        tp_pool_release(i, 1);
+    }
 }
 
-uint64_t tp_cupti_take_recycled(void)
+uint64_t tp_cupti_buf_lost(void)
 {
     return atomic_exchange(&tp_dropped_async, 0);
 }

@@ -1,10 +1,21 @@
 /*
- * cupti_impl.h - what the files of the CUPTI side share (private): the
- * table of CUPTI's entry points and the loaded library's state
- * (cupti_load.c), the buffer pool's hand-over (cupti_buffers.c), the
- * record store (cupti_decode.c) and the callback-id classes
- * (cupti_cbid.c).  Uses point one way: cupti.c (lifecycle) -> decode ->
- * buffers -> load; cbid stands alone.
+ * cupti_impl.h - what the files of the CUPTI collector share, for them
+ * only; the rest of trainprof includes cupti.h.  Like every collector
+ * symbol these are hidden (-fvisibility=hidden, absent from
+ * preload/trainprof.map), so nothing here leaves libtrainprof.so.
+ *
+ * One concern per file, used one way (scripts/modgraph shows no cycle):
+ *
+ *     cupti.c          lifecycle: subscribe, enable kinds, collect, stop,
+ *         |            external correlation push/pop, status
+ *         +-> cupti_window.c   pending lists, windows (take, unfinished)
+ *         +-> cupti_buffers.c  the activity buffer pool and its callbacks
+ *         +-> cupti_load.c     finding and loading libcupti, entry points
+ *         +-> cupti_cbid.c     (which cbids to enable)
+ *     cupti_window.c  -> cupti_decode.c, cupti_buffers.c, cupti_cbid.c
+ *     cupti_buffers.c -> cupti_decode.c, cupti_load.c
+ *     cupti_decode.c  -> cupti_cbid.c    (one record -> our structs)
+ *     cupti_cbid.c                       (cbid classes, cupti_cbid.def)
  */
 #ifndef TRAINPROF_COLLECTOR_CUPTI_IMPL_H
 #define TRAINPROF_COLLECTOR_CUPTI_IMPL_H
@@ -13,23 +24,20 @@
 
 #include <cupti_activity.h>
 #include <cupti_callbacks.h>
-#include <cupti_driver_cbid.h>
 #include <cupti_result.h>
-#include <cupti_runtime_cbid.h>
 #include <cupti_version.h>
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define TP_CUPTI_MIN_VERSION    130000u
-#define TP_CUPTI_TOGGLE_VERSION 130001u  /* 13.0 Update 1: disabling kinds is safe */
-#define TP_CUPTI_FINALIZE_CUDA  12060    /* cuptiFinalize with graphs fixed (notes 2.5) */
+/* The external correlation kind tp_cupti_ext_push() uses (cupti.c); the
+ * decoder keeps the records of this kind only. */
+#define TP_CUPTI_EXT_KIND CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0
 
-#define TP_BUF_SIZE   (4u << 20)
+/* ---- cupti_load.c: the loaded library ------------------------------------ */
 
-/* ---- the loaded library (cupti_load.c) ---- */
-
-/* X(name, required) */
+/* The entry points we use, X(name, required): a missing required one makes
+ * CUPTI unavailable, a missing optional one leaves its slot NULL. */
 #define TP_CUPTI_FNS(X) \
     X(cuptiGetVersion, 1) \
     X(cuptiSubscribe_v2, 1) \
@@ -49,65 +57,79 @@
     X(cuptiActivityEnableDriverApi, 0) \
     X(cuptiGetResultString, 0)
 
+/* One slot per entry point, typed from the real prototype (__typeof__), so
+ * that a signature cannot drift from the CUPTI headers. */
 struct tp_cupti_fns {
 #define X(name, req) __typeof__(name) *name;
     TP_CUPTI_FNS(X)
 #undef X
 };
 
-/* Every entry point, typed from the real prototypes; zeroed unless loaded. */
+/* The slots; all NULL until tp_cupti_load() succeeds, and after it fails. */
 extern struct tp_cupti_fns tp_cupti_fn;
 
-enum { ST_UNTRIED = 0, ST_ACTIVE, ST_UNAVAILABLE, ST_FINISHED, ST_OFF };
+/* tp_cupti_load - find and dlopen libcupti, fill tp_cupti_fn, check the
+ * version (CUPTI >= 13).  Returns 0 with *version set; or -1 after one
+ * warning line on stderr, with the reason (for the status line) in "why"
+ * ("why_size" bytes).  Flush thread, once per process. */
+int tp_cupti_load(uint32_t *version, char *why, size_t why_size);
 
-extern int tp_cupti_state;               /* ST_*; set on tp-flush */
-extern uint32_t tp_cupti_version;        /* cuptiGetVersion's */
-extern char tp_cupti_status_buf[160];    /* tp_cupti_status() */
-extern CUpti_SubscriberHandle tp_cupti_subscriber;
-
-/* tp_cupti_load - find and load libcupti, check its version, subscribe.
- * 0, or -1 with the state unavailable and one line printed. */
-int tp_cupti_load(void);
-
-/* tp_cupti_unavailable - state unavailable for good, "why" in the status. */
-void tp_cupti_unavailable(const char *why);
-
-/* tp_cupti_result_str - CUPTI's text for "r". */
+/* tp_cupti_result_str - text of "r" from the loaded CUPTI, or "CUPTI error". */
 const char *tp_cupti_result_str(CUptiResult r);
 
-/* ---- buffers (cupti_buffers.c) ---- */
+/* ---- cupti_buffers.c: the activity buffer pool -------------------------- */
 
-/* tp_cupti_buffers_register - our clock as CUPTI's timestamps, then the
- * pool's first buffers and the request/complete callbacks.  0 or -1. */
-int tp_cupti_buffers_register(void);
+/* tp_cupti_buf_register - map the first buffers, tell CUPTI they come
+ * zeroed and register the buffer-requested/completed callbacks.  Returns 0,
+ * or -1 if the mapping fails or CUPTI refuses the callbacks. */
+int tp_cupti_buf_register(void);
 
-/* tp_cupti_done_pop - the oldest completed buffer: its slot, *valid its
- * bytes; -1 when none waits.  tp_cupti_buf_at - the slot's mapping. */
-int tp_cupti_done_pop(size_t *valid);
-uint8_t *tp_cupti_buf_at(int slot);
+/* tp_cupti_buf_drain - call "each" on every record of every completed
+ * buffer, oldest buffer first, then zero the buffer and put it back in the
+ * pool.  Flush thread, with no lock of ours held by the caller. */
+void tp_cupti_buf_drain(int (*each)(const void *record));
 
-/* tp_cupti_buf_release - zero slot "i" if "used" and make it free again. */
-void tp_cupti_buf_release(int i, int used);
+/* tp_cupti_buf_lost - records lost (buffers recycled undecoded when the
+ * pool ran short) since the last call; resets the count.  Any thread. */
+uint64_t tp_cupti_buf_lost(void);
 
-/* tp_cupti_take_recycled - records lost since the last call by recycling
- * undecoded buffers (the pool was full). */
-uint64_t tp_cupti_take_recycled(void);
+/* ---- cupti_decode.c: one activity record -> our structs ----------------- */
 
-/* tp_cupti_free_overhead - free what an OVERHEAD record owns. */
-void tp_cupti_free_overhead(const CUpti_Activity *a);
+/* What a record decodes to (tp_cupti_record_decode's return). */
+enum tp_cupti_got {
+    TP_CUPTI_GOT_UNKNOWN = -2,  /* a kind we do not decode */
+    TP_CUPTI_GOT_UNTIMED = -1,  /* a device record without timestamps */
+    TP_CUPTI_GOT_NOTHING = 0,   /* filtered (cbid or external kind not ours,
+                                   MEMORY2) or only counted (OVERHEAD) */
+    TP_CUPTI_GOT_REC,           /* out->u.rec */
+    TP_CUPTI_GOT_API,           /* out->u.api */
+    TP_CUPTI_GOT_EXT,           /* out->u.ext */
+};
 
-/* ---- records (cupti_decode.c) ---- */
+/* The decoded record; which member holds it is the decoder's return. */
+struct tp_cupti_item {
+    union {
+        struct tp_dev_record rec;
+        struct tp_dev_api api;
+        struct tp_dev_ext ext;
+    } u;
+};
 
-/* tp_cupti_drain - decode every completed buffer and give it back. */
-void tp_cupti_drain(void);
+/* tp_cupti_record_decode - translate activity record "a" into "out"
+ * (zeroed first; times in tp_clock ticks, a zero or early end becomes the
+ * start; kernel names demangled and interned).  Stores nothing: keeping the
+ * item is the caller's.  Returns an enum tp_cupti_got.  Flush thread (the
+ * kernel-name cache is not locked). */
+int tp_cupti_record_decode(const CUpti_Activity *a, struct tp_cupti_item *out);
 
-/* tp_cupti_count_dropped - "n" more records lost (CUPTI's own count). */
-void tp_cupti_count_dropped(uint64_t n);
+/* tp_cupti_record_discard - release what record "a" owns (an OVERHEAD
+ * record's overheadData) without decoding it.  Any thread. */
+void tp_cupti_record_discard(const CUpti_Activity *a);
 
-/* ---- callback ids (cupti_cbid.c) ---- */
+/* ---- cupti_window.c: the pending lists ----------------------------------- */
 
-/* The class (enum tp_cb_class) of each runtime and driver cbid. */
-extern const uint8_t tp_cupti_rt_class[CUPTI_RUNTIME_TRACE_CBID_SIZE];
-extern const uint8_t tp_cupti_drv_class[CUPTI_DRIVER_TRACE_CBID_SIZE];
+/* tp_cupti_pending_drop - count "n" more records as dropped; the next
+ * tp_cupti_take() reports them.  Flush thread. */
+void tp_cupti_pending_drop(uint64_t n);
 
 #endif

@@ -1,15 +1,17 @@
 /*
- * cupti_load.c - DESIGN: finding and loading libcupti.
- *
- * Loading: a libcupti already in the process (dl_iterate_phdr) is reused with
- * RTLD_NOLOAD, never a second copy; else TRAINPROF_CUPTI_PATH, the folder of
- * the loaded libcudart/libcuda, then the default search path.  Every entry
- * point comes from dlsym into one table whose slots are typed from the real
- * prototypes (__typeof__), so a signature cannot drift from the headers.
- * Subscription (cuptiSubscribe_v2) failing, a CUPTI older than 13 or a
- * missing entry point make CUPTI "unavailable": one line, never retried.
+ * cupti_load.c - DESIGN: libcupti is never linked; it is found at run time.
+ * A libcupti already in the process (dl_iterate_phdr) is reused with
+ * RTLD_NOLOAD, never a second copy; else TRAINPROF_CUPTI_PATH, the folder
+ * of the loaded libcudart/libcuda, $CUDA_HOME (whose CUPTI matches the
+ * toolkit the program was built with), then the default search path.
+ * Every entry point comes from dlsym into one table (tp_cupti_fn) whose
+ * slots are typed from the real prototypes, so a signature cannot drift
+ * from the headers.  A missing library, a missing required entry point or
+ * a CUPTI older than 13 is one warning line and a reason for the status;
+ * the caller makes that final (cupti.c: "unavailable", never retried).
  */
 #include "cupti_impl.h"
+
 #include "config.h"
 #include "loader.h"
 #include "log.h"
@@ -19,31 +21,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#define TP_CUPTI_MIN_VERSION 130000u
+
 struct tp_cupti_fns tp_cupti_fn;
-int tp_cupti_state;                   /* flush thread */
-uint32_t tp_cupti_version;
-char tp_cupti_status_buf[160] = "not started";
-CUpti_SubscriberHandle tp_cupti_subscriber;
-
-const char *tp_cupti_result_str(CUptiResult r)
-{
-    const char *s = NULL;
-    if (tp_cupti_fn.cuptiGetResultString &&
-        tp_cupti_fn.cuptiGetResultString(r, &s) == CUPTI_SUCCESS && s)
-        return s;
-    return "CUPTI error";
-}
-
-
-/* CUPTI calls back on subscription events we do not ask for. */
-static void CUPTIAPI tp_subscriber_cb(void *ud, CUpti_CallbackDomain d, CUpti_CallbackId id,
-                                      const void *data)
-{
-    (void)ud;
-    (void)d;
-    (void)id;
-    (void)data;
-}
 
 struct tp_find {
     const char *prefix;                 /* basename prefix */
@@ -124,59 +104,39 @@ static void *tp_open(void)
     return h;
 }
 
-void tp_cupti_unavailable(const char *why)
-{
-    __atomic_store_n(&tp_cupti_state, ST_UNAVAILABLE, __ATOMIC_RELAXED);
-    snprintf(tp_cupti_status_buf, sizeof tp_cupti_status_buf, "unavailable: %s", why);
-}
-
-/* Load, check and subscribe; 0 or -1 (state set, line printed). */
-int tp_cupti_load(void)
+int tp_cupti_load(uint32_t *version, char *why, size_t why_size)
 {
     void *h = tp_open();
     if (!h) {
-        tp_cupti_unavailable("libcupti not found");
+        snprintf(why, why_size, "libcupti not found");
         TP_WARN("CUPTI not found (set TRAINPROF_CUPTI_PATH); recording host-side only");
         return -1;
     }
 #define X(name, req) \
     tp_cupti_fn.name = (__typeof__(tp_cupti_fn.name))tp_dlsym_real(h, #name); \
     if ((req) && !tp_cupti_fn.name) { \
-        tp_cupti_unavailable(#name " missing"); \
+        snprintf(why, why_size, "%s", #name " missing"); \
         TP_WARN("libcupti lacks " #name "; recording host-side only"); \
         memset(&tp_cupti_fn, 0, sizeof tp_cupti_fn); \
         return -1; \
     }
     TP_CUPTI_FNS(X)
 #undef X
-    if (tp_cupti_fn.cuptiGetVersion(&tp_cupti_version) != CUPTI_SUCCESS ||
-        tp_cupti_version < TP_CUPTI_MIN_VERSION) {
-        char why[96];
-        snprintf(why, sizeof why, "CUPTI API version %u < %u", tp_cupti_version, TP_CUPTI_MIN_VERSION);
-        tp_cupti_unavailable(why);
+    *version = 0;
+    if (tp_cupti_fn.cuptiGetVersion(version) != CUPTI_SUCCESS || *version < TP_CUPTI_MIN_VERSION) {
+        snprintf(why, why_size, "CUPTI API version %u < %u", *version, TP_CUPTI_MIN_VERSION);
         TP_WARN("%s; recording host-side only", why);
         memset(&tp_cupti_fn, 0, sizeof tp_cupti_fn);
         return -1;
     }
-    char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = "";
-    CUpti_SubscriberParams sp = {
-        .structSize = CUpti_SubscriberParams_STRUCT_SIZE,
-        .subscriberName = "trainprof",
-        .oldSubscriberName = other,
-        .oldSubscriberSize = CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN,
-    };
-    CUptiResult rc =
-        tp_cupti_fn.cuptiSubscribe_v2(&tp_cupti_subscriber, tp_subscriber_cb, NULL, &sp);
-    if (rc != CUPTI_SUCCESS) {
-        other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = 0;
-        const char *who = other[0] ? other
-                          : rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? "unknown"
-                                                                                 : tp_cupti_result_str(rc);
-        char why[128];
-        snprintf(why, sizeof why, "in use by another tool (%s)", who);
-        tp_cupti_unavailable(why);
-        TP_WARN("CUPTI is in use by another tool (%s); recording host-side only", who);
-        return -1;
-    }
     return 0;
+}
+
+const char *tp_cupti_result_str(CUptiResult r)
+{
+    __typeof__(tp_cupti_fn.cuptiGetResultString) fn = tp_cupti_fn.cuptiGetResultString;
+    const char *s = NULL;
+    if (fn && fn(r, &s) == CUPTI_SUCCESS && s)
+        return s;
+    return "CUPTI error";
 }

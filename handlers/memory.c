@@ -34,44 +34,6 @@
 #include "../collector/log.h"
 #include "output.h"
 
-const char *tp_memory_class_name(unsigned mclass)
-{
-    switch (mclass) {
-    case TP_MEM_DEVICE: return "device";
-    case TP_MEM_MANAGED: return "managed";
-    case TP_MEM_HOST: return "host";
-    default: return "unknown";
-    }
-}
-
-const char *tp_memory_where(char *out, size_t n, int device, unsigned mclass)
-{
-    if (mclass == TP_MEM_HOST || device < 0)
-        snprintf(out, n, "host pinned");
-    else if (mclass == TP_MEM_MANAGED)
-        snprintf(out, n, "GPU%d managed", device);
-    else
-        snprintf(out, n, "GPU%d", device);
-    return out;
-}
-
-const char *tp_memory_human(char *out, size_t n, uint64_t bytes)
-{
-    static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
-    if (bytes < 1024) {
-        snprintf(out, n, "%llu B", (unsigned long long)bytes);
-        return out;
-    }
-    double v = (double)bytes / 1024;
-    int u = 0;
-    while (u < 3 && v >= 1024) {
-        v /= 1024;
-        u++;
-    }
-    snprintf(out, n, "%.2f %s", v, units[u]);
-    return out;
-}
-
 static void *memory_open(const struct tp_window *w)
 {
     if (w->n_mem <= 0 || !w->mem)

@@ -1,7 +1,7 @@
 /*
- * memory.h - helpers of the memory handler that the summary shares: names of
- * memory classes and human byte sizes, so that both reports print the same
- * figures the same way.
+ * memory.h - helpers of the memory report (memory_points.c) that the
+ * summary shares: names of memory classes and human byte sizes, so that
+ * both reports print the same figures the same way.
  */
 #ifndef TRAINPROF_HANDLERS_MEMORY_H
 #define TRAINPROF_HANDLERS_MEMORY_H

@@ -3,7 +3,7 @@
  *
  * DESIGN
  * Implements, with the prototypes of the CUDA 13.0 CUPTI headers, the calls
- * collector/cupti.c makes: version, subscribe (v2) / unsubscribe, activity
+ * collector/cupti*.c make: version, subscribe (v2) / unsubscribe, activity
  * enable/disable (whole kinds and per runtime/driver cbid), buffer and
  * timestamp callbacks, attributes, flush, record iteration, dropped counts,
  * external correlation push/pop (per-thread stacks), finalize.
