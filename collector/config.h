@@ -97,6 +97,11 @@ struct tp_config {
 /* The process's configuration; valid after tp_config_init(). */
 extern struct tp_config tp_cfg;
 
+/* tp_config_handler_names - the output modules' names that
+ * TRAINPROF_HANDLERS accepts, comma-separated, in the order they run
+ * (collector/handlers.def). */
+const char *tp_config_handler_names(void);
+
 /*
  * tp_config_init - parse the environment into tp_cfg, silently (decision 3).
  * Idempotent and thread-safe: the first caller parses, others wait.

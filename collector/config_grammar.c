@@ -140,8 +140,7 @@ int tp_opt_parse_step_on(struct tp_config *c, const struct opt *o, const char *v
     return 0;
 }
 
-/* The output modules' names, comma-separated (handlers.def). */
-static const char *handler_names(void)
+const char *tp_config_handler_names(void)
 {
 #define TP_HANDLER(n) "," #n
 #define TP_STAGE(n) "," #n
@@ -156,7 +155,7 @@ static const char *handler_names(void)
 static int handler_known(const char *name)
 {
     size_t n = strlen(name);
-    for (const char *p = handler_names(); *p;) {
+    for (const char *p = tp_config_handler_names(); *p;) {
         size_t len = strcspn(p, ",");
         if (len == n && strncmp(p, name, n) == 0)
             return 1;
@@ -175,7 +174,7 @@ int tp_opt_parse_handlers(struct tp_config *c, const struct opt *o, const char *
         return -1;
     for (int i = 0; i < n; i++) {
         if (strlen(items[i]) >= TP_HANDLER_NAME_MAX || !handler_known(items[i]))
-            return WHY("unknown handler \"%.40s\"; accepted: %s", items[i], handler_names());
+            return WHY("unknown handler \"%.40s\"; accepted: %s", items[i], tp_config_handler_names());
         for (int j = 0; j < i; j++)
             if (strcmp(items[i], items[j]) == 0)
                 return WHY("handler %s listed twice", items[i]);

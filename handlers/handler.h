@@ -21,10 +21,6 @@
 /* tp_handler_find - the handler named "name", or NULL. */
 const struct tp_handler *tp_handler_find(const char *name);
 
-/* tp_handler_names - comma-separated list of the names TRAINPROF_HANDLERS
- * accepts (collector/handlers.def). */
-const char *tp_handler_names(void);
-
 /* The output side, handed to the collector by the preload's constructor. */
 extern const struct tp_sink tp_handlers_sink;
 

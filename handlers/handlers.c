@@ -85,18 +85,6 @@ const struct tp_handler *tp_handler_find(const char *name)
     return NULL;
 }
 
-const char *tp_handler_names(void)
-{
-#define TP_HANDLER(n) "," #n
-#define TP_STAGE(n) "," #n
-    static const char names[] =
-#include "../collector/handlers.def"
-        ;
-#undef TP_HANDLER
-#undef TP_STAGE
-    return names + 1;
-}
-
 /* ---- the post-save stage ------------------------------------------------ */
 
 static void post_save(const struct tp_window *w, const struct tp_saved *saved)

@@ -23,6 +23,7 @@
 #include <jansson.h>
 #include <zlib.h>
 
+#include "collector/config.h"
 #include "collector/cupti.h"
 #include "collector/devprops.h"
 #include "handlers/handler.h"
@@ -516,7 +517,7 @@ static void check_sample(const char *text)
 
 START_TEST(test_handler_table)
 {
-    ck_assert_str_eq(tp_handler_names(), "chrome,summary,memory,stacks,exec");
+    ck_assert_str_eq(tp_config_handler_names(), "chrome,summary,memory,stacks,exec");
     const struct tp_handler *c = tp_handler_find("chrome"), *s = tp_handler_find("summary");
     ck_assert_ptr_nonnull(c);
     ck_assert_ptr_nonnull(s);

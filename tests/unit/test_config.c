@@ -411,7 +411,7 @@ START_TEST(test_handler_error_lists_names)
     parse1(&c, "TRAINPROF_HANDLERS", "flame");
     char want[512];
     snprintf(want, sizeof want, "trainprof: error: TRAINPROF_HANDLERS=\"flame\": "
-             "unknown handler \"flame\"; accepted: %s", tp_handler_names());
+             "unknown handler \"flame\"; accepted: %s", tp_config_handler_names());
     ck_assert_str_eq(c.messages[0], want);
     ck_assert_ptr_nonnull(tp_handler_find("chrome"));
 }
@@ -419,7 +419,7 @@ END_TEST
 
 /* Names come from collector/handlers.def, whole names only;
  * exec, a post-save stage, stays a valid name. */
-START_TEST(test_handler_names_from_sink)
+START_TEST(test_handler_names_whole)
 {
     struct tp_config c;
     parse1(&c, "TRAINPROF_HANDLERS", "stacks,exec,memory");
@@ -1190,7 +1190,7 @@ static Suite *config_suite(void)
     tcase_add_loop_test(t, test_bad_values, 0, sizeof bad_cases / sizeof bad_cases[0]);
     tcase_add_test(t, test_spec_error_line);
     tcase_add_test(t, test_handler_error_lists_names);
-    tcase_add_test(t, test_handler_names_from_sink);
+    tcase_add_test(t, test_handler_names_whole);
     tcase_add_test(t, test_message_value_is_one_line);
     tcase_add_test(t, test_several_errors_counted);
     tcase_add_test(t, test_message_overflow);
