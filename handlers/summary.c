@@ -461,39 +461,40 @@ static void step_cells(const struct summary *s, const struct tp_window *w, const
         snprintf(c[4], CELL, "--");
 }
 
+struct step_rows {
+    const struct summary *s;
+    const struct tp_window *w;
+};
+
+static void fill_step_row(void *ctx, size_t row, const char **cells, char (*buf)[CELL])
+{
+    const struct step_rows *x = ctx;
+    (void)cells;
+    step_cells(x->s, x->w, &x->s->steps[row], buf);
+}
+
 static void put_steps(struct tp_jsonw *j, struct summary *s, const struct tp_window *w)
 {
     static const char *const titles[] = { "Step", "Wall (ms)", "GFLOP", "TFLOP/s", "GPU busy" };
-    struct tp_table t = { .ncols = w->gpu ? 5 : 4, .titles = titles };
     tp_jsonw_lit(j, "\nPer-step wall time\n");
     if (!s->nsteps) {
         tp_jsonw_lit(j, "(no step recorded)\n");
         return;
     }
     qsort(s->steps, s->nsteps, sizeof *s->steps, cmp_step);
-    tp_table_fit(&t, titles);
-    char c[5][CELL], a[CELL], b[CELL];
-    const char *cells[5] = { c[0], c[1], c[2], c[3], c[4] };
+    char a[CELL], b[CELL];
     int64_t sum = 0, busy = 0;
     uint64_t flops = 0;
     merge_busy(s);
+    struct step_rows x = { s, w };
+    tp_table_write(j, titles, w->gpu ? 5 : 4, s->nsteps, fill_step_row, &x);
     for (size_t i = 0; i < s->nsteps; i++) {
-        step_cells(s, w, &s->steps[i], c);
-        tp_table_fit(&t, cells);
         sum += s->steps[i].dur_ns;
         flops += step_flops(w, s->steps[i].index);
         int64_t lo, hi;
         if (w->gpu && step_span(w, s->steps[i].index, &lo, &hi))
             busy += busy_within(s, lo, hi);
     }
-    tp_table_rule(j, &t);
-    tp_table_row(j, &t, titles);
-    tp_table_rule(j, &t);
-    for (size_t i = 0; i < s->nsteps; i++) {
-        step_cells(s, w, &s->steps[i], c);
-        tp_table_row(j, &t, cells);
-    }
-    tp_table_rule(j, &t);
     if (w->gpu)
         tp_jsonw_printf(j, "GPU busy share of the steps: %s (kernels, copies and sets on any stream)\n",
                         fmt_pct(a, sizeof a, busy, sum));
@@ -514,6 +515,19 @@ static void put_steps(struct tp_jsonw *j, struct summary *s, const struct tp_win
 /* Fills the cells of aggregate row "a" after the name (cells[1..]). */
 typedef void (*row_fn)(const struct summary *s, const struct agg *a, char (*cells)[CELL]);
 
+struct agg_rows {
+    const struct summary *s;
+    struct agg **v;
+    row_fn fill;
+};
+
+static void fill_agg_row(void *ctx, size_t row, const char **cells, char (*buf)[CELL])
+{
+    const struct agg_rows *x = ctx;
+    x->fill(x->s, x->v[row], buf);
+    cells[0] = x->v[row]->name;
+}
+
 /*
  * put_agg_table - "heading", then the rows of "at" sorted by "cmp" in columns
  * aligned like key_averages().table().  Returns 0, or -1 after writing
@@ -530,28 +544,8 @@ static int put_agg_table(struct tp_jsonw *j, const struct summary *s, const char
         tp_jsonw_lit(j, empty);
         return -1;
     }
-    struct tp_table t = { .ncols = ncols, .titles = titles };
-    char buf[8][CELL];
-    const char *cells[8];
-    for (int c = 0; c < ncols && c < 8; c++)
-        cells[c] = buf[c];
-    tp_table_fit(&t, titles);
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass) {
-            tp_table_rule(j, &t);
-            tp_table_row(j, &t, titles);
-            tp_table_rule(j, &t);
-        }
-        for (size_t i = 0; i < at->n; i++) {
-            fill(s, v[i], buf);
-            cells[0] = v[i]->name;
-            if (pass)
-                tp_table_row(j, &t, cells);
-            else
-                tp_table_fit(&t, cells);
-        }
-    }
-    tp_table_rule(j, &t);
+    struct agg_rows x = { s, v, fill };
+    tp_table_write(j, titles, ncols, at->n, fill_agg_row, &x);
     free(v);
     return 0;
 }

@@ -76,12 +76,12 @@ void tp_table_fit(struct tp_table *t, const char *const *cells)
     }
 }
 
-/* Writes a table of "nrows" rows of cells (cells[row * ncols + col]) after its header. */
-void tp_table_cells(struct tp_jsonw *j, const char *const *titles, int ncols, char (*cells)[TP_TABLE_CELL],
-                      size_t nrows)
+void tp_table_write(struct tp_jsonw *j, const char *const *titles, int ncols, size_t nrows,
+                    tp_table_fill fill, void *ctx)
 {
     struct tp_table t = { .ncols = ncols, .titles = titles };
-    const char *row[TP_TABLE_COLS];
+    char buf[TP_TABLE_COLS][TP_TABLE_CELL];
+    const char *cells[TP_TABLE_COLS];
     tp_table_fit(&t, titles);
     for (int pass = 0; pass < 2; pass++) {
         if (pass) {
@@ -91,12 +91,33 @@ void tp_table_cells(struct tp_jsonw *j, const char *const *titles, int ncols, ch
         }
         for (size_t i = 0; i < nrows; i++) {
             for (int c = 0; c < ncols; c++)
-                row[c] = cells[i * (size_t)ncols + (size_t)c];
+                cells[c] = buf[c];
+            fill(ctx, i, cells, buf);
             if (pass)
-                tp_table_row(j, &t, row);
+                tp_table_row(j, &t, cells);
             else
-                tp_table_fit(&t, row);
+                tp_table_fit(&t, cells);
         }
     }
     tp_table_rule(j, &t);
+}
+
+struct cells_ctx {
+    int ncols;
+    char (*cells)[TP_TABLE_CELL];
+};
+
+static void fill_from_cells(void *ctx, size_t row, const char **cells, char (*buf)[TP_TABLE_CELL])
+{
+    const struct cells_ctx *x = ctx;
+    (void)buf;
+    for (int c = 0; c < x->ncols; c++)
+        cells[c] = x->cells[row * (size_t)x->ncols + (size_t)c];
+}
+
+void tp_table_cells(struct tp_jsonw *j, const char *const *titles, int ncols,
+                    char (*cells)[TP_TABLE_CELL], size_t nrows)
+{
+    struct cells_ctx x = { ncols, cells };
+    tp_table_write(j, titles, ncols, nrows, fill_from_cells, &x);
 }

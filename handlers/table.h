@@ -29,6 +29,17 @@ void tp_table_rule(struct tp_jsonw *j, const struct tp_table *t);
 /* tp_table_row - one row, aligned to the widths fitted. */
 void tp_table_row(struct tp_jsonw *j, const struct tp_table *t, const char *const *cells);
 
+/* Fills row "row": cells[c], for each column, points at buf[c] (TP_TABLE_CELL
+ * bytes) on entry; fill writes there or points cells[c] elsewhere.  Called
+ * twice per row, once per pass. */
+typedef void (*tp_table_fill)(void *ctx, size_t row, const char **cells,
+                              char (*buf)[TP_TABLE_CELL]);
+
+/* tp_table_write - a whole table of "nrows" rows filled by "fill" under
+ * "titles": fitted in a first pass, then ruled and written in a second. */
+void tp_table_write(struct tp_jsonw *j, const char *const *titles, int ncols, size_t nrows,
+                    tp_table_fill fill, void *ctx);
+
 /* tp_table_cells - a whole table of "nrows" rows of "ncols" cells
  * (cells[row * ncols + col]) under "titles": fitted, ruled and written. */
 void tp_table_cells(struct tp_jsonw *j, const char *const *titles, int ncols,
