@@ -9,6 +9,11 @@ interpreter start it
    (torch.optim.optimizer.register_optimizer_step_post_hook) that calls
    trainprof_step() from the preloaded libtrainprof.so through ctypes: step
    signal `api` (SPEC 5), Kineto's KINETO_USE_DAEMON hook without the daemon.
+   One training iteration is one step: the first optimizer that steps
+   becomes the step owner and only its steps count, so that a loop with
+   several optimizers (GANs, multi-optimizer fine-tuning) counts each
+   iteration once.  If the owner is garbage-collected, the next optimizer
+   to step takes over.
 
 torch is never imported here: processes that do not use it (the torchrun
 agent, compilers, DataLoader helpers, tools) pay one meta-path entry and
@@ -51,12 +56,34 @@ def _trainprof_chain():
 
 
 _trainprof_step_fn = None
+_trainprof_owner = None         # a weak reference to the step owner, or its id()
 
 
-def _trainprof_step(*_args, **_kwargs):
+def _trainprof_is_owner(optimizer):
+    """1 if "optimizer" is the step owner, making it the owner if there is
+    none (or the owner is gone)."""
+    global _trainprof_owner
+    owner = _trainprof_owner
+    if owner is not None:
+        if isinstance(owner, int):
+            return owner == id(optimizer)
+        live = owner()
+        if live is not None:
+            return live is optimizer
+    try:
+        import weakref
+        _trainprof_owner = weakref.ref(optimizer)
+    except TypeError:               # not weakly referenceable: keep its id
+        _trainprof_owner = id(optimizer)
+    return True
+
+
+def _trainprof_step(*args, **_kwargs):
     """The optimizer post hook: (optimizer, args, kwargs) -> None."""
     global _trainprof_step_fn
     try:
+        if args and not _trainprof_is_owner(args[0]):
+            return
         fn = _trainprof_step_fn
         if fn is None:
             import ctypes

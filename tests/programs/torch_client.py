@@ -2,6 +2,8 @@
 
 Usage: python torch_client.py MODE
   train       an MLP trained with AdamW for ten steps on the CPU
+  twoopt      ten iterations of a loop with two optimizers (a GAN's shape:
+              AdamW on one model, SGD on another, both step every iteration)
   nvtx        the same with torch's NVTX operator ranges on (what emit_nvtx
               does, through the same _enable_profiler call, without
               torch.cuda.synchronize())
@@ -73,6 +75,24 @@ def train(batches):
         print("step %d loss %.6f" % (step, loss.item()))
 
 
+def two_optimizers(batches):
+    torch.manual_seed(0)
+    gen = torch.nn.Linear(64, 64)
+    disc = torch.nn.Sequential(torch.nn.Linear(64, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    opt_d = torch.optim.AdamW(disc.parameters(), lr=1e-3)
+    opt_g = torch.optim.SGD(gen.parameters(), lr=1e-2)
+    for step, (x, _) in enumerate(batches):
+        opt_d.zero_grad()
+        loss_d = disc(x).mean() - disc(gen(x).detach()).mean()
+        loss_d.backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        loss_g = disc(gen(x)).mean()
+        loss_g.backward()
+        opt_g.step()
+        print("iteration %d d %.6f g %.6f" % (step, loss_d.item(), loss_g.item()))
+
+
 def fixed_batches():
     d = Data()
     return [(d.x[i * 32:(i + 1) * 32], d.y[i * 32:(i + 1) * 32]) for i in range(STEPS)]
@@ -131,6 +151,8 @@ def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "train"
     if mode == "train":
         train(fixed_batches())
+    elif mode == "twoopt":
+        two_optimizers(fixed_batches())
     elif mode == "nvtx":
         nvtx_on()
         train(fixed_batches())
