@@ -26,8 +26,10 @@
 #include "kernels.h"
 #include "log.h"
 #include "memtrack.h"
+#include "oplink.h"
 #include "stack.h"
 #include "sysstat.h"
+#include "torchop.h"
 #include "sink.h"
 #include "handoff.h"
 
@@ -53,6 +55,7 @@ struct tp_dispatch {
     struct tp_stack_scratch stk;   /* TRAINPROF_WITH_STACK: frames of the next record */
     struct tp_stack_corr *cf;      /* correlation -> frames of host calls, for
                                       the device events they caused */
+    struct tp_oplink *ops;         /* torch's operators, NULL if none */
 };
 
 static void tp_dispatch_event(void *ctx, const struct tp_event *ev)
@@ -97,6 +100,7 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
         return;
     }
     char kbuf[TP_INTERN_LEN_MAX + 1];
+    struct tp_torch_op op;
     struct tp_event ev;
     memset(&ev, 0, sizeof ev);
     ev.rec = r;
@@ -121,6 +125,12 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
             ev.correlation = corr ? corr : tp_next_corr++;
         if (ev.layer == TP_LAYER_LIBRARY)
             ev.external_id = ev.correlation;    /* Kineto: a cpu_op's External id is its own id */
+        if (!ev.external_id && d->ops) {
+            /* a runtime or driver call inside one of torch's operators */
+            ev.external_id = tp_oplink_find(d->ops, t->tid, r->t0);
+            if (ev.external_id)
+                tp_oplink_note(d->ops, ev.correlation, ev.external_id);
+        }
         if (ev.frames && d->join)
             tp_stack_corr_put(&d->cf, ev.correlation, ev.frames, ev.n_frames);
         if (r->kind == TP_REC_LAUNCH)
@@ -134,6 +144,10 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
         ev.domain = r->u.range.domain ? tp_intern_str(r->u.range.domain) : NULL;
         if (r->u.range.tid)
             ev.tid = r->u.range.tid;
+        if (d->ops && tp_torch_op_parse(ev.name, &op)) {
+            ev.op = &op;
+            ev.external_id = op.op_id;
+        }
         break;
     case TP_REC_MARK:
     case TP_REC_COUNTER:
@@ -155,6 +169,8 @@ static void tp_dispatch_dev_event(void *ctx, const struct tp_event *ev)
 {
     struct tp_dispatch *d = ctx;
     struct tp_event e = *ev;
+    if (!e.external_id && d->ops)
+        e.external_id = tp_oplink_corr(d->ops, e.correlation);
     if (d->cf && ev->flow)
         e.frames = tp_stack_corr_get(d->cf, ev->correlation, &e.n_frames);
     if (d->cf && !e.frames)
@@ -369,6 +385,7 @@ void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
     struct tp_steps steps;
     memset(&steps, 0, sizeof steps);
     tp_steps_collect(&steps, w->gen, &d.map);
+    d.ops = tp_oplink_new(w->gen);
     win.steps = steps.v;
     win.flops = steps.flops;
     win.peak_tflops = tp_cfg.peak_tflops;
@@ -420,6 +437,7 @@ void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
 
     free(steps.v);
     free(steps.tick);
+    tp_oplink_free(d.ops);
     free(mem);
     tp_devjoin_free(d.join);
     tp_stack_corr_free(d.cf);

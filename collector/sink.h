@@ -24,6 +24,7 @@
 
 struct tp_dev_record;
 struct tp_devprop;
+struct tp_torch_op;
 
 struct tp_event {
     const struct tp_record *rec;   /* the raw record, for kind-specific fields */
@@ -56,6 +57,9 @@ struct tp_event {
      * device events linked to a launch carry the launch's stack */
     const char *const *frames;
     int      n_frames;
+    /* RANGE: one of torch's operator ranges (collector/torchop.h), its
+     * fields pointing into "name"; NULL for any other range */
+    const struct tp_torch_op *op;
 };
 
 /* Memory held in one (device, class) as a window saw it (collector/memtrack.h). */

@@ -22,6 +22,7 @@
 #include "handler.h"
 #include "../collector/cupti.h"
 #include "../collector/devprops.h"
+#include "../collector/torchop.h"
 #include "jsonw.h"
 #include "output.h"
 
@@ -382,8 +383,8 @@ static void put_ts(struct chrome *c, int64_t ts_ns)
 }
 
 /* {"ph": PH, "cat": CAT, "name": NAME, "pid": P, "tid": T, "ts": TS */
-static void put_head(struct chrome *c, const char *ph_cat, size_t ph_cat_len,
-                     const char *name, const struct tp_event *ev)
+static void put_head_n(struct chrome *c, const char *ph_cat, size_t ph_cat_len,
+                       const char *name, size_t name_len, const struct tp_event *ev)
 {
     struct tp_jsonw *j = &c->j;
     if (c->events++)
@@ -392,7 +393,7 @@ static void put_head(struct chrome *c, const char *ph_cat, size_t ph_cat_len,
         tp_jsonw_char(j, '\n');
     tp_jsonw_raw(j, ph_cat, ph_cat_len);
     LIT(j, "\"name\": ");
-    tp_jsonw_str(j, name);
+    tp_jsonw_strn(j, name, name_len);
     LIT(j, ", \"pid\": ");
     tp_jsonw_i64(j, ev->pid);
     LIT(j, ", \"tid\": ");
@@ -401,7 +402,14 @@ static void put_head(struct chrome *c, const char *ph_cat, size_t ph_cat_len,
     put_ts(c, ev->ts_ns);
 }
 
+static void put_head(struct chrome *c, const char *ph_cat, size_t ph_cat_len,
+                     const char *name, const struct tp_event *ev)
+{
+    put_head_n(c, ph_cat, ph_cat_len, name, strlen(name), ev);
+}
+
 #define HEAD(c, phcat, name, ev) put_head((c), "" phcat, sizeof(phcat) - 1, (name), (ev))
+#define HEADN(c, phcat, name, len, ev) put_head_n((c), "" phcat, sizeof(phcat) - 1, (name), (len), (ev))
 
 static void put_dur(struct chrome *c, const struct tp_event *ev)
 {
@@ -780,6 +788,31 @@ static void put_domain(struct chrome *c, const struct tp_event *ev)
     }
 }
 
+/* One of torch's operator ranges as Kineto writes the operator: a cpu_op
+ * (a record_function annotation such as Optimizer.step#AdamW.step: a
+ * user_annotation) named without torch's fields, which become its args. */
+static void put_torch_op(struct chrome *c, const struct tp_event *ev)
+{
+    struct tp_jsonw *j = &c->j;
+    const struct tp_torch_op *op = ev->op;
+    if (op->cpu_op)
+        HEADN(c, "{\"ph\": \"X\", \"cat\": \"cpu_op\", ", ev->name, op->name_len, ev);
+    else
+        HEADN(c, "{\"ph\": \"X\", \"cat\": \"user_annotation\", ", ev->name, op->name_len, ev);
+    put_dur(c, ev);
+    put_key_u64(j, ", \"args\": {\"External id\": ", op->op_id);
+    put_key_u64(j, ", \"Record function id\": ", op->op_id);
+    if (op->seq >= 0) {
+        LIT(j, ", \"Sequence number\": ");
+        tp_jsonw_i64(j, op->seq);
+    }
+    if (op->sizes) {
+        LIT(j, ", \"Input Dims\": ");
+        tp_jsonw_raw(j, op->sizes, op->sizes_len);
+    }
+    LIT(j, "}}");
+}
+
 static void chrome_event(void *state, const struct tp_event *ev)
 {
     struct chrome *c = state;
@@ -805,6 +838,10 @@ static void chrome_event(void *state, const struct tp_event *ev)
             put_step(c, ev);
         break;
     case TP_REC_RANGE:
+        if (ev->op) {
+            put_torch_op(c, ev);
+            break;
+        }
         HEAD(c, "{\"ph\": \"X\", \"cat\": \"user_annotation\", ", ev->name ? ev->name : "", ev);
         put_dur(c, ev);
         put_domain(c, ev);

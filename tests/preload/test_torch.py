@@ -29,3 +29,80 @@ def test_two_optimizers_count_one_step_per_iteration():
     steps_two, steps_one = tputil.steps(two), tputil.steps(one)
     assert len(steps_one) >= 9, steps_one
     assert steps_two == steps_one, (steps_two, steps_one)
+
+
+# ---- torch's operators -------------------------------------------------------
+
+EPS = 0.002   # µs: timestamps are written with three decimals
+
+
+def _inside(ev, outer):
+    return (outer["ts"] - EPS <= ev["ts"] and
+            ev["ts"] + ev.get("dur", 0) <= outer["ts"] + outer["dur"] + EPS)
+
+
+def test_operators_of_real_torch():
+    """torch's NVTX operator ranges (the real wheel, its NVTX profiler state
+    on) become Kineto's cpu_op events: named without torch's fields, with
+    External id and Record function id (torch's op_id) and Sequence number;
+    Optimizer.step#... is a user_annotation; every operator lies inside a
+    ProfilerStep of the window (default schedule: steps 1-4)."""
+    base, _ = plain("nvtx")
+    p, cwd, _ = client("nvtx", via_cli=True)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout == base.stdout
+    traces = glob.glob(os.path.join(cwd, "*", "traces", "*"))
+    assert len(traces) == 1, listing(cwd)
+    t = tputil.load_trace(traces[0])
+    ops = [e for e in t["traceEvents"] if e.get("cat") == "cpu_op"]
+    names = {e["name"] for e in ops}
+    assert {"aten::addmm", "aten::linear", "aten::relu", "AddmmBackward0"} <= names, names
+    assert not [n for n in names if ", op_id = " in n or ", seq = " in n]
+    ids = [e["args"]["External id"] for e in ops]
+    assert all(isinstance(i, int) and i > 0 for i in ids)
+    assert len(set(ids)) == len(ids)                    # one id per operator
+    assert all(e["args"]["Record function id"] == e["args"]["External id"] for e in ops)
+    assert any("Sequence number" in e["args"] for e in ops if e["name"] == "aten::addmm")
+    notes = {e["name"] for e in t["traceEvents"] if e.get("cat") == "user_annotation"}
+    assert "Optimizer.step#AdamW.step" in notes, notes
+    steps = [e for e in t["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")]
+    assert len(steps) == 4
+    assert all(any(_inside(e, s) for s in steps) for e in ops)
+
+
+def test_operators_link_calls_and_kernels_on_the_fakes():
+    """Ranges shaped like torch's around fake CUDA calls (nvtx_ranges
+    --torch-ops) with the fake CUPTI: each call, and the device work it
+    launched, carries the External id of the innermost operator open on its
+    thread; calls outside any operator carry none."""
+    r = tputil.run("nvtx_ranges", ["--steps", 6, "--torch-ops", "--sleep-us", 20000],
+                   env={"TRAINPROF_SCHEDULE": "wait=1,warmup=1,active=2"})
+    assert r.rc == 0, r.stderr
+    assert len(r.traces) == 1, r.stderr
+    t = tputil.load_trace(r.traces[0])
+    ev = t["traceEvents"]
+    ops = {e["args"]["External id"]: e for e in ev if e.get("cat") == "cpu_op"}
+    assert sorted(e["name"] for e in ops.values()) == ["aten::addmm"] * 2 + ["aten::linear"] * 2
+    for e in ops.values():
+        if e["name"] == "aten::addmm":
+            assert e["args"]["Input Dims"] == [[4], [8, 16], [16, 4]]
+            assert "Sequence number" not in e["args"]
+        else:
+            assert e["args"]["Sequence number"] in (2, 3)
+    launches = [e for e in ev if e.get("name") == "cudaLaunchKernel"]
+    assert len(launches) == 2
+    for l in launches:
+        op = ops[l["args"]["External id"]]
+        assert op["name"] == "aten::addmm" and _inside(l, op)
+    copies = [e for e in ev if e.get("name") == "cudaMemcpy"]
+    linked = [c for c in copies if "External id" in c["args"]]
+    assert len(linked) == 2 and len(copies) > len(linked)
+    for c in linked:
+        assert ops[c["args"]["External id"]]["name"] == "aten::linear"
+    # the device side, through the launch's correlation
+    by_corr = {e["args"]["correlation"]: e for e in launches + linked}
+    dev = [e for e in ev if e.get("cat") in ("kernel", "gpu_memcpy") and
+           e["args"].get("correlation") in by_corr]
+    assert len(dev) == 4, dev
+    for d in dev:
+        assert d["args"]["External id"] == by_corr[d["args"]["correlation"]]["args"]["External id"]

@@ -8,9 +8,16 @@
  * default TRAINPROF_STEP_ON=api,nvtx:step counts it) holding a cudaMemcpy
  * and a cudaDeviceSynchronize, so the process activates.
  *
- * Usage: nvtx_ranges [--steps N] [--api-steps] [--print-env]
+ * Usage: nvtx_ranges [--steps N] [--api-steps] [--print-env] [--torch-ops]
  *   --api-steps  also call trainprof_step() (found with dlsym) after each
  *                step range, to test that only one signal counts
+ *   --torch-ops  also write, in each step, the ranges torch writes for its
+ *                operators: "aten::linear, seq = S, op_id = 1000+10S"
+ *                holding a cudaMemcpy and "aten::addmm, op_id = 1001+10S,
+ *                sizes = [[4], [8, 16], [16, 4]]", which holds a kernel
+ *                launch (op ids in the message, as torch's emit_nvtx)
+ *   --sleep-us U sleep U microseconds in each step (time for tp-flush to
+ *                start the device side between steps)
  *   --print-env  print NVTX_INJECTION64_PATH to stderr ("(unset)" if unset)
  * Prints one deterministic line to stdout.  Exit status 0 unless a CUDA call
  * fails.
@@ -20,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
@@ -59,7 +67,8 @@ static nvtxEventAttributes_t ascii_attr(const char *msg)
 
 int main(int argc, char **argv)
 {
-    int nsteps = 5, api_steps = 0, print_env = 0;
+    int nsteps = 5, api_steps = 0, print_env = 0, torch_ops = 0, sleep_us = 0;
+    static char kernel_stub;
     void (*tp_step)(void) = NULL;
     unsigned char *host_in, *host_out;
     void *dev = NULL;
@@ -72,8 +81,13 @@ int main(int argc, char **argv)
             api_steps = 1;
         else if (!strcmp(argv[i], "--print-env"))
             print_env = 1;
+        else if (!strcmp(argv[i], "--torch-ops"))
+            torch_ops = 1;
+        else if (!strcmp(argv[i], "--sleep-us") && i + 1 < argc)
+            sleep_us = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: nvtx_ranges [--steps N] [--api-steps] [--print-env]\n");
+            fprintf(stderr, "usage: nvtx_ranges [--steps N] [--api-steps] [--print-env] "
+                    "[--torch-ops] [--sleep-us U]\n");
             return 2;
         }
     }
@@ -132,6 +146,23 @@ int main(int argc, char **argv)
         nvtxRangeId_t did = nvtxDomainRangeStartEx(domain, &ds);
         check(cudaMemcpy(host_out, dev, NBYTES, cudaMemcpyDeviceToHost), "cudaMemcpy");
         nvtxDomainRangeEnd(domain, did);
+
+        if (torch_ops) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "aten::linear, seq = %d, op_id = %d", s, 1000 + 10 * s);
+            nvtxRangePushA(msg);
+            check(cudaMemcpy(dev, host_in, NBYTES, cudaMemcpyHostToDevice), "cudaMemcpy");
+            snprintf(msg, sizeof msg, "aten::addmm, op_id = %d, sizes = [[4], [8, 16], [16, 4]]",
+                     1001 + 10 * s);
+            nvtxRangePushA(msg);
+            dim3 one = { 1, 1, 1 };
+            check(cudaLaunchKernel(&kernel_stub, one, one, NULL, 0, 0), "cudaLaunchKernel");
+            nvtxRangePop();
+            nvtxRangePop();
+        }
+
+        if (sleep_us > 0)
+            usleep((useconds_t)sleep_us);
 
         nvtxMarkA("mark_here");
         nvtxEventAttributes_t m = ascii_attr("domain_mark");

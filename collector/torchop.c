@@ -1,0 +1,163 @@
+/*
+ * torchop.c - DESIGN: torch's operator ranges read back (torchop.h).
+ * torch's getNvtxStr (torch/csrc/profiler/util.cpp) appends its fields in a
+ * fixed order, each as ", key = value": seq (the autograd sequence number),
+ * op_id (the RecordFunction handle), sizes (the input shapes, with
+ * record_shapes) and input_op_ids (the producers of a backward op's
+ * inputs).  The name is everything before the first such field; a message
+ * is torch's only if the fields that follow it parse completely and one is
+ * op_id, so that a user's own range that merely looks alike stays a plain
+ * range.  The shapes are checked to be a JSON array of arrays of integers,
+ * so that the trace can carry them as they are.  Runs on tp-flush only;
+ * nothing here allocates.
+ */
+#include "torchop.h"
+
+#include <string.h>
+
+/* An unsigned decimal at *p; advances *p.  0 if none. */
+static int read_u64(const char **p, uint64_t *out)
+{
+    const char *s = *p;
+    uint64_t v = 0;
+    if (*s < '0' || *s > '9')
+        return 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        if (v > (UINT64_MAX - 9) / 10)
+            return 0;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    *out = v;
+    *p = s;
+    return 1;
+}
+
+/* [[a, b], [], [c]] of (possibly negative) integers at *p; advances *p. */
+static int read_shapes(const char **p)
+{
+    const char *s = *p;
+    if (*s++ != '[')
+        return 0;
+    if (*s == ']') {
+        *p = s + 1;
+        return 1;
+    }
+    for (;;) {
+        if (*s++ != '[')
+            return 0;
+        if (*s != ']') {
+            for (;;) {
+                if (*s == '-')
+                    s++;
+                uint64_t v;
+                if (!read_u64(&s, &v))
+                    return 0;
+                if (*s == ']')
+                    break;
+                if (s[0] != ',' || s[1] != ' ')
+                    return 0;
+                s += 2;
+            }
+        }
+        s++;                                /* the inner ']' */
+        if (*s == ']') {
+            *p = s + 1;
+            return 1;
+        }
+        if (s[0] != ',' || s[1] != ' ')
+            return 0;
+        s += 2;
+    }
+}
+
+/* [(id,n), (id,n)] at *p; advances *p. */
+static int read_input_ids(const char **p)
+{
+    const char *s = *p;
+    if (*s++ != '[')
+        return 0;
+    while (*s != ']') {
+        uint64_t a, b;
+        if (*s++ != '(' || !read_u64(&s, &a) || *s++ != ',' || !read_u64(&s, &b) || *s++ != ')')
+            return 0;
+        if (*s == ',' && s[1] == ' ')
+            s += 2;
+        else if (*s != ']')
+            return 0;
+    }
+    *p = s + 1;
+    return 1;
+}
+
+/* An operator rather than a record_function annotation: a qualified name
+ * (aten::mm, autograd::engine::evaluate_function: ..., c10d::...), an
+ * autograd node (AddmmBackward0) or torch's detach. */
+static int is_operator(const char *name, size_t n)
+{
+    for (size_t i = 0; i + 1 < n; i++)
+        if (name[i] == ':' && name[i + 1] == ':')
+            return 1;
+    size_t d = n;
+    while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9')
+        d--;
+    static const char backward[] = "Backward";
+    size_t b = sizeof backward - 1;
+    if (d < n && d >= b && memcmp(name + d - b, backward, b) == 0)
+        return 1;
+    return n == 6 && memcmp(name, "detach", 6) == 0;
+}
+
+static const char *const keys[] = { ", seq = ", ", op_id = ", ", sizes = ", ", input_op_ids = " };
+#define NKEYS (sizeof keys / sizeof keys[0])
+
+int tp_torch_op_parse(const char *msg, struct tp_torch_op *op)
+{
+    if (!msg)
+        return 0;
+    /* the name ends at the first field torch appends */
+    const char *end = NULL;
+    size_t first = 0;
+    for (size_t k = 0; k < NKEYS; k++) {
+        const char *at = strstr(msg, keys[k]);
+        if (at && (!end || at < end)) {
+            end = at;
+            first = k;
+        }
+    }
+    if (!end || end == msg)
+        return 0;
+    struct tp_torch_op o = { .name_len = (size_t)(end - msg), .seq = -1 };
+    const char *s = end;
+    for (size_t k = first; k < NKEYS && *s; k++) {
+        size_t n = strlen(keys[k]);
+        if (strncmp(s, keys[k], n) != 0)
+            continue;                       /* fields are optional, in this order */
+        s += n;
+        uint64_t v;
+        switch (k) {
+        case 0:
+            if (!read_u64(&s, &v) || v > INT64_MAX)
+                return 0;
+            o.seq = (int64_t)v;
+            break;
+        case 1:
+            if (!read_u64(&s, &o.op_id))
+                return 0;
+            break;
+        case 2:
+            o.sizes = s;
+            if (!read_shapes(&s))
+                return 0;
+            o.sizes_len = (size_t)(s - o.sizes);
+            break;
+        default:
+            if (!read_input_ids(&s))
+                return 0;
+        }
+    }
+    if (*s || !o.op_id)
+        return 0;
+    o.cpu_op = is_operator(msg, o.name_len);
+    *op = o;
+    return 1;
+}

@@ -1,0 +1,35 @@
+/*
+ * torchop.h - PyTorch's operator ranges: the NVTX messages torch writes for
+ * every operator while its NVTX profiler state is on (what
+ * torch.autograd.profiler.emit_nvtx turns on), read back into the fields
+ * Kineto writes for a cpu_op.
+ */
+#ifndef TRAINPROF_COLLECTOR_TORCHOP_H
+#define TRAINPROF_COLLECTOR_TORCHOP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One operator range, pointing into its message. */
+struct tp_torch_op {
+    size_t name_len;        /* the name: the message's first name_len bytes */
+    int64_t seq;            /* autograd sequence number, -1 if none */
+    uint64_t op_id;         /* the RecordFunction handle (unique in the process) */
+    const char *sizes;      /* the input shapes, "[[32, 64], []]" (valid JSON), or NULL */
+    size_t sizes_len;
+    int cpu_op;             /* 1: an operator (a qualified name: aten::,
+                               autograd::, c10d::; an autograd node such as
+                               AddmmBackward0; detach); 0: a record_function
+                               annotation ("Optimizer.step#AdamW.step", a
+                               user's record_function) */
+};
+
+/*
+ * tp_torch_op_parse - 1 if "msg" is one of torch's operator ranges, as
+ * torch's getNvtxStr writes it: NAME[, seq = N][, op_id = N][, sizes =
+ * [[...], ...]][, input_op_ids = [(id,n), ...]], with an op_id; then *op
+ * describes it.  0 for any other message (a user's own NVTX range).
+ */
+int tp_torch_op_parse(const char *msg, struct tp_torch_op *op);
+
+#endif
