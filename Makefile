@@ -199,7 +199,7 @@ demo: deps
 demo-run: lib fakes programs
 	@B=$(B) scripts/demo
 
-bench: lib fakes $(B)/bench/launch_bench $(B)/bench/gemm_bench
+bench: lib fakes $(B)/bench/launch_bench $(B)/bench/gemm_bench $(B)/bench/nvtx_bench
 	@B=$(B) scripts/bench
 
 $(B)/bench/%: tests/bench/%.c $(B)/fakes/libcudart.so.13

@@ -144,7 +144,7 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
         ev.domain = r->u.range.domain ? tp_intern_str(r->u.range.domain) : NULL;
         if (r->u.range.tid)
             ev.tid = r->u.range.tid;
-        if (d->ops && tp_torch_op_parse(ev.name, &op)) {
+        if (d->ops && tp_torch_op_of(r, ev.name, &op)) {
             ev.op = &op;
             ev.external_id = op.op_id;
         }

@@ -41,7 +41,7 @@ static void collect(void *ctx, const struct tp_tbuf *t, const struct tp_record *
 {
     struct tp_oplink *l = ctx;
     struct tp_torch_op op;
-    if (r->kind != TP_REC_RANGE || !tp_torch_op_parse(tp_intern_str(r->u.range.name), &op))
+    if (r->kind != TP_REC_RANGE || !tp_torch_op_of(r, tp_intern_str(r->u.range.name), &op))
         return;
     struct tp_op_span *v = tp_grow(l->v, &l->cap, l->n + 1, sizeof *v, 1024);
     if (!v)

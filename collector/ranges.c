@@ -11,6 +11,7 @@
 #include "ranges.h"
 #include "core.h"
 #include "intern.h"
+#include "torchop.h"
 
 #include <fnmatch.h>
 #include <string.h>
@@ -23,6 +24,10 @@ struct tp_open_range {
     uint8_t gen;
     uint8_t recording;
     uint8_t step;
+    uint8_t torch;               /* one of torch's operators: the fields below */
+    uint32_t sizes;
+    int64_t seq;
+    uint64_t op_id;
 };
 
 static __thread struct tp_open_range tp_stack[TP_RANGE_DEPTH];
@@ -64,6 +69,7 @@ static void tp_open(struct tp_open_range *o, uint32_t name, uint32_t domain)
     uint32_t hot = tp_hot_load();
     o->name = name;
     o->domain = domain;
+    o->torch = 0;
     o->recording = (hot & TP_HOT_RECORDING) != 0;
     o->gen = TP_HOT_GEN(hot);
     o->t0 = o->recording ? tp_clock_now() : 0;
@@ -86,6 +92,12 @@ static void tp_close(const struct tp_open_range *o, int32_t tid, uint64_t id, en
             r->u.range.tid = tid;
             r->u.range.source = (uint32_t)src;
             r->u.range.range_id = id;
+            if (o->torch) {
+                r->u.range.source = TP_RANGE_TORCH;
+                r->u.range.range_id = o->op_id;
+                r->u.range.seq = o->seq;
+                r->u.range.sizes = o->sizes;
+            }
             tp_buf_commit();
         }
     }
@@ -100,6 +112,26 @@ int tp_range_push(uint32_t name, uint32_t domain, enum tp_range_source src)
         return -1;
     if (tp_stack_n < TP_RANGE_DEPTH)
         tp_open(&tp_stack[tp_stack_n], name, domain);
+    return tp_stack_n++;
+}
+
+int tp_ranges_taken(void)
+{
+    return tp_ranges_on();
+}
+
+int tp_range_push_torch(const char *msg, const struct tp_torch_op *op, uint32_t domain)
+{
+    if (!tp_ranges_on())
+        return -1;
+    if (tp_stack_n < TP_RANGE_DEPTH) {
+        struct tp_open_range *o = &tp_stack[tp_stack_n];
+        tp_open(o, tp_intern(msg, op->name_len), domain);
+        o->torch = 1;
+        o->op_id = op->op_id;
+        o->seq = op->seq;
+        o->sizes = o->recording && op->sizes ? tp_intern(op->sizes, op->sizes_len) : 0;
+    }
     return tp_stack_n++;
 }
 

@@ -23,6 +23,16 @@
  * return value), or -1. */
 int tp_range_push(uint32_t name, uint32_t domain, enum tp_range_source src);
 
+/* tp_ranges_taken - 1 if ranges are recorded or counted now (activated,
+ * not inside the profiler): callers skip building a name otherwise. */
+int tp_ranges_taken(void);
+
+/* Push one of torch's operator ranges (message "msg" parsed into "op"):
+ * only its name is interned; op_id, seq and the shapes go into the record,
+ * so that a message unique per call costs no new string.  As tp_range_push. */
+struct tp_torch_op;
+int tp_range_push_torch(const char *msg, const struct tp_torch_op *op, uint32_t domain);
+
 /* Pop the innermost range of this thread.  Returns the depth before the pop
  * minus one (NVTX's return value), or -1 if there was none. */
 int tp_range_pop(void);

@@ -97,11 +97,13 @@ struct tp_record {
             uint32_t signal;    /* which step signal fired (enum tp_signal_kind) */
         } step;
         struct {
-            uint32_t name;      /* interned string id */
+            uint32_t name;      /* interned string id (torch's operators: the name only) */
             int32_t  tid;       /* thread the range started on (start/end ranges) */
             uint32_t domain;    /* interned domain name id, 0 = default */
             uint32_t source;    /* enum tp_range_source */
-            uint64_t range_id;
+            uint64_t range_id;  /* start/end ranges: the id; torch's operators: op_id */
+            int64_t  seq;       /* torch's operators: sequence number, -1 if none */
+            uint32_t sizes;     /* torch's operators: interned input shapes, 0 if none */
         } range;
         struct {
             uint32_t name;
@@ -122,7 +124,10 @@ _Static_assert(__builtin_offsetof(struct tp_record, u.mem.corr) ==
 #define TP_MEM_NOOP    0x04u  /* a free of NULL (cudaFree(0) initialises the context) */
 #define TP_MEM_UNTRACKED 0x08u /* TRAINPROF_PROFILE_MEMORY=0: addr and bytes only, no totals */
 
-enum tp_range_source { TP_RANGE_NVTX = 0, TP_RANGE_API = 1 };
+/* Where a range came from.  TP_RANGE_TORCH: one of torch's operator ranges
+ * (collector/torchop.h), its fields kept in the record so that a message
+ * unique per call (op_id) is never interned. */
+enum tp_range_source { TP_RANGE_NVTX = 0, TP_RANGE_API = 1, TP_RANGE_TORCH = 2 };
 
 #define TP_LIB_COMPLEX 0x01u   /* GEMM on complex numbers */
 #define TP_LIB_GROUPED 0x02u   /* collective issued inside ncclGroupStart/End */

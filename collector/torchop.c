@@ -12,6 +12,8 @@
  * nothing here allocates.
  */
 #include "torchop.h"
+#include "intern.h"
+#include "record.h"
 
 #include <string.h>
 
@@ -92,7 +94,7 @@ static int read_input_ids(const char **p)
 /* An operator rather than a record_function annotation: a qualified name
  * (aten::mm, autograd::engine::evaluate_function: ..., c10d::...), an
  * autograd node (AddmmBackward0) or torch's detach. */
-static int is_operator(const char *name, size_t n)
+int tp_torch_op_is_operator(const char *name, size_t n)
 {
     for (size_t i = 0; i + 1 < n; i++)
         if (name[i] == ':' && name[i + 1] == ':')
@@ -114,15 +116,18 @@ int tp_torch_op_parse(const char *msg, struct tp_torch_op *op)
 {
     if (!msg)
         return 0;
-    /* the name ends at the first field torch appends */
+    /* the name ends at the first field torch appends (one pass over the
+     * commas: this runs on every push of an operator range) */
     const char *end = NULL;
     size_t first = 0;
-    for (size_t k = 0; k < NKEYS; k++) {
-        const char *at = strstr(msg, keys[k]);
-        if (at && (!end || at < end)) {
-            end = at;
-            first = k;
-        }
+    for (const char *c = strchr(msg, ','); c && !end; c = strchr(c + 1, ',')) {
+        if (c[1] != ' ')
+            continue;
+        for (size_t k = 0; k < NKEYS && !end; k++)
+            if (strncmp(c, keys[k], strlen(keys[k])) == 0) {
+                end = c;
+                first = k;
+            }
     }
     if (!end || end == msg)
         return 0;
@@ -157,7 +162,22 @@ int tp_torch_op_parse(const char *msg, struct tp_torch_op *op)
     }
     if (*s || !o.op_id)
         return 0;
-    o.cpu_op = is_operator(msg, o.name_len);
+    o.cpu_op = tp_torch_op_is_operator(msg, o.name_len);
     *op = o;
     return 1;
+}
+
+int tp_torch_op_of(const struct tp_record *r, const char *name, struct tp_torch_op *op)
+{
+    if (r->kind != TP_REC_RANGE || !name)
+        return 0;
+    if (r->u.range.source != TP_RANGE_TORCH)
+        return tp_torch_op_parse(name, op);
+    const char *sizes = r->u.range.sizes ? tp_intern_str(r->u.range.sizes) : NULL;
+    *op = (struct tp_torch_op){
+        .name_len = strlen(name), .seq = r->u.range.seq, .op_id = r->u.range.range_id,
+        .sizes = sizes, .sizes_len = sizes ? strlen(sizes) : 0,
+    };
+    op->cpu_op = tp_torch_op_is_operator(name, op->name_len);
+    return op->op_id != 0;
 }

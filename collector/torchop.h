@@ -32,4 +32,15 @@ struct tp_torch_op {
  */
 int tp_torch_op_parse(const char *msg, struct tp_torch_op *op);
 
+struct tp_record;
+
+/* tp_torch_op_of - the operator of a TP_RANGE record: its fields for one
+ * pushed as torch's (TP_RANGE_TORCH; "name" its interned name), else
+ * "name" parsed.  1 if it is one of torch's operators. */
+int tp_torch_op_of(const struct tp_record *r, const char *name, struct tp_torch_op *op);
+
+/* tp_torch_op_is_operator - the cpu_op rule of struct tp_torch_op for the
+ * name "name" of "n" bytes. */
+int tp_torch_op_is_operator(const char *name, size_t n);
+
 #endif

@@ -27,6 +27,7 @@
 
 #include "collector/config.h"
 #include "collector/intern.h"
+#include "collector/torchop.h"
 #include "collector/ranges.h"
 
 #define TP_NVTX_EXPORT __attribute__((visibility("default")))
@@ -152,9 +153,21 @@ static void NVTX_API tp_nvtx_range_end(nvtxRangeId_t id)
     tp_range_end(id);
 }
 
+/* An ASCII push: one of torch's operator ranges keeps its fields in the
+ * record (collector/torchop.h); nothing is interned while ranges are off. */
+static int tp_nvtx_push_ascii(const char *message, uint32_t domain)
+{
+    if (!tp_ranges_taken())
+        return -1;
+    struct tp_torch_op op;
+    if (message && tp_torch_op_parse(message, &op))
+        return tp_range_push_torch(message, &op, domain);
+    return tp_range_push(tp_nvtx_intern(message), domain, TP_RANGE_NVTX);
+}
+
 static int NVTX_API tp_nvtx_range_push_a(const char *message)
 {
-    return tp_range_push(tp_nvtx_intern(message), 0, TP_RANGE_NVTX);
+    return tp_nvtx_push_ascii(message, 0);
 }
 
 static int NVTX_API tp_nvtx_range_push_w(const wchar_t *message)
@@ -164,6 +177,8 @@ static int NVTX_API tp_nvtx_range_push_w(const wchar_t *message)
 
 static int NVTX_API tp_nvtx_range_push_ex(const nvtxEventAttributes_t *a)
 {
+    if (a && a->size >= TP_NVTX_ATTR_MIN && a->messageType == NVTX_MESSAGE_TYPE_ASCII)
+        return tp_nvtx_push_ascii(a->message.ascii, 0);
     return tp_range_push(tp_nvtx_message(a), 0, TP_RANGE_NVTX);
 }
 
