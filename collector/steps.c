@@ -44,6 +44,7 @@ static int tp_finished;                    /* the schedule has finished */
 static _Atomic int tp_signal_kind = -1;    /* the signal that counts steps (decision 4) */
 static uint32_t tp_signal_flags;           /* TP_HOT_LAUNCH_SIG | TP_HOT_CALL_SIG, while steps matter */
 static uint64_t tp_begin_tick;             /* when step 0 began */
+static _Atomic int tp_phase = -1;          /* tp_steps_phase() */
 static int tp_warned_unseen;
 
 /* call:NAME and launch:GLOB counters */
@@ -113,6 +114,7 @@ static void tp_enter_step(uint64_t now)
     if (tp_finished)
         flags = 0;      /* nothing left to count: calls go back to one load */
     tp_publish();
+    atomic_store(&tp_phase, tp_finished ? -1 : record ? 2 : a == TP_WARMUP ? 1 : 0);
     tp_flusher_schedule(a != TP_NONE);
     if (record)
         flags |= TP_HOT_RECORDING;
@@ -157,6 +159,11 @@ void tp_core_step(enum tp_signal_kind kind)
     tp_depth--;
 }
 
+int tp_steps_phase(void)
+{
+    return atomic_load(&tp_phase);
+}
+
 void tp_core_capturing(int delta)
 {
     if (!tp_core_active())
@@ -184,6 +191,7 @@ void tp_steps_close_final(int wait_lock)
             }
         }
     }
+    atomic_store(&tp_phase, -1);
     uint32_t hot = tp_hot_off();
     if (hot & TP_HOT_RECORDING)
         tp_window_close(tp_clock_now(), !tp_cfg.schedule.all);
@@ -239,6 +247,7 @@ void tp_steps_begin(uint64_t start)
 void tp_steps_atfork_child(void)
 {
     atomic_store(&tp_active, 0);
+    atomic_store(&tp_phase, -1);
 }
 
 /* Which signals a launch of "func" hits, one bit per signal index; the last

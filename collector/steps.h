@@ -17,6 +17,10 @@ void tp_steps_begin(uint64_t start);
 /* tp_core_active - 1 if activated and not passive. */
 int tp_core_active(void);
 
+/* tp_steps_phase - the current step to the schedule: 2 records, 1 warms
+ * up, 0 neither, -1 no window will open again (trainprof_phase). */
+int tp_steps_phase(void);
+
 /* tp_core_step - a step signal of kind "kind" fired on this thread. */
 void tp_core_step(enum tp_signal_kind kind);
 

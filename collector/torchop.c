@@ -34,6 +34,15 @@ static int read_u64(const char **p, uint64_t *out)
     return 1;
 }
 
+/* A decimal with an optional minus at *p; advances *p. */
+static int read_i64(const char **p)
+{
+    uint64_t v;
+    if (**p == '-')
+        (*p)++;
+    return read_u64(p, &v);
+}
+
 /* [[a, b], [], [c]] of (possibly negative) integers at *p; advances *p. */
 static int read_shapes(const char **p)
 {
@@ -49,10 +58,7 @@ static int read_shapes(const char **p)
             return 0;
         if (*s != ']') {
             for (;;) {
-                if (*s == '-')
-                    s++;
-                uint64_t v;
-                if (!read_u64(&s, &v))
+                if (!read_i64(&s))
                     return 0;
                 if (*s == ']')
                     break;
@@ -72,15 +78,15 @@ static int read_shapes(const char **p)
     }
 }
 
-/* [(id,n), (id,n)] at *p; advances *p. */
+/* [(id,n), (id,n)] at *p (n is -1 for an input with no producer);
+ * advances *p. */
 static int read_input_ids(const char **p)
 {
     const char *s = *p;
     if (*s++ != '[')
         return 0;
     while (*s != ']') {
-        uint64_t a, b;
-        if (*s++ != '(' || !read_u64(&s, &a) || *s++ != ',' || !read_u64(&s, &b) || *s++ != ')')
+        if (*s++ != '(' || !read_i64(&s) || *s++ != ',' || !read_i64(&s) || *s++ != ')')
             return 0;
         if (*s == ',' && s[1] == ' ')
             s += 2;

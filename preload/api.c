@@ -49,3 +49,8 @@ TP_EXPORT int trainprof_enabled(void)
 {
     return tp_api_ready();
 }
+
+TP_EXPORT int trainprof_phase(void)
+{
+    return tp_core_active() ? tp_steps_phase() : -1;
+}

@@ -38,6 +38,12 @@ void trainprof_counter(const char *name, double value);
 /* trainprof_enabled - 1 if this process is being profiled, else 0. */
 int trainprof_enabled(void);
 
+/* trainprof_phase - what the current step is to the schedule: 2 it records,
+ * 1 it warms up, 0 neither (a window may come later), -1 no window will
+ * come again (or the process is not profiled).  A framework hook turns its
+ * own instrumentation (torch's operator ranges) on while it is 1 or 2. */
+int trainprof_phase(void);
+
 #ifdef __cplusplus
 }
 #endif

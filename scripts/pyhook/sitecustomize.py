@@ -14,6 +14,13 @@ interpreter start it
    several optimizers (GANs, multi-optimizer fine-tuning) counts each
    iteration once.  If the owner is garbage-collected, the next optimizer
    to step takes over.
+3. turns torch's own operator ranges on while the library says a step warms
+   up or records (trainprof_phase() 1 or 2), and off again at the step
+   where that ends: torch's NVTX profiler state, what
+   torch.autograd.profiler.emit_nvtx uses, without its
+   torch.cuda.synchronize().  The library reads the ranges back as
+   operators.  Shapes are asked for with TRAINPROF_RECORD_SHAPES=1.  Left
+   alone if another profiler (torch.profiler) is already on.
 
 torch is never imported here: processes that do not use it (the torchrun
 agent, compilers, DataLoader helpers, tools) pay one meta-path entry and
@@ -56,7 +63,9 @@ def _trainprof_chain():
 
 
 _trainprof_step_fn = None
+_trainprof_phase_fn = None
 _trainprof_owner = None         # a weak reference to the step owner, or its id()
+_trainprof_ops_on = False       # torch's NVTX operator ranges are on (ours)
 
 
 def _trainprof_is_owner(optimizer):
@@ -78,6 +87,28 @@ def _trainprof_is_owner(optimizer):
     return True
 
 
+def _trainprof_ops(want):
+    """Turn torch's operator ranges on (want) or off, once per change."""
+    global _trainprof_ops_on
+    if want == _trainprof_ops_on:
+        return
+    import torch.autograd as ag
+    if want:
+        if ag._profiler_enabled():                    # someone else's profiler
+            return
+        import os
+        shapes = os.environ.get("TRAINPROF_RECORD_SHAPES", "0") not in ("", "0")
+        cfg = ag.ProfilerConfig(ag.ProfilerState.NVTX, shapes, False, False, False, False,
+                                ag._ExperimentalConfig()
+                                if hasattr(ag, "_ExperimentalConfig")
+                                else __import__("torch")._C._profiler._ExperimentalConfig())
+        ag._enable_profiler(cfg, set())
+        _trainprof_ops_on = True
+    else:
+        _trainprof_ops_on = False
+        ag._disable_profiler()
+
+
 def _trainprof_step(*args, **_kwargs):
     """The optimizer post hook: (optimizer, args, kwargs) -> None."""
     global _trainprof_step_fn
@@ -96,6 +127,28 @@ def _trainprof_step(*args, **_kwargs):
             _trainprof_step_fn = fn
         if fn:
             fn()
+            _trainprof_follow()
+    except Exception:
+        pass
+
+
+def _trainprof_follow():
+    """After a step: torch's operator ranges on while the step now beginning
+    warms up or records."""
+    global _trainprof_phase_fn
+    try:
+        ph = _trainprof_phase_fn
+        if ph is None:
+            import ctypes
+            try:
+                ph = ctypes.CDLL(None).trainprof_phase
+                ph.restype = ctypes.c_int
+                ph.argtypes = []
+            except (AttributeError, OSError):
+                ph = False
+            _trainprof_phase_fn = ph
+        if ph:
+            _trainprof_ops(ph() in (1, 2))
     except Exception:
         pass
 

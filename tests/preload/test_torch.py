@@ -106,3 +106,39 @@ def test_operators_link_calls_and_kernels_on_the_fakes():
     assert len(dev) == 4, dev
     for d in dev:
         assert d["args"]["External id"] == by_corr[d["args"]["correlation"]]["args"]["External id"]
+
+
+def _op_ranges_state(stderr):
+    """{iteration: whether torch's operator ranges were on after its step}"""
+    out = {}
+    for line in stderr.decode(errors="replace").splitlines():
+        if line.startswith("op-ranges "):
+            _, i, on = line.split()
+            out[int(i)] = on == "True"
+    return out
+
+
+def test_operator_ranges_only_while_profiling():
+    """`trainprof run` of a plain loop (no emit_nvtx of its own): the hook
+    turns torch's operator ranges on for the warmup and recording steps
+    (default schedule: step 0 warms up, 1-4 record) and off at the step
+    where the window ends, for good; the trace has the operators, each
+    inside a step; with TRAINPROF_RECORD_SHAPES=1 they carry Input Dims."""
+    base, _ = plain("train")
+    p, cwd, _ = client("train", via_cli=True, env={"TRAINPROF_RECORD_SHAPES": "1"})
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout == base.stdout
+    state = _op_ranges_state(p.stderr)
+    assert state == {i: i < 4 for i in range(10)}, state
+    traces = glob.glob(os.path.join(cwd, "*", "traces", "*"))
+    assert len(traces) == 1, listing(cwd)
+    t = tputil.load_trace(traces[0])
+    ops = [e for e in t["traceEvents"] if e.get("cat") == "cpu_op"]
+    steps = [e for e in t["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")]
+    assert len(steps) == 4 and ops
+    assert all(any(_inside(e, s) for s in steps) for e in ops)
+    addmm = [e for e in ops if e["name"] == "aten::addmm"]
+    assert addmm and all(e["args"]["Input Dims"][1] == [32, 64] or
+                         e["args"]["Input Dims"][1] == [32, 128] for e in addmm), addmm[:2]
+    # without the library nothing turns them on
+    assert not any(_op_ranges_state(base.stderr).values())

@@ -73,6 +73,7 @@ def train(batches):
         loss.backward()
         opt.step()
         print("step %d loss %.6f" % (step, loss.item()))
+        sys.stderr.write("op-ranges %d %s\n" % (step, torch.autograd._profiler_enabled()))
 
 
 def two_optimizers(batches):

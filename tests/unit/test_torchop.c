@@ -35,6 +35,8 @@ static const struct op_case cases[] = {
     { "AddmmBackward0, seq = 8, op_id = 402, sizes = [[32, 10]], input_op_ids = [(401,0)]", 1,
       "AddmmBackward0", 8, 402, "[[32, 10]]", 1 },
     { "detach, op_id = 9", 1, "detach", -1, 9, NULL, 1 },
+    { "aten::item, seq = 7, op_id = 1, sizes = [[]], input_op_ids = [(0,-1)]", 1, "aten::item",
+      7, 1, "[[]]", 1 },
     { "my_block, op_id = 10", 1, "my_block", -1, 10, NULL, 0 },
     { "Backward, op_id = 11", 1, "Backward", -1, 11, NULL, 0 },
     { "NllLossBackward12, seq = 3, op_id = 12", 1, "NllLossBackward12", 3, 12, NULL, 1 },
