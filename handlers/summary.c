@@ -25,6 +25,8 @@
 #include "handler.h"
 #include "../collector/cupti.h"
 #include "../collector/devprops.h"
+#include "../collector/intern.h"
+#include "../collector/torchop.h"
 #include "jsonw.h"
 #include "memory.h"
 #include "output.h"
@@ -36,6 +38,8 @@ struct agg {
     uint64_t calls;
     int64_t total_ns, max_ns;
     uint64_t flops;
+    int64_t self_ns, gpu_ns;     /* torch's operators: host time less their
+                                    children's; device work linked to them */
 };
 
 struct agg_table {
@@ -67,8 +71,31 @@ struct coll_id {
     size_t row;
 };
 
+/* A torch operator that ended on a thread, not yet claimed by its parent
+ * (operators end children first). */
+struct op_done {
+    int64_t start, end, dur;
+};
+
+struct op_thread {
+    int32_t tid;
+    struct op_done *v;
+    size_t n, cap;
+};
+
+/* op_id -> the operator's name (its agg entry's copy, stable across rehash). */
+struct op_ref {
+    uint64_t op_id;
+    const char *name;
+};
+
 struct summary {
-    struct agg_table apis, kernels, libs, gpu;
+    struct agg_table apis, kernels, libs, gpu, ops;
+    struct op_thread *op_threads;
+    size_t n_op_threads, cap_op_threads;
+    struct op_ref *op_refs;      /* sorted at the first device event */
+    size_t n_op_refs, cap_op_refs;
+    int op_refs_sorted;
     struct coll_row *coll;
     size_t ncoll, capcoll;
     struct coll_id *coll_ids;    /* External id -> row, sorted at the first device event */
@@ -271,6 +298,71 @@ static void summary_coll_kernel(struct summary *s, const struct tp_event *ev, in
         s->coll[c->row].dev_ns += dur;
 }
 
+/* One of torch's operators: calls and host time by name, self time from
+ * the children it ends after, and its id for the device work linked to it. */
+static void summary_op(struct summary *s, const struct tp_event *ev, int64_t dur)
+{
+    char name[TP_INTERN_LEN_MAX + 1];
+    size_t n = ev->op->name_len < sizeof name - 1 ? ev->op->name_len : sizeof name - 1;
+    memcpy(name, ev->name, n);
+    name[n] = 0;
+    struct agg *a = agg_add(s, &s->ops, name, dur);
+    if (!a)
+        return;
+    struct op_thread *t = NULL;
+    for (size_t i = 0; i < s->n_op_threads && !t; i++)
+        if (s->op_threads[i].tid == ev->tid)
+            t = &s->op_threads[i];
+    if (!t) {
+        struct op_thread *v = tp_grow(s->op_threads, &s->cap_op_threads, s->n_op_threads + 1,
+                                      sizeof *v, 8);
+        if (!v) {
+            s->oom = 1;
+            return;
+        }
+        s->op_threads = v;
+        t = &v[s->n_op_threads++];
+        *t = (struct op_thread){ .tid = ev->tid };
+    }
+    int64_t start = ev->ts_ns, end = ev->ts_ns + dur, children = 0;
+    while (t->n && t->v[t->n - 1].start >= start && t->v[t->n - 1].end <= end)
+        children += t->v[--t->n].dur;
+    a->self_ns += dur > children ? dur - children : 0;
+    struct op_done *d = tp_grow(t->v, &t->cap, t->n + 1, sizeof *d, 64);
+    struct op_ref *r = tp_grow(s->op_refs, &s->cap_op_refs, s->n_op_refs + 1, sizeof *r, 256);
+    if (d)
+        t->v = d;
+    if (r)
+        s->op_refs = r;
+    if (!d || !r) {
+        s->oom = 1;
+        return;
+    }
+    t->v[t->n++] = (struct op_done){ start, end, dur };
+    s->op_refs[s->n_op_refs++] = (struct op_ref){ ev->op->op_id, a->name };
+    s->op_refs_sorted = 0;
+}
+
+static int cmp_op_ref(const void *a, const void *b)
+{
+    const struct op_ref *x = a, *y = b;
+    return x->op_id < y->op_id ? -1 : x->op_id > y->op_id;
+}
+
+/* Device work linked to one of torch's operators (its External id). */
+static void summary_op_device(struct summary *s, const struct tp_event *ev, int64_t dur)
+{
+    if (!s->op_refs_sorted) {
+        qsort(s->op_refs, s->n_op_refs, sizeof *s->op_refs, cmp_op_ref);
+        s->op_refs_sorted = 1;
+    }
+    struct op_ref key = { ev->external_id, NULL };
+    const struct op_ref *r = bsearch(&key, s->op_refs, s->n_op_refs, sizeof *s->op_refs, cmp_op_ref);
+    struct agg *a = r ? agg_find(s, &s->ops, r->name) : NULL;
+    if (a)
+        a->gpu_ns += dur;
+}
+
 static void summary_event(void *state, const struct tp_event *ev)
 {
     struct summary *s = state;
@@ -280,6 +372,13 @@ static void summary_event(void *state, const struct tp_event *ev)
         summary_device(s, ev, dur);
         if (ev->external_id && s->nids && ev->dev->kind == TP_DEV_KERNEL)
             summary_coll_kernel(s, ev, dur);
+        if (ev->external_id && s->n_op_refs && ev->dev->kind != TP_DEV_SYNC)
+            summary_op_device(s, ev, dur);
+        return;
+    }
+    if (ev->op) {
+        if (ev->op->cpu_op)
+            summary_op(s, ev, dur);
         return;
     }
     if (!r)
@@ -583,6 +682,29 @@ static void lib_row(const struct summary *s, const struct agg *a, char (*c)[CELL
     }
 }
 
+static void op_row(const struct summary *s, const struct agg *a, char (*c)[CELL])
+{
+    (void)s;
+    snprintf(c[1], CELL, "%llu", (unsigned long long)a->calls);
+    tp_fmt3(c[2], CELL, a->total_ns, 1000000);
+    tp_fmt3(c[3], CELL, a->self_ns, 1000000);
+    tp_fmt3(c[4], CELL, a->total_ns / (int64_t)a->calls, 1000);
+    tp_fmt3(c[5], CELL, a->gpu_ns, 1000000);
+}
+
+/* torch's operators (cpu_op), like key_averages(): host time with and
+ * without the operators they called, and the device time of the work they
+ * launched when CUPTI ran. */
+static void put_ops(struct tp_jsonw *j, struct summary *s, const struct tp_window *w)
+{
+    static const char *const titles[] = { "Name", "Calls", "Host total (ms)", "Self host (ms)",
+                                          "Mean (us)", "GPU (ms)" };
+    if (!s->ops.n)
+        return;
+    put_agg_table(j, s, "\nOperators (PyTorch)\n", "", &s->ops, cmp_total, titles, w->gpu ? 6 : 5,
+                  op_row);
+}
+
 static void put_libs(struct tp_jsonw *j, struct summary *s)
 {
     static const char *const titles[] = { "Name", "Calls", "Total (ms)", "Mean (us)", "GFLOP", "% FLOPs" };
@@ -852,6 +974,11 @@ static void summary_free(struct summary *s)
     agg_free(&s->apis);
     agg_free(&s->kernels);
     agg_free(&s->gpu);
+    agg_free(&s->ops);
+    for (size_t i = 0; i < s->n_op_threads; i++)
+        free(s->op_threads[i].v);
+    free(s->op_threads);
+    free(s->op_refs);
     free(s->busy);
     free(s->steps);
     free(s->coll);
@@ -878,6 +1005,7 @@ static int summary_close(void *state, const struct tp_window *w, struct tp_saved
     if (tp_jsonw_init(&j, out.fd, 0, 0) == 0) {
         put_header(&j, w, saved->trace);
         put_steps(&j, s, w);
+        put_ops(&j, s, w);
         put_libs(&j, s);
         put_apis(&j, s);
         put_kernels(&j, s);

@@ -142,3 +142,39 @@ def test_operator_ranges_only_while_profiling():
                          e["args"]["Input Dims"][1] == [32, 128] for e in addmm), addmm[:2]
     # without the library nothing turns them on
     assert not any(_op_ranges_state(base.stderr).values())
+
+
+def _summary_table(path, heading):
+    """{name: [cells]} of the table under "heading" in a summary report."""
+    lines = open(path, encoding="utf-8").read().splitlines()
+    i = lines.index(heading)
+    rows, rules = {}, 0
+    for line in lines[i + 1:]:
+        if line.startswith("---"):
+            rules += 1
+            if rules == 3:
+                break
+            continue
+        if rules == 2:
+            cells = line.split()          # names here have no spaces
+            rows[cells[0]] = cells[1:]
+    return rows
+
+
+def test_summary_operator_table_on_the_fakes():
+    """The summary's operator table: calls, host time, self host time (less
+    the operators called inside) and the device time of the work linked to
+    each operator (the fake CUPTI's kernel and copy)."""
+    r = tputil.run("nvtx_ranges", ["--steps", 6, "--torch-ops", "--sleep-us", 20000],
+                   env={"TRAINPROF_SCHEDULE": "wait=1,warmup=1,active=2"})
+    assert r.rc == 0, r.stderr
+    reports = glob.glob(os.path.join(r.cwd, "*", "reports", "*.summary.txt"))
+    assert len(reports) == 1, listing(r.cwd)
+    rows = _summary_table(reports[0], "Operators (PyTorch)")
+    assert sorted(rows) == ["aten::addmm", "aten::linear"], rows
+    calls, total, self_, mean, gpu = rows["aten::linear"]
+    a_calls, a_total, a_self, _, a_gpu = rows["aten::addmm"]
+    assert calls == a_calls == "2"
+    assert float(a_self) == float(a_total)                  # addmm calls no operator
+    assert abs(float(self_) - (float(total) - float(a_total))) <= 0.002
+    assert float(gpu) > 0 and float(a_gpu) > 0              # the copy; the kernel
