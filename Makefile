@@ -46,7 +46,7 @@ PROG_SRC    := $(wildcard tests/programs/*.c)
 PROG_BIN    := $(PROG_SRC:tests/programs/%.c=$(B)/programs/%)
 
 .PHONY: all lib fakes programs unit check check-all check-unit check-preload check-sanitize \
-        check-tsan demo demo-run bench install lint deps clean venv cuda-programs gpu-bundle
+        check-tsan demo demo-run bench bench-torch install lint deps clean venv cuda-programs gpu-bundle
 
 all: lib
 lib: $(B)/libtrainprof.so
@@ -201,6 +201,10 @@ demo-run: lib fakes programs
 
 bench: lib fakes $(B)/bench/launch_bench $(B)/bench/gemm_bench $(B)/bench/nvtx_bench
 	@B=$(B) scripts/bench
+
+# ms per step of a CPU training loop: plain, torch.profiler, trainprof run
+bench-torch: lib venv
+	@B=$(B) scripts/bench-torch
 
 $(B)/bench/%: tests/bench/%.c $(B)/fakes/libcudart.so.13
 	@mkdir -p $(dir $@)

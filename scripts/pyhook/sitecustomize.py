@@ -87,6 +87,16 @@ def _trainprof_is_owner(optimizer):
     return True
 
 
+_trainprof_exit_hooked = False
+
+
+def _trainprof_ops_off():
+    try:
+        _trainprof_ops(False)
+    except Exception:
+        pass
+
+
 def _trainprof_ops(want):
     """Turn torch's operator ranges on (want) or off, once per change."""
     global _trainprof_ops_on
@@ -104,6 +114,11 @@ def _trainprof_ops(want):
                                 else __import__("torch")._C._profiler._ExperimentalConfig())
         ag._enable_profiler(cfg, set())
         _trainprof_ops_on = True
+        global _trainprof_exit_hooked
+        if not _trainprof_exit_hooked:
+            import atexit
+            atexit.register(_trainprof_ops_off)     # torch warns about a state left on
+            _trainprof_exit_hooked = True
     else:
         _trainprof_ops_on = False
         ag._disable_profiler()
