@@ -5,6 +5,8 @@ CPU (the PyPI torch wheel), as the user of each profiler would run it.
     plain       no profiler
     torchprof   torch.profiler.profile(activities=[CPU]) around the loop
                 (recording only: the trace is exported after the timing)
+    nvtx        torch's NVTX operator ranges on (emit_nvtx's state) with no
+                injection library: torch's own formatting, NVTX's no-op
     trainprof   the loop as it is; run it under `trainprof run` with
                 TRAINPROF_SCHEDULE=all, which records every step with torch's
                 operators on (the optimizer hook turns them on)
@@ -39,6 +41,10 @@ def main():
         opt.step()
 
     prof = None
+    if mode == "nvtx":
+        from torch.autograd import ProfilerConfig, ProfilerState, _enable_profiler
+        _enable_profiler(ProfilerConfig(ProfilerState.NVTX, False, False, False, False, False,
+                                        torch._C._profiler._ExperimentalConfig()), set())
     if mode == "torchprof":
         prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
         prof.__enter__()
@@ -53,6 +59,8 @@ def main():
         prof.__exit__(None, None, None)
         with tempfile.TemporaryDirectory() as d:
             prof.export_chrome_trace(os.path.join(d, "t.json"))
+    if mode == "nvtx":
+        torch.autograd._disable_profiler()
     print("ms_per_step=%.4f" % ms)
 
 
