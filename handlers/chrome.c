@@ -751,12 +751,21 @@ static void put_step_counters(struct chrome *c, const struct tp_event *ev)
     }
 }
 
+/* A step ends where the next begins; at today's timestamps (about 4.7e12
+ * us) a reader adding ts and dur as doubles can land a nanosecond past the
+ * next ts, and TensorBoard then drops whole steps ("ranges should not
+ * intersect").  Steps are written TP_STEP_GAP_NS short, as Kineto leaves
+ * a gap between them. */
+#define TP_STEP_GAP_NS 3
+
 static void put_step(struct chrome *c, const struct tp_event *ev)
 {
     char step[40] = "ProfilerStep#";
     step[13 + tp_jsonw_fmt_u64(step + 13, ev->rec->u.step.index)] = '\0';
     HEAD(c, "{\"ph\": \"X\", \"cat\": \"user_annotation\", ", step, ev);
-    put_dur(c, ev);
+    struct tp_event shorter = *ev;
+    shorter.dur_ns = ev->dur_ns > TP_STEP_GAP_NS ? ev->dur_ns - TP_STEP_GAP_NS : 0;
+    put_dur(c, &shorter);
     tp_jsonw_char(&c->j, '}');
     put_step_counters(c, ev);
 }
