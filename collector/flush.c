@@ -55,8 +55,12 @@ struct tp_dispatch {
     struct tp_stack_scratch stk;   /* TRAINPROF_WITH_STACK: frames of the next record */
     struct tp_stack_corr *cf;      /* correlation -> frames of host calls, for
                                       the device events they caused */
-    struct tp_oplink *ops;         /* torch's operators, NULL if none */
+    struct tp_oplink *ops;         /* torch's operators, NULL if out of memory */
+    const struct tp_steps *steps;  /* the window's steps, for their External ids */
 };
+
+struct tp_steps;
+static uint64_t tp_step_external(const struct tp_steps *s, uint64_t t);
 
 static void tp_dispatch_event(void *ctx, const struct tp_event *ev)
 {
@@ -125,9 +129,12 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
             ev.correlation = corr ? corr : tp_next_corr++;
         if (ev.layer == TP_LAYER_LIBRARY)
             ev.external_id = ev.correlation;    /* Kineto: a cpu_op's External id is its own id */
-        if (!ev.external_id && d->ops) {
-            /* a runtime or driver call inside one of torch's operators */
+        if (!ev.external_id) {
+            /* a runtime or driver call: the innermost of torch's operators
+             * around it, else its step (Kineto's ProfilerStep id) */
             ev.external_id = tp_oplink_find(d->ops, t->tid, r->t0);
+            if (!ev.external_id)
+                ev.external_id = tp_step_external(d->steps, r->t0);
             if (ev.external_id)
                 tp_oplink_note(d->ops, ev.correlation, ev.external_id);
         }
@@ -267,6 +274,22 @@ static void tp_collect_flops(void *ctx, const struct tp_tbuf *t, const struct tp
         s->v[lo - 1].flops += flops;
 }
 
+/* The External id of the recorded step that tick "t" lies in, 0 if none. */
+static uint64_t tp_step_external(const struct tp_steps *s, uint64_t t)
+{
+    if (!s || !s->v)
+        return 0;
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->tick[mid].t0 <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && t < s->tick[lo - 1].t1 ? TP_STEP_EXTERNAL_ID(s->tick[lo - 1].index) : 0;
+}
+
 /* Steps end in index order (under the step lock), so index order is time order. */
 static int tp_step_cmp(const void *a, const void *b)
 {
@@ -386,6 +409,7 @@ void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
     memset(&steps, 0, sizeof steps);
     tp_steps_collect(&steps, w->gen, &d.map);
     d.ops = tp_oplink_new(w->gen);
+    d.steps = &steps;
     win.steps = steps.v;
     win.flops = steps.flops;
     win.peak_tflops = tp_cfg.peak_tflops;

@@ -69,10 +69,8 @@ struct tp_oplink *tp_oplink_new(uint8_t gen)
     if (!l)
         return NULL;
     tp_buf_drain(gen, collect, l, NULL, 1);
-    if (!l->n) {
-        tp_oplink_free(l);
-        return NULL;
-    }
+    if (!l->n)
+        return l;
     qsort(l->v, l->n, sizeof *l->v, cmp_span);
     /* parents: the open spans of the current thread on a stack (indexes) */
     int64_t *stack = malloc(l->n * sizeof *stack);

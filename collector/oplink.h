@@ -12,7 +12,7 @@
 struct tp_oplink;
 
 /* tp_oplink_new - peek at window "gen"'s records for torch's operator
- * ranges; NULL if there are none (or memory ran out). */
+ * ranges (there may be none); NULL if memory ran out. */
 struct tp_oplink *tp_oplink_new(uint8_t gen);
 
 /* tp_oplink_find - the op_id of the innermost operator on thread "tid"

@@ -137,6 +137,11 @@ struct tp_window {
     int keep;                     /* TRAINPROF_KEEP, -1: keep all */
 };
 
+/* The "External id" of recorded step "index" (its ProfilerStep event, and
+ * the calls inside it that no operator or library call claims): a range
+ * of its own, above torch's operator ids and our correlation ids. */
+#define TP_STEP_EXTERNAL_ID(index) ((UINT64_C(1) << 48) + (uint64_t)(index))
+
 /* Files a window's handlers may save after its trace (summary, memory
  * page and JSON, two stacks files, and room to spare). */
 #define TP_SAVED_REPORTS 8

@@ -766,6 +766,10 @@ static void put_step(struct chrome *c, const struct tp_event *ev)
     struct tp_event shorter = *ev;
     shorter.dur_ns = ev->dur_ns > TP_STEP_GAP_NS ? ev->dur_ns - TP_STEP_GAP_NS : 0;
     put_dur(c, &shorter);
+    uint64_t ext = TP_STEP_EXTERNAL_ID(ev->rec->u.step.index);
+    put_key_u64(&c->j, ", \"args\": {\"External id\": ", ext);
+    put_key_u64(&c->j, ", \"Record function id\": ", ext);
+    tp_jsonw_char(&c->j, '}');
     tp_jsonw_char(&c->j, '}');
     put_step_counters(c, ev);
 }

@@ -98,10 +98,16 @@ def test_operators_link_calls_and_kernels_on_the_fakes():
         op = ops[l["args"]["External id"]]
         assert op["name"] == "aten::addmm" and _inside(l, op)
     copies = [e for e in ev if e.get("name") == "cudaMemcpy"]
-    linked = [c for c in copies if "External id" in c["args"]]
+    linked = [c for c in copies if c["args"].get("External id") in ops]
     assert len(linked) == 2 and len(copies) > len(linked)
     for c in linked:
         assert ops[c["args"]["External id"]]["name"] == "aten::linear"
+    # the others, outside any operator, carry their step's External id
+    steps = {e["args"]["External id"]: e for e in ev if e.get("name", "").startswith("ProfilerStep#")}
+    assert len(steps) == 2 and all(i >= 1 << 48 for i in steps)
+    for c in copies:
+        if c not in linked:
+            assert _inside(c, steps[c["args"]["External id"]])
     # the device side, through the launch's correlation
     by_corr = {e["args"]["correlation"]: e for e in launches + linked}
     dev = [e for e in ev if e.get("cat") in ("kernel", "gpu_memcpy") and
