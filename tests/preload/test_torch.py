@@ -187,3 +187,41 @@ def test_summary_operator_table_on_the_fakes():
     assert float(a_self) == float(a_total)                  # addmm calls no operator
     assert abs(float(self_) - (float(total) - float(a_total))) <= 0.002
     assert float(gpu) > 0 and float(a_gpu) > 0              # the copy; the kernel
+
+
+def test_readers_see_the_operators():
+    """The TensorBoard plugin's operator view and HTA read the operators of
+    a `trainprof run` of the real torch: the plugin's per-name calls and self
+    host time agree with our summary's operator table; HTA's trace has them
+    as cpu_op events in its iterations."""
+    import tempfile
+    try:
+        from torch_tb_profiler import consts
+        from torch_tb_profiler.profiler.data import RunProfileData
+        from torch_tb_profiler.profiler.run_generator import RunGenerator
+        from hta.trace_analysis import TraceAnalysis
+    except Exception as e:  # pragma: no cover - depends on the environment
+        import pytest
+        pytest.skip("a trace reader cannot be imported: %r" % (e,))
+    p, cwd, _ = client("train", via_cli=True)
+    assert p.returncode == 0, p.stderr[-3000:]
+    path = glob.glob(os.path.join(cwd, "*", "traces", "*"))[0]
+    m = consts.WORKER_PATTERN.match(os.path.basename(path))
+    worker, span = m.group(1), m.group(2)[1:] if m.group(2) else None
+    data = RunProfileData.parse(worker, span, path, tempfile.mkdtemp())
+    view = RunGenerator(worker, span, data).generate_run_profile().operation_table_by_name["data"]
+    tb = {r["name"]: r for r in view}
+    summary = glob.glob(os.path.join(cwd, "*", "reports", "*.summary.txt"))[0]
+    ours = _summary_table(summary, "Operators (PyTorch)")
+    for name in ("aten::addmm", "aten::relu", "aten::mm"):
+        calls, _total, self_ms, _mean = ours[name][:4]
+        assert tb[name]["calls"] == int(calls), (name, tb[name], ours[name])
+        assert abs(tb[name]["host_self_duration"] / 1000.0 - float(self_ms)) <= 0.002 * int(calls) + 0.002
+    hta_dir = tempfile.mkdtemp()
+    os.symlink(path, os.path.join(hta_dir, os.path.basename(path)))
+    t = TraceAnalysis(trace_dir=hta_dir, include_last_profiler_step=True).t
+    df = t.get_trace(0)
+    names = t.symbol_table.get_sym_table()
+    ops = df[df["name"].map(lambda i: names[i]) == "aten::addmm"]
+    assert len(ops) == int(ours["aten::addmm"][0])
+    assert set(int(i) for i in ops["iteration"]) == {1, 2, 3, 4}
