@@ -946,7 +946,9 @@ static void put_threads(struct chrome *c, const struct tp_window *w)
         else
             LIT(j, "thread ");
         tp_jsonw_lit(j, tid);
-        if (t->name[0]) {
+        if (t->gpu)
+            tp_jsonw_char(j, ' ');      /* "stream 7 ", as Kineto names GPU tracks */
+        else if (t->name[0]) {
             LIT(j, " (");
             tp_jsonw_strbody(j, t->name, strlen(t->name));
             tp_jsonw_char(j, ')');

@@ -824,7 +824,7 @@ START_TEST(test_device_side)
     ck_assert_ptr_nonnull(lab);
     ck_assert_str_eq(json_string_value(json_object_get(args_of(lab), "labels")), "GPU 0");
     ck_assert_ptr_nonnull(tn);
-    ck_assert_str_eq(json_string_value(json_object_get(args_of(tn), "name")), "stream 7");
+    ck_assert_str_eq(json_string_value(json_object_get(args_of(tn), "name")), "stream 7 ");
     json_decref(r);
     free(text);
 }
