@@ -712,6 +712,9 @@ static void put_device(struct chrome *c, const struct tp_event *ev)
         put_key_u64(j, ", \"bytes\": ", d->bytes);
         LIT(j, ", \"memory bandwidth (GB/s)\": ");
         tp_jsonw_double(j, ev->dur_ns > 0 ? (double)d->bytes / (double)ev->dur_ns : 0);
+    } else if (d->kind == TP_DEV_SYNC) {
+        LIT(j, ", \"cuda_sync_kind\": ");       /* HTA's critical path reads it */
+        tp_jsonw_str(j, ev->name);
     }
     LIT(j, "}}");
     if (ev->flow)

@@ -90,6 +90,8 @@ def test_copies_sets_syncs_on_the_device():
     assert len(copies) == 2 * 3 and len(sets) == 3
     assert sets[0]["name"].startswith("Memset (")
     assert syncs, "no cuda_sync event"
+    kinds = {"Unknown Sync", "Event Sync", "Stream Wait Event", "Stream Sync", "Context Sync"}
+    assert all(s["args"]["cuda_sync_kind"] == s["name"] and s["name"] in kinds for s in syncs)
     by_corr = {e["args"]["correlation"]: e for e in host_calls(t)}
     for e in copies + sets:
         assert by_corr[e["args"]["correlation"]]["name"].startswith(("cudaMemcpy", "cudaMemset"))
