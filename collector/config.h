@@ -83,6 +83,7 @@ struct tp_config {
     int rank, local_rank, world_size, local_world_size, node_rank;
     char hostname[256];
     char nvtx_injection_path[1024];/* NVTX_INJECTION64_PATH as found, "" if unset */
+    char itt_collector_path[1024]; /* INTEL_LIBITTNOTIFY64 as found, "" if unset */
     char cupti_path[1024];         /* TRAINPROF_CUPTI_PATH, "" if unset */
     char cuda_home[1024];          /* $CUDA_HOME, else /usr/local/cuda: where CUPTI is looked for last */
     char program[256];             /* basename of /proc/self/exe's argv[0] */

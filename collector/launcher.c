@@ -58,6 +58,8 @@ void tp_launcher_read(struct tp_config *c, const char *(*get)(const char *))
 
     const char *nvtx = get("NVTX_INJECTION64_PATH");
     snprintf(c->nvtx_injection_path, sizeof c->nvtx_injection_path, "%s", nvtx ? nvtx : "");
+    const char *itt = get("INTEL_LIBITTNOTIFY64");
+    snprintf(c->itt_collector_path, sizeof c->itt_collector_path, "%s", itt ? itt : "");
 
     snprintf(c->program, sizeof c->program, "%s",
              program_invocation_short_name && *program_invocation_short_name

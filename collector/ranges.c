@@ -120,18 +120,38 @@ int tp_ranges_taken(void)
     return tp_ranges_on();
 }
 
+/* The open range of an operator named "name" (interned), or NULL past the
+ * stack's depth; the caller fills its sequence number and shapes. */
+static struct tp_open_range *tp_open_op(uint32_t name, uint32_t domain, uint64_t op_id)
+{
+    if (tp_stack_n >= TP_RANGE_DEPTH)
+        return NULL;
+    struct tp_open_range *o = &tp_stack[tp_stack_n];
+    tp_open(o, name, domain);
+    o->torch = 1;
+    o->op_id = op_id;
+    o->seq = -1;
+    o->sizes = 0;
+    return o;
+}
+
 int tp_range_push_torch(const char *msg, const struct tp_torch_op *op, uint32_t domain)
 {
     if (!tp_ranges_on())
         return -1;
-    if (tp_stack_n < TP_RANGE_DEPTH) {
-        struct tp_open_range *o = &tp_stack[tp_stack_n];
-        tp_open(o, tp_intern(msg, op->name_len), domain);
-        o->torch = 1;
-        o->op_id = op->op_id;
+    struct tp_open_range *o = tp_open_op(tp_intern(msg, op->name_len), domain, op->op_id);
+    if (o) {
         o->seq = op->seq;
         o->sizes = o->recording && op->sizes ? tp_intern(op->sizes, op->sizes_len) : 0;
     }
+    return tp_stack_n++;
+}
+
+int tp_range_push_op(uint32_t name, uint64_t op_id)
+{
+    if (!tp_ranges_on())
+        return -1;
+    tp_open_op(name, 0, op_id);
     return tp_stack_n++;
 }
 

@@ -33,6 +33,11 @@ int tp_ranges_taken(void);
 struct tp_torch_op;
 int tp_range_push_torch(const char *msg, const struct tp_torch_op *op, uint32_t domain);
 
+/* Push an operator range that comes with no message to parse (torch's ITT
+ * ranges, preload/itt.c): interned name "name", External id "op_id", no
+ * sequence number or shapes.  As tp_range_push. */
+int tp_range_push_op(uint32_t name, uint64_t op_id);
+
 /* Pop the innermost range of this thread.  Returns the depth before the pop
  * minus one (NVTX's return value), or -1 if there was none. */
 int tp_range_pop(void);

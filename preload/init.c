@@ -1,23 +1,53 @@
 /*
  * init.c - DESIGN: the constructor does the least it can (SPEC 3): hand
  * the output side (handlers/handlers.c) down to the collector, which never
- * names a handler itself, parse the configuration silently, make this library the NVTX injection
- * library, choose the clock source (CPUID) and take the real dlsym and its
- * own dlopen handle (preload/dlsym.c says why).  No
- * threads, files or output until activation (collector/lifecycle.c).
+ * names a handler itself, parse the configuration silently, make this
+ * library the NVTX injection library and the ITT collector (preload/nvtx.c,
+ * preload/itt.c), choose the clock source (CPUID) and take the real dlsym
+ * and its own dlopen handle (preload/dlsym.c says why).  No threads, files
+ * or output until activation (collector/lifecycle.c).
  */
 #include "driver.h"
-#include "nvtx.h"
+#include "itt.h"
 #include "../collector/clock.h"
 #include "../collector/config.h"
 #include "../collector/sink.h"
 #include "../handlers/handler.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Points the variable "var" (a tool-library path: NVTX_INJECTION64_PATH,
+ * INTEL_LIBITTNOTIFY64) at this library, by absolute path so that a chdir()
+ * before the first NVTX or ITT call, or a child started elsewhere, still
+ * finds it (LD_PRELOAD may be relative).  Only when the variable was unset
+ * at startup ("found" empty: another tool's, or a parent's, is kept),
+ * profiling is enabled and this rank is selected (SPEC decision 8).
+ * Silent: a failure leaves that API uninstrumented.  Returns 1 if the
+ * variable names this library now (set here, or found naming it). */
+static int tp_point_at_self(const char *var, const char *found)
+{
+    Dl_info info;
+    char path[PATH_MAX], other[PATH_MAX];
+    if (!tp_cfg.enabled || !tp_cfg.rank_selected)
+        return 0;
+    if (!dladdr((void *)tp_point_at_self, &info) || !info.dli_fname || !info.dli_fname[0])
+        return 0;
+    if (!realpath(info.dli_fname, path))
+        return 0;
+    if (found[0] != 0)
+        return realpath(found, other) && strcmp(other, path) == 0;
+    return setenv(var, path, 0) == 0;
+}
 
 __attribute__((constructor)) static void tp_init(void)
 {
     tp_sink_set(&tp_handlers_sink);
     tp_config_init();
     tp_clock_select();
-    tp_nvtx_setup_env();
+    tp_point_at_self("NVTX_INJECTION64_PATH", tp_cfg.nvtx_injection_path);
+    tp_itt_named(tp_point_at_self("INTEL_LIBITTNOTIFY64", tp_cfg.itt_collector_path));
     tp_dlsym_init();
 }

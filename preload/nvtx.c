@@ -16,8 +16,6 @@
 #define NVTX_NO_IMPL     /* types and declarations only: we are the tool */
 #include <nvtx3/nvToolsExt.h>
 
-#include "preload/nvtx.h"
-
 #include <dlfcn.h>
 #include <limits.h>
 #include <stddef.h>
@@ -360,25 +358,4 @@ TP_NVTX_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t getExportTa
     if (vi && vi->struct_size >= sizeof(*vi) && vi->SetInjectionNvtxVersion)
         vi->SetInjectionNvtxVersion(NVTX_VERSION);
     return 1;
-}
-
-/* ---- environment -------------------------------------------------------- */
-
-void tp_nvtx_setup_env(void)
-{
-    Dl_info info;
-    char path[PATH_MAX];
-
-    tp_config_init();
-    if (tp_cfg.nvtx_injection_path[0] != 0)     /* another tool's, or a parent's */
-        return;
-    if (!tp_cfg.enabled || !tp_cfg.rank_selected)
-        return;
-    if (!dladdr((void *)tp_nvtx_setup_env, &info) || !info.dli_fname || !info.dli_fname[0])
-        return;
-    /* absolute, so that a chdir() before the first NVTX call or a child
-     * process started elsewhere still finds us (LD_PRELOAD may be relative) */
-    if (!realpath(info.dli_fname, path))
-        return;
-    setenv("NVTX_INJECTION64_PATH", path, 0);
 }

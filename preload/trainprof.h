@@ -44,6 +44,14 @@ int trainprof_enabled(void);
  * own instrumentation (torch's operator ranges) on while it is 1 or 2. */
 int trainprof_phase(void);
 
+/* trainprof_itt_collector - 2 once a program's ITT API (Intel's
+ * ittnotify, linked into PyTorch) has loaded this library as its collector,
+ * 1 while INTEL_LIBITTNOTIFY64 names this library (ittnotify loads it at
+ * its first task), 0 otherwise.  A framework hook may announce its
+ * operators through ITT (torch's ITT profiler state): bare names, cheaper
+ * than formatted NVTX messages. */
+int trainprof_itt_collector(void);
+
 #ifdef __cplusplus
 }
 #endif

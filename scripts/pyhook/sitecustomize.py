@@ -16,11 +16,18 @@ interpreter start it
    to step takes over.
 3. turns torch's own operator ranges on while the library says a step warms
    up or records (trainprof_phase() 1 or 2), and off again at the step
-   where that ends: torch's NVTX profiler state, what
-   torch.autograd.profiler.emit_nvtx uses, without its
-   torch.cuda.synchronize().  The library reads the ranges back as
-   operators.  Shapes are asked for with TRAINPROF_RECORD_SHAPES=1.  Left
-   alone if another profiler (torch.profiler) is already on.
+   where that ends.  The library reads the ranges back as operators.  Two
+   of torch's profiler states announce operators to a tool library:
+   - ITT (what torch.autograd.profiler.emit_itt uses): the bare operator
+     name to the library as ITT collector (INTEL_LIBITTNOTIFY64), the
+     cheaper one, used when torch has ITT and the library says ITT reaches
+     it (trainprof_itt_collector() 1 or 2);
+   - NVTX (what torch.autograd.profiler.emit_nvtx uses, without its
+     torch.cuda.synchronize()): a formatted message per operator, with
+     sequence numbers and, with TRAINPROF_RECORD_SHAPES=1, shapes, which
+     ITT does not carry; used for shapes, without ITT, and from the step
+     after one where ITT never reached the library.
+   Left alone if another profiler (torch.profiler) is already on.
 
 torch is never imported here: processes that do not use it (the torchrun
 agent, compilers, DataLoader helpers, tools) pay one meta-path entry and
@@ -65,7 +72,9 @@ def _trainprof_chain():
 _trainprof_step_fn = None
 _trainprof_phase_fn = None
 _trainprof_owner = None         # a weak reference to the step owner, or its id()
-_trainprof_ops_on = False       # torch's NVTX operator ranges are on (ours)
+_trainprof_ops_on = False       # torch's operator ranges are on (ours): "itt" or "nvtx"
+_trainprof_itt_fn = None
+_trainprof_itt_failed = False   # ITT was on for a step and never reached the library
 
 
 def _trainprof_is_owner(optimizer):
@@ -97,23 +106,44 @@ def _trainprof_ops_off():
         pass
 
 
+def _trainprof_itt():
+    """trainprof_itt_collector(): 2 torch's ITT calls reach the library, 1
+    they will at the first one, 0 no (or an older library)."""
+    global _trainprof_itt_fn
+    fn = _trainprof_itt_fn
+    if fn is None:
+        import ctypes
+        try:
+            fn = ctypes.CDLL(None).trainprof_itt_collector
+            fn.restype = ctypes.c_int
+            fn.argtypes = []
+        except (AttributeError, OSError):
+            fn = False
+        _trainprof_itt_fn = fn
+    return fn() if fn else 0
+
+
 def _trainprof_ops(want):
     """Turn torch's operator ranges on (want) or off, once per change."""
     global _trainprof_ops_on
-    if want == _trainprof_ops_on:
+    if bool(want) == bool(_trainprof_ops_on):
         return
     import torch.autograd as ag
     if want:
         if ag._profiler_enabled():                    # someone else's profiler
             return
         import os
+        import torch
         shapes = os.environ.get("TRAINPROF_RECORD_SHAPES", "0") not in ("", "0")
-        cfg = ag.ProfilerConfig(ag.ProfilerState.NVTX, shapes, False, False, False, False,
+        use_itt = (not shapes and not _trainprof_itt_failed and _trainprof_itt() in (1, 2)
+                   and torch.profiler.itt.is_available())
+        state = ag.ProfilerState.ITT if use_itt else ag.ProfilerState.NVTX
+        cfg = ag.ProfilerConfig(state, shapes, False, False, False, False,
                                 ag._ExperimentalConfig()
                                 if hasattr(ag, "_ExperimentalConfig")
-                                else __import__("torch")._C._profiler._ExperimentalConfig())
+                                else torch._C._profiler._ExperimentalConfig())
         ag._enable_profiler(cfg, set())
-        _trainprof_ops_on = True
+        _trainprof_ops_on = "itt" if use_itt else "nvtx"
         global _trainprof_exit_hooked
         if not _trainprof_exit_hooked:
             import atexit
@@ -150,7 +180,7 @@ def _trainprof_step(*args, **_kwargs):
 def _trainprof_follow():
     """After a step: torch's operator ranges on while the step now beginning
     warms up or records."""
-    global _trainprof_phase_fn
+    global _trainprof_phase_fn, _trainprof_itt_failed
     try:
         ph = _trainprof_phase_fn
         if ph is None:
@@ -163,6 +193,9 @@ def _trainprof_follow():
                 ph = False
             _trainprof_phase_fn = ph
         if ph:
+            if _trainprof_ops_on == "itt" and _trainprof_itt() != 2:
+                _trainprof_itt_failed = True       # a step of ITT reached nothing
+                _trainprof_ops(False)
             _trainprof_ops(ph() in (1, 2))
     except Exception:
         pass

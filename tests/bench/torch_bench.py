@@ -7,9 +7,12 @@ CPU (the PyPI torch wheel), as the user of each profiler would run it.
                 (recording only: the trace is exported after the timing)
     nvtx        torch's NVTX operator ranges on (emit_nvtx's state) with no
                 injection library: torch's own formatting, NVTX's no-op
+    itt         torch's ITT operator ranges on (emit_itt's state) with no
+                collector: torch's own cost of that state, ITT's no-op
     trainprof   the loop as it is; run it under `trainprof run` with
                 TRAINPROF_SCHEDULE=all, which records every step with torch's
-                operators on (the optimizer hook turns them on)
+                operators on (the optimizer hook turns them on: ITT, or NVTX
+                where INTEL_LIBITTNOTIFY64 names another library)
 
 Prints "ms_per_step=X" (the mean over the steps after the first 20).
 """
@@ -41,9 +44,10 @@ def main():
         opt.step()
 
     prof = None
-    if mode == "nvtx":
+    if mode in ("nvtx", "itt"):
         from torch.autograd import ProfilerConfig, ProfilerState, _enable_profiler
-        _enable_profiler(ProfilerConfig(ProfilerState.NVTX, False, False, False, False, False,
+        state = ProfilerState.NVTX if mode == "nvtx" else ProfilerState.ITT
+        _enable_profiler(ProfilerConfig(state, False, False, False, False, False,
                                         torch._C._profiler._ExperimentalConfig()), set())
     if mode == "torchprof":
         prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
@@ -59,7 +63,7 @@ def main():
         prof.__exit__(None, None, None)
         with tempfile.TemporaryDirectory() as d:
             prof.export_chrome_trace(os.path.join(d, "t.json"))
-    if mode == "nvtx":
+    if mode in ("nvtx", "itt"):
         torch.autograd._disable_profiler()
     print("ms_per_step=%.4f" % ms)
 

@@ -1,7 +1,9 @@
 """The real PyTorch (the PyPI wheel, on the CPU) under `trainprof run`: how
-steps are counted from its optimizers.  The workloads are
+steps are counted from its optimizers, and torch's operators (through its
+NVTX and ITT profiler states).  The workloads are
 tests/programs/torch_client.py's; the helpers are test_real_clients.py's."""
 
+import collections
 import os
 import glob
 
@@ -225,3 +227,56 @@ def test_readers_see_the_operators():
     ops = df[df["name"].map(lambda i: names[i]) == "aten::addmm"]
     assert len(ops) == int(ours["aten::addmm"][0])
     assert set(int(i) for i in ops["iteration"]) == {1, 2, 3, 4}
+
+
+# ---- ITT: the cheaper way to the same operators --------------------------------
+
+ITT_IDS = (1 << 44, 1 << 48)     # preload/itt.c's External ids
+
+
+def _train_ops(env):
+    """`trainprof run` of the plain loop: (process, trace, ops, steps)."""
+    p, cwd, _ = client("train", via_cli=True, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    traces = glob.glob(os.path.join(cwd, "*", "traces", "*"))
+    assert len(traces) == 1, listing(cwd)
+    t = tputil.load_trace(traces[0])
+    ev = t["traceEvents"]
+    ops = [e for e in ev if e.get("cat") == "cpu_op"]
+    steps = [e for e in ev if e.get("name", "").startswith("ProfilerStep#")]
+    return p, t, ops, steps
+
+
+def test_operators_through_itt():
+    """Without shapes the hook announces torch's operators through ITT, the
+    library being torch's ITT collector: the same operators, name for name
+    and count for count, as torch's NVTX state gives for the same loop (with
+    shapes, which only NVTX carries), each inside a step, with External ids
+    of the library's ITT range and no sequence numbers (ITT carries none)."""
+    base, _ = plain("train")
+    p, _t, ops, steps = _train_ops({})
+    assert p.stdout == base.stdout
+    assert b"Leaked callback" not in p.stderr and not our_lines_warn(p.stderr)
+    assert len(steps) == 4 and ops
+    assert all(ITT_IDS[0] <= e["args"]["External id"] < ITT_IDS[1] for e in ops)
+    assert len({e["args"]["External id"] for e in ops}) == len(ops)
+    assert not [e for e in ops if "Sequence number" in e["args"] or "Input Dims" in e["args"]]
+    assert all(any(_inside(e, s) for s in steps) for e in ops)
+    q, _tn, nvtx_ops, _ = _train_ops({"TRAINPROF_RECORD_SHAPES": "1"})
+    assert all(e["args"]["External id"] < ITT_IDS[0] for e in nvtx_ops)
+    assert collections.Counter(e["name"] for e in ops) == \
+        collections.Counter(e["name"] for e in nvtx_ops)
+
+
+def test_itt_of_another_tool_keeps_nvtx():
+    """INTEL_LIBITTNOTIFY64 naming another tool's collector is left to it:
+    the hook keeps to torch's NVTX state (sequence numbers, torch's ids)."""
+    p, _t, ops, steps = _train_ops({"INTEL_LIBITTNOTIFY64": "/nonexistent/libother_collector.so"})
+    assert len(steps) == 4 and ops
+    assert all(e["args"]["External id"] < ITT_IDS[0] for e in ops)
+    assert any("Sequence number" in e["args"] for e in ops)
+
+
+def our_lines_warn(stderr):
+    return [l for l in stderr.decode(errors="replace").splitlines()
+            if l.startswith("trainprof:") and ("warning" in l or "error" in l)]

@@ -1,0 +1,263 @@
+/*
+ * itt.c - DESIGN: libtrainprof.so as an ITT collector, the library that
+ * INTEL_LIBITTNOTIFY64 names (set by the constructor when unset, as
+ * NVTX_INJECTION64_PATH is).  The ittnotify static part linked into a
+ * program (PyTorch's libtorch_cpu) loads it at its first ITT call and,
+ * finding __itt_api_init, hands it the program's ITT global: a table of
+ * (name, function pointer, no-op) for every ITT entry point
+ * (ittnotify_static.c, __itt_init_ittlib, and ittnotify_config.h's
+ * __itt_global and __itt_api_info).  We point the five entries defined here
+ * at our functions and every other one at its no-op.  (The other protocol,
+ * a collector exporting only __itt_api_version whose entries ittnotify
+ * looks up with dlsym, fills nothing unless INTEL_ITTNOTIFY_GROUPS is set.)
+ * The table is checked first (ITT's magic bytes, major version 3); one we
+ * do not recognise is left alone, so that program's ITT calls stay no-ops
+ * and the hook goes back to NVTX.  ittnotify loads its collector at the
+ * first call that needs one (torch: the first __itt_task_begin), not at its
+ * first domain or string handle, which it makes itself until then: a
+ * handle of its own may reach __itt_task_begin, and is swapped for ours.
+ *
+ * torch's ITT profiler state (ProfilerState.ITT, what
+ * torch.autograd.profiler.emit_itt turns on) announces each operator with
+ * __itt_string_handle_create(name) and __itt_task_begin, then
+ * __itt_task_end: the bare operator name, where the NVTX state formats a
+ * message ("aten::addmm, seq = 3, op_id = 12") for every operator.  That
+ * formatting is most of what torch's side costs (tests/bench/RESULTS.md),
+ * so the Python hook (scripts/pyhook/sitecustomize.py) uses this state
+ * unless shapes are asked for, which only the NVTX messages carry.  The
+ * ranges become torch operators like NVTX's (collector/ranges.h
+ * tp_range_push_op), each with an External id of its own from a
+ * process-wide counter, and no sequence number.
+ *
+ * torch asks for a string handle at every push, so each thread keeps a
+ * small direct-mapped cache from the name's address to its handle, checked
+ * with strcmp (an address may later hold another name).  A miss looks the
+ * name up in a process-wide table under a lock, making the handle on first
+ * use: handles live as long as the process, as ITT requires.  A handle
+ * carries the name's interned id once a recorded range used it (interning
+ * takes the intern table's lock, so it is done once per name, not per
+ * push).  Domains are few, made under the same lock and always enabled
+ * (flags 1: ittnotify's macros skip a disabled domain), and not recorded;
+ * task ids and parents are ignored: ITT tasks nest per thread, as the range
+ * stack does.
+ */
+#include "itt.h"
+#include "wrap.h"
+#include "../collector/intern.h"
+#include "../collector/ranges.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The layouts of ittnotify.h (ittapi include/ittnotify.h, ITT API 3.0):
+ * a program reads domain->flags and keeps the pointers we return. */
+struct tp_itt_domain {
+    volatile int flags;           /* non-zero: enabled */
+    const char *nameA;
+    void *nameW;
+    int extra1;
+    void *extra2;
+    struct tp_itt_domain *next;
+};
+
+struct tp_itt_string {
+    const char *strA;
+    void *strW;
+    int extra1;                   /* "reserved, must be zero" */
+    void *extra2;                 /* &tp_itt_tag: a handle of ours (not one the
+                                     program's ittnotify made before loading us) */
+    struct tp_itt_string *next;
+    /* ours, after ITT's fields */
+    uint32_t id;                  /* interned name, 0 until a recorded range used it */
+    uint32_t hash;
+    char name[];
+};
+
+struct tp_itt_id {
+    unsigned long long d1, d2, d3;
+};
+
+/* External ids of ITT operators: above our correlation ids (from 2^32),
+ * below the steps' (2^48) and 2^53. */
+#define TP_ITT_OP_ID_BASE (UINT64_C(1) << 44)
+
+#define TP_ITT_DOMAINS 16
+#define TP_ITT_BUCKETS 1024       /* the process-wide name table */
+#define TP_ITT_CACHE 128          /* per thread */
+
+static pthread_mutex_t tp_itt_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tp_itt_domain tp_itt_domains[TP_ITT_DOMAINS];
+static char tp_itt_domain_names[TP_ITT_DOMAINS][64];
+static int tp_itt_n_domains;
+static struct tp_itt_string *tp_itt_names[TP_ITT_BUCKETS];
+static _Atomic uint64_t tp_itt_next_op = TP_ITT_OP_ID_BASE;
+static int tp_itt_tag;
+static int tp_itt_state;          /* trainprof_itt_collector()'s answer */
+
+static __thread struct {
+    const char *key;
+    struct tp_itt_string *h;
+} tp_itt_cache[TP_ITT_CACHE] __attribute__((tls_model("initial-exec")));
+
+static uint32_t tp_itt_hash(const char *s, size_t *len)
+{
+    uint32_t h = 2166136261u;
+    size_t n = 0;
+    for (; s[n]; n++) {
+        h ^= (unsigned char)s[n];
+        h *= 16777619u;
+    }
+    *len = n;
+    return h;
+}
+
+TP_EXPORT struct tp_itt_domain *__itt_domain_create(const char *name)
+{
+    struct tp_itt_domain *d = NULL;
+    if (!name)
+        return NULL;
+    pthread_mutex_lock(&tp_itt_lock);
+    for (int i = 0; i < tp_itt_n_domains && !d; i++)
+        if (strcmp(tp_itt_domains[i].nameA, name) == 0)
+            d = &tp_itt_domains[i];
+    if (!d && tp_itt_n_domains < TP_ITT_DOMAINS) {
+        int i = tp_itt_n_domains++;
+        snprintf(tp_itt_domain_names[i], sizeof tp_itt_domain_names[i], "%s", name);
+        d = &tp_itt_domains[i];
+        d->nameA = tp_itt_domain_names[i];
+        d->flags = 1;
+    }
+    pthread_mutex_unlock(&tp_itt_lock);
+    return d;              /* NULL past TP_ITT_DOMAINS: ittnotify then skips its calls */
+}
+
+/* The handle of "name" from the process-wide table, made on first use;
+ * NULL if memory ran out. */
+static struct tp_itt_string *tp_itt_lookup(const char *name)
+{
+    size_t len;
+    uint32_t hash = tp_itt_hash(name, &len);
+    struct tp_itt_string **slot = &tp_itt_names[hash % TP_ITT_BUCKETS], *h;
+    pthread_mutex_lock(&tp_itt_lock);
+    for (h = *slot; h; h = h->next)
+        if (h->hash == hash && strcmp(h->name, name) == 0)
+            break;
+    if (!h && (h = calloc(1, sizeof *h + len + 1)) != NULL) {
+        memcpy(h->name, name, len + 1);
+        h->strA = h->name;
+        h->extra2 = &tp_itt_tag;
+        h->hash = hash;
+        h->next = *slot;
+        *slot = h;
+    }
+    pthread_mutex_unlock(&tp_itt_lock);
+    return h;
+}
+
+TP_EXPORT struct tp_itt_string *__itt_string_handle_create(const char *name)
+{
+    if (!name)
+        return NULL;
+    unsigned i = (unsigned)((uintptr_t)name >> 3) % TP_ITT_CACHE;
+    struct tp_itt_string *h = tp_itt_cache[i].h;
+    if (tp_itt_cache[i].key == name && strcmp(h->name, name) == 0)
+        return h;
+    h = tp_itt_lookup(name);
+    if (h) {
+        tp_itt_cache[i].key = name;
+        tp_itt_cache[i].h = h;
+    }
+    return h;
+}
+
+TP_EXPORT void __itt_task_begin(const struct tp_itt_domain *domain, struct tp_itt_id id,
+                                struct tp_itt_id parent, struct tp_itt_string *name)
+{
+    (void)domain;
+    (void)id;
+    (void)parent;
+    if (!tp_ranges_taken())
+        return;
+    uint32_t nid = 0;
+    if (name && name->extra2 != &tp_itt_tag)  /* made by ittnotify before it loaded us */
+        name = name->strA ? __itt_string_handle_create(name->strA) : NULL;
+    if (name) {
+        nid = __atomic_load_n(&name->id, __ATOMIC_ACQUIRE);
+        if (!nid) {
+            nid = tp_intern(name->name, strlen(name->name));
+            __atomic_store_n(&name->id, nid, __ATOMIC_RELEASE);
+        }
+    }
+    tp_range_push_op(nid, __atomic_fetch_add(&tp_itt_next_op, 1, __ATOMIC_RELAXED));
+}
+
+TP_EXPORT void __itt_task_end(const struct tp_itt_domain *domain)
+{
+    (void)domain;
+    tp_range_pop();
+}
+
+/* ittnotify_config.h's __itt_global up to its API table (pack(8), which is
+ * the natural layout here) and its __itt_api_info entries. */
+struct tp_itt_api_info {
+    const char *name;
+    void **func_ptr;
+    void *init_func;
+    void *null_func;
+    int group;
+};
+
+struct tp_itt_global {
+    unsigned char magic[8];
+    unsigned long version_major, version_minor, version_build;
+    volatile long api_initialized, mutex_initialized, atomic_counter;
+    pthread_mutex_t mutex;
+    void *lib;
+    void *error_handler;
+    const char **dll_path_ptr;
+    struct tp_itt_api_info *api_list_ptr;
+};
+
+static const unsigned char tp_itt_magic[8] = { 0xED, 0xAB, 0xAB, 0xEC, 0x0D, 0xEE, 0xDA, 0x30 };
+
+/* Called by ittnotify (with its own lock held) once, when it loads us. */
+TP_EXPORT void __itt_api_init(struct tp_itt_global *g, int init_groups)
+{
+    static const struct {
+        const char *name;
+        void *fn;
+    } ours[] = {
+        { "__itt_domain_create", (void *)__itt_domain_create },
+        { "__itt_string_handle_create", (void *)__itt_string_handle_create },
+        { "__itt_task_begin", (void *)__itt_task_begin },
+        { "__itt_task_end", (void *)__itt_task_end },
+    };
+    (void)init_groups;
+    if (!g || memcmp(g->magic, tp_itt_magic, sizeof tp_itt_magic) != 0 || g->version_major != 3 ||
+        !g->api_list_ptr)
+        return;
+    for (struct tp_itt_api_info *e = g->api_list_ptr; e->name; e++) {
+        if (!e->func_ptr)
+            continue;
+        void *fn = e->null_func;
+        for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
+            if (strcmp(e->name, ours[i].name) == 0)
+                fn = ours[i].fn;
+        *e->func_ptr = fn;
+    }
+    __atomic_store_n(&tp_itt_state, 2, __ATOMIC_RELEASE);
+}
+
+void tp_itt_named(int yes)
+{
+    if (yes && !__atomic_load_n(&tp_itt_state, __ATOMIC_ACQUIRE))
+        __atomic_store_n(&tp_itt_state, 1, __ATOMIC_RELEASE);
+}
+
+/* trainprof_itt_collector - see preload/trainprof.h. */
+TP_EXPORT int trainprof_itt_collector(void)
+{
+    return __atomic_load_n(&tp_itt_state, __ATOMIC_ACQUIRE);
+}
