@@ -20,6 +20,7 @@
 struct tp_libid {
     uint64_t t0;                   /* the pushed external id: the call's start tick */
     uint64_t id;
+    struct tp_record rec;          /* the call, for the work it issued (ev->issuer) */
 };
 
 struct tp_devjoin {
@@ -155,8 +156,8 @@ static void add_lib(struct tp_devjoin *j, struct tp_record *r)
         return;
     j->libs = v;
     uint64_t id = (*j->next_own)++;
-    j->libs[j->n_libs++] = (struct tp_libid){ r->t0, id };
     r->u.lib.corr = (uint32_t)(id - j->own0 + 1);
+    j->libs[j->n_libs++] = (struct tp_libid){ r->t0, id, *r };
 }
 
 void tp_devjoin_host(struct tp_devjoin *j, const struct tp_tbuf *t, struct tp_record *r)
@@ -209,8 +210,8 @@ void tp_devjoin_finish(struct tp_devjoin *j, struct tp_window *w)
     w->coverage = kernels ? (double)linked / (double)kernels : -1;
 }
 
-/* External id of the library call that issued CUPTI correlation "corr", 0 if none. */
-static uint64_t external_of(const struct tp_devjoin *j, uint32_t corr)
+/* The library call that issued CUPTI correlation "corr", NULL if none. */
+static const struct tp_libid *issuer_of(const struct tp_devjoin *j, uint32_t corr)
 {
     const struct tp_dev_ext *e = j->dev->ext;
     size_t lo = 0, hi = j->dev->n_ext;
@@ -222,7 +223,7 @@ static uint64_t external_of(const struct tp_devjoin *j, uint32_t corr)
             hi = mid;
     }
     if (lo == j->dev->n_ext || e[lo].correlation != corr)
-        return 0;
+        return NULL;
     uint64_t t0 = e[lo].external_id;
     lo = 0;
     hi = j->n_libs;
@@ -233,7 +234,7 @@ static uint64_t external_of(const struct tp_devjoin *j, uint32_t corr)
         else
             hi = mid;
     }
-    return lo < j->n_libs && j->libs[lo].t0 == t0 ? j->libs[lo].id : 0;
+    return lo < j->n_libs && j->libs[lo].t0 == t0 ? &j->libs[lo] : NULL;
 }
 
 void tp_devjoin_event(const struct tp_devjoin *j, struct tp_event *ev)
@@ -252,7 +253,8 @@ void tp_devjoin_event(const struct tp_devjoin *j, struct tp_event *ev)
     if (!corr)
         return;
     ev->flow = (uint8_t)u32_has(j->work, j->n_work, corr);
-    ev->external_id = external_of(j, corr);
+    const struct tp_libid *l = issuer_of(j, corr);
+    ev->external_id = l ? l->id : 0;
 }
 
 static const char *const memcpy_kinds[] = {
@@ -321,7 +323,12 @@ void tp_devjoin_dispatch(const struct tp_devjoin *j, const struct tp_clock_map *
         ev.dur_ns = tp_clock_ticks_to_ns(map, d->start, d->end);
         ev.correlation = d->correlation;
         ev.flow = (uint8_t)u32_has(j->joined, j->n_joined, d->correlation);
-        ev.external_id = d->correlation ? external_of(j, d->correlation) : 0;
+        const struct tp_libid *l = d->correlation ? issuer_of(j, d->correlation) : NULL;
+        if (l) {
+            ev.external_id = l->id;
+            ev.issuer = &l->rec;
+            ev.form = (uint8_t)tp_api_form(l->rec.api);
+        }
         ev.occupancy = -1;
         if (d->kind == TP_DEV_KERNEL)
             kernel_shape(j, d, &ev);

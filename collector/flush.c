@@ -14,6 +14,7 @@
 #include "apis.h"
 #include "buffer.h"
 #include "clock.h"
+#include "comms.h"
 #include "config.h"
 #include "cupti.h"
 #include "devjoin.h"
@@ -402,6 +403,11 @@ void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
     win.exec = tp_cfg.exec;
     win.with_stack = tp_cfg.with_stack;
     win.keep = tp_cfg.keep;
+    struct tp_comm_info comms[TP_COMMS_LISTED];
+    char nccl_version[32];
+    win.n_comms = (int)tp_comms_list(comms, TP_COMMS_LISTED, &win.comms_created);
+    win.comms = comms;
+    win.nccl_version = tp_comms_version(nccl_version, sizeof nccl_version);
 
     win.records = tp_buf_drain(w->gen, NULL, NULL, &late, 1);
     win.late = late;

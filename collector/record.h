@@ -73,7 +73,9 @@ struct tp_record {
             uint32_t m, n, k;   /* GEMM sizes (saturated at UINT32_MAX);
                                    collectives: m = group size, n = rank,
                                    k = peer (send/recv) or root, else 0 */
-            uint32_t batch;     /* GEMM batch count (1 if none) */
+            uint32_t batch;     /* GEMM batch count (1 if none); collectives: the
+                                   communicator (collector/comms.h serial), or
+                                   TP_COLL_NO_COMM */
             uint8_t  dtype;     /* enum tp_dtype: A/B, or the collective's buffers */
             uint8_t  precision; /* enum tp_precision: GEMM compute class */
             uint8_t  op;        /* collectives: enum tp_coll */

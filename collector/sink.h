@@ -35,7 +35,9 @@ struct tp_event {
     const char *thread_name;       /* OS name of the recording thread ("" unknown) */
     int32_t  cbid;                 /* API/LAUNCH: CUPTI callback id, -1 unknown */
     uint8_t  layer;                /* API/LAUNCH: enum tp_layer */
-    uint8_t  form;                 /* API/LAUNCH: enum tp_form */
+    uint8_t  form;                 /* API/LAUNCH: enum tp_form; device events:
+                                      their issuer's (TP_FORM_COLL: a
+                                      collective's kernel) */
     int32_t  pid;
     int32_t  tid;
     int64_t  ts_ns;                /* Unix time, ns */
@@ -48,6 +50,9 @@ struct tp_event {
                                       device, tid the stream */
     uint64_t external_id;          /* Kineto's "External id": library calls, and
                                       the work they issued; 0 if none */
+    const struct tp_record *issuer; /* device: the record of the library call
+                                      that issued the work (a collective's
+                                      kernel: its ncclAllReduce), NULL if none */
     uint8_t  flow;                 /* host: has device work (ac2g start);
                                       device: linked to a host call (ac2g end) */
     double   blocks_per_sm, warps_per_sm; /* kernels, 0 if the device is unknown */
@@ -124,6 +129,12 @@ struct tp_window {
      * has used so far, device memory first, then by device */
     const struct tp_mem_usage *mem;
     int n_mem;
+    /* NCCL (collector/comms.h): the communicators created so far, in
+     * creation order (at most TP_COMMS_LISTED), and how many there were */
+    const struct tp_comm_info *comms;
+    int n_comms;
+    uint32_t comms_created;
+    const char *nccl_version;     /* "2.28.9", NULL if unknown */
     const char *config_json;      /* effective configuration, a JSON object */
     const char *user_metadata;    /* TRAINPROF_METADATA, a JSON object, or NULL */
     const char *trace_folder;     /* expanded TRAINPROF_FOLDER */

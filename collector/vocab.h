@@ -40,6 +40,9 @@ enum tp_coll {
     TP_COLL_COUNT
 };
 
+/* A collective whose communicator is unknown (record's u.lib.batch). */
+#define TP_COLL_NO_COMM UINT32_MAX
+
 /* tp_dtype_size - bytes per element, 0 if unknown. */
 static inline unsigned tp_dtype_size(unsigned dt)
 {
@@ -75,6 +78,30 @@ static inline const char *tp_dtype_name(unsigned dt)
     }
 }
 
+/* tp_dtype_cpp_name - the type as torch.profiler writes "Input type"
+ * (c10's C++ names: "float", "c10::Half", "long int"; TensorBoard's
+ * Distributed view sizes a collective's message from them). */
+static inline const char *tp_dtype_cpp_name(unsigned dt)
+{
+    switch (dt) {
+    case TP_DT_F32: return "float";
+    case TP_DT_F64: return "double";
+    case TP_DT_F16: return "c10::Half";
+    case TP_DT_BF16: return "c10::BFloat16";
+    case TP_DT_F8E4M3: return "c10::Float8_e4m3fn";
+    case TP_DT_F8E5M2: return "c10::Float8_e5m2";
+    case TP_DT_I8: return "signed char";
+    case TP_DT_U8: return "unsigned char";
+    case TP_DT_I32: return "int";
+    case TP_DT_U32: return "unsigned int";
+    case TP_DT_I64: return "long int";
+    case TP_DT_U64: return "unsigned long";
+    case TP_DT_C32: return "c10::complex<float>";
+    case TP_DT_C64: return "c10::complex<double>";
+    default: return "";
+    }
+}
+
 /* tp_precision_name - "fp32", "tf32", "bf16", ... */
 static inline const char *tp_precision_name(unsigned p)
 {
@@ -92,6 +119,18 @@ static inline const char *tp_coll_name(unsigned op)
         "send", "recv", "all_to_all",
     };
     return op < TP_COLL_COUNT ? names[op] : "unknown";
+}
+
+/* tp_coll_annotation - the record_function torch's ProcessGroupNCCL wraps
+ * around the NCCL call ("nccl:" + opTypeToString), the name TensorBoard's
+ * Distributed view looks for. */
+static inline const char *tp_coll_annotation(unsigned op)
+{
+    static const char *const names[TP_COLL_COUNT] = {
+        "nccl:unknown", "nccl:all_reduce", "nccl:all_gather", "nccl:reduce_scatter",
+        "nccl:broadcast", "nccl:reduce", "nccl:send", "nccl:recv", "nccl:all_to_all",
+    };
+    return op < TP_COLL_COUNT ? names[op] : "nccl:unknown";
 }
 
 /* tp_coll_busbw_factor - bus bandwidth / algorithm bandwidth for "op" over

@@ -20,6 +20,7 @@
 
 #include "../collector/log.h"
 #include "handler.h"
+#include "../collector/comms.h"
 #include "../collector/cupti.h"
 #include "../collector/devprops.h"
 #include "../collector/torchop.h"
@@ -51,6 +52,7 @@ struct chrome {
     int record_shapes;
     const struct tp_window_step *steps;
     uint64_t n_steps;
+    int rank, world_size;          /* the process's, for its process groups */
 };
 
 static const char *const reserved_keys[] = {
@@ -188,17 +190,79 @@ static void put_coverage(struct tp_jsonw *j, const struct tp_window *w)
     tp_jsonw_char(j, '}');
 }
 
+/* A process group is the world when it has every rank and this process is
+ * its own global rank in it: then its ranks are 0..n-1 (NCCL does not tell
+ * the global ranks of a smaller communicator's members). */
+static int is_world(int size, int rank, int world_size, int my_rank)
+{
+    return world_size > 1 && size == world_size && rank == my_rank;
+}
+
+/* "[0, 1, ..., n-1]" as Kineto writes "Process Group Ranks" (a string). */
+#define TP_PG_RANKS_LISTED 64
+
+static void put_rank_list(struct tp_jsonw *j, int n, int as_string)
+{
+    if (as_string)
+        tp_jsonw_char(j, '"');
+    tp_jsonw_char(j, '[');
+    for (int i = 0; i < n; i++) {
+        if (i)
+            LIT(j, ", ");
+        tp_jsonw_u64(j, (uint64_t)i);
+    }
+    tp_jsonw_char(j, ']');
+    if (as_string)
+        tp_jsonw_char(j, '"');
+}
+
+/* Kineto's distributedInfo, as torch.profiler fills it
+ * (_get_distributed_info): backend, rank, world_size, and once NCCL
+ * communicators exist, pg_count, pg_config (one entry per communicator,
+ * named by creation order) and nccl_version. */
+static void put_distributed(struct tp_jsonw *j, const struct tp_window *w)
+{
+    LIT(j, "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": ");
+    tp_jsonw_i64(j, w->rank);
+    LIT(j, ", \"world_size\": ");
+    tp_jsonw_i64(j, w->world_size);
+    if (w->comms_created) {
+        LIT(j, ", \"pg_count\": ");
+        tp_jsonw_u64(j, w->comms_created);
+        LIT(j, ", \"pg_config\": [");
+        for (int i = 0; i < w->n_comms; i++) {
+            const struct tp_comm_info *p = &w->comms[i];
+            int world = is_world((int)p->size, p->rank, w->world_size, w->rank);
+            tp_jsonw_lit(j, i ? ", {\"pg_name\": \"" : "{\"pg_name\": \"");
+            tp_jsonw_u64(j, p->serial);
+            LIT(j, "\", \"pg_desc\": ");
+            tp_jsonw_lit(j, world ? "\"default_pg\"" : "\"undefined\"");
+            LIT(j, ", \"backend_config\": \"cuda:nccl\", \"pg_size\": ");
+            tp_jsonw_u64(j, p->size);
+            LIT(j, ", \"ranks\": ");
+            if (world)
+                put_rank_list(j, (int)p->size, 0);
+            else
+                LIT(j, "[]");
+            tp_jsonw_char(j, '}');
+        }
+        tp_jsonw_char(j, ']');
+    }
+    if (w->nccl_version) {
+        LIT(j, ", \"nccl_version\": ");
+        tp_jsonw_str(j, w->nccl_version);
+    }
+    tp_jsonw_char(j, '}');
+}
+
 static void put_header(struct chrome *c, const struct tp_window *w)
 {
     struct tp_jsonw *j = &c->j;
     LIT(j, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [");
     put_devices(j, w);
     LIT(j, "],\n");
-    LIT(j, "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": ");
-    tp_jsonw_i64(j, w->rank);
-    LIT(j, ", \"world_size\": ");
-    tp_jsonw_i64(j, w->world_size);
-    LIT(j, "},\n  \"trainprof\": {\"version\": \"" TP_VERSION_STRING "\", \"configuration\": ");
+    put_distributed(j, w);
+    LIT(j, ",\n  \"trainprof\": {\"version\": \"" TP_VERSION_STRING "\", \"configuration\": ");
     json_t *cfg = load_object(w->config_json);
     if (cfg)
         put_value(j, cfg);
@@ -367,6 +431,8 @@ static void *chrome_open(const struct tp_window *w)
     }
     c->base = w->base_time_ns;
     c->record_shapes = w->record_shapes;
+    c->rank = w->rank;
+    c->world_size = w->world_size;
     c->steps = w->steps;
     c->n_steps = w->steps ? w->steps_recorded : 0;
     c->meta_ts = w->start_ns > c->base ? w->start_ns - c->base : 0;
@@ -442,8 +508,9 @@ static void put_key_u64(struct tp_jsonw *j, const char *key, uint64_t v)
     tp_jsonw_u64(j, v);
 }
 
-/* cuBLAS/cuBLASLt: FLOPs and precision always; sizes as torch's
- * record_shapes writes them (A is m x k, B is k x n) when asked. */
+/* cuBLAS/cuBLASLt: FLOPs and precision always; sizes and types as torch's
+ * record_shapes writes them (A is m x k, B is k x n; c10's C++ type names)
+ * when asked. */
 static void put_gemm(struct chrome *c, const struct tp_record *r)
 {
     struct tp_jsonw *j = &c->j;
@@ -471,13 +538,15 @@ static void put_gemm(struct chrome *c, const struct tp_record *r)
     for (int i = 0; i < 2; i++) {
         if (i)
             LIT(j, ", ");
-        tp_jsonw_str(j, tp_dtype_name(r->u.lib.dtype));
+        tp_jsonw_str(j, tp_dtype_cpp_name(r->u.lib.dtype));
     }
     tp_jsonw_char(j, ']');
 }
 
-/* NCCL: the args Kineto copies from record_param_comms, plus bytes and the
- * nccl-tests bus bandwidth factor. */
+/* NCCL: the args of torch's record_param_comms (Kineto copies them onto
+ * the collective's kernel), plus bytes and the nccl-tests bus bandwidth
+ * factor.  The process group is the communicator, named by its creation
+ * order in this process. */
 static void put_coll(struct chrome *c, const struct tp_record *r)
 {
     struct tp_jsonw *j = &c->j;
@@ -490,6 +559,21 @@ static void put_coll(struct chrome *c, const struct tp_record *r)
     put_key_u64(j, ", \"Group size\": ", n);
     put_key_u64(j, ", \"Rank\": ", r->u.lib.n);
     put_key_str(j, ", \"dtype\": ", tp_dtype_name(r->u.lib.dtype));
+    LIT(j, ", \"In split size\": \"[]\", \"Out split size\": \"[]\"");
+    if (r->u.lib.batch != TP_COLL_NO_COMM) {
+        int world = is_world((int)n, (int)r->u.lib.n, c->world_size, c->rank);
+        LIT(j, ", \"Process Group Name\": \"");
+        tp_jsonw_u64(j, r->u.lib.batch);
+        tp_jsonw_lit(j, world ? "\", \"Process Group Description\": \"default_pg\""
+                     : "\", \"Process Group Description\": \"undefined\"");
+        if (world) {
+            if (n <= TP_PG_RANKS_LISTED) {
+                LIT(j, ", \"Process Group Ranks\": ");
+                put_rank_list(j, (int)n, 1);
+            }
+            LIT(j, ", \"Global rank start\": 0, \"Global rank stride\": 1");
+        }
+    }
     put_key_u64(j, ", \"bytes\": ", r->u.lib.bytes);
     LIT(j, ", \"busbw factor\": ");
     tp_jsonw_double(j, tp_coll_busbw_factor(op, n));
@@ -499,6 +583,39 @@ static void put_coll(struct chrome *c, const struct tp_record *r)
         put_key_u64(j, ", \"root\": ", r->u.lib.k);
     if (r->u.lib.flags & TP_LIB_GROUPED)
         LIT(j, ", \"grouped\": true");
+}
+
+/* A collective as torch's ProcessGroupNCCL leaves it in a Kineto trace:
+ * the "nccl:all_reduce" record_function (a user_annotation) around the
+ * record_param_comms op that holds the collective's args; our call itself
+ * comes inside both, the three over the same span, parents first in the
+ * file.  The annotation takes the call's External id, the one its launches
+ * and kernels carry (TensorBoard's Distributed view joins a collective's
+ * kernels to it by that id); the two inside get ids of their own, in
+ * ranges above our correlation ids and below 2^53. */
+#define TP_PARAM_COMMS_ID(id) ((UINT64_C(1) << 50) + (id))
+#define TP_COLL_CALL_ID(id)   ((UINT64_C(1) << 51) + (id))
+
+static void put_coll_layers(struct chrome *c, const struct tp_event *ev)
+{
+    struct tp_jsonw *j = &c->j;
+    const struct tp_record *r = ev->rec;
+    unsigned size = tp_dtype_size(r->u.lib.dtype);
+    uint64_t in, out;
+    tp_coll_nelems(r->u.lib.op, size ? r->u.lib.bytes / size : 0, r->u.lib.m, &in, &out);
+    HEAD(c, "{\"ph\": \"X\", \"cat\": \"user_annotation\", ", tp_coll_annotation(r->u.lib.op), ev);
+    put_dur(c, ev);
+    put_key_u64(j, ", \"args\": {\"External id\": ", ev->external_id);
+    put_key_u64(j, ", \"Record function id\": ", ev->external_id);
+    put_key_u64(j, ", \"Input Dims\": [[", in);
+    put_key_str(j, "]], \"Input type\": [", tp_dtype_cpp_name(r->u.lib.dtype));
+    LIT(j, "]}}");
+    HEAD(c, "{\"ph\": \"X\", \"cat\": \"cpu_op\", ", "record_param_comms", ev);
+    put_dur(c, ev);
+    put_key_u64(j, ", \"args\": {\"External id\": ", TP_PARAM_COMMS_ID(ev->external_id));
+    put_key_u64(j, ", \"Record function id\": ", TP_PARAM_COMMS_ID(ev->external_id));
+    put_coll(c, r);
+    LIT(j, "}}");
 }
 
 /* One end of an ac2g flow, at the event's own pid, tid and ts (Perfetto
@@ -580,6 +697,8 @@ static void put_call(struct chrome *c, const struct tp_event *ev)
     struct tp_jsonw *j = &c->j;
     const struct tp_record *r = ev->rec;
     const char *name = ev->name && ev->name[0] ? ev->name : "unknown";
+    if (ev->layer == TP_LAYER_LIBRARY && ev->form == TP_FORM_COLL)
+        put_coll_layers(c, ev);
     switch (ev->layer) {
     case TP_LAYER_DRIVER:
         HEAD(c, "{\"ph\": \"X\", \"cat\": \"cuda_driver\", ", name, ev);
@@ -591,10 +710,15 @@ static void put_call(struct chrome *c, const struct tp_event *ev)
         HEAD(c, "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", ", name, ev);
     }
     put_dur(c, ev);
-    LIT(j, ", \"args\": {\"correlation\": ");
-    tp_jsonw_u64(j, ev->correlation);
-    if (ev->external_id)
-        put_key_u64(j, ", \"External id\": ", ev->external_id);
+    if (ev->layer == TP_LAYER_LIBRARY) {
+        /* a cpu_op: its own External id, no correlation (Kineto's have none) */
+        uint64_t id = ev->form == TP_FORM_COLL ? TP_COLL_CALL_ID(ev->external_id) : ev->external_id;
+        put_key_u64(j, ", \"args\": {\"External id\": ", id);
+    } else {
+        put_key_u64(j, ", \"args\": {\"correlation\": ", ev->correlation);
+        if (ev->external_id)
+            put_key_u64(j, ", \"External id\": ", ev->external_id);
+    }
     if (ev->cbid >= 0) {
         LIT(j, ", \"cbid\": ");
         tp_jsonw_i64(j, ev->cbid);
@@ -708,6 +832,8 @@ static void put_device(struct chrome *c, const struct tp_event *ev)
             put_key_u64(j, ", \"graph id\": ", d->graph_id);
             put_key_u64(j, ", \"graph node id\": ", d->graph_node_id);
         }
+        if (ev->issuer && ev->form == TP_FORM_COLL)
+            put_coll(c, ev->issuer);     /* as Kineto copies record_param_comms' */
     } else if (d->kind == TP_DEV_MEMCPY || d->kind == TP_DEV_MEMSET) {
         put_key_u64(j, ", \"bytes\": ", d->bytes);
         LIT(j, ", \"memory bandwidth (GB/s)\": ");
@@ -772,6 +898,7 @@ static void put_step(struct chrome *c, const struct tp_event *ev)
     uint64_t ext = TP_STEP_EXTERNAL_ID(ev->rec->u.step.index);
     put_key_u64(&c->j, ", \"args\": {\"External id\": ", ext);
     put_key_u64(&c->j, ", \"Record function id\": ", ext);
+    put_key_u64(&c->j, ", \"Ev Idx\": ", c->events - 1);   /* its place among the events */
     tp_jsonw_char(&c->j, '}');
     tp_jsonw_char(&c->j, '}');
     put_step_counters(c, ev);

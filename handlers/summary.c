@@ -2,430 +2,27 @@
  * summary.c - DESIGN: a text report per trace, "<reports>/<trace base>.summary.txt"
  * (SPEC 8, decision 10), in tables laid out like torch's
  * key_averages().table() (table.c writes them; this file decides what they
- * hold).  Events
- * are aggregated while they stream (one small hash table per key kind,
- * names copied once per distinct name, a one-entry cache of the previous
- * name because consecutive events mostly repeat it); the file
- * is written at close, after chrome has saved the trace, through
+ * hold).  The handler's open() and event() are summary_agg.c's, which
+ * aggregates the events while they stream; this file is its close(): the
+ * file is written then, after chrome has saved the trace, through
  * output.c.  No trace, no summary.  Times are kept in integer ns and
  * printed with integer arithmetic so that the figures add up exactly.
  * Memory comes from the window's tp_mem_usage rows, not from events.
- * Collectives are keyed by (kind, group size); their kernels find them by
- * External id (device events come after all host events of the window), and
- * their bandwidths use that device time when CUPTI saw any of them, else the
+ * Collectives are keyed by (kind, group size); their bandwidths use the
+ * device time of the kernels they issued when CUPTI saw any of them, else the
  * host call durations, labelled host-enqueue based (decision 12).  close()
  * also fills saved->line, the one line TRAINPROF_LOG=info prints.
  */
-#include <errno.h>
+#include "summary_impl.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../collector/log.h"
-#include "handler.h"
-#include "../collector/cupti.h"
-#include "../collector/devprops.h"
-#include "../collector/intern.h"
-#include "../collector/torchop.h"
 #include "jsonw.h"
 #include "memory.h"
 #include "output.h"
 #include "table.h"
-#include "../collector/grow.h"
-
-struct agg {
-    char *name;
-    uint64_t calls;
-    int64_t total_ns, max_ns;
-    uint64_t flops;
-    int64_t self_ns, gpu_ns;     /* torch's operators: host time less their
-                                    children's; device work linked to them */
-};
-
-struct agg_table {
-    struct agg *slots;           /* open addressing, name NULL = empty */
-    size_t n, cap;
-    struct agg *last;            /* the previous lookup's entry */
-};
-
-struct step_row {
-    uint64_t index;
-    int64_t dur_ns;
-};
-
-struct span {
-    int64_t start, end;          /* Unix ns */
-};
-
-/* Collectives per (kind, group size). */
-struct coll_row {
-    unsigned op, ranks;
-    uint64_t calls;
-    double size;                 /* bytes moved as nccl-tests counts them */
-    double bus;                  /* size x bus bandwidth factor */
-    int64_t host_ns, dev_ns;     /* call durations; kernels they issued */
-};
-
-struct coll_id {
-    uint64_t external_id;
-    size_t row;
-};
-
-/* A torch operator that ended on a thread, not yet claimed by its parent
- * (operators end children first). */
-struct op_done {
-    int64_t start, end, dur;
-};
-
-struct op_thread {
-    int32_t tid;
-    struct op_done *v;
-    size_t n, cap;
-};
-
-/* op_id -> the operator's name (its agg entry's copy, stable across rehash). */
-struct op_ref {
-    uint64_t op_id;
-    const char *name;
-};
-
-struct summary {
-    struct agg_table apis, kernels, libs, gpu, ops;
-    struct op_thread *op_threads;
-    size_t n_op_threads, cap_op_threads;
-    struct op_ref *op_refs;      /* sorted at the first device event */
-    size_t n_op_refs, cap_op_refs;
-    int op_refs_sorted;
-    struct coll_row *coll;
-    size_t ncoll, capcoll;
-    struct coll_id *coll_ids;    /* External id -> row, sorted at the first device event */
-    size_t nids, capids;
-    int ids_sorted;
-    uint64_t coll_captured;      /* calls made during a graph capture: not counted */
-    const struct tp_mem_usage *mem; /* w->mem, for peak times */
-    int n_mem;
-    int64_t *peak_at;            /* per w->mem row: end of the call that reached the peak, 0 unseen */
-    uint64_t lib_flops;
-    uint64_t graph_flops;        /* library FLOPs run by CUDA graph launches */
-    struct step_row *steps;
-    size_t nsteps, capsteps;
-    int64_t host_ns;             /* sum of API and launch durations */
-    uint64_t launches;
-    struct span *busy;           /* device work (kernels, copies, sets) */
-    size_t nbusy, capbusy;
-    int64_t gpu_ns;              /* sum of device work durations */
-    int oom;
-};
-
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-static struct agg *agg_slot(struct agg *slots, size_t cap, const char *key)
-{
-    size_t i = (size_t)hash_str(key) & (cap - 1);
-    while (slots[i].name && strcmp(slots[i].name, key) != 0)
-        i = (i + 1) & (cap - 1);
-    return &slots[i];
-}
-
-static struct agg *agg_find(struct summary *s, struct agg_table *t, const char *key)
-{
-    if (t->last && strcmp(t->last->name, key) == 0)
-        return t->last;
-    if ((t->n + 1) * 2 > t->cap) {
-        size_t ncap = t->cap ? t->cap * 2 : 64;
-        struct agg *n = calloc(ncap, sizeof *n);
-        if (!n) {
-            s->oom = 1;
-            return NULL;
-        }
-        for (size_t i = 0; i < t->cap; i++)
-            if (t->slots[i].name)
-                *agg_slot(n, ncap, t->slots[i].name) = t->slots[i];
-        free(t->slots);
-        t->slots = n;
-        t->cap = ncap;
-        t->last = NULL;
-    }
-    struct agg *a = agg_slot(t->slots, t->cap, key);
-    if (!a->name) {
-        a->name = strdup(key);
-        if (!a->name) {
-            s->oom = 1;
-            return NULL;
-        }
-        t->n++;
-    }
-    t->last = a;
-    return a;
-}
-
-static struct agg *agg_add(struct summary *s, struct agg_table *t, const char *key, int64_t dur)
-{
-    struct agg *a = agg_find(s, t, key);
-    if (!a)
-        return NULL;
-    a->calls++;
-    a->total_ns += dur;
-    if (dur > a->max_ns)
-        a->max_ns = dur;
-    return a;
-}
-
-static void agg_free(struct agg_table *t)
-{
-    for (size_t i = 0; i < t->cap; i++)
-        free(t->slots[i].name);
-    free(t->slots);
-}
-
-static void *summary_open(const struct tp_window *w)
-{
-    struct summary *s = calloc(1, sizeof *s);
-    if (!s) {
-        TP_ERROR("summary not written: %s", strerror(ENOMEM));
-        return NULL;
-    }
-    if (w->n_mem > 0 && w->mem) {
-        s->mem = w->mem;
-        s->n_mem = w->n_mem;
-        s->peak_at = calloc((size_t)w->n_mem, sizeof *s->peak_at);
-        if (!s->peak_at)
-            s->n_mem = 0;
-    }
-    return s;
-}
-
-/* An allocation that brought its (device, class) to the window's peak: the
- * end of the first such call is the peak's time, as the memory page plots it. */
-static void summary_mem(struct summary *s, const struct tp_event *ev)
-{
-    const struct tp_record *r = ev->rec;
-    if (r->u.mem.flags & (TP_MEM_FAILED | TP_MEM_NOOP))
-        return;
-    for (int i = 0; i < s->n_mem; i++) {
-        const struct tp_mem_usage *u = &s->mem[i];
-        if (u->device != r->u.mem.device || u->mclass != r->u.mem.mclass)
-            continue;
-        int64_t at = ev->ts_ns + (ev->dur_ns > 0 ? ev->dur_ns : 0);
-        if (r->u.mem.total == u->peak_bytes && u->peak_bytes > u->start_bytes &&
-            (!s->peak_at[i] || at < s->peak_at[i]))
-            s->peak_at[i] = at;
-        return;
-    }
-}
-
-/* Device work: per-name GPU time, and its spans for the busy share. */
-static void summary_device(struct summary *s, const struct tp_event *ev, int64_t dur)
-{
-    if (ev->dev->kind == TP_DEV_SYNC)
-        return;
-    agg_add(s, &s->gpu, ev->name && ev->name[0] ? ev->name : "unknown", dur);
-    s->gpu_ns += dur;
-    struct span *v = tp_grow(s->busy, &s->capbusy, s->nbusy + 1, sizeof *v, 1024);
-    if (!v) {
-        s->oom = 1;
-        return;
-    }
-    s->busy = v;
-    s->busy[s->nbusy++] = (struct span){ ev->ts_ns, ev->ts_ns + dur };
-}
-
-/* A collective call: its row, and its External id for the kernels it issues. */
-static void summary_coll(struct summary *s, const struct tp_event *ev, int64_t dur)
-{
-    const struct tp_record *r = ev->rec;
-    if (r->u.lib.flags & TP_LIB_CAPTURED) {
-        s->coll_captured++;
-        return;
-    }
-    unsigned op = r->u.lib.op, n = r->u.lib.m;
-    size_t i = 0;
-    while (i < s->ncoll && (s->coll[i].op != op || s->coll[i].ranks != n))
-        i++;
-    if (i == s->ncoll) {
-        struct coll_row *v = tp_grow(s->coll, &s->capcoll, s->ncoll + 1, sizeof *v, 64);
-        if (!v) {
-            s->oom = 1;
-            return;
-        }
-        s->coll = v;
-        s->coll[s->ncoll++] = (struct coll_row){ .op = op, .ranks = n };
-    }
-    struct coll_row *c = &s->coll[i];
-    /* nccl-tests' size: allgather counts what every rank ends with,
-     * reduce_scatter what every rank starts with */
-    uint64_t in, out;
-    tp_coll_nelems(op, 1, n ? n : 1, &in, &out);
-    double size = (double)r->u.lib.bytes * (double)(in > out ? in : out);
-    c->calls++;
-    c->size += size;
-    c->bus += size * tp_coll_busbw_factor(op, n);
-    c->host_ns += dur;
-    if (ev->external_id) {
-        struct coll_id *v = tp_grow(s->coll_ids, &s->capids, s->nids + 1, sizeof *v, 64);
-        if (!v) {
-            s->oom = 1;
-            return;
-        }
-        s->coll_ids = v;
-        s->coll_ids[s->nids++] = (struct coll_id){ ev->external_id, i };
-        s->ids_sorted = 0;
-    }
-}
-
-static int cmp_coll_id(const void *a, const void *b)
-{
-    const struct coll_id *x = a, *y = b;
-    return x->external_id < y->external_id ? -1 : x->external_id > y->external_id;
-}
-
-/* A kernel linked to a library call: device time of that collective, if it is one. */
-static void summary_coll_kernel(struct summary *s, const struct tp_event *ev, int64_t dur)
-{
-    if (!s->ids_sorted) {
-        qsort(s->coll_ids, s->nids, sizeof *s->coll_ids, cmp_coll_id);
-        s->ids_sorted = 1;
-    }
-    struct coll_id key = { ev->external_id, 0 };
-    const struct coll_id *c = bsearch(&key, s->coll_ids, s->nids, sizeof *s->coll_ids, cmp_coll_id);
-    if (c)
-        s->coll[c->row].dev_ns += dur;
-}
-
-/* One of torch's operators: calls and host time by name, self time from
- * the children it ends after, and its id for the device work linked to it. */
-static void summary_op(struct summary *s, const struct tp_event *ev, int64_t dur)
-{
-    char name[TP_INTERN_LEN_MAX + 1];
-    size_t n = ev->op->name_len < sizeof name - 1 ? ev->op->name_len : sizeof name - 1;
-    memcpy(name, ev->name, n);
-    name[n] = 0;
-    struct agg *a = agg_add(s, &s->ops, name, dur);
-    if (!a)
-        return;
-    struct op_thread *t = NULL;
-    for (size_t i = 0; i < s->n_op_threads && !t; i++)
-        if (s->op_threads[i].tid == ev->tid)
-            t = &s->op_threads[i];
-    if (!t) {
-        struct op_thread *v = tp_grow(s->op_threads, &s->cap_op_threads, s->n_op_threads + 1,
-                                      sizeof *v, 8);
-        if (!v) {
-            s->oom = 1;
-            return;
-        }
-        s->op_threads = v;
-        t = &v[s->n_op_threads++];
-        *t = (struct op_thread){ .tid = ev->tid };
-    }
-    int64_t start = ev->ts_ns, end = ev->ts_ns + dur, children = 0;
-    while (t->n && t->v[t->n - 1].start >= start && t->v[t->n - 1].end <= end)
-        children += t->v[--t->n].dur;
-    a->self_ns += dur > children ? dur - children : 0;
-    struct op_done *d = tp_grow(t->v, &t->cap, t->n + 1, sizeof *d, 64);
-    struct op_ref *r = tp_grow(s->op_refs, &s->cap_op_refs, s->n_op_refs + 1, sizeof *r, 256);
-    if (d)
-        t->v = d;
-    if (r)
-        s->op_refs = r;
-    if (!d || !r) {
-        s->oom = 1;
-        return;
-    }
-    t->v[t->n++] = (struct op_done){ start, end, dur };
-    s->op_refs[s->n_op_refs++] = (struct op_ref){ ev->op->op_id, a->name };
-    s->op_refs_sorted = 0;
-}
-
-static int cmp_op_ref(const void *a, const void *b)
-{
-    const struct op_ref *x = a, *y = b;
-    return x->op_id < y->op_id ? -1 : x->op_id > y->op_id;
-}
-
-/* Device work linked to one of torch's operators (its External id). */
-static void summary_op_device(struct summary *s, const struct tp_event *ev, int64_t dur)
-{
-    if (!s->op_refs_sorted) {
-        qsort(s->op_refs, s->n_op_refs, sizeof *s->op_refs, cmp_op_ref);
-        s->op_refs_sorted = 1;
-    }
-    struct op_ref key = { ev->external_id, NULL };
-    const struct op_ref *r = bsearch(&key, s->op_refs, s->n_op_refs, sizeof *s->op_refs, cmp_op_ref);
-    struct agg *a = r ? agg_find(s, &s->ops, r->name) : NULL;
-    if (a)
-        a->gpu_ns += dur;
-}
-
-static void summary_event(void *state, const struct tp_event *ev)
-{
-    struct summary *s = state;
-    const struct tp_record *r = ev->rec;
-    int64_t dur = ev->dur_ns > 0 ? ev->dur_ns : 0;
-    if (ev->dev) {
-        summary_device(s, ev, dur);
-        if (ev->external_id && s->nids && ev->dev->kind == TP_DEV_KERNEL)
-            summary_coll_kernel(s, ev, dur);
-        if (ev->external_id && s->n_op_refs && ev->dev->kind != TP_DEV_SYNC)
-            summary_op_device(s, ev, dur);
-        return;
-    }
-    if (ev->op) {
-        if (ev->op->cpu_op)
-            summary_op(s, ev, dur);
-        return;
-    }
-    if (!r)
-        return;
-    if ((ev->form == TP_FORM_ALLOC || ev->form == TP_FORM_FREE) && s->n_mem)
-        summary_mem(s, ev);     /* and an API call like any other, below */
-    switch (r->kind) {
-    case TP_REC_LAUNCH:
-        s->launches++;
-        s->graph_flops += ev->flops;
-        if (ev->kernel && ev->kernel[0])
-            agg_add(s, &s->kernels, ev->kernel, dur);
-        else
-            agg_add(s, &s->kernels, r->u.launch.func_kind == TP_FUNC_GRAPH ? "(graph)" : "(unknown)", dur);
-        /* fall through */
-    case TP_REC_API:
-        if (ev->layer == TP_LAYER_LIBRARY) {
-            /* library calls contain runtime calls: a table of their own,
-             * so that host API shares do not count time twice */
-            struct agg *a = agg_add(s, &s->libs, ev->name && ev->name[0] ? ev->name : "unknown", dur);
-            if (ev->form == TP_FORM_COLL)
-                summary_coll(s, ev, dur);
-            if (a && (ev->form == TP_FORM_GEMM || ev->form == TP_FORM_CONV) &&
-                !(r->u.lib.flags & TP_LIB_CAPTURED)) {
-                a->flops += r->u.lib.flops;
-                s->lib_flops += r->u.lib.flops;
-            }
-            break;
-        }
-        s->host_ns += dur;
-        agg_add(s, &s->apis, ev->name && ev->name[0] ? ev->name : "unknown", dur);
-        break;
-    case TP_REC_STEP:
-        struct step_row *v = tp_grow(s->steps, &s->capsteps, s->nsteps + 1, sizeof *v, 64);
-        if (!v) {
-            s->oom = 1;
-            return;
-        }
-        s->steps = v;
-        s->steps[s->nsteps].index = r->u.step.index;
-        s->steps[s->nsteps].dur_ns = dur;
-        s->nsteps++;
-        break;
-    default:
-        break;
-    }
-}
 
 static int cmp_total(const void *a, const void *b)
 {
@@ -490,42 +87,6 @@ static const char *fmt_tflops(char *buf, size_t n, uint64_t flops, int64_t ns)
     return buf;
 }
 
-static int cmp_span(const void *a, const void *b)
-{
-    const struct span *x = a, *y = b;
-    return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* Merge the device spans (streams overlap) into disjoint ones, in place. */
-static void merge_busy(struct summary *s)
-{
-    if (s->nbusy < 2)
-        return;
-    qsort(s->busy, s->nbusy, sizeof *s->busy, cmp_span);
-    size_t k = 0;
-    for (size_t i = 1; i < s->nbusy; i++) {
-        if (s->busy[i].start <= s->busy[k].end) {
-            if (s->busy[i].end > s->busy[k].end)
-                s->busy[k].end = s->busy[i].end;
-        } else {
-            s->busy[++k] = s->busy[i];
-        }
-    }
-    s->nbusy = k + 1;
-}
-
-/* Time in [a, b) during which the GPU ran some work (merged spans). */
-static int64_t busy_within(const struct summary *s, int64_t a, int64_t b)
-{
-    int64_t t = 0;
-    for (size_t i = 0; i < s->nbusy && s->busy[i].start < b; i++) {
-        int64_t lo = s->busy[i].start > a ? s->busy[i].start : a;
-        int64_t hi = s->busy[i].end < b ? s->busy[i].end : b;
-        if (hi > lo)
-            t += hi - lo;
-    }
-    return t;
-}
 
 static const char *fmt_pct(char *buf, size_t n, int64_t part, int64_t whole)
 {
@@ -555,7 +116,7 @@ static void step_cells(const struct summary *s, const struct tp_window *w, const
     fmt_tflops(c[3], CELL, f, r->dur_ns);
     int64_t a, b;
     if (w->gpu && step_span(w, r->index, &a, &b))
-        fmt_pct(c[4], CELL, busy_within(s, a, b), b - a);
+        fmt_pct(c[4], CELL, tp_sumagg_busy_within(s, a, b), b - a);
     else
         snprintf(c[4], CELL, "--");
 }
@@ -584,7 +145,7 @@ static void put_steps(struct tp_jsonw *j, struct summary *s, const struct tp_win
     char a[CELL], b[CELL];
     int64_t sum = 0, busy = 0;
     uint64_t flops = 0;
-    merge_busy(s);
+    tp_sumagg_merge_busy(s);
     struct step_rows x = { s, w };
     tp_table_write(j, titles, w->gpu ? 5 : 4, s->nsteps, fill_step_row, &x);
     for (size_t i = 0; i < s->nsteps; i++) {
@@ -592,7 +153,7 @@ static void put_steps(struct tp_jsonw *j, struct summary *s, const struct tp_win
         flops += step_flops(w, s->steps[i].index);
         int64_t lo, hi;
         if (w->gpu && step_span(w, s->steps[i].index, &lo, &hi))
-            busy += busy_within(s, lo, hi);
+            busy += tp_sumagg_busy_within(s, lo, hi);
     }
     if (w->gpu)
         tp_jsonw_printf(j, "GPU busy share of the steps: %s (kernels, copies and sets on any stream)\n",
@@ -902,13 +463,13 @@ static void fill_line(struct summary *s, const struct tp_window *w, struct tp_sa
     line[0] = '\0';
     int64_t sum = 0, busy = 0;
     uint64_t flops = 0;
-    merge_busy(s);
+    tp_sumagg_merge_busy(s);
     for (size_t i = 0; i < s->nsteps; i++) {
         int64_t lo, hi;
         sum += s->steps[i].dur_ns;
         flops += step_flops(w, s->steps[i].index);
         if (w->gpu && step_span(w, s->steps[i].index, &lo, &hi))
-            busy += busy_within(s, lo, hi);
+            busy += tp_sumagg_busy_within(s, lo, hi);
     }
     if (s->nsteps) {
         char ms[CELL];
@@ -968,37 +529,19 @@ static void put_header(struct tp_jsonw *j, const struct tp_window *w, const char
     tp_jsonw_printf(j, "Trace:        %s\n", trace);
 }
 
-static void summary_free(struct summary *s)
-{
-    agg_free(&s->libs);
-    agg_free(&s->apis);
-    agg_free(&s->kernels);
-    agg_free(&s->gpu);
-    agg_free(&s->ops);
-    for (size_t i = 0; i < s->n_op_threads; i++)
-        free(s->op_threads[i].v);
-    free(s->op_threads);
-    free(s->op_refs);
-    free(s->busy);
-    free(s->steps);
-    free(s->coll);
-    free(s->coll_ids);
-    free(s->peak_at);
-    free(s);
-}
 
 static int summary_close(void *state, const struct tp_window *w, struct tp_saved *saved)
 {
     struct summary *s = state;
     fill_line(s, w, saved);
     if (!saved->trace[0]) {
-        summary_free(s);
+        tp_sumagg_free(s);
         return 0;
     }
     struct tp_output out;
     if (tp_output_open_report(&out, w->reports_folder, saved->trace, "summary.txt", w->overwrite,
                               "summary") != 0) {
-        summary_free(s);
+        tp_sumagg_free(s);
         return -1;
     }
     struct tp_jsonw j;
@@ -1022,13 +565,13 @@ static int summary_close(void *state, const struct tp_window *w, struct tp_saved
     }
     int err = tp_jsonw_finish(&j);
     int rc = tp_output_report_done(&out, err, saved);
-    summary_free(s);
+    tp_sumagg_free(s);
     return rc;
 }
 
 const struct tp_handler tp_handler_summary = {
     .name = "summary",
-    .open = summary_open,
-    .event = summary_event,
+    .open = tp_sumagg_open,
+    .event = tp_sumagg_event,
     .close = summary_close,
 };

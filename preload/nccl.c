@@ -31,6 +31,7 @@
  */
 #include "wrap.h"
 #include "../collector/apis.h"
+#include "../collector/comms.h"
 #include "../collector/core.h"
 
 #include <cuda_runtime_api.h>
@@ -60,8 +61,10 @@ static inline unsigned tp_nccl_dtype(int dt)
 /* ---- communicator cache ---------------------------------------------------- */
 
 typedef ncclResult_t (*tp_comm_get_fn)(const ncclComm_t, int *);
+typedef ncclResult_t (*tp_version_fn)(int *);
 
 static tp_comm_get_fn tp_comm_count, tp_comm_rank;
+static tp_version_fn tp_get_version;
 
 /* Resolves the getters (idempotent; called when a wrapper resolves its real
  * function, never on the recording path: tp_resolve may allocate). */
@@ -70,9 +73,27 @@ static void tp_nccl_getters(void)
     if (!__atomic_load_n(&tp_comm_rank, __ATOMIC_ACQUIRE)) {
         __atomic_store_n(&tp_comm_count, (tp_comm_get_fn)tp_resolve("ncclCommCount"),
                          __ATOMIC_RELEASE);
+        __atomic_store_n(&tp_get_version, (tp_version_fn)tp_resolve("ncclGetVersion"),
+                         __ATOMIC_RELEASE);
         __atomic_store_n(&tp_comm_rank, (tp_comm_get_fn)tp_resolve("ncclCommUserRank"),
                          __ATOMIC_RELEASE);
     }
+}
+
+/* NCCL's version, asked once (at the first communicator) for the trace's
+ * distributedInfo; the getter emits no NVTX range but is called like the
+ * others, with tp_depth raised. */
+static void tp_nccl_version(void)
+{
+    static int asked;
+    tp_version_fn fn = __atomic_load_n(&tp_get_version, __ATOMIC_ACQUIRE);
+    if (!fn || __atomic_exchange_n(&asked, 1, __ATOMIC_ACQ_REL))
+        return;
+    int code = 0;
+    tp_depth++;
+    if (fn(&code) == ncclSuccess)
+        tp_comms_set_version(code);
+    tp_depth--;
 }
 
 #define TP_COMMS       1024u          /* slots; a job has a handful of communicators */
@@ -80,8 +101,21 @@ static void tp_nccl_getters(void)
 #define TP_COMM_TOMB   ((uintptr_t)1) /* a removed entry: keeps probe chains intact */
 #define TP_COMM_VALID  (1ull << 63)
 
+/* A cached value: TP_COMM_VALID | serial << 48 | size << 24 | rank (15, 24
+ * and 24 bits: serials past 32767 and sizes past 16M saturate). */
+static inline uint64_t tp_comm_pack(uint32_t serial, int size, int rank)
+{
+    uint64_t s = serial < 0x7fffu ? serial : 0x7fffu;
+    uint64_t n = size <= 0 ? 0 : size < 0xffffff ? (uint64_t)size : 0xffffffu;
+    uint64_t r = rank <= 0 ? 0 : rank < 0xffffff ? (uint64_t)rank : 0xffffffu;
+    return TP_COMM_VALID | s << 48 | n << 24 | r;
+}
+#define TP_COMM_SERIAL(v) ((uint32_t)((v) >> 48) & 0x7fffu)
+#define TP_COMM_SIZE(v)   ((uint32_t)((v) >> 24) & 0xffffffu)
+#define TP_COMM_RANK(v)   ((uint32_t)(v) & 0xffffffu)
+
 /* key: the communicator (0 = never used, TP_COMM_TOMB = removed);
- * val: TP_COMM_VALID | size << 32 | rank, 0 while being filled.  A reader
+ * val: tp_comm_pack(), 0 while being filled.  A reader
  * checks the key again after reading val, so a value is never taken from a
  * slot that changed hands in between (a collective racing the destruction
  * of its own communicator is the caller's bug anyway). */
@@ -130,13 +164,12 @@ static void tp_comm_forget(uintptr_t comm)
     }
 }
 
-/* Stores size and rank of "comm", replacing an entry it may have; a full
- * probe sequence leaves it uncached (each recorded call then asks NCCL). */
-static void tp_comm_store(uintptr_t comm, int size, int rank)
+/* Stores the packed value "v" of "comm", replacing an entry it may have; a
+ * full probe sequence leaves it uncached (each recorded call then asks NCCL). */
+static void tp_comm_store(uintptr_t comm, uint64_t v)
 {
     if (comm <= TP_COMM_TOMB)
         return;
-    uint64_t v = TP_COMM_VALID | (uint64_t)(uint32_t)size << 32 | (uint32_t)rank;
     unsigned h = tp_comm_hash(comm);
     for (unsigned i = 0; i < TP_COMM_PROBES; i++) {
         struct tp_comm_slot *s = &tp_comms[(h + i) & (TP_COMMS - 1)];
@@ -158,9 +191,11 @@ static void tp_comm_store(uintptr_t comm, int size, int rank)
     }
 }
 
-/* Asks NCCL for size and rank of "comm" and caches them; 0 if it cannot
- * tell yet (a non-blocking communicator still initialising). */
-static uint64_t tp_comm_ask(ncclComm_t comm)
+/* Asks NCCL for size and rank of "comm" and caches them under "serial"
+ * (-1: a communicator not seen created, given the next serial once NCCL
+ * answers); 0 if NCCL cannot tell yet (a non-blocking communicator still
+ * initialising). */
+static uint64_t tp_comm_ask(ncclComm_t comm, int64_t serial)
 {
     tp_comm_get_fn gc = __atomic_load_n(&tp_comm_count, __ATOMIC_ACQUIRE);
     tp_comm_get_fn gr = __atomic_load_n(&tp_comm_rank, __ATOMIC_ACQUIRE);
@@ -172,8 +207,13 @@ static uint64_t tp_comm_ask(ncclComm_t comm)
     tp_depth--;
     if (!ok || size <= 0)
         return 0;
-    tp_comm_store((uintptr_t)comm, size, rank);
-    return TP_COMM_VALID | (uint64_t)(uint32_t)size << 32 | (uint32_t)rank;
+    if (serial < 0)
+        serial = tp_comms_add(size, rank);
+    else
+        tp_comms_update((uint32_t)serial, size, rank);
+    uint64_t v = tp_comm_pack((uint32_t)serial, size, rank);
+    tp_comm_store((uintptr_t)comm, v);
+    return v;
 }
 
 /* ---- records ----------------------------------------------------------------- */
@@ -186,13 +226,17 @@ static void tp_nccl_fill(struct tp_record *r, unsigned op, size_t count, int dt,
     if (__builtin_mul_overflow((uint64_t)count, (uint64_t)tp_dtype_size(t), &bytes))
         bytes = UINT64_MAX;
     uint64_t v = tp_comm_lookup((uintptr_t)comm);
-    if (!v)
-        v = tp_comm_ask(comm);
+    if (!v || !TP_COMM_SIZE(v)) {
+        uint64_t asked = tp_comm_ask(comm, v ? (int64_t)TP_COMM_SERIAL(v) : -1);
+        if (asked)
+            v = asked;
+    }
     r->u.lib.bytes = bytes;
     r->u.lib.dtype = (uint8_t)t;
     r->u.lib.op = (uint8_t)op;
-    r->u.lib.m = (uint32_t)(v >> 32) & 0x7fffffffu;
-    r->u.lib.n = (uint32_t)v;
+    r->u.lib.m = TP_COMM_SIZE(v);
+    r->u.lib.n = TP_COMM_RANK(v);
+    r->u.lib.batch = v ? TP_COMM_SERIAL(v) : TP_COLL_NO_COMM;
     r->u.lib.k = (uint32_t)peer;
     r->u.lib.flags = tp_nccl_group > 0 ? TP_LIB_GROUPED : 0;
 }
@@ -221,17 +265,21 @@ static inline void tp_nccl_group_track(unsigned api)
 /* The real "name", resolved once together with the getters. */
 #define TP_NCCL_REAL(name) TP_REAL_THEN(__typeof__(&name), name, TP_MISSING, tp_nccl_getters())
 
-/* A new communicator: forget whatever the address held before, then store
- * what the arguments say (size <= 0: ask NCCL, which may not know yet). */
+/* A new communicator: forget whatever the address held before, give it the
+ * next serial, then store what the arguments say (size <= 0: ask NCCL,
+ * which may not know yet: the entry then waits, size 0, for the first
+ * collective to ask again).  The first creation also notes NCCL's version. */
 static void tp_comm_created(ncclComm_t comm, int size, int rank)
 {
     if (!comm)
         return;
+    tp_nccl_version();
     tp_comm_forget((uintptr_t)comm);
+    uint32_t serial = tp_comms_add(size, rank);
     if (size > 0)
-        tp_comm_store((uintptr_t)comm, size, rank);
-    else
-        tp_comm_ask(comm);
+        tp_comm_store((uintptr_t)comm, tp_comm_pack(serial, size, rank));
+    else if (!tp_comm_ask(comm, serial))
+        tp_comm_store((uintptr_t)comm, tp_comm_pack(serial, 0, 0));
 }
 
 TP_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)

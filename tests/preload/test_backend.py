@@ -71,7 +71,7 @@ def test_execute_carries_the_plans_flops_per_step():
             assert a["flops"] == flops, (step, plan, a, r.stderr)
             assert a["precision"] == "tf32", a
             assert (a["m"], a["n"], a["k"], a["batch"]) == (m, n, k, batch), (plan, a)
-            assert a["Input type"] == ["Float", "Float"], a
+            assert a["Input type"] == ["float", "float"], a
             assert "status" not in a
 
 

@@ -12,14 +12,14 @@ CALLS = ("cudnnConvolutionForward", "cudnnConvolutionBiasActivationForward",
          "cudnnConvolutionBackwardData", "cudnnConvolutionBackwardFilter")
 SCHEDULE = "wait=0,warmup=1,active=5"
 
-# name, torch dtype name, precision, N, C, K, groups, input, filter, pad, stride, dilation
+# name, torch "Input type" name, precision, N, C, K, groups, input, filter, pad, stride, dilation
 CASES = [
-    ("basic", "Float", "tf32", 2, 8, 16, 1, (16, 16), (3, 3), (1, 1), (1, 1), (1, 1)),
-    ("grouped", "Half", "fp16", 2, 8, 16, 4, (16, 16), (3, 3), (1, 1), (1, 1), (1, 1)),
-    ("strided", "Float", "fp32", 2, 8, 16, 1, (16, 16), (3, 3), (1, 1), (2, 2), (1, 1)),
-    ("conv3d", "BFloat16", "bf16", 1, 4, 8, 2, (8, 8, 8), (3, 3, 3), (0, 0, 0), (2, 2, 2),
+    ("basic", "float", "tf32", 2, 8, 16, 1, (16, 16), (3, 3), (1, 1), (1, 1), (1, 1)),
+    ("grouped", "c10::Half", "fp16", 2, 8, 16, 4, (16, 16), (3, 3), (1, 1), (1, 1), (1, 1)),
+    ("strided", "float", "fp32", 2, 8, 16, 1, (16, 16), (3, 3), (1, 1), (2, 2), (1, 1)),
+    ("conv3d", "c10::BFloat16", "bf16", 1, 4, 8, 2, (8, 8, 8), (3, 3, 3), (0, 0, 0), (2, 2, 2),
      (1, 1, 1)),
-    ("depthwise", "Double", "fp64", 1, 6, 6, 6, (12, 10), (3, 3), (2, 2), (1, 1), (2, 2)),
+    ("depthwise", "double", "fp64", 1, 6, 6, 6, (12, 10), (3, 3), (2, 2), (1, 1), (2, 2)),
 ]
 
 

@@ -2,7 +2,9 @@
 (tests/fakes/nccl.c) driven by tests/programs/nccl_calls.c: every collective
 is one cpu_op event with the args Kineto writes for record_param_comms, with
 bytes, group size and rank from the communicator cache and the nccl-tests bus
-bandwidth factor, all hand-computed here."""
+bandwidth factor, all hand-computed here; around it, the two layers torch's
+ProcessGroupNCCL leaves in a Kineto trace (a "nccl:all_reduce" annotation
+holding a record_param_comms op), and the process groups in distributedInfo."""
 
 import os
 import re
@@ -78,8 +80,13 @@ def _def_names():
                 (re.match(r"^TP_LIB_FN\(\s*[^,]+,\s*([A-Za-z_0-9]+)\s*,", l) for l in f) if m}
 
 
+PG_KEYS = ("In split size", "Out split size", "Process Group Name", "Process Group Description",
+           "Process Group Ranks", "Global rank start", "Global rank stride")
+
+
 def _args(ev):
-    return {k: v for k, v in ev.get("args", {}).items() if k not in ("correlation", "External id", "grouped")}
+    return {k: v for k, v in ev.get("args", {}).items()
+            if k not in ("correlation", "External id", "grouped") + PG_KEYS}
 
 
 def _step_bounds(trace):
@@ -96,7 +103,9 @@ def _inside(ev, lo, hi):
 
 
 def _cpu_ops(trace):
-    return sorted(tputil.events(trace, ph="X", cat="cpu_op"), key=lambda e: e["ts"])
+    """The NCCL calls themselves (not torch's record_param_comms layer)."""
+    return sorted((e for e in tputil.events(trace, ph="X", cat="cpu_op")
+                   if e["name"] != "record_param_comms"), key=lambda e: e["ts"])
 
 
 def _run(schedule, env=None):
@@ -165,7 +174,8 @@ def test_launch_inside_collective_is_its_own_runtime_event(all_run):
                  and la["tid"] == red["tid"]]
         assert len(inner) == 1, red
         assert inner[0]["args"]["kernel"] == KERNEL
-        assert inner[0]["args"]["correlation"] != red["args"]["correlation"]
+        assert "correlation" in inner[0]["args"]
+        assert "correlation" not in red["args"]          # a cpu_op, as Kineto's
     assert not [ev for ev in _cpu_ops(trace) if ev["name"].startswith("cudaLaunch")]
 
 
@@ -209,3 +219,115 @@ def test_size_and_rank_asked_at_most_once_per_communicator():
     # (all others are filled from their creation arguments)
     r = _run("all", env={"FAKE_NCCL_STATS": "1"})
     assert b"fake-nccl: ncclCommCount=2 ncclCommUserRank=2" in r.stderr
+
+
+# ---- torch's layers, process groups --------------------------------------------
+
+# torch's names: the record_function "nccl:" + opTypeToString, and c10's C++
+# type names of "Input type"
+ANNOTATION = {"allreduce": "nccl:all_reduce", "allgather": "nccl:all_gather",
+              "reduce_scatter": "nccl:reduce_scatter", "broadcast": "nccl:broadcast",
+              "reduce": "nccl:reduce", "all_to_all": "nccl:all_to_all", "send": "nccl:send",
+              "recv": "nccl:recv"}
+CPP_TYPE = {"Float": "float", "BFloat16": "c10::BFloat16", "Half": "c10::Half",
+            "Long": "long int", "Byte": "unsigned char", "Double": "double", "Int": "int",
+            "Float8_e4m3fn": "c10::Float8_e4m3fn", "Float8_e5m2": "c10::Float8_e5m2",
+            "UInt32": "unsigned int", "Char": "signed char", "UInt64": "unsigned long"}
+# step 1's collectives, by communicator in creation order: A 0, B 1, the
+# InitAll pair 2 and 3, C 4, S 5, the destroyed one 6, T 7 (at 6's address)
+STEP1_PG = ["0", "0", "0", "0", "0", "1", "1", "0", "0", "3", "4", "5", "7", "1"]
+
+
+def _same_span(a, b):
+    return (a["tid"], a["ts"], a["dur"]) == (b["tid"], b["ts"], b["dur"])
+
+
+def test_collectives_as_torch_leaves_them(all_run):
+    """Each collective call lies inside a record_param_comms cpu_op with the
+    same args, inside a "nccl:<op>" user_annotation with the message's dims
+    and type, all three over one span and written parents first; every
+    External id in the trace's host ops is used once."""
+    ev = all_run[1]["traceEvents"]
+    calls = [e for e in _cpu_ops(all_run[1]) if "Collective name" in e["args"]]
+    assert len(calls) == len(STEP1) - 4 + 3        # less the group calls, plus steps 0, 2, 3
+    index = {id(e): i for i, e in enumerate(ev)}
+    for call in calls:
+        a = call["args"]
+        (note,) = [e for e in ev if e.get("cat") == "user_annotation" and _same_span(e, call)
+                   and e["name"].startswith("nccl:")]
+        (rpc,) = [e for e in ev if e.get("name") == "record_param_comms" and _same_span(e, call)]
+        assert note["name"] == ANNOTATION[a["Collective name"]], (note, call)
+        assert note["args"]["Input Dims"] == [[a["In msg nelems"]]]
+        assert note["args"]["Input type"] == [CPP_TYPE.get(a["dtype"], "")]
+        assert rpc["cat"] == "cpu_op"
+        assert {k: v for k, v in rpc["args"].items() if k not in ("External id", "Record function id")} == \
+            {k: v for k, v in a.items() if k not in ("External id", "status")}
+        assert index[id(note)] < index[id(rpc)] < index[id(call)]
+        assert note["args"]["Record function id"] == note["args"]["External id"]
+    ids = [e["args"]["External id"] for e in ev
+           if e.get("cat") in ("cpu_op", "user_annotation") and "External id" in e.get("args", {})]
+    assert len(ids) == len(set(ids)) and all(i < 2 ** 53 for i in ids)
+
+
+def test_process_groups(all_run):
+    """Communicators are process groups named by creation order (a new one at
+    a destroyed one's address is a new group); distributedInfo lists them
+    with NCCL's version as the program's ncclGetVersion gives it."""
+    trace = all_run[1]
+    lo, hi = _step_bounds(trace)[1]
+    got = [e["args"]["Process Group Name"] for e in _cpu_ops(trace)
+           if _inside(e, lo, hi) and "Collective name" in e["args"]]
+    assert got == STEP1_PG
+    code = int(re.search(rb"^version (\d+)$", all_run[0].stdout, re.M).group(1))
+    info = trace["distributedInfo"]
+    assert info["nccl_version"] == "%d.%d.%d" % (code // 10000, code // 100 % 100, code % 100)
+    assert info["pg_count"] == 8
+    assert [p["pg_size"] for p in info["pg_config"]] == [4, 8, 2, 2, 16, 3, 6, 3]
+    assert [p["pg_name"] for p in info["pg_config"]] == [str(i) for i in range(8)]
+    # the job's world size is 1 here: no communicator is the world
+    assert {p["pg_desc"] for p in info["pg_config"]} == {"undefined"}
+    assert all(p["ranks"] == [] for p in info["pg_config"])
+
+
+def test_world_process_group_has_its_ranks():
+    """As rank 1 of 4, communicator A (4 ranks, rank 1) is the default
+    process group: its global ranks are listed, as torch lists them."""
+    r = _run("all", env={"RANK": 1, "WORLD_SIZE": 4})
+    assert len(r.traces) == 1
+    trace = tputil.load_trace(r.traces[0])
+    info = trace["distributedInfo"]
+    assert info["pg_config"][0] == {"pg_name": "0", "pg_desc": "default_pg",
+                                    "backend_config": "cuda:nccl", "pg_size": 4,
+                                    "ranks": [0, 1, 2, 3]}
+    assert all(p["pg_desc"] == "undefined" for p in info["pg_config"][1:])
+    on_a = [e for e in _cpu_ops(trace) if e["args"].get("Process Group Name") == "0"]
+    assert on_a and all(e["args"]["Process Group Ranks"] == "[0, 1, 2, 3]" and
+                        e["args"]["Process Group Description"] == "default_pg" for e in on_a)
+    others = [e for e in _cpu_ops(trace) if e["args"].get("Process Group Name", "0") != "0"]
+    assert others and not [e for e in others if "Process Group Ranks" in e["args"]]
+
+
+def test_collective_kernels_carry_its_args_and_id():
+    """With the fake CUPTI (step 0 warms up), each allreduce's kernel and
+    the launch inside the call carry the External id of the call's
+    nccl:all_reduce annotation, and the kernel the collective's args, as
+    Kineto copies them from record_param_comms."""
+    r = _run("warmup=1,active=3", env={"NCCL_STEP_SLEEP_US": 20000})
+    assert len(r.traces) == 1
+    ev = tputil.load_trace(r.traces[0])["traceEvents"]
+    kernels = [e for e in ev if e.get("cat") == "kernel"]
+    # the fake launches a kernel for each allreduce NCCL accepts
+    reduces = [e for e in ev if e.get("name") == "ncclAllReduce" and "status" not in e["args"]]
+    assert len(reduces) == 5 and len(kernels) == len(reduces), kernels
+    notes = {e["args"]["External id"]: e for e in ev if e.get("name") == "nccl:all_reduce"}
+    rpcs = [e for e in ev if e.get("name") == "record_param_comms"]
+    launches = [e for e in ev if e.get("name") == "cudaLaunchKernel"]
+    for k in kernels:
+        note = notes[k["args"]["External id"]]
+        (rpc,) = [e for e in rpcs if _same_span(e, note)]
+        for key, value in rpc["args"].items():
+            if key not in ("External id", "Record function id"):
+                assert k["args"][key] == value, (key, k["args"], rpc["args"])
+        (launch,) = [e for e in launches if e["args"]["correlation"] == k["args"]["correlation"]]
+        assert launch["args"]["External id"] == note["args"]["External id"]
+        assert _inside(launch, note["ts"], note["ts"] + note["dur"])

@@ -1,7 +1,9 @@
 """The summary's collectives table against the trace it summarises:
 nccl_calls (tests/programs/nccl_calls.c, fake NCCL); per (collective, group
 size) the calls, the nccl-tests size, the time and the bandwidths must follow
-from the trace's cpu_op events and the kernels linked to them by External id.
+from the trace's NCCL cpu_op events and the kernels linked by External id to
+the "nccl:..." annotation around each (torch's layering: the call itself is
+inside that annotation and record_param_comms, over the same span).
 The fake ncclAllReduce launches one kernel; when the fake CUPTI was enabled in
 time (it is enabled asynchronously, so either may happen in a short run),
 those rows use the kernels' device time and the other collectives fall back to
@@ -46,11 +48,13 @@ def test_collectives_table_follows_the_trace(schedule):
     for e in trace["traceEvents"]:
         if e.get("cat") == "kernel" and e["args"].get("External id"):
             kernels[e["args"]["External id"]] += e["dur"] * 1000.0      # ns
+    notes = {(e["tid"], e["ts"], e["dur"]): e["args"]["External id"] for e in trace["traceEvents"]
+             if e.get("cat") == "user_annotation" and e["name"].startswith("nccl:")}
     # calls, size, size x busbw factor, host ns, device ns
     want = collections.defaultdict(lambda: [0, 0.0, 0.0, 0.0, 0.0])
     for e in trace["traceEvents"]:
         a = e.get("args", {})
-        if e.get("cat") != "cpu_op" or "Collective name" not in a:
+        if e.get("cat") != "cpu_op" or "Collective name" not in a or e["name"] == "record_param_comms":
             continue
         ins, outs = a["In msg nelems"], a["Out msg nelems"]
         size = a["bytes"] * max(ins, outs) / min(ins, outs) if min(ins, outs) else 0
@@ -59,7 +63,7 @@ def test_collectives_table_follows_the_trace(schedule):
         w[1] += size
         w[2] += size * a["busbw factor"]
         w[3] += e["dur"] * 1000.0
-        w[4] += kernels.get(a["External id"], 0.0)
+        w[4] += kernels.get(notes[(e["tid"], e["ts"], e["dur"])], 0.0)
     assert len(want) >= 8
     assert set(rows) == set(want), (sorted(rows), sorted(want))
 

@@ -252,6 +252,13 @@ def test_steps_and_nvtx_ranges(traced):
     assert sorted(int(ev["name"].split("#")[1]) for ev in steps) == [1, 2, 3, 4]
     assert all(ev["cat"] == "user_annotation" for ev in steps)
     assert len({(ev["pid"], ev["tid"]) for ev in steps}) == 1     # on the main thread
+    # Kineto's step args: External id = Record function id, and Ev Idx, the
+    # event's place in traceEvents
+    events = trace["traceEvents"]
+    for ev in steps:
+        a = ev["args"]
+        assert a["External id"] == a["Record function id"] >= 1 << 48
+        assert events[a["Ev Idx"]] is ev, (a, events[a["Ev Idx"]])
     fwd = tputil.events(trace, ph="X", cat="user_annotation", name="forward")
     assert len(fwd) == 4
     # every launch through cudaLaunchKernel lies inside a "forward" range

@@ -13,7 +13,9 @@
  *   step 1: every collective once, a nested group with ncclSend/ncclRecv
  *   step 2: ncclAllReduce(A, 77 of type 42)              unknown type
  *   step 3: ncclAllReduce(A, 1003 floats)               a marker
- * then trainprof_step() after each.  tests/preload/test_nccl.py holds the
+ * then trainprof_step() after each, and a sleep of NCCL_STEP_SLEEP_US (default
+ * 0: long enough, the fake CUPTI is enabled during a warmup step 0).
+ * tests/preload/test_nccl.py holds the
  * expected values.  Prints one line per call with its result, the same with
  * and without the library.
  */
@@ -22,6 +24,16 @@
 #include "prog.h"
 
 static int bad;
+
+static void step(void)
+{
+    static long sleep_us = -1;
+    if (sleep_us < 0)
+        sleep_us = prog_env_long("NCCL_STEP_SLEEP_US", 0);
+    tp_call_step();
+    if (sleep_us > 0)
+        usleep((useconds_t)sleep_us);
+}
 
 #define CALL(x) do { ncclResult_t r_ = (x); printf("%-72s %s\n", #x, ncclGetErrorString(r_)); \
                      if (r_ != ncclSuccess) bad++; } while (0)
@@ -55,7 +67,7 @@ int main(void)
 
     /* step 0 */
     CALL(ncclAllReduce(buf, out, 1000, ncclFloat32, ncclSum, a, st));
-    tp_call_step();
+    step();
 
     /* step 1 */
     CALL(ncclAllReduce(buf, out, 1024, ncclFloat32, ncclSum, a, st));
@@ -76,16 +88,16 @@ int main(void)
     CALL(ncclAllReduce(buf, out, 9, ncclFloat64, ncclSum, s, st));
     CALL(ncclAllGather(buf, out, 11, ncclUint64, t, st));
     CALL(ncclSend(buf, 7, ncclUint8, 3, b, st));
-    tp_call_step();
+    step();
 
     /* step 2: an unknown type is refused by NCCL (counted as expected) */
     CALL(ncclAllReduce(buf, out, 77, (ncclDataType_t)42, ncclSum, a, st));
     bad--;
-    tp_call_step();
+    step();
 
     /* step 3 */
     CALL(ncclAllReduce(buf, out, 1003, ncclFloat32, ncclSum, a, st));
-    tp_call_step();
+    step();
 
     CALL(ncclCommDestroy(t));
     CALL(ncclCommDestroy(s));

@@ -1,0 +1,99 @@
+/*
+ * summary_impl.h - what the two files of the summary share (private): the
+ * figures gathered while the window streams (summary_agg.c, the handler's
+ * open and event) and read at close to lay out the report (summary.c).
+ */
+#ifndef TRAINPROF_HANDLERS_SUMMARY_IMPL_H
+#define TRAINPROF_HANDLERS_SUMMARY_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "handler.h"
+
+struct agg {
+    char *name;
+    uint64_t calls;
+    int64_t total_ns, max_ns;
+    uint64_t flops;
+    int64_t self_ns, gpu_ns;     /* torch's operators: host time less their
+                                    children's; device work linked to them */
+};
+
+struct agg_table {
+    struct agg *slots;           /* open addressing, name NULL = empty */
+    size_t n, cap;
+    struct agg *last;            /* the previous lookup's entry */
+};
+
+struct step_row {
+    uint64_t index;
+    int64_t dur_ns;
+};
+
+/* Collectives per (kind, group size). */
+struct coll_row {
+    unsigned op, ranks;
+    uint64_t calls;
+    double size;                 /* bytes moved as nccl-tests counts them */
+    double bus;                  /* size x bus bandwidth factor */
+    int64_t host_ns, dev_ns;     /* call durations; kernels they issued */
+};
+
+/* summary_agg.c's own: only it looks inside. */
+struct span;
+struct coll_id;
+struct op_thread;
+struct op_ref;
+
+struct summary {
+    struct agg_table apis, kernels, libs, gpu, ops;
+    struct op_thread *op_threads;
+    size_t n_op_threads, cap_op_threads;
+    struct op_ref *op_refs;      /* sorted at the first device event */
+    size_t n_op_refs, cap_op_refs;
+    int op_refs_sorted;
+    struct coll_row *coll;
+    size_t ncoll, capcoll;
+    struct coll_id *coll_ids;    /* External id -> row, sorted at the first device event */
+    size_t nids, capids;
+    int ids_sorted;
+    uint64_t coll_captured;      /* calls made during a graph capture: not counted */
+    const struct tp_mem_usage *mem; /* w->mem, for peak times */
+    int n_mem;
+    int64_t *peak_at;            /* per w->mem row: end of the call that reached the peak, 0 unseen */
+    uint64_t lib_flops;
+    uint64_t graph_flops;        /* library FLOPs run by CUDA graph launches */
+    struct step_row *steps;
+    size_t nsteps, capsteps;
+    int64_t host_ns;             /* sum of API and launch durations */
+    uint64_t launches;
+    struct span *busy;           /* device work (kernels, copies, sets) */
+    size_t nbusy, capbusy;
+    int64_t gpu_ns;              /* sum of device work durations */
+    int oom;
+};
+
+/* tp_sumagg_open - the handler's open(): a zeroed struct summary for window
+ * "w", with a peak time slot per w->mem row (none if that allocation fails:
+ * the report then uses the collector's peak times).  Returns it, or NULL
+ * after logging an error when out of memory (no summary for this window). */
+void *tp_sumagg_open(const struct tp_window *w);
+
+/* tp_sumagg_event - the handler's event(): adds event "ev" to the struct
+ * summary "state".  Out of memory sets its oom flag and drops the event. */
+void tp_sumagg_event(void *state, const struct tp_event *ev);
+
+/* tp_sumagg_merge_busy - merges the device spans of "s" (streams overlap)
+ * into disjoint ones sorted by start, in place; merging again changes
+ * nothing. */
+void tp_sumagg_merge_busy(struct summary *s);
+
+/* tp_sumagg_busy_within - ns of [a, b) during which the GPU ran some work;
+ * the spans must have been merged (tp_sumagg_merge_busy). */
+int64_t tp_sumagg_busy_within(const struct summary *s, int64_t a, int64_t b);
+
+/* tp_sumagg_free - frees "s" and everything it holds, names included. */
+void tp_sumagg_free(struct summary *s);
+
+#endif
