@@ -11,7 +11,11 @@
  * cublasLtMatmul through the PLT (libcublas.so.13 imports it, notes 1.1),
  * and cublasSgemm_v2 launches one kernel through the CUDA runtime.  Both
  * symbols are left undefined here and bound at load time from the program's
- * libraries (or the preloaded wrappers), as in the real library.
+ * libraries (or the preloaded wrappers), as in the real library.  The
+ * kernel is registered at the first cublasCreate_v2 (not in a constructor:
+ * this library has no DT_NEEDED on the runtime, so the runtime's own may not
+ * have run yet) under a name of the kind cuBLAS's SGEMM kernels carry, so
+ * that traces name it as they would on a GPU instead of "unknown kernel".
  */
 #include <cublas_api.h>
 #include <cublasLt.h>
@@ -26,10 +30,34 @@ struct cublasContext {
     cudaStream_t stream;
 };
 
+/* crt/host_runtime.h is C++-only: its prototypes, as nvcc's generated code
+ * calls them. */
+void **__cudaRegisterFatBinary(void *fatCubin);
+void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
+void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
+                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
+                            dim3 *bDim, dim3 *gDim, int *wSize);
+
+/* The host stub of the one kernel cublasSgemm_v2 launches. */
+static char fake_sgemm_kernel;
+static const unsigned long long fake_fatbin[4] = { 0x466243b1ull, 1, 0, 0 };
+
+static void fake_register(void)
+{
+    static int done;
+    if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
+        return;
+    static char name[] = "ampere_sgemm_128x64_nn";
+    void **h = __cudaRegisterFatBinary((void *)fake_fatbin);
+    __cudaRegisterFunction(h, &fake_sgemm_kernel, name, name, -1, NULL, NULL, NULL, NULL, NULL);
+    __cudaRegisterFatBinaryEnd(h);
+}
+
 FAKE_EXPORT cublasStatus_t cublasCreate_v2(cublasHandle_t *h)
 {
     if (!h)
         return CUBLAS_STATUS_INVALID_VALUE;
+    fake_register();
     *h = calloc(1, sizeof **h);
     return *h ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_ALLOC_FAILED;
 }
@@ -63,9 +91,6 @@ FAKE_EXPORT cublasStatus_t cublasGetMathMode(cublasHandle_t h, cublasMath_t *mod
     *mode = h->mode;
     return CUBLAS_STATUS_SUCCESS;
 }
-
-/* The host stub of the one kernel cublasSgemm_v2 launches. */
-static char fake_sgemm_kernel;
 
 static cublasStatus_t fake_gemm(const char *name, cublasHandle_t h)
 {

@@ -20,8 +20,10 @@
  * Synchronization2 on device 0, context 1, stream 7 for the default stream
  * (handles 0 and 1) and 13, 14, ... for other handles in order of first use.
  * Device work starts 2 us after the API call returns and is serialized per
- * stream: kernels last 5 us, copies 1 us + 100 ps per byte, sets 1 us + 10 ps
- * per byte, in callback units: ticks per microsecond are calibrated once by
+ * stream: kernels last 5 us (NCCL's, whose names hold "nccl",
+ * FAKE_CUPTI_COMM_US when set: in a data-parallel step the collective is
+ * the long kernel), copies 1 us + 100 ps per byte, sets 1 us + 10 ps per
+ * byte, in callback units: ticks per microsecond are calibrated once by
  * sampling the timestamp callback across a 2 ms sleep.  A synchronization
  * record spans the API call itself.
  *
@@ -38,7 +40,8 @@
  * their API call unless flushed with CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
  * FAKE_CUPTI_FAIL_KIND=K (cuptiActivityEnable(K) fails); FAKE_CUPTI_LOG=path
  * (one line per subscribe, enable KIND, disable KIND, flush, unsubscribe,
- * finalize).  Never writes to stdout.
+ * finalize); FAKE_CUPTI_COMM_US=N (NCCL's kernels last N us, default 5).
+ * Never writes to stdout.
  */
 #define _GNU_SOURCE
 #include "fakegpu.h"
@@ -73,6 +76,7 @@
 static uint32_t version = 130001;
 static int busy;
 static long delay_ms;
+static long comm_us = 5;
 static int fail_kind = -1;
 static char log_path[1024];
 
@@ -92,6 +96,9 @@ __attribute__((constructor)) static void fake_init(void)
     version = (uint32_t)env_long("FAKE_CUPTI_VERSION", 130001);
     busy = env_long("FAKE_CUPTI_BUSY", 0) != 0;
     delay_ms = env_long("FAKE_CUPTI_DELAY_MS", 0);
+    comm_us = env_long("FAKE_CUPTI_COMM_US", 5);
+    if (comm_us <= 0)
+        comm_us = 5;
     fail_kind = (int)env_long("FAKE_CUPTI_FAIL_KIND", -1);
     const char *l = getenv("FAKE_CUPTI_LOG");
     if (l)
@@ -513,7 +520,8 @@ static void fake_end(uint64_t token, const struct fakegpu_op *op)
                          ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL : CUPTI_ACTIVITY_KIND_KERNEL;
             k.registersPerThread = 32;
             k.start = start;
-            k.end = start + (uint64_t)(5 * ticks_per_us);
+            int comm = op->kernel && strstr(op->kernel, "nccl") != NULL;
+            k.end = start + (uint64_t)((double)(comm ? comm_us : 5) * ticks_per_us);
             k.completed = k.end;
             k.deviceId = 0;
             k.contextId = 1;

@@ -15,6 +15,13 @@
  * see launches made inside a collective.
  * FAKE_NCCL_STATS=1 prints to stderr at exit how often ncclCommCount and
  * ncclCommUserRank were called.
+ * FAKE_NCCL_VERSION=N makes the fake NCCL version N (ncclGetVersion's
+ * answer; default the header's NCCL_VERSION_CODE).  Below 2.19 (21900) the
+ * kernel gets the name NCCL 2.18 and older give theirs,
+ * "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long,
+ * ncclWork*)", instead of 2.19's "ncclDevKernel_AllReduce_Sum_f32_RING_LL
+ * (ncclDevKernelArgsStorage<4096ul>)": some trace readers know only the old
+ * prefix (HTA 0.5's straggler analysis looks for "ncclKernel").
  */
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -45,11 +52,24 @@ static int count_calls, rank_calls;
 static char kernel_stub;   /* host stub stand-in: its address names the kernel */
 static const unsigned long long fatbin[4] = { 0x466243b1ull, 1, 0, 0 };
 
+static int fake_version = NCCL_VERSION_CODE;
+
 __attribute__((constructor)) static void fake_nccl_init(void)
 {
+    const char *v = getenv("FAKE_NCCL_VERSION");
+    if (v && *v) {
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (*end || n <= 0 || n > 99999)
+            fprintf(stderr, "fake-nccl: bad FAKE_NCCL_VERSION=%s ignored\n", v);
+        else
+            fake_version = (int)n;
+    }
     void **h = __cudaRegisterFatBinary((void *)fatbin);
     static char name[] = "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE";
-    __cudaRegisterFunction(h, &kernel_stub, name, name, -1, NULL, NULL, NULL, NULL, NULL);
+    static char old_name[] = "_Z38ncclKernel_AllReduce_RING_LL_Sum_floatP11ncclDevCommmP8ncclWork";
+    char *kname = fake_version < 21900 ? old_name : name;
+    __cudaRegisterFunction(h, &kernel_stub, kname, kname, -1, NULL, NULL, NULL, NULL, NULL);
     __cudaRegisterFatBinaryEnd(h);
 }
 
@@ -83,7 +103,7 @@ FAKE_EXPORT ncclResult_t ncclGetVersion(int *version)
 {
     if (!version)
         return ncclInvalidArgument;
-    *version = NCCL_VERSION_CODE;
+    *version = fake_version;
     return ncclSuccess;
 }
 
