@@ -199,7 +199,7 @@ demo: deps
 demo-run: lib fakes programs
 	@B=$(B) scripts/demo
 
-bench: lib fakes $(B)/bench/launch_bench $(B)/bench/gemm_bench $(B)/bench/nvtx_bench
+bench: lib fakes $(B)/bench/launch_bench $(B)/bench/gemm_bench $(B)/bench/nvtx_bench $(B)/bench/itt_bench
 	@B=$(B) scripts/bench
 
 # ms per step of a CPU training loop: plain, torch.profiler, trainprof run
