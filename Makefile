@@ -67,7 +67,7 @@ $(B)/libtrainprof.so: $(PRELOAD_OBJ) $(B)/libtrainprof_core.a preload/trainprof.
 # ---- fakes of the GPU libraries and the example programs -------------------
 # The fake runtime carries the real soname so that programs linked against it
 # look exactly like programs linked against CUDA's libcudart.so.13.
-$(B)/fakes/libcudart.so.13: tests/fakes/cudart.c tests/fakes/cudart.map
+$(B)/fakes/libcudart.so.13: tests/fakes/cudart.c tests/fakes/cudart.map tests/fakes/fakegpu.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -fPIC -shared -O1 -g $(TP_WARN) -isystem $(CUDA_HOME)/include \
 	    -Wl,-soname,libcudart.so.13 -Wl,--version-script=tests/fakes/cudart.map -o $@ $< -lpthread
@@ -81,7 +81,7 @@ FAKE_OTHER := $(filter-out tests/fakes/cudart.c,$(FAKE_SRC))
 FAKE_LIBS  := $(FAKE_OTHER:tests/fakes/%.c=$(B)/fakes/lib%.so)
 -include $(wildcard tests/fakes/*.mk tests/programs/*.mk)
 
-$(B)/fakes/lib%.so: tests/fakes/%.c
+$(B)/fakes/lib%.so: tests/fakes/%.c tests/fakes/fakegpu.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -fPIC -shared -O1 -g $(TP_WARN) -isystem $(CUDA_HOME)/include \
 	    -Wl,-soname,$(or $(FAKE_SONAME_$*),lib$*.so) \

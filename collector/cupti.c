@@ -50,8 +50,12 @@ static int tp_rt_trimmed, tp_drv_trimmed;
 static int (*tp_capture_check)(void);
 static __thread int tp_ext_depth __attribute__((tls_model("initial-exec")));
 
-/* Enabled at start: CONCURRENT_KERNEL, never KERNEL (it serialises kernels). */
+/* Enabled at start: CONCURRENT_KERNEL, never KERNEL (it serialises kernels).
+ * CUDA_EVENT (what event syncs wait on: Kineto's wait_on_*) comes first, so
+ * that it does not widen the gap between the kernel kind and the API
+ * records, where a launch would get a kernel record its call cannot claim. */
 static const CUpti_ActivityKind tp_kinds[] = {
+    CUPTI_ACTIVITY_KIND_CUDA_EVENT,
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
     CUPTI_ACTIVITY_KIND_MEMCPY2,           CUPTI_ACTIVITY_KIND_MEMSET,
     CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_MEMORY2,
@@ -69,6 +73,7 @@ static const char *tp_kind_name(CUpti_ActivityKind k)
     case CUPTI_ACTIVITY_KIND_MEMORY2: return "MEMORY2";
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return "EXTERNAL_CORRELATION";
     case CUPTI_ACTIVITY_KIND_OVERHEAD: return "OVERHEAD";
+    case CUPTI_ACTIVITY_KIND_CUDA_EVENT: return "CUDA_EVENT";
     case CUPTI_ACTIVITY_KIND_RUNTIME: return "RUNTIME";
     case CUPTI_ACTIVITY_KIND_DRIVER: return "DRIVER";
     default: return "?";
@@ -193,6 +198,7 @@ static void tp_api_set(int driver, int on)
 
 static void tp_enable_all(void)
 {
+    tp_cupti_pending_forget_events();   /* events recorded while off went unseen */
     for (size_t i = 0; i < sizeof tp_kinds / sizeof tp_kinds[0]; i++)
         tp_kind_set(tp_kinds[i], 1);
     tp_api_set(0, 1);

@@ -40,6 +40,17 @@ struct tp_dev_record {
     uint16_t pad;
     uint32_t graph_id;          /* KERNEL/MEMCPY/MEMSET launched by a graph, else 0 */
     uint64_t graph_node_id;
+    uint32_t event_id;          /* SYNC: CUPTI's cudaEventId of the event waited on,
+                                   0xffffffff (CUPTI_SYNCHRONIZATION_INVALID_VALUE) if none */
+};
+
+/* A cudaEventRecord as CUPTI saw it (CUDA_EVENT records): what an event
+ * sync waits on.  Never an event of its own. */
+struct tp_dev_cuda_event {
+    uint32_t context;           /* where the event was recorded */
+    uint32_t event_id;          /* CUPTI's eventId */
+    uint32_t correlation;       /* of the cudaEventRecord call */
+    uint32_t stream;            /* CUPTI stream id it was recorded on */
 };
 
 /* A runtime or driver API record of a launch, copy, set or synchronization
@@ -70,6 +81,11 @@ struct tp_dev_batch {
     size_t n_api;
     struct tp_dev_ext *ext;
     size_t n_ext;
+    struct tp_dev_cuda_event *cuda_event; /* sorted by (context, event_id, correlation):
+                                   every record that can still be the last
+                                   before a sync of this window, windows and
+                                   warmup before it included */
+    size_t n_cuda_event;
     uint64_t dropped;           /* records CUPTI dropped (cuptiActivityGetNumDroppedRecords)
                                    plus records we could not store, since the last take */
 };
@@ -96,7 +112,10 @@ size_t tp_cupti_unfinished(uint64_t t0, uint64_t t1);
 /* tp_cupti_take - move the pending records of the window [t0, t1] into "out":
  * API records that start in it, device records whose correlation is one of
  * theirs or that start in it, and the external correlations of those.
- * Pending records older than t1 are then discarded (warmup, gaps). */
+ * Pending records older than t1 are then discarded (warmup, gaps).  CUDA
+ * event records are copied, not moved: an event recorded before the window
+ * may be waited on in it or later; only those no later sync can pick are
+ * discarded (cupti_window.c). */
 void tp_cupti_take(uint64_t t0, uint64_t t1, struct tp_dev_batch *out);
 
 /* tp_cupti_window_free - release what tp_cupti_take() gave. */
@@ -132,6 +151,24 @@ enum tp_cupti_cb_class {
 /* tp_cupti_cb_class - enum tp_cupti_cb_class of runtime ("driver" 0) or
  * driver ("driver" 1) API callback id "cbid". */
 int tp_cupti_cb_class(int driver, uint32_t cbid);
+
+/* CUpti_ActivitySynchronizationType, as kept in tp_dev_record.copy_kind of
+ * SYNC records (cupti_decode.c checks the values against CUPTI's). */
+enum tp_dev_sync_type {
+    TP_SYNC_UNKNOWN = 0,
+    TP_SYNC_EVENT = 1,          /* cudaEventSynchronize */
+    TP_SYNC_STREAM_WAIT_EVENT = 2,
+    TP_SYNC_STREAM = 3,
+    TP_SYNC_CONTEXT = 4,
+};
+
+/* tp_dev_waits_on_event - 1 if "d" is a sync on a CUDA event (Kineto's
+ * isEventSync: the syncs that carry wait_on_* args). */
+static inline int tp_dev_waits_on_event(const struct tp_dev_record *d)
+{
+    return d->kind == TP_DEV_SYNC &&
+           (d->copy_kind == TP_SYNC_EVENT || d->copy_kind == TP_SYNC_STREAM_WAIT_EVENT);
+}
 
 /* tp_cupti_set_capture_check - "fn" returns non-zero while a stream capture
  * may be open; tp_cupti_stop(1) then skips cuptiFinalize.  NULL: no check. */

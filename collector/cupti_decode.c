@@ -1,12 +1,13 @@
 /*
  * cupti_decode.c - DESIGN: one CUPTI activity record in, one of our fixed
- * structs out (cupti.h: tp_dev_record, tp_dev_api, tp_dev_ext), and
- * nothing stored: the caller keeps or drops the item, so that the layouts
- * of CUPTI's record structs (CUDA 13.0's Kernel10, Memcpy6, MemcpyPtoP4,
- * Memset4, Synchronization2, API, ExternalCorrelation, Overhead3) are known
- * here and nowhere else.  Times are CUPTI's ns of our own clock (cupti.c
- * registers tp_clock_ns as its timestamp callback), mapped back to ticks so
- * that they compare with host records exactly.  A device record with a
+ * structs out (cupti.h: tp_dev_record, tp_dev_api, tp_dev_ext,
+ * tp_dev_cuda_event), and nothing stored: the caller keeps or drops the
+ * item, so that the layouts of CUPTI's record structs (CUDA 13.0's
+ * Kernel10, Memcpy6, MemcpyPtoP4, Memset4, Synchronization2, CudaEvent2,
+ * API, ExternalCorrelation, Overhead3) are known here and nowhere else.
+ * Times are CUPTI's ns of our own clock (cupti.c registers tp_clock_ns as
+ * its timestamp callback), mapped back to ticks so that they compare with
+ * host records exactly.  A device record with a
  * zero start (no timing: CUPTI ran out of device buffer, or a forced flush
  * caught work still running) is "untimed" and the caller drops it: the
  * buffer that carried it is gone, so the record never comes back
@@ -19,8 +20,35 @@
 #include "intern.h"
 #include "kernels.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* CUDA 12.8 (CUPTI v26) replaced CudaEvent with CudaEvent2 and
+ * Synchronization with Synchronization2, appending fields (deviceId,
+ * deviceTimestamp, cudaEventSyncId; cudaEventSyncId, returnValue); every
+ * CUPTI we load (>= 13) delivers the "2" records.  The fields read here sit
+ * in the prefix the two versions share, so CUDA_EVENT records are read
+ * through the shorter CudaEvent and never past its 24 bytes. */
+#define TP_SAME_FIELD(a, b, f) \
+    _Static_assert(offsetof(a, f) == offsetof(b, f), #f " moved between " #a " and " #b)
+TP_SAME_FIELD(CUpti_ActivityCudaEvent, CUpti_ActivityCudaEvent2, correlationId);
+TP_SAME_FIELD(CUpti_ActivityCudaEvent, CUpti_ActivityCudaEvent2, contextId);
+TP_SAME_FIELD(CUpti_ActivityCudaEvent, CUpti_ActivityCudaEvent2, streamId);
+TP_SAME_FIELD(CUpti_ActivityCudaEvent, CUpti_ActivityCudaEvent2, eventId);
+TP_SAME_FIELD(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, correlationId);
+TP_SAME_FIELD(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, contextId);
+TP_SAME_FIELD(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, streamId);
+TP_SAME_FIELD(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, cudaEventId);
+
+/* cupti.h keeps the sync types by value. */
+#define TP_SAME_SYNC(ours, cupti) \
+    _Static_assert((int)(ours) == (int)CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_##cupti, #ours)
+TP_SAME_SYNC(TP_SYNC_UNKNOWN, UNKNOWN);
+TP_SAME_SYNC(TP_SYNC_EVENT, EVENT_SYNCHRONIZE);
+TP_SAME_SYNC(TP_SYNC_STREAM_WAIT_EVENT, STREAM_WAIT_EVENT);
+TP_SAME_SYNC(TP_SYNC_STREAM, STREAM_SYNCHRONIZE);
+TP_SAME_SYNC(TP_SYNC_CONTEXT, CONTEXT_SYNCHRONIZE);
 
 static uint64_t tp_overheads;           /* OVERHEAD records seen (counted only) */
 
@@ -148,7 +176,17 @@ int tp_cupti_record_decode(const CUpti_Activity *a, struct tp_cupti_item *out)
         r->context = s->contextId;
         r->stream = s->streamId;
         r->correlation = s->correlationId;
+        r->event_id = s->cudaEventId;
         return TP_CUPTI_GOT_REC;
+    }
+    case CUPTI_ACTIVITY_KIND_CUDA_EVENT: {
+        const CUpti_ActivityCudaEvent *e = record;     /* the prefix of CudaEvent2 */
+        struct tp_dev_cuda_event *o = &out->u.cuda_event;
+        o->context = e->contextId;
+        o->event_id = e->eventId;
+        o->correlation = e->correlationId;
+        o->stream = e->streamId;
+        return TP_CUPTI_GOT_CUDA_EVENT;
     }
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: {

@@ -104,6 +104,7 @@ enum tp_cupti_got {
     TP_CUPTI_GOT_REC,           /* out->u.rec */
     TP_CUPTI_GOT_API,           /* out->u.api */
     TP_CUPTI_GOT_EXT,           /* out->u.ext */
+    TP_CUPTI_GOT_CUDA_EVENT,    /* out->u.cuda_event */
 };
 
 /* The decoded record; which member holds it is the decoder's return. */
@@ -112,6 +113,7 @@ struct tp_cupti_item {
         struct tp_dev_record rec;
         struct tp_dev_api api;
         struct tp_dev_ext ext;
+        struct tp_dev_cuda_event cuda_event;
     } u;
 };
 
@@ -131,5 +133,11 @@ void tp_cupti_record_discard(const CUpti_Activity *a);
 /* tp_cupti_pending_drop - count "n" more records as dropped; the next
  * tp_cupti_take() reports them.  Flush thread. */
 void tp_cupti_pending_drop(uint64_t n);
+
+/* tp_cupti_pending_forget_events - forget the CUDA event records kept for
+ * later windows: the kinds were off, so an event may have been recorded
+ * again unseen, and the last record we hold would then name the wrong
+ * stream.  Flush thread. */
+void tp_cupti_pending_forget_events(void);
 
 #endif

@@ -9,6 +9,17 @@
  * or kept records to their external correlations) are sorted id arrays
  * searched by bisection, as in devjoin.c.  No CUPTI call here: the records
  * come from cupti_decode.c, so a unit test feeds hand-made ones.
+ *
+ * CUDA event records (cudaEventRecord: event, stream, correlation) outlive
+ * windows: a sync waits on the last record of its event before it, which
+ * may lie in the warmup or an earlier window, so each take hands out a
+ * copy of all of them (sorted by context, event, correlation).  Kept after
+ * that: per event, the last record at or before the take's cut (the
+ * highest correlation of what the take consumed; later syncs were called
+ * after it and have higher ids, CUPTI numbering calls in order) and every
+ * newer one.  Bounded at 1 M records (then dropped and counted), and
+ * forgotten when the kinds come back on after a gap (cupti.c): an event
+ * recorded again while they were off would leave a stale answer.
  */
 #include "cupti_impl.h"
 
@@ -20,6 +31,7 @@
 #define TP_MAX_REC (1u << 20)
 #define TP_MAX_API (2u << 20)
 #define TP_MAX_EXT (2u << 20)
+#define TP_MAX_CEV (1u << 20)
 
 static struct tp_dev_record *tp_rec;
 static size_t tp_n_rec, tp_cap_rec;
@@ -27,6 +39,8 @@ static struct tp_dev_api *tp_api;
 static size_t tp_n_api, tp_cap_api;
 static struct tp_dev_ext *tp_ext;
 static size_t tp_n_ext, tp_cap_ext;
+static struct tp_dev_cuda_event *tp_cev; /* CUDA event records, kept across takes */
+static size_t tp_n_cev, tp_cap_cev;
 static uint64_t tp_dropped;             /* since the last take */
 static uint32_t tp_max_api_corr;        /* highest API correlation decoded */
 
@@ -66,6 +80,12 @@ int tp_cupti_decode(const void *record)
             break;
         tp_ext = p;
         tp_ext[tp_n_ext++] = it.u.ext;
+        return 1;
+    case TP_CUPTI_GOT_CUDA_EVENT:
+        if (!(p = tp_room(tp_cev, &tp_cap_cev, tp_n_cev, sizeof *tp_cev, TP_MAX_CEV)))
+            break;
+        tp_cev = p;
+        tp_cev[tp_n_cev++] = it.u.cuda_event;
         return 1;
     case TP_CUPTI_GOT_UNTIMED:
         break;
@@ -167,6 +187,44 @@ static int tp_cmp_ext(const void *a, const void *b)
     return (x->correlation > y->correlation) - (x->correlation < y->correlation);
 }
 
+static int tp_cmp_cev(const void *a, const void *b)
+{
+    const struct tp_dev_cuda_event *x = a, *y = b;
+    if (x->context != y->context)
+        return x->context < y->context ? -1 : 1;
+    if (x->event_id != y->event_id)
+        return x->event_id < y->event_id ? -1 : 1;
+    return (x->correlation > y->correlation) - (x->correlation < y->correlation);
+}
+
+void tp_cupti_pending_forget_events(void)
+{
+    tp_n_cev = 0;
+}
+
+/* Every CUDA event record to "out"; then, per event, drop the records that
+ * a newer one at or before "cut" supersedes for every later sync. */
+static void tp_cev_take(uint32_t cut, struct tp_dev_batch *out)
+{
+    if (!tp_n_cev)
+        return;
+    qsort(tp_cev, tp_n_cev, sizeof *tp_cev, tp_cmp_cev);
+    out->cuda_event = malloc(tp_n_cev * sizeof *out->cuda_event);
+    if (out->cuda_event) {
+        memcpy(out->cuda_event, tp_cev, tp_n_cev * sizeof *tp_cev);
+        out->n_cuda_event = tp_n_cev;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < tp_n_cev; i++) {
+        const struct tp_dev_cuda_event *e = &tp_cev[i], *next = &tp_cev[i + 1];
+        int superseded = i + 1 < tp_n_cev && next->context == e->context &&
+                         next->event_id == e->event_id && next->correlation <= cut;
+        if (!superseded)
+            tp_cev[kept++] = *e;
+    }
+    tp_n_cev = kept;
+}
+
 void tp_cupti_take(uint64_t t0, uint64_t t1, struct tp_dev_batch *out)
 {
     memset(out, 0, sizeof *out);
@@ -188,8 +246,11 @@ void tp_cupti_take(uint64_t t0, uint64_t t1, struct tp_dev_batch *out)
         return;
     }
     size_t n_win = 0, n_keep_c = 0, kept = 0;
+    uint32_t cut = 0;                   /* highest correlation consumed (CUDA events) */
     for (size_t i = 0; i < tp_n_api; i++) {
         struct tp_dev_api a = tp_api[i];
+        if (a.start <= t1 && a.correlation > cut)
+            cut = a.correlation;
         if (a.start >= t0 && a.start <= t1) {
             out->api[out->n_api++] = a;
             if (a.correlation)
@@ -221,9 +282,13 @@ void tp_cupti_take(uint64_t t0, uint64_t t1, struct tp_dev_batch *out)
         } else if (r->start > t1) {
             tp_rec[kept++] = *r;
             keep_c[n_keep_c++] = r->correlation;
+            continue;
         }
+        if (r->correlation > cut)
+            cut = r->correlation;
     }
     tp_n_rec = kept;
+    tp_cev_take(cut, out);
 
     /* External correlations: of what was taken -> out; of what is kept, or
      * newer than every API record seen (its API record is still in a buffer
@@ -261,5 +326,6 @@ void tp_cupti_window_free(struct tp_dev_batch *w)
     free(w->rec);
     free(w->api);
     free(w->ext);
+    free(w->cuda_event);
     memset(w, 0, sizeof *w);
 }

@@ -305,6 +305,31 @@ static void kernel_shape(const struct tp_devjoin *j, const struct tp_dev_record 
                                           threads, ev->blocks_per_sm);
 }
 
+/* Kineto's getWaitEventInfo: for sync "d" on a CUDA event, the last record
+ * of that event (same context) whose correlation is below the sync's: the
+ * cudaEventRecord the sync waits on.  -1s when no such record was seen. */
+static void wait_on(const struct tp_dev_batch *b, const struct tp_dev_record *d, struct tp_event *ev)
+{
+    ev->wait_on_stream = ev->wait_on_corr = -1;
+    const struct tp_dev_cuda_event *v = b->cuda_event;
+    size_t lo = 0, hi = b->n_cuda_event;
+    while (lo < hi) {                   /* first record not below (context, event, correlation) */
+        size_t mid = (lo + hi) / 2;
+        const struct tp_dev_cuda_event *m = &v[mid];
+        int below = m->context != d->context   ? m->context < d->context
+                    : m->event_id != d->event_id ? m->event_id < d->event_id
+                                                 : m->correlation < d->correlation;
+        if (below)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0 || v[lo - 1].context != d->context || v[lo - 1].event_id != d->event_id)
+        return;
+    ev->wait_on_stream = (int32_t)v[lo - 1].stream;   /* Kineto's int32: no stream is -1 */
+    ev->wait_on_corr = v[lo - 1].correlation;
+}
+
 void tp_devjoin_dispatch(const struct tp_devjoin *j, const struct tp_clock_map *map,
                          void (*fn)(void *ctx, const struct tp_event *ev), void *ctx)
 {
@@ -332,6 +357,9 @@ void tp_devjoin_dispatch(const struct tp_devjoin *j, const struct tp_clock_map *
         ev.occupancy = -1;
         if (d->kind == TP_DEV_KERNEL)
             kernel_shape(j, d, &ev);
+        ev.wait_on_stream = ev.wait_on_corr = -1;
+        if (tp_dev_waits_on_event(d))
+            wait_on(j->dev, d, &ev);
         fn(ctx, &ev);
     }
 }

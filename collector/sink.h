@@ -57,6 +57,11 @@ struct tp_event {
                                       device: linked to a host call (ac2g end) */
     double   blocks_per_sm, warps_per_sm; /* kernels, 0 if the device is unknown */
     double   occupancy;            /* kernels: est. achieved occupancy %, -1 unknown */
+    int64_t  wait_on_stream;       /* device syncs on a CUDA event (tp_dev_waits_on_event):
+                                      the CUPTI stream the event was last recorded on
+                                      before the sync, and the correlation id of that
+                                      cudaEventRecord (Kineto's wait_on_*); -1 unknown */
+    int64_t  wait_on_corr;
     /* host call stack (TRAINPROF_WITH_STACK): symbolised frames, root
      * (outermost) first, ending at the caller of the intercepted function;
      * device events linked to a launch carry the launch's stack */

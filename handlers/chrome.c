@@ -841,6 +841,13 @@ static void put_device(struct chrome *c, const struct tp_event *ev)
     } else if (d->kind == TP_DEV_SYNC) {
         LIT(j, ", \"cuda_sync_kind\": ");       /* HTA's critical path reads it */
         tp_jsonw_str(j, ev->name);
+        if (tp_dev_waits_on_event(d)) {         /* and these, as Kineto writes them */
+            LIT(j, ", \"wait_on_stream\": ");
+            tp_jsonw_i64(j, ev->wait_on_stream);
+            LIT(j, ", \"wait_on_cuda_event_record_corr_id\": ");
+            tp_jsonw_i64(j, ev->wait_on_corr);
+            put_key_u64(j, ", \"wait_on_cuda_event_id\": ", d->event_id);
+        }
     }
     LIT(j, "}}");
     if (ev->flow)

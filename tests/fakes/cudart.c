@@ -24,8 +24,9 @@
  *
  * Observer (tests/fakes/fakegpu.h): the fake CUPTI registers begin/end
  * callbacks with fakegpu_set_observer(); launches, graph launches, copies,
- * sets and synchronizations then report each call (runtime domain, CUPTI
- * runtime cbid, kernel name from the registration table, sizes, stream) so
+ * sets, synchronizations (cudaStreamWaitEvent included) and cudaEventRecord
+ * then report each call (runtime domain, CUPTI runtime cbid, kernel name
+ * from the registration table, sizes, stream, event handle) so
  * that it can produce activity records.  Unset, an entry point pays one
  * relaxed load; set, a launch by stub also takes the table lock to find the
  * kernel's name.  A call that fails reports kind NONE (an API record, no
@@ -211,6 +212,21 @@ static void obs_report(const struct obs *o, int cbid, int kind, cudaStream_t s)
     o->end(o->token, &op);
 }
 
+/* A call on event "e": its record (cudaEventRecord) or a sync on it. */
+static void obs_event(const struct obs *o, int cbid, cudaError_t r, int kind, cudaStream_t s,
+                      cudaEvent_t e)
+{
+    struct fakegpu_op op;
+    memset(&op, 0, sizeof op);
+    op.domain = FAKEGPU_RUNTIME;
+    op.cbid = cbid;
+    op.kind = r == cudaSuccess ? kind : FAKEGPU_NONE;
+    op.status = (int)r;
+    op.stream = (uint64_t)(uintptr_t)s;
+    op.event = (uint64_t)(uintptr_t)e;
+    o->end(o->token, &op);
+}
+
 static void obs_launch(const struct obs *o, int cbid, cudaError_t r, const char *name, dim3 g,
                        dim3 b, size_t sm, cudaStream_t s)
 {
@@ -266,6 +282,14 @@ static void obs_bytes(const struct obs *o, int cbid, cudaError_t r, int kind, si
         if (o_.end) \
             obs_report(&o_, CUPTI_RUNTIME_TRACE_CBID_##cbid, \
                        r_ == cudaSuccess ? FAKEGPU_SYNC : FAKEGPU_NONE, (s)); \
+        return r_; \
+    } while (0)
+
+#define OBS_EVENT(cbid, call, kind, s, e) do { \
+        struct obs o_ = obs_enter(); \
+        cudaError_t r_ = (call); \
+        if (o_.end) \
+            obs_event(&o_, CUPTI_RUNTIME_TRACE_CBID_##cbid, r_, (kind), (s), (e)); \
         return r_; \
     } while (0)
 
@@ -898,23 +922,19 @@ static cudaError_t event_sync(cudaEvent_t e)
 
 FAKE_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t e)
 {
-    OBS_SYNC(cudaEventSynchronize_v3020, event_sync(e), NULL);
+    OBS_EVENT(cudaEventSynchronize_v3020, event_sync(e), FAKEGPU_SYNC, NULL, e);
 }
 
 FAKE_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int fl)
 {
-    (void)s; (void)fl;
-    if (!e)
-        return fail(cudaErrorInvalidResourceHandle);
-    return cudaSuccess;
+    (void)fl;
+    OBS_EVENT(cudaStreamWaitEvent_v3020, event_sync(e), FAKEGPU_SYNC, s, e);
 }
 
 FAKE_EXPORT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t e, unsigned int fl)
 {
-    (void)s; (void)fl;
-    if (!e)
-        return fail(cudaErrorInvalidResourceHandle);
-    return cudaSuccess;
+    (void)fl;
+    OBS_EVENT(cudaStreamWaitEvent_ptsz_v7000, event_sync(e), FAKEGPU_SYNC, s, e);
 }
 
 /* ---- allocation ---------------------------------------------------------
@@ -1267,13 +1287,17 @@ FAKE_EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *p, unsigned int fl
     return new_event(p);
 }
 
-FAKE_EXPORT cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
+static cudaError_t event_record(cudaEvent_t e)
 {
-    (void)s;
     if (!e)
         return fail(cudaErrorInvalidResourceHandle);
     ((struct fake_event *)(void *)e)->recorded = 1;
     return cudaSuccess;
+}
+
+FAKE_EXPORT cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
+{
+    OBS_EVENT(cudaEventRecord_v3020, event_record(e), FAKEGPU_EVENT, s, e);
 }
 
 FAKE_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t e)

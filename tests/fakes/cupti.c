@@ -18,7 +18,14 @@
  * RUNTIME or DRIVER, only if that kind or that cbid is enabled), and for work
  * a CUpti_ActivityKernel10 (CONCURRENT_KERNEL) / Memcpy6 / Memset4 /
  * Synchronization2 on device 0, context 1, stream 7 for the default stream
- * (handles 0 and 1) and 13, 14, ... for other handles in order of first use.
+ * (handles 0 and 1) and 13, 14, ... for other handles in order of first use,
+ * and for cudaEventRecord a CUpti_ActivityCudaEvent2 (CUDA_EVENT: the
+ * record version CUPTI >= 12.8 delivers) naming the event (eventId 1001,
+ * 1002, ... per handle in order of first use), its stream and correlation,
+ * with a fresh cudaEventSyncId.  Synchronization2 records of event syncs
+ * (cudaEventSynchronize, cudaStreamWaitEvent) carry the event's eventId and
+ * its last cudaEventSyncId, other syncs CUPTI_SYNCHRONIZATION_INVALID_VALUE.
+ * The stream of cudaStreamWaitEvent's record is the waiting stream.
  * Device work starts 2 us after the API call returns and is serialized per
  * stream: kernels last 5 us (NCCL's, whose names hold "nccl",
  * FAKE_CUPTI_COMM_US when set: in a data-parallel step the collective is
@@ -40,7 +47,8 @@
  * their API call unless flushed with CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
  * FAKE_CUPTI_FAIL_KIND=K (cuptiActivityEnable(K) fails); FAKE_CUPTI_LOG=path
  * (one line per subscribe, enable KIND, disable KIND, flush, unsubscribe,
- * finalize); FAKE_CUPTI_COMM_US=N (NCCL's kernels last N us, default 5).
+ * finalize, and "cuda_event EVENTID STREAMID CORRELATION" per CUDA_EVENT
+ * record); FAKE_CUPTI_COMM_US=N (NCCL's kernels last N us, default 5).
  * Never writes to stdout.
  */
 #define _GNU_SOURCE
@@ -141,6 +149,7 @@ static const char *kind_name(int k)
     case CUPTI_ACTIVITY_KIND_MEMORY2: return "MEMORY2";
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return "EXTERNAL_CORRELATION";
     case CUPTI_ACTIVITY_KIND_OVERHEAD: return "OVERHEAD";
+    case CUPTI_ACTIVITY_KIND_CUDA_EVENT: return "CUDA_EVENT";
     case CUPTI_ACTIVITY_KIND_RUNTIME: return "RUNTIME";
     case CUPTI_ACTIVITY_KIND_DRIVER: return "DRIVER";
     default:
@@ -158,6 +167,7 @@ static size_t rec_size(int kind)
     case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(CUpti_ActivityMemcpyPtoP4);
     case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
+    case CUPTI_ACTIVITY_KIND_CUDA_EVENT: return sizeof(CUpti_ActivityCudaEvent2);
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
@@ -213,6 +223,9 @@ static size_t q_n, q_cap;
 
 static struct { uint64_t handle; uint32_t id; uint64_t last_end; } streams[256];
 static int n_streams;
+static struct { uint64_t handle; uint32_t id; uint64_t sync_id; } events[256];
+static int n_events;
+static uint64_t next_sync_id;
 
 static char *names[1024];
 static int n_names;
@@ -384,6 +397,20 @@ static uint32_t stream_id_locked(uint64_t handle)
     return (uint32_t)n_streams++;
 }
 
+/* Index of event "handle" in events[], added on first use (0 when full). */
+static int event_locked(uint64_t handle)
+{
+    for (int i = 0; i < n_events; i++)
+        if (events[i].handle == handle)
+            return i;
+    if (n_events == (int)(sizeof events / sizeof events[0]))
+        return 0;
+    events[n_events].handle = handle;
+    events[n_events].id = (uint32_t)(1001 + n_events);
+    events[n_events].sync_id = 0;
+    return n_events++;
+}
+
 static const char *name_copy_locked(const char *s)
 {
     if (!s)
@@ -409,6 +436,9 @@ static CUpti_ActivitySynchronizationType sync_type(int domain, int cbid)
             return CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
         case CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020:
             return CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE;
+        case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000:
+            return CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT;
         case CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020:
         case CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020:
             return CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE;
@@ -422,6 +452,9 @@ static CUpti_ActivitySynchronizationType sync_type(int domain, int cbid)
         return CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
     case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize:
         return CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE;
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz:
+        return CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT;
     case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize:
     case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2:
         return CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE;
@@ -583,9 +616,36 @@ static void fake_end(uint64_t token, const struct fakegpu_op *op)
             s.correlationId = corr;
             s.contextId = 1;
             s.streamId = sid;
+            s.cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+            s.cudaEventSyncId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+            if (s.type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE ||
+                s.type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT) {
+                int ei = event_locked(op->event);
+                s.cudaEventId = events[ei].id;
+                if (events[ei].sync_id)
+                    s.cudaEventSyncId = events[ei].sync_id;
+            }
             enqueue_locked(&s, 0);
         }
         break;
+    case FAKEGPU_EVENT: {
+        int ei = event_locked(op->event);
+        events[ei].sync_id = ++next_sync_id;
+        if (kinds & (1ull << CUPTI_ACTIVITY_KIND_CUDA_EVENT)) {
+            CUpti_ActivityCudaEvent2 e;
+            memset(&e, 0, sizeof e);
+            e.kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
+            e.correlationId = corr;
+            e.contextId = 1;
+            e.streamId = sid;
+            e.eventId = events[ei].id;
+            e.deviceId = 0;
+            e.cudaEventSyncId = events[ei].sync_id;
+            enqueue_locked(&e, vis);
+            flog("cuda_event %u %u %u", e.eventId, e.streamId, e.correlationId);
+        }
+        break;
+    }
     default:
         break;
     }

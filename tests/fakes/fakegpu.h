@@ -15,7 +15,10 @@
 #include <stdint.h>
 
 enum fakegpu_domain { FAKEGPU_RUNTIME = 0, FAKEGPU_DRIVER = 1 };
-enum fakegpu_kind { FAKEGPU_NONE = 0, FAKEGPU_KERNEL, FAKEGPU_MEMCPY, FAKEGPU_MEMSET, FAKEGPU_SYNC };
+enum fakegpu_kind {
+    FAKEGPU_NONE = 0, FAKEGPU_KERNEL, FAKEGPU_MEMCPY, FAKEGPU_MEMSET, FAKEGPU_SYNC,
+    FAKEGPU_EVENT,           /* cudaEventRecord: "event" recorded on "stream" */
+};
 
 struct fakegpu_op {
     int domain;              /* enum fakegpu_domain */
@@ -28,6 +31,8 @@ struct fakegpu_op {
     uint64_t bytes;          /* MEMCPY, MEMSET */
     int copy_kind;           /* MEMCPY: enum cudaMemcpyKind */
     int status;              /* the call's return code (0: success) */
+    uint64_t event;          /* EVENT, and SYNC on an event (cudaEventSynchronize,
+                                cudaStreamWaitEvent): the event handle */
 };
 
 /* begin() returns a token (the fake correlation id) that end() gets back. */

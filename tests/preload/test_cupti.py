@@ -97,6 +97,65 @@ def test_copies_sets_syncs_on_the_device():
         assert by_corr[e["args"]["correlation"]]["name"].startswith(("cudaMemcpy", "cudaMemset"))
 
 
+def test_event_syncs_carry_wait_on():
+    """Syncs on a CUDA event carry Kineto's wait_on_stream,
+    wait_on_cuda_event_record_corr_id and wait_on_cuda_event_id (HTA's
+    critical path reads them): the stream and correlation of the last
+    cudaEventRecord of that event before the sync, as the fake CUPTI logged
+    its CUDA_EVENT records.  train_loop --events waits on the stream's event
+    from the side stream, records it again on the side stream and
+    synchronizes on it; each step first waits on an event recorded at the
+    end of the step before, so the first active step waits on a record of
+    the warmup (two warmup steps: CUPTI is on by the second, tp-flush turns
+    it on during the first).  Other syncs carry none of the three."""
+    d = tputil.new_dir()
+    log = os.path.join(d, "cupti.log")
+    res = run_loop(env={"FAKE_CUPTI_LOG": log, "TRAIN_EVENTS": 1},
+                   schedule="wait=1,warmup=2,active=3", steps=8, cwd=d)
+    t = one_trace(res)
+    records = {}                        # event id -> [(correlation, stream)] in order
+    with open(log) as f:
+        for line in f:
+            w = line.split()
+            if w and w[0] == "cuda_event":
+                records.setdefault(int(w[1]), []).append((int(w[3]), int(w[2])))
+    assert len(records) == 2, records
+
+    syncs = tputil.events(t, ph="X", cat="cuda_sync")
+    waits = [s for s in syncs if s["name"] == "Stream Wait Event"]
+    event_syncs = [s for s in syncs if s["name"] == "Event Sync"]
+    others = [s for s in syncs if s["name"] not in ("Stream Wait Event", "Event Sync")]
+    active = 3
+    assert len(waits) == 2 * active and len(event_syncs) == active, [s["name"] for s in syncs]
+    assert others
+    keys = ("wait_on_stream", "wait_on_cuda_event_record_corr_id", "wait_on_cuda_event_id")
+    for s in others:
+        assert not set(keys) & set(s["args"]), s
+    main = {k["tid"] for k in tputil.events(t, ph="X", cat="kernel")}
+    assert len(main) == 1
+    main = main.pop()
+    side = {s["args"]["stream"] for s in waits}
+    assert len(side) == 1 and side != {main}
+    side = side.pop()
+    for s in waits + event_syncs:
+        a = s["args"]
+        before = [r for r in records[a["wait_on_cuda_event_id"]] if r[0] < a["correlation"]]
+        corr, stream = max(before) if before else (-1, -1)
+        assert corr != -1, s
+        assert a["wait_on_cuda_event_record_corr_id"] == corr, s
+        assert a["wait_on_stream"] == stream, s
+        # what train_loop did: waits are on records made on the kernels'
+        # stream, the event sync on the record made on the side stream
+        assert stream == (main if s in waits else side), s
+    # a wait of the first active step names a record of the warmup step,
+    # older than every call of the window
+    host = [e["args"]["correlation"] for e in host_calls(t)]
+    assert min(s["args"]["wait_on_cuda_event_record_corr_id"] for s in waits) < min(host)
+    # the records are no trace events of their own, and coverage is unchanged
+    assert not [e for e in tputil.events(t) if "cuda_event" in e.get("cat", "").lower()]
+    assert t["trainprof"]["coverage"]["ratio"] == 1.0
+
+
 def test_device_tracks_named():
     t = one_trace(run_loop())
     meta = tputil.events(t, ph="M")

@@ -25,6 +25,13 @@
  *                    activations come and go (TRAIN_ACTIVATIONS, default 0)
  *   --notify=K       write "train_loop: step K done" to stderr after step K
  *                    (TRAIN_NOTIFY, default -1: never)
+ *   --events         per step, CUDA events between the stream and a side
+ *                    stream (TRAIN_EVENTS, default 0): the side stream first
+ *                    waits on event "prev", recorded on the stream at the end
+ *                    of the step before; after the optimizer launch, event
+ *                    "ev" is recorded on the stream, waited on by the side
+ *                    stream, recorded again on the side stream and
+ *                    synchronized on; then "prev" is recorded on the stream
  *   --bad-launch     first launch a NULL function and print what
  *                    cudaGetLastError, cudaPeekAtLastError and errno say
  */
@@ -67,6 +74,7 @@ int main(int argc, char **argv)
     long sleep_us = prog_env_long("TRAIN_SLEEP_US", 0);
     long notify = prog_env_long("TRAIN_NOTIFY", -1);
     long act_bytes = prog_env_long("TRAIN_ACTIVATIONS", 0);
+    long events = prog_env_long("TRAIN_EVENTS", 0);
     const char *mode = getenv("TRAIN_MODE") ? getenv("TRAIN_MODE") : "api";
     int bad_launch = 0;
 
@@ -78,6 +86,7 @@ int main(int argc, char **argv)
         { "notify", required_argument, 0, 'n' },
         { "activations", required_argument, 0, 'a' },
         { "bad-launch", no_argument, 0, 'b' },
+        { "events", no_argument, 0, 'e' },
         { 0, 0, 0, 0 },
     };
     int c;
@@ -90,9 +99,11 @@ int main(int argc, char **argv)
         case 'n': notify = atol(optarg); break;
         case 'a': act_bytes = atol(optarg); break;
         case 'b': bad_launch = 1; break;
+        case 'e': events = 1; break;
         default:
             fprintf(stderr, "usage: %s [--steps=N] [--launches=L] [--mode=api|nvtx|both|none] "
-                    "[--sleep-us=U] [--notify=K] [--activations=B] [--bad-launch]\n", argv[0]);
+                    "[--sleep-us=U] [--notify=K] [--activations=B] [--bad-launch] [--events]\n",
+                    argv[0]);
             return 64;
         }
     }
@@ -115,6 +126,13 @@ int main(int argc, char **argv)
     PROG_CHECK(cudaMalloc((void **)&d_a, N_FLOATS * sizeof(float)));
     PROG_CHECK(cudaMalloc((void **)&d_b, N_FLOATS * sizeof(float)));
     PROG_CHECK(cudaStreamCreate(&stream));
+    cudaStream_t side = NULL;
+    cudaEvent_t ev = NULL, prev = NULL;
+    if (events) {
+        PROG_CHECK(cudaStreamCreate(&side));
+        PROG_CHECK(cudaEventCreate(&ev));
+        PROG_CHECK(cudaEventCreate(&prev));
+    }
 
     if (bad_launch) {
         errno = 1234;
@@ -136,6 +154,8 @@ int main(int argc, char **argv)
         for (int i = 0; i < N_FLOATS; i++)
             host[i] = (float)((s * 31 + i) % 97) * 0.5f;
         PROG_CHECK(cudaMemcpy(d_a, host, N_FLOATS * sizeof(float), cudaMemcpyHostToDevice));
+        if (events && s > 0)
+            PROG_CHECK(cudaStreamWaitEvent(side, prev, 0));
 
         void *act = NULL, *act2 = NULL;
         if (act_bytes > 0)
@@ -156,6 +176,13 @@ int main(int argc, char **argv)
         PROG_CHECK(__cudaGetKernel(&adam, PROG_STUB(K_ADAM)));
         PROG_CHECK(__cudaLaunchKernel(adam, prog_dim3(8, 2, 1), prog_dim3(256, 1, 1), args, 0,
                                       stream));
+        if (events) {
+            PROG_CHECK(cudaEventRecord(ev, stream));
+            PROG_CHECK(cudaStreamWaitEvent(side, ev, 0));
+            PROG_CHECK(cudaEventRecord(ev, side));
+            PROG_CHECK(cudaEventSynchronize(ev));
+            PROG_CHECK(cudaEventRecord(prev, stream));
+        }
         PROG_CHECK(cudaMemsetAsync(d_a, (int)(s & 0xff), 16, stream));
         PROG_CHECK(cudaStreamSynchronize(stream));
         if (act_bytes > 0) {
@@ -182,6 +209,11 @@ int main(int argc, char **argv)
     }
 
     PROG_CHECK(cudaStreamDestroy(stream));
+    if (events) {
+        PROG_CHECK(cudaEventDestroy(ev));
+        PROG_CHECK(cudaEventDestroy(prev));
+        PROG_CHECK(cudaStreamDestroy(side));
+    }
     PROG_CHECK(cudaFree(d_a));
     PROG_CHECK(cudaFree(d_b));
     free(host);

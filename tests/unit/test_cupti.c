@@ -1,6 +1,7 @@
 /*
  * test_cupti.c - the CUPTI collector: record decoding on hand-made CUDA 13.0
- * record structs, windows (take, discard, unfinished), and the lifecycle
+ * record structs, windows (take, discard, unfinished, CUDA event records
+ * kept across windows), and the lifecycle
  * against the fake libcupti (build/fakes/libcupti.so) driven by the fake
  * runtime (build/fakes/libcudart.so.13).
  *
@@ -16,6 +17,7 @@
 #include "collector/clock.h"
 #include "collector/config.h"
 #include "collector/cupti.h"
+#include "collector/devjoin.h"
 #include "collector/intern.h"
 
 #include <cupti_activity.h>
@@ -423,6 +425,115 @@ START_TEST(test_take_window)
 }
 END_TEST
 
+static void add_cuda_event(uint32_t context, uint32_t event, uint32_t corr, uint32_t stream)
+{
+    CUpti_ActivityCudaEvent2 e;
+    memset(&e, 0, sizeof e);
+    e.kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
+    e.contextId = context;
+    e.eventId = event;
+    e.correlationId = corr;
+    e.streamId = stream;
+    e.deviceId = 3;
+    e.cudaEventSyncId = 1000 + corr;
+    ck_assert_int_eq(tp_cupti_decode(&e), 1);
+}
+
+/* CUDA_EVENT records as CUPTI >= 12.8 writes them (CudaEvent2), and the
+ * older 24-byte CudaEvent from exactly sized memory: the decoder reads only
+ * the prefix both share (ASan would see a read past it).  An event sync
+ * keeps its cudaEventId.  None of them is a device record. */
+START_TEST(test_decode_cuda_event)
+{
+    fresh();
+    add_cuda_event(1, 5, 40, 14);
+    CUpti_ActivityCudaEvent *old = malloc(sizeof *old);
+    ck_assert_ptr_nonnull(old);
+    memset(old, 0, sizeof *old);
+    old->kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
+    old->contextId = 1;
+    old->eventId = 5;
+    old->correlationId = 10;
+    old->streamId = 13;
+    ck_assert_int_eq(tp_cupti_decode(old), 1);
+    free(old);
+
+    CUpti_ActivitySynchronization2 y;
+    memset(&y, 0, sizeof y);
+    y.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+    y.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT;
+    y.start = 500;
+    y.end = 600;
+    y.correlationId = 50;
+    y.contextId = 1;
+    y.streamId = 20;
+    y.cudaEventId = 5;
+    y.cudaEventSyncId = 1040;
+    ck_assert_int_eq(tp_cupti_decode(&y), 1);
+
+    struct tp_dev_batch w = take_all();
+    ck_assert_uint_eq(w.n_rec, 1);
+    ck_assert_int_eq(w.rec[0].kind, TP_DEV_SYNC);
+    ck_assert_uint_eq(w.rec[0].copy_kind, TP_SYNC_STREAM_WAIT_EVENT);
+    ck_assert_uint_eq(w.rec[0].event_id, 5);
+    ck_assert_int_eq(tp_dev_waits_on_event(&w.rec[0]), 1);
+    ck_assert_uint_eq(w.n_cuda_event, 2);
+    ck_assert_uint_eq(w.cuda_event[0].correlation, 10);    /* sorted by correlation */
+    ck_assert_uint_eq(w.cuda_event[0].stream, 13);
+    ck_assert_uint_eq(w.cuda_event[1].context, 1);
+    ck_assert_uint_eq(w.cuda_event[1].event_id, 5);
+    ck_assert_uint_eq(w.cuda_event[1].correlation, 40);
+    ck_assert_uint_eq(w.cuda_event[1].stream, 14);
+    ck_assert_uint_eq(w.dropped, 0);
+    tp_cupti_window_free(&w);
+}
+END_TEST
+
+/* CUDA event records outlive the window they came in: a later window still
+ * gets, per event, the last record at or before the cut of the takes
+ * before it (the highest correlation they consumed) and every newer one. */
+START_TEST(test_take_keeps_cuda_events)
+{
+    fresh();
+    add_api(0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1, 50, 60);   /* warmup */
+    add_cuda_event(1, 1, 2, 13);
+    add_cuda_event(1, 2, 3, 15);
+    add_cuda_event(1, 1, 4, 14);
+    add_api(0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 5, 150, 160); /* the window */
+    add_cuda_event(1, 1, 7, 16);                                              /* after its cut */
+    add_api(0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 8, 300, 310); /* later */
+
+    struct tp_dev_batch w;
+    tp_cupti_take(100, 200, &w);
+    ck_assert_uint_eq(w.n_api, 1);
+    static const uint32_t all[][3] = { { 1, 2, 13 }, { 1, 4, 14 }, { 1, 7, 16 }, { 2, 3, 15 } };
+    ck_assert_uint_eq(w.n_cuda_event, 4);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_uint_eq(w.cuda_event[i].event_id, all[i][0]);
+        ck_assert_uint_eq(w.cuda_event[i].correlation, all[i][1]);
+        ck_assert_uint_eq(w.cuda_event[i].stream, all[i][2]);
+    }
+    tp_cupti_window_free(&w);
+
+    /* cut 5: event 1's record 2 is superseded by 4, which a sync after 5
+     * would pick over it; 7 may still be after a later sync's record */
+    tp_cupti_take(250, 400, &w);
+    ck_assert_uint_eq(w.n_api, 1);
+    ck_assert_uint_eq(w.n_cuda_event, 3);
+    ck_assert_uint_eq(w.cuda_event[0].correlation, 4);
+    ck_assert_uint_eq(w.cuda_event[1].correlation, 7);
+    ck_assert_uint_eq(w.cuda_event[2].correlation, 3);
+    tp_cupti_window_free(&w);
+
+    /* cut 8: only the last of each event is left */
+    w = take_all();
+    ck_assert_uint_eq(w.n_cuda_event, 2);
+    ck_assert_uint_eq(w.cuda_event[0].correlation, 7);
+    ck_assert_uint_eq(w.cuda_event[1].correlation, 3);
+    tp_cupti_window_free(&w);
+}
+END_TEST
+
 START_TEST(test_unfinished)
 {
     fresh();
@@ -803,6 +914,115 @@ START_TEST(test_fake_ext)
 }
 END_TEST
 
+typedef cudaError_t (*stream_create_fn)(cudaStream_t *);
+typedef cudaError_t (*event_create_fn)(cudaEvent_t *);
+typedef cudaError_t (*event_record_fn)(cudaEvent_t, cudaStream_t);
+typedef cudaError_t (*wait_event_fn)(cudaStream_t, cudaEvent_t, unsigned int);
+typedef cudaError_t (*event_sync_fn)(cudaEvent_t);
+
+static const struct tp_dev_record *find_sync(const struct tp_dev_batch *w, int type)
+{
+    for (size_t i = 0; i < w->n_rec; i++)
+        if (w->rec[i].kind == TP_DEV_SYNC && w->rec[i].copy_kind == type)
+            return &w->rec[i];
+    return NULL;
+}
+
+static struct tp_event wait_seen[8];
+static int n_wait_seen;
+
+static void keep_event(void *ctx, const struct tp_event *ev)
+{
+    (void)ctx;
+    if (n_wait_seen < 8)
+        wait_seen[n_wait_seen++] = *ev;
+}
+
+/* The fake CUPTI's CUDA_EVENT records, from cudaEventRecord, through the
+ * take and the join: an event recorded on stream A, waited on by stream B,
+ * recorded again on B, then synchronized on: the wait names A and the first
+ * record, the sync B and the second.  cudaEventRecord's API record is not
+ * kept (cupti_cbid.def), cudaStreamWaitEvent's is. */
+START_TEST(test_fake_cuda_events)
+{
+    if (!have_fakes())
+        return;
+    setup(NULL);
+    stream_create_fn stream_create = (stream_create_fn)dlsym(fk.rt, "cudaStreamCreate");
+    event_create_fn event_create = (event_create_fn)dlsym(fk.rt, "cudaEventCreate");
+    event_record_fn record = (event_record_fn)dlsym(fk.rt, "cudaEventRecord");
+    wait_event_fn wait = (wait_event_fn)dlsym(fk.rt, "cudaStreamWaitEvent");
+    event_sync_fn event_sync = (event_sync_fn)dlsym(fk.rt, "cudaEventSynchronize");
+    ck_assert(stream_create && event_create && record && wait && event_sync);
+    cudaStream_t a, b;
+    cudaEvent_t ev;
+    ck_assert_int_eq(stream_create(&a), cudaSuccess);
+    ck_assert_int_eq(stream_create(&b), cudaSuccess);
+    ck_assert_int_eq(event_create(&ev), cudaSuccess);
+    ck_assert_int_eq(tp_cupti_start(1), 0);
+
+    uint64_t t0 = tp_clock_now();
+    ck_assert_int_eq(record(ev, a), cudaSuccess);
+    ck_assert_int_eq(wait(b, ev, 0), cudaSuccess);
+    ck_assert_int_eq(record(ev, b), cudaSuccess);
+    ck_assert_int_eq(event_sync(ev), cudaSuccess);
+    ck_assert_int_eq(fk.sync(b), cudaSuccess);
+    uint64_t t1 = tp_clock_now();
+    tp_cupti_collect(1);
+    struct tp_dev_batch w;
+    tp_cupti_take(t0, t1, &w);
+
+    ck_assert_ptr_null(find_api(&w, CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020));
+    const struct tp_dev_api *wa = find_api(&w, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020);
+    ck_assert_ptr_nonnull(wa);
+    ck_assert_uint_eq(w.n_cuda_event, 2);
+    const struct tp_dev_cuda_event *r1 = &w.cuda_event[0], *r2 = &w.cuda_event[1];
+    ck_assert_uint_eq(r1->event_id, r2->event_id);
+    ck_assert_uint_ne(r1->stream, r2->stream);
+    ck_assert_uint_lt(r1->correlation, wa->correlation);
+    ck_assert_uint_gt(r2->correlation, wa->correlation);
+    const struct tp_dev_record *ws = find_sync(&w, TP_SYNC_STREAM_WAIT_EVENT);
+    const struct tp_dev_record *es = find_sync(&w, TP_SYNC_EVENT);
+    const struct tp_dev_record *ss = find_sync(&w, TP_SYNC_STREAM);
+    ck_assert(ws && es && ss);
+    ck_assert_uint_eq(ws->correlation, wa->correlation);
+    ck_assert_uint_eq(ws->stream, r2->stream);              /* the waiting stream: B */
+    ck_assert_uint_eq(ws->event_id, r1->event_id);
+    ck_assert_uint_eq(es->event_id, r1->event_id);
+    ck_assert_uint_eq(ss->event_id, CUPTI_SYNCHRONIZATION_INVALID_VALUE);
+
+    uint64_t next_own = 1;
+    struct tp_devjoin *j = tp_devjoin_new(&w, &next_own);
+    ck_assert_ptr_nonnull(j);
+    struct tp_window win;
+    memset(&win, 0, sizeof win);
+    tp_devjoin_finish(j, &win);
+    ck_assert_uint_eq(win.gpu_records, 3);
+    ck_assert_uint_eq(win.gpu_kernels, 0);
+    struct tp_clock_map map = tp_clock_map_now();
+    n_wait_seen = 0;
+    tp_devjoin_dispatch(j, &map, keep_event, NULL);
+    ck_assert_int_eq(n_wait_seen, 3);
+    int checked = 0;
+    for (int i = 0; i < n_wait_seen; i++) {
+        const struct tp_event *e = &wait_seen[i];
+        if (e->dev->copy_kind == TP_SYNC_STREAM_WAIT_EVENT) {
+            ck_assert_int_eq(e->wait_on_stream, r1->stream);
+            ck_assert_int_eq(e->wait_on_corr, r1->correlation);
+            checked++;
+        } else if (e->dev->copy_kind == TP_SYNC_EVENT) {
+            ck_assert_int_eq(e->wait_on_stream, r2->stream);
+            ck_assert_int_eq(e->wait_on_corr, r2->correlation);
+            checked++;
+        }
+    }
+    ck_assert_int_eq(checked, 2);
+    tp_devjoin_free(j);
+    tp_cupti_window_free(&w);
+    tp_cupti_stop(1);
+}
+END_TEST
+
 #define N_THREADS 4
 #define N_LAUNCH  6000
 
@@ -898,6 +1118,8 @@ static Suite *suite(void)
     tcase_add_test(d, test_decode_api_filter);
     tcase_add_test(d, test_decode_ext_overhead_other);
     tcase_add_test(d, test_take_window);
+    tcase_add_test(d, test_decode_cuda_event);
+    tcase_add_test(d, test_take_keeps_cuda_events);
     tcase_add_test(d, test_unfinished);
     tcase_add_test(d, test_absent_is_harmless);
     suite_add_tcase(s, d);
@@ -911,6 +1133,7 @@ static Suite *suite(void)
     tcase_add_test(f, test_fake_lifecycle_130000);
     tcase_add_test(f, test_fake_lifecycle_capture);
     tcase_add_test(f, test_fake_ext);
+    tcase_add_test(f, test_fake_cuda_events);
     tcase_add_test(f, test_fake_threads_many_buffers);
     tcase_add_test(f, test_fake_recycle);
     tcase_add_test(f, test_fake_kind_refused);

@@ -5,7 +5,8 @@
  * any; another thread's record is never taken while one of ours fits; a
  * library call's own id reaches the kernels it issued through the external
  * correlation; coverage counts kernels linked to host launches; device
- * records become events with Kineto's names.
+ * records become events with Kineto's names; a sync on a CUDA event waits
+ * on the last cudaEventRecord of that event (same context) before it.
  */
 #include <check.h>
 #include <stdio.h>
@@ -114,11 +115,79 @@ START_TEST(test_join)
 }
 END_TEST
 
+/* Kineto's wait_on_*: event 5 of context 1 recorded on stream 13 (corr 10),
+ * then on stream 14 (corr 40); the same event id in context 2 (corr 45);
+ * event 7 recorded at corr 35. */
+START_TEST(test_wait_on_event)
+{
+    static struct tp_dev_cuda_event evs[] = {      /* sorted by context, event, correlation */
+        { .context = 1, .event_id = 5, .correlation = 10, .stream = 13 },
+        { .context = 1, .event_id = 5, .correlation = 40, .stream = 14 },
+        { .context = 1, .event_id = 7, .correlation = 35, .stream = 15 },
+        { .context = 2, .event_id = 5, .correlation = 45, .stream = 99 },
+    };
+    struct tp_dev_record syncs[] = {
+        { .kind = TP_DEV_SYNC, .copy_kind = TP_SYNC_STREAM_WAIT_EVENT, .context = 1, .event_id = 5,
+          .correlation = 30, .stream = 20, .start = 100, .end = 110 },
+        { .kind = TP_DEV_SYNC, .copy_kind = TP_SYNC_EVENT, .context = 1, .event_id = 5,
+          .correlation = 50, .stream = 7, .start = 200, .end = 210 },    /* 40, not 45 (context 2) */
+        { .kind = TP_DEV_SYNC, .copy_kind = TP_SYNC_EVENT, .context = 1, .event_id = 5,
+          .correlation = 5, .stream = 7, .start = 300, .end = 310 },     /* before any record */
+        { .kind = TP_DEV_SYNC, .copy_kind = TP_SYNC_STREAM_WAIT_EVENT, .context = 1, .event_id = 9,
+          .correlation = 60, .stream = 20, .start = 400, .end = 410 },   /* never recorded */
+        { .kind = TP_DEV_SYNC, .copy_kind = TP_SYNC_EVENT, .context = 1, .event_id = 7,
+          .correlation = 35, .stream = 7, .start = 500, .end = 510 },    /* only below counts */
+        { .kind = TP_DEV_SYNC, .copy_kind = TP_SYNC_EVENT, .context = 2, .event_id = 5,
+          .correlation = 46, .stream = 7, .start = 600, .end = 610 },
+        { .kind = TP_DEV_SYNC, .copy_kind = TP_SYNC_STREAM, .context = 1, .event_id = 5,
+          .correlation = 70, .stream = 20, .start = 700, .end = 710 },   /* not an event sync */
+    };
+    struct tp_dev_batch dev = { .rec = syncs, .n_rec = 7, .cuda_event = evs, .n_cuda_event = 4 };
+    uint64_t next_own = 1;
+    struct tp_devjoin *j = tp_devjoin_new(&dev, &next_own);
+    ck_assert_ptr_nonnull(j);
+    struct tp_window w;
+    memset(&w, 0, sizeof w);
+    tp_devjoin_finish(j, &w);
+    ck_assert_uint_eq(w.gpu_records, 7);           /* CUDA event records are no events */
+    struct tp_clock_map map = { .tick0 = 0, .unix0_ns = 1000, .ns_per_tick = 1.0 };
+    nseen = 0;
+    tp_devjoin_dispatch(j, &map, collect, NULL);
+    ck_assert_int_eq(nseen, 7);
+    static const struct { const char *name; int64_t stream, corr; } want[] = {
+        { "Stream Wait Event", 13, 10 }, { "Event Sync", 14, 40 }, { "Event Sync", -1, -1 },
+        { "Stream Wait Event", -1, -1 }, { "Event Sync", -1, -1 }, { "Event Sync", 99, 45 },
+        { "Stream Sync", -1, -1 },
+    };
+    for (int i = 0; i < 7; i++) {
+        ck_assert_str_eq(seen[i].name, want[i].name);
+        ck_assert_int_eq(tp_dev_waits_on_event(seen[i].dev), i < 6);
+        ck_assert_msg(seen[i].wait_on_stream == want[i].stream, "%d: stream %lld", i,
+                      (long long)seen[i].wait_on_stream);
+        ck_assert_msg(seen[i].wait_on_corr == want[i].corr, "%d: corr %lld", i,
+                      (long long)seen[i].wait_on_corr);
+    }
+    tp_devjoin_free(j);
+
+    /* No CUDA event records at all (the kind refused): every answer unknown. */
+    dev.cuda_event = NULL;
+    dev.n_cuda_event = 0;
+    j = tp_devjoin_new(&dev, &next_own);
+    ck_assert_ptr_nonnull(j);
+    nseen = 0;
+    tp_devjoin_dispatch(j, &map, collect, NULL);
+    for (int i = 0; i < nseen; i++)
+        ck_assert(seen[i].wait_on_stream == -1 && seen[i].wait_on_corr == -1);
+    tp_devjoin_free(j);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("device");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_join);
+    tcase_add_test(tc, test_wait_on_event);
     suite_add_tcase(s, tc);
     return tp_test_run(s);
 }
