@@ -543,6 +543,13 @@ static void put_gemm(struct chrome *c, const struct tp_record *r)
     tp_jsonw_char(j, ']');
 }
 
+/* A collective's elements in and out per rank, from its bytes. */
+static void coll_nelems(const struct tp_record *r, uint64_t *in, uint64_t *out)
+{
+    unsigned size = tp_dtype_size(r->u.lib.dtype);
+    tp_coll_nelems(r->u.lib.op, size ? r->u.lib.bytes / size : 0, r->u.lib.m, in, out);
+}
+
 /* NCCL: the args of torch's record_param_comms (Kineto copies them onto
  * the collective's kernel), plus bytes and the nccl-tests bus bandwidth
  * factor.  The process group is the communicator, named by its creation
@@ -550,9 +557,9 @@ static void put_gemm(struct chrome *c, const struct tp_record *r)
 static void put_coll(struct chrome *c, const struct tp_record *r)
 {
     struct tp_jsonw *j = &c->j;
-    unsigned op = r->u.lib.op, n = r->u.lib.m, size = tp_dtype_size(r->u.lib.dtype);
-    uint64_t count = size ? r->u.lib.bytes / size : 0, in, out;
-    tp_coll_nelems(op, count, n, &in, &out);
+    unsigned op = r->u.lib.op, n = r->u.lib.m;
+    uint64_t in, out;
+    coll_nelems(r, &in, &out);
     put_key_str(j, ", \"Collective name\": ", tp_coll_name(op));
     put_key_u64(j, ", \"In msg nelems\": ", in);
     put_key_u64(j, ", \"Out msg nelems\": ", out);
@@ -600,9 +607,8 @@ static void put_coll_layers(struct chrome *c, const struct tp_event *ev)
 {
     struct tp_jsonw *j = &c->j;
     const struct tp_record *r = ev->rec;
-    unsigned size = tp_dtype_size(r->u.lib.dtype);
     uint64_t in, out;
-    tp_coll_nelems(r->u.lib.op, size ? r->u.lib.bytes / size : 0, r->u.lib.m, &in, &out);
+    coll_nelems(r, &in, &out);
     HEAD(c, "{\"ph\": \"X\", \"cat\": \"user_annotation\", ", tp_coll_annotation(r->u.lib.op), ev);
     put_dur(c, ev);
     put_key_u64(j, ", \"args\": {\"External id\": ", ev->external_id);

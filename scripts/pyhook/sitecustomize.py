@@ -69,12 +69,26 @@ def _trainprof_chain():
                 setattr(me, k, v)
 
 
-_trainprof_step_fn = None
-_trainprof_phase_fn = None
+_trainprof_fns = {}             # the library's functions by name (False: not there)
 _trainprof_owner = None         # a weak reference to the step owner, or its id()
 _trainprof_ops_on = False       # torch's operator ranges are on (ours): "itt" or "nvtx"
-_trainprof_itt_fn = None
 _trainprof_itt_failed = False   # ITT was on for a step and never reached the library
+
+
+def _trainprof_fn(name, returns_int):
+    """The preloaded library's function NAME (no arguments) through ctypes,
+    looked up once; False where the library is not preloaded (or older)."""
+    fn = _trainprof_fns.get(name)
+    if fn is None:
+        import ctypes
+        try:
+            fn = getattr(ctypes.CDLL(None), name)
+            fn.restype = ctypes.c_int if returns_int else None
+            fn.argtypes = []
+        except (AttributeError, OSError):
+            fn = False
+        _trainprof_fns[name] = fn
+    return fn
 
 
 def _trainprof_is_owner(optimizer):
@@ -109,17 +123,7 @@ def _trainprof_ops_off():
 def _trainprof_itt():
     """trainprof_itt_collector(): 2 torch's ITT calls reach the library, 1
     they will at the first one, 0 no (or an older library)."""
-    global _trainprof_itt_fn
-    fn = _trainprof_itt_fn
-    if fn is None:
-        import ctypes
-        try:
-            fn = ctypes.CDLL(None).trainprof_itt_collector
-            fn.restype = ctypes.c_int
-            fn.argtypes = []
-        except (AttributeError, OSError):
-            fn = False
-        _trainprof_itt_fn = fn
+    fn = _trainprof_fn("trainprof_itt_collector", True)
     return fn() if fn else 0
 
 
@@ -156,20 +160,10 @@ def _trainprof_ops(want):
 
 def _trainprof_step(*args, **_kwargs):
     """The optimizer post hook: (optimizer, args, kwargs) -> None."""
-    global _trainprof_step_fn
     try:
         if args and not _trainprof_is_owner(args[0]):
             return
-        fn = _trainprof_step_fn
-        if fn is None:
-            import ctypes
-            try:
-                fn = ctypes.CDLL(None).trainprof_step
-                fn.restype = None
-                fn.argtypes = []
-            except (AttributeError, OSError):
-                fn = False          # library not preloaded: stay a no-op
-            _trainprof_step_fn = fn
+        fn = _trainprof_fn("trainprof_step", False)   # False: not preloaded, a no-op
         if fn:
             fn()
             _trainprof_follow()
@@ -180,18 +174,9 @@ def _trainprof_step(*args, **_kwargs):
 def _trainprof_follow():
     """After a step: torch's operator ranges on while the step now beginning
     warms up or records."""
-    global _trainprof_phase_fn, _trainprof_itt_failed
+    global _trainprof_itt_failed
     try:
-        ph = _trainprof_phase_fn
-        if ph is None:
-            import ctypes
-            try:
-                ph = ctypes.CDLL(None).trainprof_phase
-                ph.restype = ctypes.c_int
-                ph.argtypes = []
-            except (AttributeError, OSError):
-                ph = False
-            _trainprof_phase_fn = ph
+        ph = _trainprof_fn("trainprof_phase", True)
         if ph:
             if _trainprof_ops_on == "itt" and _trainprof_itt() != 2:
                 _trainprof_itt_failed = True       # a step of ITT reached nothing
