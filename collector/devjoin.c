@@ -110,11 +110,21 @@ static int thread_is(const struct tp_tbuf *t, uint32_t cupti_tid)
     return cupti_tid == (uint32_t)t->tid || cupti_tid == t->pthread_id;
 }
 
+/* How far outside a host call its CUPTI API record may lie, in ticks.  Both
+ * times come from one clock (ours is CUPTI's timestamp callback), but a
+ * thread moved to another core between our reading and CUPTI's can see a
+ * TSC a few ticks behind: a record starting one tick before the call was
+ * seen under load on this machine's virtual CPUs.  A call's own record
+ * comes first anyway (earlier calls of the thread claimed theirs). */
+#define TP_JOIN_SLACK 64
+
 /* The CUPTI API record of host call [t0, t1] on thread "t", or -1. */
 static long find_api(const struct tp_devjoin *j, const struct tp_tbuf *t, uint64_t t0, uint64_t t1)
 {
     const struct tp_dev_api *a = j->dev->api;
     size_t n = j->dev->n_api, lo = 0, hi = n;
+    t0 = t0 > TP_JOIN_SLACK ? t0 - TP_JOIN_SLACK : 0;
+    t1 += TP_JOIN_SLACK;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
         if (a[mid].start < t0)

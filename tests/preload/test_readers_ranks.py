@@ -36,9 +36,7 @@ WORLD = 4
 STEPS = [1, 2, 3, 4]            # the default schedule: step 0 warmup, steps 1-4 recorded
 COMM_US = 200
 SLEEP_US = 1000
-WARMUP_US = 200000              # tp-flush enables CUPTI during the warmup step (20 ms
-                                # was too short on a loaded 2-core machine: a launch
-                                # before CUPTI's API kind is on stays unlinked)
+WARMUP_US = 20000               # tp-flush enables CUPTI during the warmup step
 VIEWS = ["Overview", "Operator", "Kernel", "Trace", "Memory"]
 
 
@@ -353,7 +351,10 @@ def test_hta_temporal_breakdown(hta, ranks):
     every GPU event with a stream whose name is neither a collective's nor a
     copy's, our syncs included (a sync of 1 us or more under load counts);
     kernel time runs from the first GPU event to the last (HTA rounds
-    sub-us events to nothing: 2 us of slack)."""
+    sub-us events to nothing: 2 us of slack).  A sub-us event rounds to an
+    interval that ends before it starts, and adds -1 us or nothing to HTA's
+    merge depending on where its sort (by start only, not stable) puts it
+    among events of the same start: 1 us more slack for each of those."""
     from hta.utils.utils import KernelType, get_kernel_type
     df = hta.get_temporal_breakdown(visualize=False)
     assert sorted(int(r) for r in df["rank"]) == list(range(WORLD))
@@ -361,9 +362,11 @@ def test_hta_temporal_breakdown(hta, ranks):
         pct = [row["idle_time_pctg"], row["compute_time_pctg"], row["non_compute_time_pctg"]]
         assert all(0 <= p <= 100 for p in pct) and abs(sum(pct) - 100) < 0.1, row
         t = ranks[2][int(row["rank"])]
-        comp = merged(hta_rounded(e) for e in gpu_events(t)
-                      if get_kernel_type(e["name"]) == KernelType.COMPUTATION.name)
-        assert abs(row["compute_time(us)"] - sum(b - a for a, b in comp)) <= 2, row
+        spans = [hta_rounded(e) for e in gpu_events(t)
+                 if get_kernel_type(e["name"]) == KernelType.COMPUTATION.name]
+        inverted = sum(1 for a, b in spans if b < a)
+        comp = merged(spans)
+        assert abs(row["compute_time(us)"] - sum(b - a for a, b in comp)) <= 2 + inverted, row
         spans = [hta_rounded(e) for e in gpu_events(t)]
         first, last = min(a for a, _ in spans), max(b for _, b in spans)
         assert abs(row["kernel_time(us)"] - (last - first)) <= 2, row

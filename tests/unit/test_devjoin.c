@@ -115,6 +115,33 @@ START_TEST(test_join)
 }
 END_TEST
 
+/* A thread moved between cores can read CUPTI's start a tick before ours
+ * (TSCs a few ticks apart): a record just outside the call is still its
+ * own, one far outside is not. */
+START_TEST(test_join_clock_slack)
+{
+    struct tp_dev_api a[] = {
+        { .start = 999, .end = 1101, .correlation = 21, .thread_id = 5, .cbid = 211 },
+        { .start = 2000, .end = 2050, .correlation = 22, .thread_id = 5, .cbid = 211 },
+    };
+    struct tp_dev_record k[] = {
+        { .kind = TP_DEV_KERNEL, .correlation = 21, .start = 3000, .end = 3010 },
+        { .kind = TP_DEV_KERNEL, .correlation = 22, .start = 3020, .end = 3030 },
+    };
+    struct tp_dev_batch dev = { .rec = k, .n_rec = 2, .api = a, .n_api = 2 };
+    uint64_t next_own = 1;
+    struct tp_devjoin *j = tp_devjoin_new(&dev, &next_own);
+    ck_assert_ptr_nonnull(j);
+    struct tp_record near = { .kind = TP_REC_LAUNCH, .api = TP_API_cudaLaunchKernel, .t0 = 1000, .t1 = 1100 };
+    struct tp_record far = { .kind = TP_REC_LAUNCH, .api = TP_API_cudaLaunchKernel, .t0 = 2500, .t1 = 2600 };
+    tp_devjoin_host(j, &thread5, &near);
+    tp_devjoin_host(j, &thread5, &far);
+    ck_assert_uint_eq(near.u.launch.corr, 21);
+    ck_assert_uint_eq(far.u.launch.corr, 0);      /* 22 lies 450 ticks before it */
+    tp_devjoin_free(j);
+}
+END_TEST
+
 /* Kineto's wait_on_*: event 5 of context 1 recorded on stream 13 (corr 10),
  * then on stream 14 (corr 40); the same event id in context 2 (corr 45);
  * event 7 recorded at corr 35. */
@@ -187,6 +214,7 @@ int main(void)
     Suite *s = suite_create("device");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_join);
+    tcase_add_test(tc, test_join_clock_slack);
     tcase_add_test(tc, test_wait_on_event);
     suite_add_tcase(s, tc);
     return tp_test_run(s);
