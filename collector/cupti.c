@@ -51,6 +51,9 @@ static int (*tp_capture_check)(void);
 static __thread int tp_ext_depth __attribute__((tls_model("initial-exec")));
 
 /* Enabled at start: CONCURRENT_KERNEL, never KERNEL (it serialises kernels).
+ * Not MEMORY2: the memory timeline comes from the allocation wrappers, and
+ * its records would cost CUPTI's buffers for nothing (another tool may
+ * enable it: the decoder skips its records).
  * CUDA_EVENT (what event syncs wait on: Kineto's wait_on_*) comes first, so
  * that it does not widen the gap between the kernel kind and the API
  * records, where a launch would get a kernel record its call cannot claim. */
@@ -58,7 +61,7 @@ static const CUpti_ActivityKind tp_kinds[] = {
     CUPTI_ACTIVITY_KIND_CUDA_EVENT,
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
     CUPTI_ACTIVITY_KIND_MEMCPY2,           CUPTI_ACTIVITY_KIND_MEMSET,
-    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_MEMORY2,
+    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_OVERHEAD,
 };
 
@@ -70,7 +73,6 @@ static const char *tp_kind_name(CUpti_ActivityKind k)
     case CUPTI_ACTIVITY_KIND_MEMCPY2: return "MEMCPY2";
     case CUPTI_ACTIVITY_KIND_MEMSET: return "MEMSET";
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return "SYNCHRONIZATION";
-    case CUPTI_ACTIVITY_KIND_MEMORY2: return "MEMORY2";
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return "EXTERNAL_CORRELATION";
     case CUPTI_ACTIVITY_KIND_OVERHEAD: return "OVERHEAD";
     case CUPTI_ACTIVITY_KIND_CUDA_EVENT: return "CUDA_EVENT";
@@ -121,14 +123,20 @@ static int tp_load(void)
     };
     CUptiResult rc = tp_cupti_fn.cuptiSubscribe_v2(&tp_subscriber, tp_subscriber_cb, NULL, &sp);
     if (rc != CUPTI_SUCCESS) {
+        /* Only CUPTI's own answer says another tool holds it; any other
+         * error (999, UNKNOWN, where the driver cannot serve CUPTI) is
+         * reported as what it is. */
         other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = 0;
-        const char *who = other[0] ? other
-                          : rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
-                              ? "unknown"
-                              : tp_cupti_result_str(rc);
-        snprintf(why, sizeof why, "in use by another tool (%s)", who);
+        if (other[0] || rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+            const char *who = other[0] ? other : "not named by CUPTI";
+            snprintf(why, sizeof why, "in use by another tool (%s)", who);
+            TP_WARN("CUPTI is in use by another tool (%s); recording host-side only", who);
+        } else {
+            snprintf(why, sizeof why, "cuptiSubscribe failed (%s)", tp_cupti_result_str(rc));
+            TP_WARN("CUPTI refused to subscribe (%s); recording host-side only",
+                    tp_cupti_result_str(rc));
+        }
         tp_unavailable(why);
-        TP_WARN("CUPTI is in use by another tool (%s); recording host-side only", who);
         return -1;
     }
     /* Before any kind is enabled, so that every record uses our ticks. */

@@ -31,8 +31,12 @@
 #include <stdint.h>
 
 /* The external correlation kind tp_cupti_ext_push() uses (cupti.c); the
- * decoder keeps the records of this kind only. */
-#define TP_CUPTI_EXT_KIND CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0
+ * decoder keeps the records of this kind only.  CUSTOM2: Kineto pushes
+ * CUSTOM0 for torch's operators and CUSTOM1 for user annotations
+ * (CuptiActivityProfiler.cpp, handleCorrelationActivity), and CUPTI keeps
+ * one stack per kind: with torch.profiler in the process, a kind shared
+ * with it would give each profiler's kernels the other's ids. */
+#define TP_CUPTI_EXT_KIND CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2
 
 /* ---- cupti_load.c: the loaded library ------------------------------------ */
 

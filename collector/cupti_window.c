@@ -20,6 +20,13 @@
  * newer one.  Bounded at 1 M records (then dropped and counted), and
  * forgotten when the kinds come back on after a gap (cupti.c): an event
  * recorded again while they were off would leave a stale answer.
+ *
+ * A window's tail can miss its deadline: cuptiActivityFlushAll(0) does not
+ * return a buffer that holds an incomplete record, so a kernel launched
+ * late in a window may arrive after the window was written.  Each take
+ * remembers the launches it handed out without their device record (the
+ * awaited set, sorted correlations); a later take that has to discard one
+ * of those records counts it as dropped, so that no record is lost silently.
  */
 #include "cupti_impl.h"
 
@@ -38,6 +45,8 @@ static size_t tp_n_rec, tp_cap_rec;
 static struct tp_dev_api *tp_api;
 static size_t tp_n_api, tp_cap_api;
 static struct tp_dev_ext *tp_ext;
+static uint32_t *tp_awaited;            /* launches of written windows without their device record */
+static size_t tp_n_awaited;
 static size_t tp_n_ext, tp_cap_ext;
 static struct tp_dev_cuda_event *tp_cev; /* CUDA event records, kept across takes */
 static size_t tp_n_cev, tp_cap_cev;
@@ -225,6 +234,26 @@ static void tp_cev_take(uint32_t cut, struct tp_dev_batch *out)
     tp_n_cev = kept;
 }
 
+/* The launches of window "out" whose device record was not taken with it
+ * ("taken", sorted) become the awaited set; the previous one is done with. */
+static void tp_await(const struct tp_dev_batch *out, const uint32_t *taken, size_t n_taken)
+{
+    free(tp_awaited);
+    tp_awaited = NULL;
+    tp_n_awaited = 0;
+    uint32_t *v = malloc((out->n_api ? out->n_api : 1) * sizeof *v);
+    if (!v)
+        return;
+    size_t n = 0;
+    for (size_t i = 0; i < out->n_api; i++) {
+        const struct tp_dev_api *a = &out->api[i];
+        if (a->correlation && !a->failed && tp_cupti_cb_class(a->driver, a->cbid) == TP_CB_LAUNCH &&
+            !tp_has_u32(taken, n_taken, a->correlation))
+            v[n++] = a->correlation;
+    }
+    tp_awaited = tp_sorted_set(v, n, &tp_n_awaited);
+}
+
 void tp_cupti_take(uint64_t t0, uint64_t t1, struct tp_dev_batch *out)
 {
     memset(out, 0, sizeof *out);
@@ -283,6 +312,8 @@ void tp_cupti_take(uint64_t t0, uint64_t t1, struct tp_dev_batch *out)
             tp_rec[kept++] = *r;
             keep_c[n_keep_c++] = r->correlation;
             continue;
+        } else if (r->correlation && tp_has_u32(tp_awaited, tp_n_awaited, r->correlation)) {
+            out->dropped++;             /* arrived after its window was written */
         }
         if (r->correlation > cut)
             cut = r->correlation;
@@ -296,6 +327,7 @@ void tp_cupti_take(uint64_t t0, uint64_t t1, struct tp_dev_batch *out)
     size_t n_t, n_k;
     taken_c = tp_sorted_set(taken_c, n_taken_c, &n_t);
     keep_c = tp_sorted_set(keep_c, n_keep_c, &n_k);
+    tp_await(out, taken_c, n_t);
     out->ext = malloc((tp_n_ext ? tp_n_ext : 1) * sizeof *out->ext);
     kept = 0;
     for (size_t i = 0; i < tp_n_ext; i++) {

@@ -43,7 +43,9 @@
  *
  * Environment: FAKE_CUPTI_VERSION (default 130001); FAKE_CUPTI_BUSY=1 (the
  * subscribe fails with MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, naming "Nsight
- * Systems"); FAKE_CUPTI_DELAY_MS=N (device records become visible N ms after
+ * Systems"); FAKE_CUPTI_SUBSCRIBE_ERROR=N (the subscribe fails with
+ * CUptiResult N and names nobody, as the real one answers 999, UNKNOWN,
+ * where the driver cannot serve it); FAKE_CUPTI_DELAY_MS=N (device records become visible N ms after
  * their API call unless flushed with CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
  * FAKE_CUPTI_FAIL_KIND=K (cuptiActivityEnable(K) fails); FAKE_CUPTI_LOG=path
  * (one line per subscribe, enable KIND, disable KIND, flush, unsubscribe,
@@ -83,6 +85,7 @@
 
 static uint32_t version = 130001;
 static int busy;
+static long subscribe_error;
 static long delay_ms;
 static long comm_us = 5;
 static int fail_kind = -1;
@@ -103,6 +106,7 @@ __attribute__((constructor)) static void fake_init(void)
 {
     version = (uint32_t)env_long("FAKE_CUPTI_VERSION", 130001);
     busy = env_long("FAKE_CUPTI_BUSY", 0) != 0;
+    subscribe_error = env_long("FAKE_CUPTI_SUBSCRIBE_ERROR", 0);
     delay_ms = env_long("FAKE_CUPTI_DELAY_MS", 0);
     comm_us = env_long("FAKE_CUPTI_COMM_US", 5);
     if (comm_us <= 0)
@@ -717,6 +721,10 @@ static CUptiResult subscribe(CUpti_SubscriberHandle *s, const char *name, CUpti_
 {
     if (!s)
         return CUPTI_ERROR_INVALID_PARAMETER;
+    if (subscribe_error) {
+        flog("subscribe failed");
+        return (CUptiResult)subscribe_error;
+    }
     pthread_mutex_lock(&mu);
     int taken = subscribed || busy;
     if (!taken)

@@ -220,6 +220,20 @@ def test_other_subscriber_means_host_only():
     assert t["trainprof"]["coverage"]["ratio"] is None
 
 
+def test_subscribe_error_is_not_blamed_on_another_tool():
+    """A subscribe that fails for another reason (the real CUPTI answers 999,
+    CUPTI_ERROR_UNKNOWN, where the driver cannot serve it) says so, names no
+    other tool, and the run goes on host-side only."""
+    res = run_loop(env={"FAKE_CUPTI_SUBSCRIBE_ERROR": "999"})
+    t = one_trace(res)
+    lines = [l for l in res.stderr.decode().splitlines() if "CUPTI" in l]
+    assert len(lines) == 1 and lines[0].startswith("trainprof:"), res.stderr
+    assert "another tool" not in lines[0] and "CUPTI_ERROR_UNKNOWN" in lines[0], lines
+    assert "another tool" not in t["trainprof"]["gpu_activity"]
+    assert "cuptiSubscribe failed (CUPTI_ERROR_UNKNOWN)" in t["trainprof"]["gpu_activity"]
+    assert not tputil.events(t, ph="X", cat="kernel")
+
+
 def test_activities_cpu_never_loads_cupti():
     d = tputil.new_dir()
     log = os.path.join(d, "cupti.log")

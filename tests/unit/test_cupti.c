@@ -17,6 +17,7 @@
 #include "collector/clock.h"
 #include "collector/config.h"
 #include "collector/cupti.h"
+#include "collector/cupti_impl.h"
 #include "collector/devjoin.h"
 #include "collector/intern.h"
 
@@ -324,11 +325,13 @@ START_TEST(test_decode_ext_overhead_other)
     CUpti_ActivityExternalCorrelation e;
     memset(&e, 0, sizeof e);
     e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
-    e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+    e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2;
     e.externalId = 0xabcdef0123ull;
     e.correlationId = 21;
     ck_assert_int_eq(tp_cupti_decode(&e), 1);
-    e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1;  /* not ours */
+    e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;  /* Kineto's operators */
+    ck_assert_int_eq(tp_cupti_decode(&e), 0);
+    e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1;  /* Kineto's annotations */
     ck_assert_int_eq(tp_cupti_decode(&e), 0);
     add_api(0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 21, 100, 110);
 
@@ -389,7 +392,7 @@ START_TEST(test_take_window)
     CUpti_ActivityExternalCorrelation e;
     memset(&e, 0, sizeof e);
     e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
-    e.externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+    e.externalKind = TP_CUPTI_EXT_KIND;
     for (uint32_t c = 1; c <= 5; c++) {
         e.correlationId = c;
         e.externalId = 1000 + c;
@@ -421,6 +424,35 @@ START_TEST(test_take_window)
     ck_assert_uint_eq(w.rec[0].correlation, 5);
     ck_assert_uint_eq(w.n_ext, 1);
     ck_assert_uint_eq(w.ext[0].external_id, 1005);
+    tp_cupti_window_free(&w);
+}
+END_TEST
+
+/* A window's tail: launch 7's kernel arrives only after its window was
+ * written; the next take discards it (it started before that window) and
+ * counts it as dropped.  A kernel of a launch no window took (warmup) is
+ * discarded without being counted, and so is nothing else. */
+START_TEST(test_take_late_tail_counted)
+{
+    fresh();
+    add_api(0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 6, 120, 125);
+    add_kernel(6, 130, 140);
+    add_api(0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 7, 190, 195);
+    struct tp_dev_batch w;
+    tp_cupti_take(100, 200, &w);                 /* kernel 7 not there yet */
+    ck_assert_uint_eq(w.n_api, 2);
+    ck_assert_uint_eq(w.n_rec, 1);
+    ck_assert_uint_eq(w.dropped, 0);
+    tp_cupti_window_free(&w);
+    add_kernel(7, 198, 240);                     /* late: starts before the next window */
+    add_api(0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 3, 150, 155);
+    add_kernel(3, 160, 170);                     /* a launch no window took */
+    add_api(0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 8, 320, 325);
+    add_kernel(8, 330, 340);
+    tp_cupti_take(300, 400, &w);
+    ck_assert_uint_eq(w.n_rec, 1);
+    ck_assert_uint_eq(w.rec[0].correlation, 8);
+    ck_assert_uint_eq(w.dropped, 1);             /* 7, not 3 */
     tp_cupti_window_free(&w);
 }
 END_TEST
@@ -848,6 +880,7 @@ static void lifecycle(const char *version, int capture)
     ck_assert_int_eq(count_lines(text, "enable MEMCPY"), toggles ? 2 : 1);
     ck_assert_int_eq(count_lines(text, "enable EXTERNAL_CORRELATION"), toggles ? 2 : 1);
     ck_assert_int_eq(count_lines(text, "enable KERNEL"), 0);
+    ck_assert_int_eq(count_lines(text, "enable MEMORY2"), 0);   /* decoded for nothing */
     ck_assert_int_eq(count_lines(text, "enable RUNTIME"), 0);   /* trimmed per cbid */
     ck_assert_int_ge(count_lines(text, "flush forced"), 1);
     ck_assert_int_eq(count_lines(text, "unsubscribe"), 1);
@@ -880,6 +913,19 @@ START_TEST(test_fake_lifecycle_capture)
 }
 END_TEST
 
+/* torch.profiler in the same process: Kineto pushes its operators' ids
+ * (CUSTOM0) on the same CUPTI, here inside one of our calls; our records
+ * keep our ids, and Kineto's kind gets its own records, never ours. */
+static void kineto_push(uint64_t id)
+{
+    tp_cupti_fn.cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
+}
+
+static void kineto_pop(void)
+{
+    tp_cupti_fn.cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, NULL);
+}
+
 START_TEST(test_fake_ext)
 {
     if (!have_fakes())
@@ -890,7 +936,9 @@ START_TEST(test_fake_ext)
     tp_cupti_ext_push(42);
     launch_one();
     tp_cupti_ext_push(43);                    /* nested: the innermost id */
+    kineto_push(7);                           /* torch.profiler's operator, innermost */
     launch_one();
+    kineto_pop();
     tp_cupti_ext_pop();
     tp_cupti_ext_pop();
     launch_one();
@@ -1118,6 +1166,7 @@ static Suite *suite(void)
     tcase_add_test(d, test_decode_api_filter);
     tcase_add_test(d, test_decode_ext_overhead_other);
     tcase_add_test(d, test_take_window);
+    tcase_add_test(d, test_take_late_tail_counted);
     tcase_add_test(d, test_decode_cuda_event);
     tcase_add_test(d, test_take_keeps_cuda_events);
     tcase_add_test(d, test_unfinished);
