@@ -121,7 +121,10 @@ static int tp_load(void)
         .oldSubscriberName = other,
         .oldSubscriberSize = CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN,
     };
-    CUptiResult rc = tp_cupti_fn.cuptiSubscribe_v2(&tp_subscriber, tp_subscriber_cb, NULL, &sp);
+    /* 12.x lacks cuptiSubscribe_v2 (13.0): the plain one names nobody. */
+    CUptiResult rc = tp_cupti_fn.cuptiSubscribe_v2
+                         ? tp_cupti_fn.cuptiSubscribe_v2(&tp_subscriber, tp_subscriber_cb, NULL, &sp)
+                         : tp_cupti_fn.cuptiSubscribe(&tp_subscriber, tp_subscriber_cb, NULL);
     if (rc != CUPTI_SUCCESS) {
         /* Only CUPTI's own answer says another tool holds it; any other
          * error (999, UNKNOWN, where the driver cannot serve CUPTI) is

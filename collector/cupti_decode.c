@@ -2,9 +2,11 @@
  * cupti_decode.c - DESIGN: one CUPTI activity record in, one of our fixed
  * structs out (cupti.h: tp_dev_record, tp_dev_api, tp_dev_ext,
  * tp_dev_cuda_event), and nothing stored: the caller keeps or drops the
- * item, so that the layouts of CUPTI's record structs (CUDA 13.0's
- * Kernel10, Memcpy6, MemcpyPtoP4, Memset4, Synchronization2, CudaEvent2,
- * API, ExternalCorrelation, Overhead3) are known here and nowhere else.
+ * item, so that the layouts of CUPTI's record structs are known here and
+ * nowhere else: one table, a row per range of CUPTI versions (12.4 to
+ * 13.x; the facts are in cupti_layouts.h), selected at load
+ * (tp_cupti_layout_use) and read through the row's field offsets, never
+ * past the struct that version delivers.
  * Times are CUPTI's ns of our own clock (cupti.c registers tp_clock_ns as
  * its timestamp callback), mapped back to ticks so that they compare with
  * host records exactly.  A device record with a
@@ -15,6 +17,7 @@
  * only for the cbids of cupti_cbid.def.  Flush thread only.
  */
 #include "cupti_impl.h"
+#include "cupti_layouts.h"
 
 #include "clock.h"
 #include "intern.h"
@@ -24,22 +27,106 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* CUDA 12.8 (CUPTI v26) replaced CudaEvent with CudaEvent2 and
- * Synchronization with Synchronization2, appending fields (deviceId,
- * deviceTimestamp, cudaEventSyncId; cudaEventSyncId, returnValue); every
- * CUPTI we load (>= 13) delivers the "2" records.  The fields read here sit
- * in the prefix the two versions share, so CUDA_EVENT records are read
- * through the shorter CudaEvent and never past its 24 bytes. */
-#define TP_SAME_FIELD(a, b, f) \
-    _Static_assert(offsetof(a, f) == offsetof(b, f), #f " moved between " #a " and " #b)
-TP_SAME_FIELD(CUpti_ActivityCudaEvent, CUpti_ActivityCudaEvent2, correlationId);
-TP_SAME_FIELD(CUpti_ActivityCudaEvent, CUpti_ActivityCudaEvent2, contextId);
-TP_SAME_FIELD(CUpti_ActivityCudaEvent, CUpti_ActivityCudaEvent2, streamId);
-TP_SAME_FIELD(CUpti_ActivityCudaEvent, CUpti_ActivityCudaEvent2, eventId);
-TP_SAME_FIELD(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, correlationId);
-TP_SAME_FIELD(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, contextId);
-TP_SAME_FIELD(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, streamId);
-TP_SAME_FIELD(CUpti_ActivitySynchronization, CUpti_ActivitySynchronization2, cudaEventId);
+/* ---- the layout table --------------------------------------------------
+ * Per range of cuptiGetVersion values, the struct each kind delivers and
+ * the offsets of the fields we read (cupti_layouts.h has the facts and the
+ * field lists).  Offsets come from offsetof on the struct of that version,
+ * as the CUDA 13.0 headers we build with declare it (older versions live in
+ * cupti_activity_deprecated.h); Kernel11 (13.1+) is not in them, so its row
+ * takes Kernel10's offsets and names Kernel11's size: test_cupti.c checks
+ * every row against tests/unit/data/cupti_layouts.txt, probed from the
+ * real 12.4-13.2 headers (scripts/cupti-layouts). */
+#define TP_OFF(T, f) offsetof(T, f),
+#define TP_REC(FIELDS, T) { #T, sizeof(T), FIELDS(TP_OFF, T) }
+#define TP_REC_AS(FIELDS, T, name, size) { name, size, FIELDS(TP_OFF, T) }
+#define TP_COMMON_13 \
+    TP_REC(TP_CUPTI_MEMCPY_FIELDS, CUpti_ActivityMemcpy6), \
+    TP_REC(TP_CUPTI_MEMCPY_FIELDS, CUpti_ActivityMemcpyPtoP4), \
+    TP_REC(TP_CUPTI_MEMSET_FIELDS, CUpti_ActivityMemset4), \
+    TP_REC(TP_CUPTI_SYNC_FIELDS, CUpti_ActivitySynchronization2), \
+    TP_REC(TP_CUPTI_EVENT_FIELDS, CUpti_ActivityCudaEvent2), \
+    TP_REC(TP_CUPTI_API_FIELDS, CUpti_ActivityAPI), \
+    TP_REC(TP_CUPTI_EXT_FIELDS, CUpti_ActivityExternalCorrelation), \
+    TP_REC(TP_CUPTI_OVERHEAD_FIELDS, CUpti_ActivityOverhead3)
+
+static const struct tp_cupti_layout tp_layouts[] = {
+    { 22, 25, "12.4-12.6",                      /* v22 12.4, v23 12.5, v24 12.6 */
+      TP_REC(TP_CUPTI_KERNEL_FIELDS, CUpti_ActivityKernel9),
+      TP_REC(TP_CUPTI_MEMCPY_FIELDS, CUpti_ActivityMemcpy5),
+      TP_REC(TP_CUPTI_MEMCPY_FIELDS, CUpti_ActivityMemcpyPtoP4),
+      TP_REC(TP_CUPTI_MEMSET_FIELDS, CUpti_ActivityMemset4),
+      TP_REC(TP_CUPTI_SYNC_FIELDS, CUpti_ActivitySynchronization),
+      TP_REC(TP_CUPTI_EVENT_FIELDS, CUpti_ActivityCudaEvent),
+      TP_REC(TP_CUPTI_API_FIELDS, CUpti_ActivityAPI),
+      TP_REC(TP_CUPTI_EXT_FIELDS, CUpti_ActivityExternalCorrelation),
+      TP_REC(TP_CUPTI_OVERHEAD_FIELDS, CUpti_ActivityOverhead3) },
+    { 26, 129999, "12.8-12.9",                  /* v26 12.8, v27 12.9, v28 12.9U1 */
+      TP_REC(TP_CUPTI_KERNEL_FIELDS, CUpti_ActivityKernel9), TP_COMMON_13 },
+    { 130000, 130099, "13.0",                   /* 130000 GA, 130001 U1 */
+      TP_REC(TP_CUPTI_KERNEL_FIELDS, CUpti_ActivityKernel10), TP_COMMON_13 },
+    { 130100, 139999, "13.1-13.2",              /* 130100 .. 130202; newer 13.x read so */
+      TP_REC_AS(TP_CUPTI_KERNEL_FIELDS, CUpti_ActivityKernel10, "CUpti_ActivityKernel11", 224),
+      TP_COMMON_13 },
+};
+#define TP_LAYOUTS (sizeof tp_layouts / sizeof tp_layouts[0])
+
+/* Every field read has the offset and width of the CUDA 13.0 struct in
+ * each older struct a row names: the versions append fields or reuse
+ * padding, so the offsets above are one set in fact; the table keeps them
+ * per row so that a CUPTI that moves a field needs one new row. */
+#define TP_SAME_AS_REF(T, f) \
+    _Static_assert(offsetof(T, f) == offsetof(TP_REF, f) && \
+                   sizeof(((T *)0)->f) == sizeof(((TP_REF *)0)->f), \
+                   #f " differs between " #T " and the CUDA 13.0 struct");
+#define TP_REF CUpti_ActivityKernel10
+TP_CUPTI_KERNEL_FIELDS(TP_SAME_AS_REF, CUpti_ActivityKernel9)
+#undef TP_REF
+#define TP_REF CUpti_ActivityMemcpy6
+TP_CUPTI_MEMCPY_FIELDS(TP_SAME_AS_REF, CUpti_ActivityMemcpy5)
+#undef TP_REF
+#define TP_REF CUpti_ActivitySynchronization2
+TP_CUPTI_SYNC_FIELDS(TP_SAME_AS_REF, CUpti_ActivitySynchronization)
+#undef TP_REF
+#define TP_REF CUpti_ActivityCudaEvent2
+TP_CUPTI_EVENT_FIELDS(TP_SAME_AS_REF, CUpti_ActivityCudaEvent)
+#undef TP_REF
+_Static_assert(sizeof(CUpti_ActivityKernel10) <= 224, "Kernel11 (224 bytes) appends to Kernel10");
+
+/* The row in use: 13.0 until tp_cupti_layout_use() says otherwise (the
+ * unit tests decode CUDA 13.0 structs without loading CUPTI). */
+static const struct tp_cupti_layout *tp_lay = &tp_layouts[2];
+
+const struct tp_cupti_layout *tp_cupti_layouts(size_t *n)
+{
+    *n = TP_LAYOUTS;
+    return tp_layouts;
+}
+
+const struct tp_cupti_layout *tp_cupti_layout_for(uint32_t version)
+{
+    for (size_t i = 0; i < TP_LAYOUTS; i++)
+        if (version >= tp_layouts[i].from && version <= tp_layouts[i].to)
+            return &tp_layouts[i];
+    return NULL;
+}
+
+void tp_cupti_layout_use(const struct tp_cupti_layout *l)
+{
+    tp_lay = l;
+}
+
+/* Field "f" of record "rec" of family "fam" in the row in use, typed as in
+ * the CUDA 13.0 struct "REF" (the same width in every row: checked above). */
+#define TP_RD(rec, fam, REF, f) __extension__({ \
+        __typeof__(((REF *)0)->f) v_; \
+        memcpy(&v_, (const char *)(rec) + tp_lay->fam.f, sizeof v_); \
+        v_; })
+#define TP_K(f) TP_RD(a, kernel, CUpti_ActivityKernel10, f)
+#define TP_MS(f) TP_RD(a, memset, CUpti_ActivityMemset4, f)
+#define TP_SY(f) TP_RD(a, sync, CUpti_ActivitySynchronization2, f)
+#define TP_EV(f) TP_RD(a, event, CUpti_ActivityCudaEvent2, f)
+#define TP_AP(f) TP_RD(a, api, CUpti_ActivityAPI, f)
+#define TP_EX(f) TP_RD(a, ext, CUpti_ActivityExternalCorrelation, f)
 
 /* cupti.h keeps the sync types by value. */
 #define TP_SAME_SYNC(ours, cupti) \
@@ -76,19 +163,19 @@ static uint32_t tp_kernel_name(const char *name)
     return id;
 }
 
-/* The fields Memcpy6 and MemcpyPtoP4 share by name. */
-#define TP_COPY_FIELDS(r, m) do {                                                   \
+/* The fields Memcpy and MemcpyPtoP share by name ("fam": memcpy or p2p). */
+#define TP_COPY_FIELDS(r, fam, REF) do {                                           \
         (r)->kind = TP_DEV_MEMCPY;                                                 \
-        (r)->copy_kind = (m)->copyKind;                                            \
-        (r)->src_kind = (m)->srcKind;                                              \
-        (r)->dst_kind = (m)->dstKind;                                              \
-        (r)->device = (m)->deviceId;                                               \
-        (r)->context = (m)->contextId;                                             \
-        (r)->stream = (m)->streamId;                                               \
-        (r)->correlation = (m)->correlationId;                                     \
-        (r)->bytes = (m)->bytes;                                                   \
-        (r)->graph_id = (m)->graphId;                                              \
-        (r)->graph_node_id = (m)->graphNodeId;                                     \
+        (r)->copy_kind = TP_RD(a, fam, REF, copyKind);                             \
+        (r)->src_kind = TP_RD(a, fam, REF, srcKind);                               \
+        (r)->dst_kind = TP_RD(a, fam, REF, dstKind);                               \
+        (r)->device = TP_RD(a, fam, REF, deviceId);                                \
+        (r)->context = TP_RD(a, fam, REF, contextId);                              \
+        (r)->stream = TP_RD(a, fam, REF, streamId);                                \
+        (r)->correlation = TP_RD(a, fam, REF, correlationId);                      \
+        (r)->bytes = TP_RD(a, fam, REF, bytes);                                    \
+        (r)->graph_id = TP_RD(a, fam, REF, graphId);                               \
+        (r)->graph_node_id = TP_RD(a, fam, REF, graphNodeId);                      \
     } while (0)
 
 /* Start and end of a device record; 0 if it carries no timing. */
@@ -103,115 +190,104 @@ static int tp_times(struct tp_dev_record *r, uint64_t start, uint64_t end)
 
 void tp_cupti_record_discard(const CUpti_Activity *a)
 {
-    if (a->kind == CUPTI_ACTIVITY_KIND_OVERHEAD) {
+    if (a->kind == CUPTI_ACTIVITY_KIND_OVERHEAD && tp_lay->overhead.overheadData) {
         /* "Client is responsible for freeing this memory using the free
-         * function when done" (cupti_activity.h, CUpti_ActivityOverhead3). */
-        void *d = ((const CUpti_ActivityOverhead3 *)(const void *)a)->overheadData;
-        free(d);
+         * function when done" (cupti_activity.h, CUpti_ActivityOverhead3);
+         * a row without overheadData (Overhead2) frees nothing. */
+        free(TP_RD(a, overhead, CUpti_ActivityOverhead3, overheadData));
     }
 }
 
 int tp_cupti_record_decode(const CUpti_Activity *a, struct tp_cupti_item *out)
 {
-    const void *record = a;
     struct tp_dev_record *r = &out->u.rec;
     memset(out, 0, sizeof *out);
     switch (a->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-        const CUpti_ActivityKernel10 *k = record;
-        if (!tp_times(r, k->start, k->end))
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+        if (!tp_times(r, TP_K(start), TP_K(end)))
             return TP_CUPTI_GOT_UNTIMED;
         r->kind = TP_DEV_KERNEL;
-        r->device = k->deviceId;
-        r->context = k->contextId;
-        r->stream = k->streamId;
-        r->correlation = k->correlationId;
-        r->name = tp_kernel_name(k->name);
-        r->grid[0] = k->gridX, r->grid[1] = k->gridY, r->grid[2] = k->gridZ;
-        r->block[0] = k->blockX, r->block[1] = k->blockY, r->block[2] = k->blockZ;
-        r->static_smem = k->staticSharedMemory;
-        r->dynamic_smem = k->dynamicSharedMemory;
-        r->registers = k->registersPerThread;
-        r->graph_id = k->graphId;
-        r->graph_node_id = k->graphNodeId;
+        r->device = TP_K(deviceId);
+        r->context = TP_K(contextId);
+        r->stream = TP_K(streamId);
+        r->correlation = TP_K(correlationId);
+        r->name = tp_kernel_name(TP_K(name));
+        r->grid[0] = TP_K(gridX), r->grid[1] = TP_K(gridY), r->grid[2] = TP_K(gridZ);
+        r->block[0] = TP_K(blockX), r->block[1] = TP_K(blockY), r->block[2] = TP_K(blockZ);
+        r->static_smem = TP_K(staticSharedMemory);
+        r->dynamic_smem = TP_K(dynamicSharedMemory);
+        r->registers = TP_K(registersPerThread);
+        r->graph_id = TP_K(graphId);
+        r->graph_node_id = TP_K(graphNodeId);
         return TP_CUPTI_GOT_REC;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-        const CUpti_ActivityMemcpy6 *m = record;
-        if (!tp_times(r, m->start, m->end))
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+        if (!tp_times(r, TP_RD(a, memcpy, CUpti_ActivityMemcpy6, start),
+                      TP_RD(a, memcpy, CUpti_ActivityMemcpy6, end)))
             return TP_CUPTI_GOT_UNTIMED;
-        TP_COPY_FIELDS(r, m);
+        TP_COPY_FIELDS(r, memcpy, CUpti_ActivityMemcpy6);
         return TP_CUPTI_GOT_REC;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: {   /* peer to peer: read as a copy */
-        const CUpti_ActivityMemcpyPtoP4 *m = record;
-        if (!tp_times(r, m->start, m->end))
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:     /* peer to peer: read as a copy */
+        if (!tp_times(r, TP_RD(a, p2p, CUpti_ActivityMemcpyPtoP4, start),
+                      TP_RD(a, p2p, CUpti_ActivityMemcpyPtoP4, end)))
             return TP_CUPTI_GOT_UNTIMED;
-        TP_COPY_FIELDS(r, m);
+        TP_COPY_FIELDS(r, p2p, CUpti_ActivityMemcpyPtoP4);
         return TP_CUPTI_GOT_REC;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-        const CUpti_ActivityMemset4 *m = record;
-        if (!tp_times(r, m->start, m->end))
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+        if (!tp_times(r, TP_MS(start), TP_MS(end)))
             return TP_CUPTI_GOT_UNTIMED;
         r->kind = TP_DEV_MEMSET;
-        r->dst_kind = (uint8_t)m->memoryKind;
-        r->device = m->deviceId;
-        r->context = m->contextId;
-        r->stream = m->streamId;
-        r->correlation = m->correlationId;
-        r->bytes = m->bytes;
-        r->graph_id = m->graphId;
-        r->graph_node_id = m->graphNodeId;
+        r->dst_kind = (uint8_t)TP_MS(memoryKind);
+        r->device = TP_MS(deviceId);
+        r->context = TP_MS(contextId);
+        r->stream = TP_MS(streamId);
+        r->correlation = TP_MS(correlationId);
+        r->bytes = TP_MS(bytes);
+        r->graph_id = TP_MS(graphId);
+        r->graph_node_id = TP_MS(graphNodeId);
         return TP_CUPTI_GOT_REC;
-    }
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-        /* Synchronization2 has no deviceId: device stays 0. */
-        const CUpti_ActivitySynchronization2 *s = record;
-        if (!tp_times(r, s->start, s->end))
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+        /* Synchronization(2) has no deviceId: device stays 0. */
+        if (!tp_times(r, TP_SY(start), TP_SY(end)))
             return TP_CUPTI_GOT_UNTIMED;
         r->kind = TP_DEV_SYNC;
-        r->copy_kind = (uint8_t)s->type;
-        r->context = s->contextId;
-        r->stream = s->streamId;
-        r->correlation = s->correlationId;
-        r->event_id = s->cudaEventId;
+        r->copy_kind = (uint8_t)TP_SY(type);
+        r->context = TP_SY(contextId);
+        r->stream = TP_SY(streamId);
+        r->correlation = TP_SY(correlationId);
+        r->event_id = TP_SY(cudaEventId);
         return TP_CUPTI_GOT_REC;
-    }
     case CUPTI_ACTIVITY_KIND_CUDA_EVENT: {
-        const CUpti_ActivityCudaEvent *e = record;     /* the prefix of CudaEvent2 */
         struct tp_dev_cuda_event *o = &out->u.cuda_event;
-        o->context = e->contextId;
-        o->event_id = e->eventId;
-        o->correlation = e->correlationId;
-        o->stream = e->streamId;
+        o->context = TP_EV(contextId);
+        o->event_id = TP_EV(eventId);
+        o->correlation = TP_EV(correlationId);
+        o->stream = TP_EV(streamId);
         return TP_CUPTI_GOT_CUDA_EVENT;
     }
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: {
-        const CUpti_ActivityAPI *p = record;
         int driver = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
-        if (tp_cupti_cb_class(driver, p->cbid) == TP_CB_OTHER)
+        uint32_t cbid = TP_AP(cbid);
+        if (tp_cupti_cb_class(driver, cbid) == TP_CB_OTHER)
             return TP_CUPTI_GOT_NOTHING;
         struct tp_dev_api *o = &out->u.api;
-        o->start = tp_clock_ns_to_ticks(p->start);
-        o->end = p->end >= p->start ? tp_clock_ns_to_ticks(p->end) : o->start;
-        o->correlation = p->correlationId;
-        o->thread_id = p->threadId;
-        o->cbid = p->cbid;
+        uint64_t start = TP_AP(start), end = TP_AP(end);
+        o->start = tp_clock_ns_to_ticks(start);
+        o->end = end >= start ? tp_clock_ns_to_ticks(end) : o->start;
+        o->correlation = TP_AP(correlationId);
+        o->thread_id = TP_AP(threadId);
+        o->cbid = cbid;
         o->driver = (uint8_t)driver;
-        o->failed = p->returnValue != 0;
+        o->failed = TP_AP(returnValue) != 0;
         return TP_CUPTI_GOT_API;
     }
-    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-        const CUpti_ActivityExternalCorrelation *e = record;
-        if (e->externalKind != TP_CUPTI_EXT_KIND)
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+        if (TP_EX(externalKind) != TP_CUPTI_EXT_KIND)
             return TP_CUPTI_GOT_NOTHING;
-        out->u.ext.correlation = e->correlationId;
-        out->u.ext.external_id = e->externalId;
+        out->u.ext.correlation = TP_EX(correlationId);
+        out->u.ext.external_id = TP_EX(externalId);
         return TP_CUPTI_GOT_EXT;
-    }
     case CUPTI_ACTIVITY_KIND_OVERHEAD:
         tp_cupti_record_discard(a);
         tp_overheads++;

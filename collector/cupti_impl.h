@@ -21,6 +21,7 @@
 #define TRAINPROF_COLLECTOR_CUPTI_IMPL_H
 
 #include "cupti.h"
+#include "cupti_layouts.h"
 
 #include <cupti_activity.h>
 #include <cupti_callbacks.h>
@@ -41,10 +42,14 @@
 /* ---- cupti_load.c: the loaded library ------------------------------------ */
 
 /* The entry points we use, X(name, required): a missing required one makes
- * CUPTI unavailable, a missing optional one leaves its slot NULL. */
+ * CUPTI unavailable, a missing optional one leaves its slot NULL.  Every
+ * required one is in every CUPTI from 12.4 (headers of 12.4 to 13.2);
+ * cuptiSubscribe_v2 is new in 13.0 (one of the two subscribes must be
+ * there), cuptiActivityEnable{Runtime,Driver}Api new in 12.6. */
 #define TP_CUPTI_FNS(X) \
     X(cuptiGetVersion, 1) \
-    X(cuptiSubscribe_v2, 1) \
+    X(cuptiSubscribe, 0) \
+    X(cuptiSubscribe_v2, 0) \
     X(cuptiUnsubscribe, 1) \
     X(cuptiActivityRegisterCallbacks, 1) \
     X(cuptiActivityRegisterTimestampCallback, 1) \
@@ -73,10 +78,20 @@ struct tp_cupti_fns {
 extern struct tp_cupti_fns tp_cupti_fn;
 
 /* tp_cupti_load - find and dlopen libcupti, fill tp_cupti_fn, check the
- * version (CUPTI >= 13).  Returns 0 with *version set; or -1 after one
+ * version (CUPTI 12.4 to 13.x) and select its record layouts.  Returns 0 with *version set; or -1 after one
  * warning line on stderr, with the reason (for the status line) in "why"
  * ("why_size" bytes).  Flush thread, once per process. */
 int tp_cupti_load(uint32_t *version, char *why, size_t why_size);
+
+/* tp_cupti_cudart_major - N of the libcudart.so.N loaded in the process,
+ * 0 if none (static cudart).  Any thread. */
+int tp_cupti_cudart_major(void);
+
+/* tp_cupti_sonames - the libcupti names to try, best first, for a process
+ * whose runtime has major "cudart_major" (0: unknown): its own major, the
+ * other one, then the unversioned name.  Fills "names" (at least 3 slots,
+ * "max") and returns the count; 0 if max < 3. */
+size_t tp_cupti_sonames(int cudart_major, const char **names, size_t max);
 
 /* tp_cupti_result_str - text of "r" from the loaded CUPTI, or "CUPTI error". */
 const char *tp_cupti_result_str(CUptiResult r);
@@ -131,6 +146,19 @@ int tp_cupti_record_decode(const CUpti_Activity *a, struct tp_cupti_item *out);
 /* tp_cupti_record_discard - release what record "a" owns (an OVERHEAD
  * record's overheadData) without decoding it.  Any thread. */
 void tp_cupti_record_discard(const CUpti_Activity *a);
+
+/* tp_cupti_layouts - the layout table (cupti_layouts.h), "*n" rows, oldest
+ * first; for the tests. */
+const struct tp_cupti_layout *tp_cupti_layouts(size_t *n);
+
+/* tp_cupti_layout_for - the row for CUPTI API version "version"
+ * (cuptiGetVersion), a later 13.x read as the newest row; NULL for a
+ * version older than 12.4's (22) or of a major we do not know. */
+const struct tp_cupti_layout *tp_cupti_layout_for(uint32_t version);
+
+/* tp_cupti_layout_use - decode records as row "l" delivers them from now
+ * on (the CUDA 13.0 row until called).  Flush thread, before any record. */
+void tp_cupti_layout_use(const struct tp_cupti_layout *l);
 
 /* ---- cupti_window.c: the pending lists ----------------------------------- */
 

@@ -4,11 +4,17 @@
  * RTLD_NOLOAD, never a second copy; else TRAINPROF_CUPTI_PATH, the folder
  * of the loaded libcudart/libcuda, $CUDA_HOME (whose CUPTI matches the
  * toolkit the program was built with), then the default search path.
- * Every entry point comes from dlsym into one table (tp_cupti_fn) whose
- * slots are typed from the real prototypes, so a signature cannot drift
- * from the headers.  A missing library, a missing required entry point or
- * a CUPTI older than 13 is one warning line and a reason for the status;
- * the caller makes that final (cupti.c: "unavailable", never retried).
+ * Which major: the one of the libcudart.so.N in the process (a CUDA 12
+ * runtime gets libcupti.so.12), else 13 then 12 (static cudart: nothing
+ * says which).  Every entry point comes from dlsym into one table
+ * (tp_cupti_fn) whose slots are typed from the real prototypes, so a
+ * signature cannot drift from the headers.  The version picks the record
+ * layouts (cupti_decode.c's table): 12.4 (API version 22) to 13.x; a later
+ * 13.x is read with the newest 13 layouts (CUPTI appends fields within a
+ * major), a 14 or an older one is refused.  A missing library, a missing
+ * required entry point or a version we cannot read is one warning line and
+ * a reason for the status; the caller makes that final (cupti.c:
+ * "unavailable", never retried).
  */
 #include "cupti_impl.h"
 
@@ -19,9 +25,11 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#define TP_CUPTI_MIN_VERSION 130000u
+#define TP_CUPTI_MIN_VERSION 22u       /* CUDA 12.4 (cupti_version.h) */
+#define TP_CUPTI_NEXT_MAJOR 140000u    /* 14.0 in the 13.x numbering: unknown layouts */
 
 struct tp_cupti_fns tp_cupti_fn;
 
@@ -53,7 +61,34 @@ static const char *tp_find_loaded(const char *prefix, struct tp_find *f)
     return dl_iterate_phdr(tp_find_cb, f) ? f->path : NULL;
 }
 
-static void *tp_open_in_dir_of(const char *prefix)
+int tp_cupti_cudart_major(void)
+{
+    struct tp_find f;
+    const char *lib = tp_find_loaded("libcudart.so.", &f);
+    if (!lib)
+        return 0;
+    const char *base = strrchr(lib, '/');
+    base = base ? base + 1 : lib;
+    return atoi(base + strlen("libcudart.so."));
+}
+
+size_t tp_cupti_sonames(int cudart_major, const char **names, size_t max)
+{
+    size_t n = 0;
+    if (max < 3)
+        return 0;
+    if (cudart_major == 12) {
+        names[n++] = "libcupti.so.12";
+        names[n++] = "libcupti.so.13";
+    } else {
+        names[n++] = "libcupti.so.13";
+        names[n++] = "libcupti.so.12";
+    }
+    names[n++] = "libcupti.so";
+    return n;
+}
+
+static void *tp_open_in_dir_of(const char *prefix, const char *const *names, size_t n)
 {
     struct tp_find f;
     const char *lib = tp_find_loaded(prefix, &f);
@@ -62,8 +97,7 @@ static void *tp_open_in_dir_of(const char *prefix)
     char *slash = strrchr(f.path, '/');
     if (!slash)
         return NULL;
-    static const char *const names[] = { "libcupti.so.13", "libcupti.so" };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    for (size_t i = 0; i < n; i++) {
         char path[1100];
         snprintf(path, sizeof path, "%.*s/%s", (int)(slash - f.path), f.path, names[i]);
         void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -89,18 +123,22 @@ static void *tp_open(void)
             TP_WARN("TRAINPROF_CUPTI_PATH: %s; trying the usual places", e ? e : "cannot load");
         }
     }
+    const char *names[3];
+    size_t n = tp_cupti_sonames(tp_cupti_cudart_major(), names, 3);
     if (!h)
-        h = tp_open_in_dir_of("libcudart.so");
+        h = tp_open_in_dir_of("libcudart.so", names, n);
     if (!h)
-        h = tp_open_in_dir_of("libcuda.so");
-    static const char *const homes[] = { "lib64/libcupti.so.13", "extras/CUPTI/lib64/libcupti.so.13" };
+        h = tp_open_in_dir_of("libcuda.so", names, n);
+    static const char *const homes[] = { "lib64", "extras/CUPTI/lib64" };
     for (size_t i = 0; !h && tp_cfg.cuda_home[0] && i < sizeof homes / sizeof homes[0]; i++) {
-        char path[1100];
-        snprintf(path, sizeof path, "%.1000s/%s", tp_cfg.cuda_home, homes[i]);
-        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        for (size_t j = 0; !h && j + 1 < n; j++) {
+            char path[1100];
+            snprintf(path, sizeof path, "%.1000s/%s/%s", tp_cfg.cuda_home, homes[i], names[j]);
+            h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        }
     }
-    if (!h)
-        h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
+    for (size_t j = 0; !h && j + 1 < n; j++)
+        h = dlopen(names[j], RTLD_NOW | RTLD_LOCAL);
     return h;
 }
 
@@ -122,13 +160,30 @@ int tp_cupti_load(uint32_t *version, char *why, size_t why_size)
     }
     TP_CUPTI_FNS(X)
 #undef X
+    /* cuptiSubscribe_v2 is new in 13.0; 12.x has only cuptiSubscribe. */
+    if (!tp_cupti_fn.cuptiSubscribe_v2 && !tp_cupti_fn.cuptiSubscribe) {
+        snprintf(why, why_size, "cuptiSubscribe missing");
+        TP_WARN("libcupti lacks cuptiSubscribe; recording host-side only");
+        memset(&tp_cupti_fn, 0, sizeof tp_cupti_fn);
+        return -1;
+    }
     *version = 0;
-    if (tp_cupti_fn.cuptiGetVersion(version) != CUPTI_SUCCESS || *version < TP_CUPTI_MIN_VERSION) {
-        snprintf(why, why_size, "CUPTI API version %u < %u", *version, TP_CUPTI_MIN_VERSION);
+    CUptiResult rc = tp_cupti_fn.cuptiGetVersion(version);
+    const struct tp_cupti_layout *l = rc == CUPTI_SUCCESS ? tp_cupti_layout_for(*version) : NULL;
+    if (!l) {
+        if (rc != CUPTI_SUCCESS)
+            snprintf(why, why_size, "cuptiGetVersion failed: %s", tp_cupti_result_str(rc));
+        else if (*version < TP_CUPTI_MIN_VERSION)
+            snprintf(why, why_size, "CUPTI API version %u < %u (CUDA 12.4)", *version,
+                     TP_CUPTI_MIN_VERSION);
+        else
+            snprintf(why, why_size,
+                     "CUPTI API version %u is newer than the 13.x record layouts known", *version);
         TP_WARN("%s; recording host-side only", why);
         memset(&tp_cupti_fn, 0, sizeof tp_cupti_fn);
         return -1;
     }
+    tp_cupti_layout_use(l);
     return 0;
 }
 

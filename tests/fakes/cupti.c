@@ -41,7 +41,22 @@
  * thread "fake-cupti" every ~20 ms, and synchronously in
  * cuptiActivityFlushAll (both flags).
  *
- * Environment: FAKE_CUPTI_VERSION (default 130001); FAKE_CUPTI_BUSY=1 (the
+ * Versions: FAKE_CUPTI_VERSION (default 130001) is what cuptiGetVersion
+ * reports, and it picks the record structs and the entry points of that
+ * CUPTI release (collector/cupti_layouts.h has the facts): below 26
+ * (12.4-12.6) Kernel9, Memcpy5, Synchronization, CudaEvent; below 130000
+ * (12.8-12.9) Kernel9, Memcpy6, Synchronization2, CudaEvent2; below 130100
+ * (13.0) Kernel10; from 130100 (13.1+) Kernel11, written as Kernel10's
+ * fields in Kernel11's 224 bytes (the 13.0 headers we build with lack it).
+ * Each record is written through its own struct type (the older ones from
+ * cupti_activity_deprecated.h) and is as long as that struct, so a reader
+ * that assumes another version reads wrong fields or past the record.
+ * Entry points a release lacks are absent to dlsym (GNU ifunc resolvers
+ * returning NULL): cuptiSubscribe_v2 and
+ * cuptiActivityEnableCudaEventDeviceTimestamps before 130000,
+ * cuptiActivityEnableRuntimeApi/DriverApi before 24 (12.6).
+ *
+ * Environment: FAKE_CUPTI_VERSION (above); FAKE_CUPTI_BUSY=1 (the
  * subscribe fails with MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, naming "Nsight
  * Systems"); FAKE_CUPTI_SUBSCRIBE_ERROR=N (the subscribe fails with
  * CUptiResult N and names nobody, as the real one answers 999, UNKNOWN,
@@ -91,6 +106,15 @@ static long comm_us = 5;
 static int fail_kind = -1;
 static char log_path[1024];
 
+/* The release's record layouts: 0 12.4-12.6, 1 12.8-12.9, 2 13.0, 3 13.1+. */
+enum { ERA_12_4, ERA_12_8, ERA_13_0, ERA_13_1 };
+static int era_of(uint32_t v)
+{
+    return v < 26 ? ERA_12_4 : v < 130000 ? ERA_12_8 : v < 130100 ? ERA_13_0 : ERA_13_1;
+}
+static int era = ERA_13_0;
+
+
 static long env_long(const char *name, long def)
 {
     const char *v = getenv(name);
@@ -105,6 +129,7 @@ static long env_long(const char *name, long def)
 __attribute__((constructor)) static void fake_init(void)
 {
     version = (uint32_t)env_long("FAKE_CUPTI_VERSION", 130001);
+    era = era_of(version);
     busy = env_long("FAKE_CUPTI_BUSY", 0) != 0;
     subscribe_error = env_long("FAKE_CUPTI_SUBSCRIBE_ERROR", 0);
     delay_ms = env_long("FAKE_CUPTI_DELAY_MS", 0);
@@ -162,16 +187,26 @@ static const char *kind_name(int k)
     }
 }
 
+#define KERNEL11_SIZE 224     /* sizeof(CUpti_ActivityKernel11), CUPTI 13.1/13.2 headers */
+_Static_assert(KERNEL11_SIZE <= REC_MAX && sizeof(CUpti_ActivityKernel10) <= KERNEL11_SIZE,
+               "Kernel11 appends to Kernel10");
+
 static size_t rec_size(int kind)
 {
     switch (kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
-    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+        return era == ERA_13_1 ? KERNEL11_SIZE
+               : era == ERA_13_0 ? sizeof(CUpti_ActivityKernel10) : sizeof(CUpti_ActivityKernel9);
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+        return era == ERA_12_4 ? sizeof(CUpti_ActivityMemcpy5) : sizeof(CUpti_ActivityMemcpy6);
     case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(CUpti_ActivityMemcpyPtoP4);
     case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
-    case CUPTI_ACTIVITY_KIND_CUDA_EVENT: return sizeof(CUpti_ActivityCudaEvent2);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+        return era == ERA_12_4 ? sizeof(CUpti_ActivitySynchronization)
+                               : sizeof(CUpti_ActivitySynchronization2);
+    case CUPTI_ACTIVITY_KIND_CUDA_EVENT:
+        return era == ERA_12_4 ? sizeof(CUpti_ActivityCudaEvent) : sizeof(CUpti_ActivityCudaEvent2);
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
@@ -551,45 +586,68 @@ static void fake_end(uint64_t token, const struct fakegpu_op *op)
     case FAKEGPU_KERNEL:
         if (kinds & ((1ull << CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) |
                      (1ull << CUPTI_ACTIVITY_KIND_KERNEL))) {
-            CUpti_ActivityKernel10 k;
-            memset(&k, 0, sizeof k);
-            k.kind = (kinds & (1ull << CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL))
-                         ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL : CUPTI_ACTIVITY_KIND_KERNEL;
-            k.registersPerThread = 32;
-            k.start = start;
+            uint64_t buf[REC_MAX / 8];
+            memset(buf, 0, sizeof buf);
             int comm = op->kernel && strstr(op->kernel, "nccl") != NULL;
-            k.end = start + (uint64_t)((double)(comm ? comm_us : 5) * ticks_per_us);
-            k.completed = k.end;
-            k.deviceId = 0;
-            k.contextId = 1;
-            k.streamId = sid;
-            k.gridX = (int32_t)op->grid[0], k.gridY = (int32_t)op->grid[1], k.gridZ = (int32_t)op->grid[2];
-            k.blockX = (int32_t)op->block[0], k.blockY = (int32_t)op->block[1], k.blockZ = (int32_t)op->block[2];
-            k.staticSharedMemory = 0;
-            k.dynamicSharedMemory = (int32_t)op->smem;
-            k.correlationId = corr;
-            k.gridId = corr;
-            k.name = name_copy_locked(op->kernel);
-            streams[si].last_end = k.end;
-            enqueue_locked(&k, vis);
+            uint64_t end = start + (uint64_t)((double)(comm ? comm_us : 5) * ticks_per_us);
+            CUpti_ActivityKind kk = (kinds & (1ull << CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL))
+                                        ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+                                        : CUPTI_ACTIVITY_KIND_KERNEL;
+            const char *kname = name_copy_locked(op->kernel);
+#define FILL_KERNEL(T) do {                                                                     \
+                T *k = (T *)(void *)buf;                                                        \
+                k->kind = kk;                                                                   \
+                k->registersPerThread = 32;                                                     \
+                k->start = start;                                                               \
+                k->end = end;                                                                   \
+                k->completed = end;                                                             \
+                k->deviceId = 0;                                                                \
+                k->contextId = 1;                                                               \
+                k->streamId = sid;                                                              \
+                k->gridX = (int32_t)op->grid[0], k->gridY = (int32_t)op->grid[1];               \
+                k->gridZ = (int32_t)op->grid[2];                                                \
+                k->blockX = (int32_t)op->block[0], k->blockY = (int32_t)op->block[1];           \
+                k->blockZ = (int32_t)op->block[2];                                              \
+                k->staticSharedMemory = 0;                                                      \
+                k->dynamicSharedMemory = (int32_t)op->smem;                                     \
+                k->correlationId = corr;                                                        \
+                k->gridId = corr;                                                               \
+                k->name = kname;                                                                \
+            } while (0)
+            if (era >= ERA_13_0)
+                FILL_KERNEL(CUpti_ActivityKernel10);
+            else
+                FILL_KERNEL(CUpti_ActivityKernel9);
+#undef FILL_KERNEL
+            streams[si].last_end = end;
+            enqueue_locked(buf, vis);
         }
         break;
     case FAKEGPU_MEMCPY:
         if (kinds & (1ull << CUPTI_ACTIVITY_KIND_MEMCPY)) {
-            CUpti_ActivityMemcpy6 m;
-            memset(&m, 0, sizeof m);
-            m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-            copy_kinds(op->copy_kind, &m.copyKind, &m.srcKind, &m.dstKind);
-            m.bytes = op->bytes;
-            m.start = start;
-            m.end = start + (uint64_t)(ticks_per_us * (1.0 + (double)op->bytes / 10000.0));
-            m.deviceId = 0;
-            m.contextId = 1;
-            m.streamId = sid;
-            m.correlationId = corr;
-            m.runtimeCorrelationId = corr;
-            streams[si].last_end = m.end;
-            enqueue_locked(&m, vis);
+            uint64_t buf[REC_MAX / 8];
+            memset(buf, 0, sizeof buf);
+            uint64_t end = start + (uint64_t)(ticks_per_us * (1.0 + (double)op->bytes / 10000.0));
+#define FILL_MEMCPY(T) do {                                                         \
+                T *m = (T *)(void *)buf;                                            \
+                m->kind = CUPTI_ACTIVITY_KIND_MEMCPY;                               \
+                copy_kinds(op->copy_kind, &m->copyKind, &m->srcKind, &m->dstKind);  \
+                m->bytes = op->bytes;                                               \
+                m->start = start;                                                   \
+                m->end = end;                                                       \
+                m->deviceId = 0;                                                    \
+                m->contextId = 1;                                                   \
+                m->streamId = sid;                                                  \
+                m->correlationId = corr;                                            \
+                m->runtimeCorrelationId = corr;                                     \
+            } while (0)
+            if (era == ERA_12_4)
+                FILL_MEMCPY(CUpti_ActivityMemcpy5);
+            else
+                FILL_MEMCPY(CUpti_ActivityMemcpy6);
+#undef FILL_MEMCPY
+            streams[si].last_end = end;
+            enqueue_locked(buf, vis);
         }
         break;
     case FAKEGPU_MEMSET:
@@ -611,42 +669,65 @@ static void fake_end(uint64_t token, const struct fakegpu_op *op)
         break;
     case FAKEGPU_SYNC:
         if (kinds & (1ull << CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)) {
-            CUpti_ActivitySynchronization2 s;
-            memset(&s, 0, sizeof s);
-            s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
-            s.type = sync_type(op->domain, op->cbid);
-            s.start = t0;
-            s.end = t1;
-            s.correlationId = corr;
-            s.contextId = 1;
-            s.streamId = sid;
-            s.cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
-            s.cudaEventSyncId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
-            if (s.type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE ||
-                s.type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT) {
+            uint64_t buf[REC_MAX / 8];
+            memset(buf, 0, sizeof buf);
+            CUpti_ActivitySynchronizationType type = sync_type(op->domain, op->cbid);
+            uint32_t ev = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+            uint32_t ev_sync = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+            if (type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE ||
+                type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT) {
                 int ei = event_locked(op->event);
-                s.cudaEventId = events[ei].id;
+                ev = events[ei].id;
                 if (events[ei].sync_id)
-                    s.cudaEventSyncId = events[ei].sync_id;
+                    ev_sync = (uint32_t)events[ei].sync_id;
             }
-            enqueue_locked(&s, 0);
+#define FILL_SYNC(T) do {                                                           \
+                T *s = (T *)(void *)buf;                                            \
+                s->kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;                      \
+                s->type = type;                                                     \
+                s->start = t0;                                                      \
+                s->end = t1;                                                        \
+                s->correlationId = corr;                                            \
+                s->contextId = 1;                                                   \
+                s->streamId = sid;                                                  \
+                s->cudaEventId = ev;                                                \
+            } while (0)
+            if (era == ERA_12_4) {
+                FILL_SYNC(CUpti_ActivitySynchronization);
+            } else {
+                FILL_SYNC(CUpti_ActivitySynchronization2);
+                ((CUpti_ActivitySynchronization2 *)(void *)buf)->cudaEventSyncId = ev_sync;
+            }
+#undef FILL_SYNC
+            enqueue_locked(buf, 0);
         }
         break;
     case FAKEGPU_EVENT: {
         int ei = event_locked(op->event);
         events[ei].sync_id = ++next_sync_id;
         if (kinds & (1ull << CUPTI_ACTIVITY_KIND_CUDA_EVENT)) {
-            CUpti_ActivityCudaEvent2 e;
-            memset(&e, 0, sizeof e);
-            e.kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
-            e.correlationId = corr;
-            e.contextId = 1;
-            e.streamId = sid;
-            e.eventId = events[ei].id;
-            e.deviceId = 0;
-            e.cudaEventSyncId = events[ei].sync_id;
-            enqueue_locked(&e, vis);
-            flog("cuda_event %u %u %u", e.eventId, e.streamId, e.correlationId);
+            uint64_t buf[REC_MAX / 8];
+            memset(buf, 0, sizeof buf);
+            if (era == ERA_12_4) {
+                CUpti_ActivityCudaEvent *e1 = (CUpti_ActivityCudaEvent *)(void *)buf;
+                e1->kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
+                e1->correlationId = corr;
+                e1->contextId = 1;
+                e1->streamId = sid;
+                e1->eventId = events[ei].id;
+            } else {
+                CUpti_ActivityCudaEvent2 *e2 = (CUpti_ActivityCudaEvent2 *)(void *)buf;
+                e2->kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
+                e2->correlationId = corr;
+                e2->contextId = 1;
+                e2->streamId = sid;
+                e2->eventId = events[ei].id;
+                e2->deviceId = 0;
+                e2->cudaEventSyncId = events[ei].sync_id;
+            }
+            enqueue_locked(buf, vis);
+            const CUpti_ActivityCudaEvent *e = (const CUpti_ActivityCudaEvent *)(const void *)buf;
+            flog("cuda_event %u %u %u", e->eventId, e->streamId, e->correlationId);
         }
         break;
     }
@@ -750,8 +831,18 @@ FAKE_EXPORT CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti
     return subscribe(s, NULL, NULL);
 }
 
-FAKE_EXPORT CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb,
-                                                   void *ud, CUpti_SubscriberParams *p)
+/* Entry points that only some releases have: a GNU ifunc whose resolver
+ * (run by dlsym, after this library's constructor) returns NULL when the
+ * release FAKE_CUPTI_VERSION names lacks it, so dlsym finds nothing. */
+#define FAKE_SINCE(name, impl, since) \
+    static __typeof__(impl) *resolve_##name(void) \
+    { \
+        return (uint32_t)env_long("FAKE_CUPTI_VERSION", 130001) >= (since) ? impl : NULL; \
+    } \
+    FAKE_EXPORT __typeof__(impl) name __attribute__((ifunc("resolve_" #name)));
+
+static CUptiResult CUPTIAPI subscribe_v2(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb,
+                                         void *ud, CUpti_SubscriberParams *p)
 {
     (void)cb;
     (void)ud;
@@ -759,6 +850,7 @@ FAKE_EXPORT CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle *s, CU
         return CUPTI_ERROR_INVALID_PARAMETER;
     return subscribe(s, p ? p->subscriberName : NULL, p);
 }
+FAKE_SINCE(cuptiSubscribe_v2, subscribe_v2, 130000)
 
 FAKE_EXPORT CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle s)
 {
@@ -838,15 +930,17 @@ static CUptiResult enable_cbid(uint8_t *tab, unsigned n, CUpti_CallbackId cbid, 
     return CUPTI_SUCCESS;
 }
 
-FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t on)
+static CUptiResult CUPTIAPI enable_runtime_api(CUpti_CallbackId cbid, uint8_t on)
 {
     return enable_cbid(rt_on, CUPTI_RUNTIME_TRACE_CBID_SIZE, cbid, on);
 }
+FAKE_SINCE(cuptiActivityEnableRuntimeApi, enable_runtime_api, 24)
 
-FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t on)
+static CUptiResult CUPTIAPI enable_driver_api(CUpti_CallbackId cbid, uint8_t on)
 {
     return enable_cbid(drv_on, CUPTI_DRIVER_TRACE_CBID_SIZE, cbid, on);
 }
+FAKE_SINCE(cuptiActivityEnableDriverApi, enable_driver_api, 24)
 
 FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
 {
@@ -913,11 +1007,12 @@ FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityPopExternalCorrelationId(CUpti_Ext
     return CUPTI_ERROR_QUEUE_EMPTY;
 }
 
-FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityEnableCudaEventDeviceTimestamps(uint8_t enable)
+static CUptiResult CUPTIAPI enable_event_device_timestamps(uint8_t enable)
 {
     (void)enable;
     return CUPTI_SUCCESS;
 }
+FAKE_SINCE(cuptiActivityEnableCudaEventDeviceTimestamps, enable_event_device_timestamps, 130000)
 
 /* Forgets everything (real CUPTI re-initialises lazily after it). */
 FAKE_EXPORT CUptiResult CUPTIAPI cuptiFinalize(void)

@@ -24,10 +24,20 @@ def fake_cupti():
 pytestmark = pytest.mark.skipif(not os.path.exists(fake_cupti()), reason="fake libcupti not built")
 
 
-def run_loop(env=None, steps=STEPS, schedule=SCHEDULE, **kw):
+# The fake CUPTI as each row of collector/cupti_decode.c's layout table:
+# CUDA 12.4 (API version 22), 12.6 (24), 12.8 (26), 13.0 U1 (130001) and
+# 13.1 U1 (130101): records in that release's structs and sizes, and only
+# the entry points it has (no cuptiSubscribe_v2 before 13.0).
+VERSIONS = ["22", "24", "26", "130001", "130101"]
+per_version = pytest.mark.parametrize("cupti_version", VERSIONS)
+
+
+def run_loop(env=None, steps=STEPS, schedule=SCHEDULE, cupti_version=None, **kw):
     # steps of 5 ms, so that tp-flush has enabled CUPTI during the warmup step
     # (it does so off the training thread, decision 6)
     e = {"TRAINPROF_SCHEDULE": schedule, "TRAIN_LAUNCHES": LAUNCHES, "TRAIN_SLEEP_US": 5000}
+    if cupti_version:
+        e["FAKE_CUPTI_VERSION"] = cupti_version
     e.update(env or {})
     return tputil.run("train_loop", ["--steps=%d" % steps], env=e, **kw)
 
@@ -43,8 +53,9 @@ def host_calls(trace):
             if e.get("cat") in ("cuda_runtime", "cuda_driver")]
 
 
-def test_kernels_linked_to_launches():
-    res = run_loop()
+@per_version
+def test_kernels_linked_to_launches(cupti_version):
+    res = run_loop(cupti_version=cupti_version)
     t = one_trace(res)
     kernels = tputil.events(t, ph="X", cat="kernel")
     launches = [e for e in host_calls(t) if "kernel" in e["args"]]
@@ -80,8 +91,9 @@ def test_kernels_linked_to_launches():
     assert t["trainprof"]["gpu_activity"].startswith("active")
 
 
-def test_copies_sets_syncs_on_the_device():
-    t = one_trace(run_loop())
+@per_version
+def test_copies_sets_syncs_on_the_device(cupti_version):
+    t = one_trace(run_loop(cupti_version=cupti_version))
     copies = tputil.events(t, ph="X", cat="gpu_memcpy")
     sets = tputil.events(t, ph="X", cat="gpu_memset")
     syncs = tputil.events(t, ph="X", cat="cuda_sync")
@@ -97,7 +109,8 @@ def test_copies_sets_syncs_on_the_device():
         assert by_corr[e["args"]["correlation"]]["name"].startswith(("cudaMemcpy", "cudaMemset"))
 
 
-def test_event_syncs_carry_wait_on():
+@per_version
+def test_event_syncs_carry_wait_on(cupti_version):
     """Syncs on a CUDA event carry Kineto's wait_on_stream,
     wait_on_cuda_event_record_corr_id and wait_on_cuda_event_id (HTA's
     critical path reads them): the stream and correlation of the last
@@ -110,7 +123,7 @@ def test_event_syncs_carry_wait_on():
     it on during the first).  Other syncs carry none of the three."""
     d = tputil.new_dir()
     log = os.path.join(d, "cupti.log")
-    res = run_loop(env={"FAKE_CUPTI_LOG": log, "TRAIN_EVENTS": 1},
+    res = run_loop(cupti_version=cupti_version, env={"FAKE_CUPTI_LOG": log, "TRAIN_EVENTS": 1},
                    schedule="wait=1,warmup=2,active=3", steps=8, cwd=d)
     t = one_trace(res)
     records = {}                        # event id -> [(correlation, stream)] in order
@@ -181,10 +194,12 @@ def lifecycle(log):
         return [line.split()[0] for line in f if line.strip()]
 
 
-def test_lifecycle_subscribe_at_warmup_finalize_after_last_window():
+@per_version
+def test_lifecycle_subscribe_at_warmup_finalize_after_last_window(cupti_version):
     d = tputil.new_dir()
     log = os.path.join(d, "cupti.log")
-    res = run_loop(env={"FAKE_CUPTI_LOG": log}, schedule="wait=3,warmup=1,active=2", steps=10, cwd=d)
+    res = run_loop(env={"FAKE_CUPTI_LOG": log}, schedule="wait=3,warmup=1,active=2", steps=10, cwd=d,
+                   cupti_version=cupti_version)
     one_trace(res)
     calls = lifecycle(log)
     assert calls.count("subscribe") == 1
@@ -294,13 +309,15 @@ def test_driver_launches_linked_and_device_properties():
     assert lifecycle(log)[-2:] == ["unsubscribe", "finalize"]
 
 
-def test_library_call_external_id_reaches_its_kernel():
+@per_version
+def test_library_call_external_id_reaches_its_kernel(cupti_version):
     """cublasSgemm_v2 of the fake cuBLAS launches a kernel through the
     runtime: CUPTI's external correlation (the id our cuBLAS wrapper pushed)
     gives the kernel and the launch the cpu_op's External id (Kineto's
     op -> runtime -> kernel links)."""
     res = tputil.run("gemm_calls", env={
-        "GEMM_STEPS": 5, "GEMM_SLEEP_US": 5000, "TRAINPROF_SCHEDULE": "wait=1,warmup=1,active=2"})
+        "GEMM_STEPS": 5, "GEMM_SLEEP_US": 5000, "TRAINPROF_SCHEDULE": "wait=1,warmup=1,active=2",
+        "FAKE_CUPTI_VERSION": cupti_version})
     t = one_trace(res)
     ops = [e for e in tputil.events(t, ph="X", cat="cpu_op") if e["name"] == "cublasSgemm_v2"]
     assert len(ops) == 2

@@ -42,6 +42,15 @@
 
 /* ---- decoding ----------------------------------------------------------- */
 
+static const struct tp_dev_record *find_rec_by(const struct tp_dev_batch *w, uint32_t corr)
+{
+    for (size_t i = 0; i < w->n_rec; i++)
+        if (w->rec[i].correlation == corr)
+            return &w->rec[i];
+    ck_abort_msg("no record with correlation %u", corr);
+    return NULL;
+}
+
 static struct tp_dev_batch take_all(void)
 {
     struct tp_dev_batch w;
@@ -603,6 +612,170 @@ START_TEST(test_absent_is_harmless)
 }
 END_TEST
 
+/* ---- the layout table against the headers of each CUPTI release ----------- */
+
+/* Offset in row "l" of "field" of family "fam", its struct's name and size,
+ * and the field's width in the CUDA 13.0 struct; -1 if not a field we read. */
+static int row_field(const struct tp_cupti_layout *l, const char *fam, const char *field,
+                     const char **sname, unsigned *size, unsigned *width)
+{
+#define TP_T_FIELD(member, REF, f) \
+    if (strcmp(field, #f) == 0) { \
+        *width = sizeof(((REF *)0)->f); \
+        return l->member.f; \
+    }
+#define TP_T_FAMILY(member, FIELDS, REF, KIND) \
+    if (strcmp(fam, #member) == 0) { \
+        *sname = l->member.struct_name; \
+        *size = l->member.size; \
+        FIELDS(TP_T_FIELD_##member, REF) \
+        return -1; \
+    }
+#define TP_T_FIELD_kernel(REF, f) TP_T_FIELD(kernel, REF, f)
+#define TP_T_FIELD_memcpy(REF, f) TP_T_FIELD(memcpy, REF, f)
+#define TP_T_FIELD_p2p(REF, f) TP_T_FIELD(p2p, REF, f)
+#define TP_T_FIELD_memset(REF, f) TP_T_FIELD(memset, REF, f)
+#define TP_T_FIELD_sync(REF, f) TP_T_FIELD(sync, REF, f)
+#define TP_T_FIELD_event(REF, f) TP_T_FIELD(event, REF, f)
+#define TP_T_FIELD_api(REF, f) TP_T_FIELD(api, REF, f)
+#define TP_T_FIELD_ext(REF, f) TP_T_FIELD(ext, REF, f)
+#define TP_T_FIELD_overhead(REF, f) TP_T_FIELD(overhead, REF, f)
+    TP_CUPTI_FAMILIES(TP_T_FAMILY)
+    return -1;
+}
+
+#define TP_T_COUNT(T, f) +1
+#define TP_T_NFIELDS(member, FIELDS, REF, KIND) \
+    if (strcmp(fam, #member) == 0) \
+        return 0 FIELDS(TP_T_COUNT, REF);
+static int family_fields(const char *fam)
+{
+    TP_CUPTI_FAMILIES(TP_T_NFIELDS)
+    return -1;
+}
+
+/* tests/unit/data/cupti_layouts.txt (scripts/cupti-layouts: the structs
+ * and offsets of the real 12.4, 12.6, 12.8, 12.9, 13.0, 13.1 and 13.2
+ * headers) agrees with the table, row by row, field by field; every row
+ * is checked by at least one release. */
+START_TEST(test_layouts_match_headers)
+{
+    const char *dir = getenv("TP_SRCDIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/unit/data/cupti_layouts.txt", dir && *dir ? dir : ".");
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    size_t nrows;
+    const struct tp_cupti_layout *rows = tp_cupti_layouts(&nrows);
+    int checked[16] = { 0 };
+    ck_assert_uint_le(nrows, 16);
+    char line[4096];
+    int lines = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || line[0] == '\n')
+            continue;
+        unsigned version, size;
+        char fam[32], sname[64];
+        int used = 0;
+        ck_assert_int_eq(sscanf(line, "%u %31s %63s size %u%n", &version, fam, sname, &size, &used),
+                         4);
+        const struct tp_cupti_layout *l = tp_cupti_layout_for(version);
+        ck_assert_msg(l != NULL, "no row for CUPTI %u", version);
+        checked[l - rows]++;
+        const char *row_sname = NULL;
+        unsigned row_size = 0, width = 0;
+        int n = 0;
+        char field[64];
+        unsigned off, w;
+        int k;
+        for (const char *p = line + used; sscanf(p, " %63[^@]@%u:%u%n", field, &off, &w, &k) == 3;
+             p += k) {
+            int o = row_field(l, fam, field, &row_sname, &row_size, &width);
+            ck_assert_msg(o >= 0, "%s.%s not in the table", fam, field);
+            ck_assert_msg((unsigned)o == off, "CUPTI %u %s.%s: table %d, header %u", version, sname,
+                          field, o, off);
+            ck_assert_msg(width == w, "CUPTI %u %s.%s: width %u, header %u", version, sname, field,
+                          width, w);
+            ck_assert_uint_le(off + w, size);
+            n++;
+        }
+        ck_assert_int_eq(n, family_fields(fam));
+        ck_assert_msg(strcmp(row_sname, sname) == 0, "CUPTI %u %s: table %s, header %s", version,
+                      fam, row_sname, sname);
+        ck_assert_msg(row_size == size, "CUPTI %u %s: table %u bytes, header %u", version, sname,
+                      row_size, size);
+        lines++;
+    }
+    fclose(f);
+    ck_assert_int_ge(lines, 7 * 9);
+    for (size_t i = 0; i < nrows; i++)
+        ck_assert_msg(checked[i] > 0, "row %s checked against no header", rows[i].cuda);
+    /* The ranges: 12.4 (22) first, no gap, 13.x to its end, nothing after. */
+    ck_assert_ptr_null(tp_cupti_layout_for(21));
+    ck_assert_ptr_null(tp_cupti_layout_for(140000));
+    ck_assert_uint_eq(rows[0].from, 22);
+    for (size_t i = 1; i < nrows; i++)
+        ck_assert_uint_eq(rows[i].from, rows[i - 1].to + 1);
+    ck_assert_str_eq(tp_cupti_layout_for(23)->kernel.struct_name, "CUpti_ActivityKernel9");
+    ck_assert_str_eq(tp_cupti_layout_for(139999)->kernel.struct_name, "CUpti_ActivityKernel11");
+}
+END_TEST
+
+/* CUDA 12.4's records, each in a buffer exactly its struct's size (ASan
+ * catches a read past it), decoded through the 12.4 row. */
+START_TEST(test_decode_12_4)
+{
+    fresh();
+    tp_cupti_layout_use(tp_cupti_layout_for(22));
+    CUpti_ActivityKernel9 *k = calloc(1, sizeof *k);
+    k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k->start = 1000, k->end = 1500, k->deviceId = 2, k->contextId = 3, k->streamId = 14;
+    k->gridX = 5, k->blockX = 128, k->registersPerThread = 40, k->correlationId = 77;
+    k->name = "_Z6kernelPfi";
+    k->graphNodeId = 0x100000001ull;
+    ck_assert_int_eq(tp_cupti_decode(k), 1);
+    CUpti_ActivityMemcpy5 *m = calloc(1, sizeof *m);
+    m->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    m->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, m->bytes = 4096;
+    m->start = 2000, m->end = 2100, m->streamId = 15, m->correlationId = 78;
+    ck_assert_int_eq(tp_cupti_decode(m), 1);
+    CUpti_ActivitySynchronization *y = calloc(1, sizeof *y);
+    y->kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+    y->type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE;
+    y->start = 3000, y->end = 3100, y->correlationId = 79, y->cudaEventId = 1001;
+    ck_assert_int_eq(tp_cupti_decode(y), 1);
+    CUpti_ActivityCudaEvent *e = calloc(1, sizeof *e);
+    e->kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
+    e->correlationId = 80, e->streamId = 16, e->eventId = 1001;
+    ck_assert_int_eq(tp_cupti_decode(e), 1);
+    CUpti_ActivityOverhead3 *o = calloc(1, sizeof *o);
+    o->kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+    o->overheadData = malloc(16);              /* freed by the decoder (LSan: leak if not) */
+    ck_assert_int_eq(tp_cupti_decode(o), 0);     /* counted only */
+
+    struct tp_dev_batch w = take_all();
+    ck_assert_uint_eq(w.n_rec, 3);
+    const struct tp_dev_record *r = find_rec_by(&w, 77);
+    ck_assert_int_eq(r->kind, TP_DEV_KERNEL);
+    ck_assert_uint_eq(r->device, 2);
+    ck_assert_uint_eq(r->stream, 14);
+    ck_assert_int_eq(r->grid[0], 5);
+    ck_assert_int_eq(r->block[0], 128);
+    ck_assert_uint_eq(r->registers, 40);
+    ck_assert_uint_eq(r->graph_node_id, 0x100000001ull);
+    ck_assert_str_eq(tp_intern_str(r->name), "kernel(float*, int)");
+    r = find_rec_by(&w, 78);
+    ck_assert_int_eq(r->kind, TP_DEV_MEMCPY);
+    ck_assert_uint_eq(r->bytes, 4096);
+    ck_assert_uint_eq(r->copy_kind, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH);
+    r = find_rec_by(&w, 79);
+    ck_assert_int_eq(r->kind, TP_DEV_SYNC);
+    ck_assert_uint_eq(r->event_id, 1001);
+    tp_cupti_window_free(&w);
+    free(k), free(m), free(y), free(e), free(o);
+}
+END_TEST
+
 /* ---- against the fakes ---------------------------------------------------- */
 
 static char fakes_dir[PATH_MAX];
@@ -708,14 +881,23 @@ static const struct tp_dev_record *find_rec(const struct tp_dev_batch *w, uint32
     return NULL;
 }
 
+/* One row of the layout table each (and a later 13.x than any known): the
+ * fake writes that release's structs, at their sizes. */
+static const char *const fake_versions[] = {
+    "22", "24", "26", "28", "130000", "130001", "130101", "130202", "130300",
+};
+
 START_TEST(test_fake_records)
 {
     if (!have_fakes())
         return;
+    setenv("FAKE_CUPTI_VERSION", fake_versions[_i], 1);
     setup(NULL);
     ck_assert_int_eq(tp_cupti_start(1), 0);
     ck_assert_int_eq(tp_cupti_enabled(), 1);
-    ck_assert_str_eq(tp_cupti_status(), "active (CUPTI 130001)");
+    char want[64];
+    snprintf(want, sizeof want, "active (CUPTI %s)", fake_versions[_i]);
+    ck_assert_str_eq(tp_cupti_status(), want);
 
     uint64_t t0 = tp_clock_now();
     launch_one();
@@ -823,14 +1005,55 @@ START_TEST(test_fake_busy)
 }
 END_TEST
 
+/* Older than 12.4, or a major we know nothing of: host-side only, said why. */
 START_TEST(test_fake_old_version)
+{
+    static const char *const v[] = { "21", "140000" };
+    static const char *const why[] = {
+        "unavailable: CUPTI API version 21 < 22 (CUDA 12.4)",
+        "unavailable: CUPTI API version 140000 is newer than the 13.x record layouts known",
+    };
+    if (!have_fakes())
+        return;
+    setenv("FAKE_CUPTI_VERSION", v[_i], 1);
+    setup(NULL);
+    ck_assert_int_eq(tp_cupti_start(1), -1);
+    ck_assert_str_eq(tp_cupti_status(), why[_i]);
+}
+END_TEST
+
+/* 12.x has no cuptiSubscribe_v2: the plain one cannot name the holder. */
+START_TEST(test_fake_busy_12)
 {
     if (!have_fakes())
         return;
-    setenv("FAKE_CUPTI_VERSION", "28", 1);
+    setenv("FAKE_CUPTI_BUSY", "1", 1);
+    setenv("FAKE_CUPTI_VERSION", "26", 1);
     setup(NULL);
     ck_assert_int_eq(tp_cupti_start(1), -1);
-    ck_assert_str_eq(tp_cupti_status(), "unavailable: CUPTI API version 28 < 130000");
+    ck_assert_str_eq(tp_cupti_status(), "unavailable: in use by another tool (unknown)");
+}
+END_TEST
+
+/* The soname follows the loaded runtime's major; 13 first when unknown. */
+START_TEST(test_sonames)
+{
+    const char *n[3];
+    ck_assert_uint_eq(tp_cupti_sonames(12, n, 2), 0);
+    ck_assert_uint_eq(tp_cupti_sonames(12, n, 3), 3);
+    ck_assert_str_eq(n[0], "libcupti.so.12");
+    ck_assert_str_eq(n[1], "libcupti.so.13");
+    ck_assert_str_eq(n[2], "libcupti.so");
+    ck_assert_uint_eq(tp_cupti_sonames(0, n, 3), 3);
+    ck_assert_str_eq(n[0], "libcupti.so.13");
+    ck_assert_str_eq(n[1], "libcupti.so.12");
+    ck_assert_uint_eq(tp_cupti_sonames(13, n, 3), 3);
+    ck_assert_str_eq(n[0], "libcupti.so.13");
+    if (!have_fakes())
+        return;
+    ck_assert_int_eq(tp_cupti_cudart_major(), 0);
+    setup(NULL);                                 /* loads <fakes>/libcudart.so.13 */
+    ck_assert_int_eq(tp_cupti_cudart_major(), 13);
 }
 END_TEST
 
@@ -874,14 +1097,17 @@ static void lifecycle(const char *version, int capture)
 
     char *text = tp_test_slurp(log, NULL);
     ck_assert_ptr_nonnull(text);
-    ck_assert_int_eq(count_lines(text, "subscribe trainprof"), 1);
+    long v = version ? atol(version) : 130001;
+    /* 12.x: no cuptiSubscribe_v2, the plain cuptiSubscribe names nobody. */
+    ck_assert_int_eq(count_lines(text, v >= 130000 ? "subscribe trainprof" : "subscribe "), 1);
     ck_assert_int_eq(count_lines(text, "enable CONCURRENT_KERNEL"), toggles ? 2 : 1);
     ck_assert_int_eq(count_lines(text, "disable CONCURRENT_KERNEL"), toggles ? 2 : 1);
     ck_assert_int_eq(count_lines(text, "enable MEMCPY"), toggles ? 2 : 1);
     ck_assert_int_eq(count_lines(text, "enable EXTERNAL_CORRELATION"), toggles ? 2 : 1);
     ck_assert_int_eq(count_lines(text, "enable KERNEL"), 0);
     ck_assert_int_eq(count_lines(text, "enable MEMORY2"), 0);   /* decoded for nothing */
-    ck_assert_int_eq(count_lines(text, "enable RUNTIME"), 0);   /* trimmed per cbid */
+    /* trimmed per cbid, except before 12.6 (v24): no cuptiActivityEnableRuntimeApi */
+    ck_assert_int_eq(count_lines(text, "enable RUNTIME"), v >= 24 ? 0 : 1);
     ck_assert_int_ge(count_lines(text, "flush forced"), 1);
     ck_assert_int_eq(count_lines(text, "unsubscribe"), 1);
     int finalize = drv_version >= 12060 && !capture;
@@ -903,6 +1129,15 @@ START_TEST(test_fake_lifecycle_130000)
 {
     if (have_fakes())
         lifecycle("130000", 0);
+}
+END_TEST
+
+/* CUDA 12.4 and 12.8: never toggled per window (toggling waits for 13.0 U1). */
+START_TEST(test_fake_lifecycle_12)
+{
+    static const char *const v[] = { "22", "26" };
+    if (have_fakes())
+        lifecycle(v[_i], 0);
 }
 END_TEST
 
@@ -1171,13 +1406,19 @@ static Suite *suite(void)
     tcase_add_test(d, test_take_keeps_cuda_events);
     tcase_add_test(d, test_unfinished);
     tcase_add_test(d, test_absent_is_harmless);
+    tcase_add_test(d, test_layouts_match_headers);
+    tcase_add_test(d, test_decode_12_4);
     suite_add_tcase(s, d);
     TCase *f = tcase_create("fake");
     tcase_set_timeout(f, 30);
-    tcase_add_test(f, test_fake_records);
+    tcase_add_loop_test(f, test_fake_records, 0,
+                        (int)(sizeof fake_versions / sizeof fake_versions[0]));
     tcase_add_test(f, test_fake_unfinished);
     tcase_add_test(f, test_fake_busy);
-    tcase_add_test(f, test_fake_old_version);
+    tcase_add_loop_test(f, test_fake_old_version, 0, 2);
+    tcase_add_test(f, test_fake_busy_12);
+    tcase_add_test(f, test_sonames);
+    tcase_add_loop_test(f, test_fake_lifecycle_12, 0, 2);
     tcase_add_test(f, test_fake_lifecycle);
     tcase_add_test(f, test_fake_lifecycle_130000);
     tcase_add_test(f, test_fake_lifecycle_capture);
