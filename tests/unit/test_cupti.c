@@ -1031,7 +1031,7 @@ START_TEST(test_fake_busy_12)
     setenv("FAKE_CUPTI_VERSION", "26", 1);
     setup(NULL);
     ck_assert_int_eq(tp_cupti_start(1), -1);
-    ck_assert_str_eq(tp_cupti_status(), "unavailable: in use by another tool (unknown)");
+    ck_assert_str_eq(tp_cupti_status(), "unavailable: in use by another tool (not named by CUPTI)");
 }
 END_TEST
 
