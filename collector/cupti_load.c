@@ -23,6 +23,7 @@
 #include "log.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,14 +108,30 @@ static void *tp_open_in_dir_of(const char *prefix, const char *const *names, siz
     return NULL;
 }
 
+/* TRAINPROF_CUPTI_PATH is not used when "loaded" is already in the process
+ * (two CUPTIs in one process are unsafe: one activity API per process):
+ * one line says so when it names another file. */
+static void tp_cupti_path_yields(const char *loaded)
+{
+    char want[PATH_MAX], have[PATH_MAX];
+    if (!tp_cfg.cupti_path[0])
+        return;
+    if (realpath(tp_cfg.cupti_path, want) && realpath(loaded, have) && strcmp(want, have) == 0)
+        return;
+    TP_WARN("TRAINPROF_CUPTI_PATH=\"%s\" not used: %s is already loaded in the process, "
+            "and two CUPTIs in one process are unsafe", tp_cfg.cupti_path, loaded);
+}
+
 /* The libcupti to use: the loaded one, else the first found: the path
  * asked for, beside the loaded runtime or driver, under $CUDA_HOME (whose
  * CUPTI matches the toolkit the program was built with), the search path. */
 static void *tp_open(void)
 {
     struct tp_find f;
-    if (tp_find_loaded("libcupti.so", &f))
+    if (tp_find_loaded("libcupti.so", &f)) {
+        tp_cupti_path_yields(f.path);
         return dlopen(f.path, RTLD_NOLOAD | RTLD_NOW);
+    }
     void *h = NULL;
     if (tp_cfg.cupti_path[0]) {
         h = dlopen(tp_cfg.cupti_path, RTLD_NOW | RTLD_LOCAL);

@@ -401,3 +401,25 @@ def test_cupti_only_with_driver_and_context(stage, subscribed):
         assert calls == [], calls
         assert t["trainprof"]["gpu_activity"] == "not started: no CUDA driver or context"
         assert b"CUPTI" not in p.stderr
+
+
+def test_cupti_path_yields_to_a_loaded_cupti():
+    """A libcupti already in the process (torch loads its own) is the one
+    used: TRAINPROF_CUPTI_PATH naming another file is not loaded beside it
+    (two CUPTIs in one process are unsafe), and one line says so; naming
+    the loaded file itself says nothing."""
+    import shutil
+    d = tputil.new_dir()
+    other = os.path.join(d, "libcupti-other.so")
+    shutil.copy(fake_cupti(), other)
+    pre = tputil.preload_value() + " " + fake_cupti()
+    res = run_loop(env={"LD_PRELOAD": pre, "TRAINPROF_CUPTI_PATH": other}, cwd=d)
+    t = one_trace(res)
+    lines = [l for l in res.stderr.decode().splitlines() if "TRAINPROF_CUPTI_PATH" in l]
+    assert len(lines) == 1, res.stderr
+    assert lines[0].startswith("trainprof:") and other in lines[0] and "already loaded" in lines[0]
+    assert os.path.realpath(fake_cupti()) in lines[0] or fake_cupti() in lines[0], lines
+    assert tputil.events(t, ph="X", cat="kernel")       # the loaded one serves
+    same = run_loop(env={"LD_PRELOAD": pre, "TRAINPROF_CUPTI_PATH": fake_cupti()})
+    assert b"TRAINPROF_CUPTI_PATH" not in same.stderr
+    assert tputil.events(one_trace(same), ph="X", cat="kernel")

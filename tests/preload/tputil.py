@@ -67,7 +67,7 @@ def base_env(env=None, preload=True):
     removes a variable)."""
     e = {k: v for k, v in os.environ.items()
          if not k.startswith("TRAINPROF_") and k not in
-         ("LD_PRELOAD", "NVTX_INJECTION64_PATH", "NVTX_INJECTION32_PATH",
+         ("LD_PRELOAD", "NVTX_INJECTION64_PATH", "NVTX_INJECTION32_PATH", "INTEL_LIBITTNOTIFY64",
           "RANK", "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID")}
     e["TRAINPROF_RUN_NAME"] = "test"
     e["TRAINPROF_SYS"] = "none"
