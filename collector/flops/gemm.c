@@ -142,13 +142,32 @@ static int tp_gemm_is_float(int atype)
     return atype == CUDA_R_32F || atype == CUDA_C_32F;
 }
 
+/* A compute type given as a cudaDataType, as code built against CUDA 10
+ * headers (and C callers, which the C++ inline wrapper of cublas_api.h does
+ * not reach) pass it to cublasGemmEx, read as the cublasComputeType_t that
+ * cublasMigrateComputeType maps it to; any other value is returned as it
+ * is (the cudaDataType values, 0 to 31, are below CUBLAS_COMPUTE_16F, 64).
+ * Pedantic math would pick the _PEDANTIC types: the same precision class. */
+static int tp_gemm_compute(int ct)
+{
+    switch (ct) {
+    case CUDA_R_32F: case CUDA_C_32F: return CUBLAS_COMPUTE_32F;
+    case CUDA_R_64F: case CUDA_C_64F: return CUBLAS_COMPUTE_64F;
+    case CUDA_R_16F: return CUBLAS_COMPUTE_16F;
+    case CUDA_R_32I: return CUBLAS_COMPUTE_32I;
+    default: return ct;
+    }
+}
+
 int tp_gemm_needs_mode(int atype, int ct)
 {
+    ct = tp_gemm_compute(ct);
     return tp_gemm_is_float(atype) && (ct == TP_GEMM_CT_NONE || ct == CUBLAS_COMPUTE_32F);
 }
 
 unsigned tp_gemm_precision(int atype, int ct, int mode)
 {
+    ct = tp_gemm_compute(ct);
     switch (ct) {
     case CUBLAS_COMPUTE_32F_FAST_16F: return TP_PREC_FP16;
     case CUBLAS_COMPUTE_32F_FAST_16BF: return TP_PREC_BF16;

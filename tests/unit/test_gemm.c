@@ -93,6 +93,15 @@ static const struct { int atype, ct, mode; unsigned want; } prec_cases[] = {
     { CUDA_C_64F, TP_GEMM_CT_NONE, CUBLAS_TF32_TENSOR_OP_MATH, TP_PREC_FP64 },
     { CUDA_R_32I, TP_GEMM_CT_NONE, 0, TP_PREC_UNKNOWN },
     { CUDA_R_32F, 12345, 0, TP_PREC_UNKNOWN },
+    /* compute types as cudaDataType (CUDA 10 code, C callers of cublasGemmEx),
+     * read as cublasMigrateComputeType maps them */
+    { CUDA_R_32F, CUDA_R_32F, CUBLAS_DEFAULT_MATH, TP_PREC_FP32 },
+    { CUDA_R_32F, CUDA_R_32F, CUBLAS_TF32_TENSOR_OP_MATH, TP_PREC_TF32 },
+    { CUDA_C_32F, CUDA_C_32F, CUBLAS_PEDANTIC_MATH, TP_PREC_FP32 },
+    { CUDA_R_32F, CUDA_R_64F, 0, TP_PREC_FP64 },
+    { CUDA_R_16F, CUDA_R_16F, 0, TP_PREC_FP16 },
+    { CUDA_R_16F, CUDA_R_32F, 0, TP_PREC_FP16 },
+    { CUDA_R_8I, CUDA_R_32I, 0, TP_PREC_INT8 },
 };
 
 START_TEST(test_precision_table)
@@ -111,6 +120,8 @@ START_TEST(test_needs_mode_and_types)
     ck_assert_int_eq(tp_gemm_needs_mode(CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32), 0);
     ck_assert_int_eq(tp_gemm_needs_mode(CUDA_R_16F, CUBLAS_COMPUTE_32F), 0);
     ck_assert_int_eq(tp_gemm_needs_mode(CUDA_R_64F, TP_GEMM_CT_NONE), 0);
+    ck_assert_int_eq(tp_gemm_needs_mode(CUDA_R_32F, CUDA_R_32F), 1);   /* a cudaDataType compute type */
+    ck_assert_int_eq(tp_gemm_needs_mode(CUDA_R_32F, CUDA_R_64F), 0);
     ck_assert_uint_eq(tp_gemm_dtype(CUDA_R_16BF), TP_DT_BF16);
     ck_assert_uint_eq(tp_gemm_dtype(CUDA_R_8F_E4M3), TP_DT_F8E4M3);
     ck_assert_uint_eq(tp_gemm_dtype(CUDA_C_32F), TP_DT_C32);
