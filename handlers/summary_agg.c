@@ -8,10 +8,11 @@
  * are kept in integer ns so that the report's figures add up exactly.
  * Operators end children first, so an operator's self time is its duration
  * less the operators on its thread that ended inside it and are not yet
- * claimed.  Collectives are keyed by (kind, group size).  Their kernels find
- * them, and the device work linked to torch's operators finds its operator,
- * by External id in an array sorted at the first device event (device
- * events come after all host events of the window).  Device work is also
+ * claimed.  Collectives are keyed by (kind, group size); their kernels
+ * find them through the library call that issued them (ev->issuer, from the
+ * host/device join).  The device work linked to torch's operators finds its
+ * operator by External id in an array sorted at the first device event
+ * (device events come after all host events of the window).  Device work is also
  * kept as spans, merged at close into disjoint ones (streams overlap) for
  * the GPU busy share.  The time of each memory peak comes from the
  * ALLOC/FREE events, by the memory page's rule.  Out of memory sets a flag;
@@ -31,11 +32,6 @@
 
 struct span {
     int64_t start, end;          /* Unix ns */
-};
-
-struct coll_id {
-    uint64_t external_id;
-    size_t row;
 };
 
 /* A torch operator that ended on a thread, not yet claimed by its parent
@@ -175,7 +171,26 @@ static void summary_device(struct summary *s, const struct tp_event *ev, int64_t
     s->busy[s->nbusy++] = (struct span){ ev->ts_ns, ev->ts_ns + dur };
 }
 
-/* A collective call: its row, and its External id for the kernels it issues. */
+/* The row of collective "op" over "n" ranks, made if "create"; NULL if there
+ * is none (or memory ran out). */
+static struct coll_row *coll_row(struct summary *s, unsigned op, unsigned n, int create)
+{
+    for (size_t i = 0; i < s->ncoll; i++)
+        if (s->coll[i].op == op && s->coll[i].ranks == n)
+            return &s->coll[i];
+    if (!create)
+        return NULL;
+    struct coll_row *v = tp_grow(s->coll, &s->capcoll, s->ncoll + 1, sizeof *v, 64);
+    if (!v) {
+        s->oom = 1;
+        return NULL;
+    }
+    s->coll = v;
+    s->coll[s->ncoll] = (struct coll_row){ .op = op, .ranks = n };
+    return &s->coll[s->ncoll++];
+}
+
+/* A collective call: its row. */
 static void summary_coll(struct summary *s, const struct tp_event *ev, int64_t dur)
 {
     const struct tp_record *r = ev->rec;
@@ -184,19 +199,9 @@ static void summary_coll(struct summary *s, const struct tp_event *ev, int64_t d
         return;
     }
     unsigned op = r->u.lib.op, n = r->u.lib.m;
-    size_t i = 0;
-    while (i < s->ncoll && (s->coll[i].op != op || s->coll[i].ranks != n))
-        i++;
-    if (i == s->ncoll) {
-        struct coll_row *v = tp_grow(s->coll, &s->capcoll, s->ncoll + 1, sizeof *v, 64);
-        if (!v) {
-            s->oom = 1;
-            return;
-        }
-        s->coll = v;
-        s->coll[s->ncoll++] = (struct coll_row){ .op = op, .ranks = n };
-    }
-    struct coll_row *c = &s->coll[i];
+    struct coll_row *c = coll_row(s, op, n, 1);
+    if (!c)
+        return;
     /* nccl-tests' size: allgather counts what every rank ends with,
      * reduce_scatter what every rank starts with */
     uint64_t in, out;
@@ -206,35 +211,18 @@ static void summary_coll(struct summary *s, const struct tp_event *ev, int64_t d
     c->size += size;
     c->bus += size * tp_coll_busbw_factor(op, n);
     c->host_ns += dur;
-    if (ev->external_id) {
-        struct coll_id *v = tp_grow(s->coll_ids, &s->capids, s->nids + 1, sizeof *v, 64);
-        if (!v) {
-            s->oom = 1;
-            return;
-        }
-        s->coll_ids = v;
-        s->coll_ids[s->nids++] = (struct coll_id){ ev->external_id, i };
-        s->ids_sorted = 0;
-    }
 }
 
-static int cmp_coll_id(const void *a, const void *b)
-{
-    const struct coll_id *x = a, *y = b;
-    return x->external_id < y->external_id ? -1 : x->external_id > y->external_id;
-}
-
-/* A kernel linked to a library call: device time of that collective, if it is one. */
+/* A collective's kernel (ev->issuer the call): device time of its row; a
+ * call captured into a graph has none. */
 static void summary_coll_kernel(struct summary *s, const struct tp_event *ev, int64_t dur)
 {
-    if (!s->ids_sorted) {
-        qsort(s->coll_ids, s->nids, sizeof *s->coll_ids, cmp_coll_id);
-        s->ids_sorted = 1;
-    }
-    struct coll_id key = { ev->external_id, 0 };
-    const struct coll_id *c = bsearch(&key, s->coll_ids, s->nids, sizeof *s->coll_ids, cmp_coll_id);
+    const struct tp_record *r = ev->issuer;
+    if (r->u.lib.flags & TP_LIB_CAPTURED)
+        return;
+    struct coll_row *c = coll_row(s, r->u.lib.op, r->u.lib.m, 0);
     if (c)
-        s->coll[c->row].dev_ns += dur;
+        c->dev_ns += dur;
 }
 
 /* One of torch's operators: calls and host time by name, self time from
@@ -309,7 +297,7 @@ void tp_sumagg_event(void *state, const struct tp_event *ev)
     int64_t dur = ev->dur_ns > 0 ? ev->dur_ns : 0;
     if (ev->dev) {
         summary_device(s, ev, dur);
-        if (ev->external_id && s->nids && ev->dev->kind == TP_DEV_KERNEL)
+        if (ev->issuer && ev->form == TP_FORM_COLL && ev->dev->kind == TP_DEV_KERNEL)
             summary_coll_kernel(s, ev, dur);
         if (ev->external_id && s->n_op_refs && ev->dev->kind != TP_DEV_SYNC)
             summary_op_device(s, ev, dur);
@@ -417,7 +405,6 @@ void tp_sumagg_free(struct summary *s)
     free(s->busy);
     free(s->steps);
     free(s->coll);
-    free(s->coll_ids);
     free(s->peak_at);
     free(s);
 }

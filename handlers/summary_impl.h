@@ -42,7 +42,6 @@ struct coll_row {
 
 /* summary_agg.c's own: only it looks inside. */
 struct span;
-struct coll_id;
 struct op_thread;
 struct op_ref;
 
@@ -55,9 +54,6 @@ struct summary {
     int op_refs_sorted;
     struct coll_row *coll;
     size_t ncoll, capcoll;
-    struct coll_id *coll_ids;    /* External id -> row, sorted at the first device event */
-    size_t nids, capids;
-    int ids_sorted;
     uint64_t coll_captured;      /* calls made during a graph capture: not counted */
     const struct tp_mem_usage *mem; /* w->mem, for peak times */
     int n_mem;

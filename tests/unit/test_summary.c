@@ -388,15 +388,29 @@ static void send_coll(const struct tp_handler *h, void *st, const char *name, un
     h->event(st, &ev);
 }
 
+/* A kernel as the host/device join hands it over: the External id and the
+ * record of the library call that issued it ("issuer", NULL for none). */
 static void send_kernel(const struct tp_handler *h, void *st, struct tp_dev_record *d, const char *name,
-                        int64_t start, int64_t dur, uint64_t ext)
+                        int64_t start, int64_t dur, uint64_t ext, const struct tp_record *issuer)
 {
     memset(d, 0, sizeof *d);
     d->kind = TP_DEV_KERNEL;
     d->stream = 7;
     struct tp_event e = { .dev = d, .name = name, .tid = 7, .cbid = -1, .ts_ns = start, .dur_ns = dur,
-                          .occupancy = -1, .external_id = ext, .flow = 1 };
+                          .occupancy = -1, .external_id = ext, .flow = 1, .issuer = issuer,
+                          .form = issuer ? TP_FORM_COLL : 0 };
     h->event(st, &e);
+}
+
+/* The library-call record of a collective, as send_coll() sends it. */
+static struct tp_record coll_rec(unsigned op, unsigned ranks, uint64_t bytes, unsigned flags)
+{
+    struct tp_record r = { .kind = TP_REC_API };
+    r.u.lib.op = (uint8_t)op;
+    r.u.lib.m = ranks;
+    r.u.lib.bytes = bytes;
+    r.u.lib.flags = (uint8_t)flags;
+    return r;
 }
 
 /* 3 allreduce of 100 MB over 8 ranks (2 ms each on the host, 1 ms of kernel),
@@ -418,12 +432,14 @@ static void feed_colls(const struct tp_handler *h, void *st)
     if (!coll_device)
         return;
     static struct tp_dev_record d[6];
+    struct tp_record allreduce = coll_rec(TP_COLL_ALLREDUCE, 8, 100000000, 0);
+    struct tp_record allgather = coll_rec(TP_COLL_ALLGATHER, 4, 10000000, 0);
     for (int i = 0; i < 3; i++)
         send_kernel(h, st, &d[i], "ncclDevKernel_AllReduce_Sum_f32_RING_LL", t + (1 + 2 * i) * MS, MS,
-                    100 + (uint64_t)i);
-    send_kernel(h, st, &d[3], "ncclDevKernel_AllGather_RING_LL", t + 12 * MS, MS / 4, 200);
-    send_kernel(h, st, &d[4], "ncclDevKernel_AllGather_RING_LL", t + 13 * MS, MS / 4, 200);
-    send_kernel(h, st, &d[5], "gemm", t + 15 * MS, 3 * MS / 2, 999);
+                    100 + (uint64_t)i, &allreduce);
+    send_kernel(h, st, &d[3], "ncclDevKernel_AllGather_RING_LL", t + 12 * MS, MS / 4, 200, &allgather);
+    send_kernel(h, st, &d[4], "ncclDevKernel_AllGather_RING_LL", t + 13 * MS, MS / 4, 200, &allgather);
+    send_kernel(h, st, &d[5], "gemm", t + 15 * MS, 3 * MS / 2, 999, NULL);
 }
 
 static void setup_colls(int device)
@@ -593,7 +609,9 @@ static void feed_colls_mixed(const struct tp_handler *h, void *st)
     send_coll(h, st, "ncclAllReduce", TP_COLL_ALLREDUCE, 8, 100000000, 2 * MS, 100, 0);
     send_coll(h, st, "ncclAllGather", TP_COLL_ALLGATHER, 4, 10000000, 1 * MS, 200, TP_LIB_GROUPED);
     static struct tp_dev_record d;
-    send_kernel(h, st, &d, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", win.start_ns + MS, MS / 2, 100);
+    struct tp_record allreduce = coll_rec(TP_COLL_ALLREDUCE, 8, 100000000, 0);
+    send_kernel(h, st, &d, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", win.start_ns + MS, MS / 2, 100,
+                &allreduce);
 }
 
 START_TEST(test_collectives_mixed)
