@@ -19,27 +19,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Points the variable "var" (a tool-library path: NVTX_INJECTION64_PATH,
- * INTEL_LIBITTNOTIFY64) at this library, by absolute path so that a chdir()
- * before the first NVTX or ITT call, or a child started elsewhere, still
- * finds it (LD_PRELOAD may be relative).  Only when the variable was unset
- * at startup ("found" empty: another tool's, or a parent's, is kept),
- * profiling is enabled and this rank is selected (SPEC decision 8).
- * Silent: a failure leaves that API uninstrumented.  Returns 1 if the
- * variable names this library now (set here, or found naming it). */
-static int tp_point_at_self(const char *var, const char *found)
+/* This library's absolute path into "path" (PATH_MAX bytes): absolute so
+ * that a chdir() before the first NVTX or ITT call, or a child started
+ * elsewhere, still finds it (LD_PRELOAD may be relative).  0, or -1. */
+static int tp_self_path(char *path)
 {
     Dl_info info;
-    char path[PATH_MAX], other[PATH_MAX];
-    if (!tp_cfg.enabled || !tp_cfg.rank_selected)
-        return 0;
-    if (!dladdr((void *)tp_point_at_self, &info) || !info.dli_fname || !info.dli_fname[0])
-        return 0;
-    if (!realpath(info.dli_fname, path))
-        return 0;
+    if (!dladdr((void *)tp_self_path, &info) || !info.dli_fname || !info.dli_fname[0])
+        return -1;
+    return realpath(info.dli_fname, path) ? 0 : -1;
+}
+
+/* Points the variable "var" (a tool-library path: NVTX_INJECTION64_PATH,
+ * INTEL_LIBITTNOTIFY64) at this library, "self" (tp_self_path).  Only when
+ * the variable was unset at startup ("found" empty: another tool's, or a
+ * parent's, is kept); the caller checks that profiling is enabled and this
+ * rank selected (SPEC decision 8).  Silent: a failure leaves that API
+ * uninstrumented.  Returns 1 if the variable names this library now (set
+ * here, or found naming it). */
+static int tp_point_at_self(const char *var, const char *found, const char *self)
+{
+    char other[PATH_MAX];
     if (found[0] != 0)
-        return realpath(found, other) && strcmp(other, path) == 0;
-    return setenv(var, path, 0) == 0;
+        return realpath(found, other) && strcmp(other, self) == 0;
+    return setenv(var, self, 0) == 0;
 }
 
 __attribute__((constructor)) static void tp_init(void)
@@ -47,7 +50,10 @@ __attribute__((constructor)) static void tp_init(void)
     tp_sink_set(&tp_handlers_sink);
     tp_config_init();
     tp_clock_select();
-    tp_point_at_self("NVTX_INJECTION64_PATH", tp_cfg.nvtx_injection_path);
-    tp_itt_named(tp_point_at_self("INTEL_LIBITTNOTIFY64", tp_cfg.itt_collector_path));
+    char self[PATH_MAX];
+    if (tp_cfg.enabled && tp_cfg.rank_selected && tp_self_path(self) == 0) {
+        tp_point_at_self("NVTX_INJECTION64_PATH", tp_cfg.nvtx_injection_path, self);
+        tp_itt_named(tp_point_at_self("INTEL_LIBITTNOTIFY64", tp_cfg.itt_collector_path, self));
+    }
     tp_dlsym_init();
 }

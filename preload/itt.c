@@ -6,8 +6,9 @@
  * finding __itt_api_init, hands it the program's ITT global: a table of
  * (name, function pointer, no-op) for every ITT entry point
  * (ittnotify_static.c, __itt_init_ittlib, and ittnotify_config.h's
- * __itt_global and __itt_api_info).  We point the five entries defined here
- * at our functions and every other one at its no-op.  (The other protocol,
+ * __itt_global and __itt_api_info).  We point the four API entries defined
+ * here (domain, string handle, task begin and end) at our functions and
+ * every other one at its no-op.  (The other protocol,
  * a collector exporting only __itt_api_version whose entries ittnotify
  * looks up with dlsym, fills nothing unless INTEL_ITTNOTIFY_GROUPS is set.)
  * The table is checked first (ITT's magic bytes, major version 3); one we
