@@ -31,24 +31,40 @@
 #include <cupti_driver_cbid.h>
 #include <cupti_runtime_cbid.h>
 
+#include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 
 #define TP_CUPTI_TOGGLE_VERSION 130001u  /* 13.0 Update 1: disabling kinds is safe */
 #define TP_CUPTI_FINALIZE_CUDA  12060    /* cuptiFinalize with graphs fixed (notes 2.5) */
+/* Slack around [start, now] for our records' times: drift, and work queued
+ * ahead (the fake CUPTI's device timeline runs seconds ahead under a flood
+ * of launches).  Another client's clock is off by far more: Kineto's is a
+ * TSC count, CLOCK_MONOTONIC is time since boot, both decades from Unix ns. */
+#define TP_CLOCK_SLACK_NS (60ull * 1000000000ull)
 
-enum { ST_UNTRIED = 0, ST_ACTIVE, ST_UNAVAILABLE, ST_FINISHED, ST_OFF };
+enum { ST_UNTRIED = 0, ST_ACTIVE, ST_UNAVAILABLE, ST_FINISHED, ST_OFF, ST_LOST };
 
 static int tp_state;                   /* flush thread */
 static uint32_t tp_version;
 static char tp_status_text[160] = "not started";
 static CUpti_SubscriberHandle tp_subscriber;
 static atomic_int tp_kinds_on;          /* read by application threads (ext push/pop) */
-static uint64_t tp_kinds_enabled;       /* bit per CUpti_ActivityKind that Enable accepted */
+static _Atomic uint64_t tp_kinds_enabled; /* bit per CUpti_ActivityKind that Enable accepted
+                                           (written by tp-flush, read by tp_cupti_foreign) */
 static uint64_t tp_kinds_reported;      /* kinds whose failure was said */
 static int tp_rt_trimmed, tp_drv_trimmed;
 static int (*tp_capture_check)(void);
 static __thread int tp_ext_depth __attribute__((tls_model("initial-exec")));
+static uint64_t tp_started_ns;          /* tp_clock_ns() when the kinds first went on */
+
+/* Other clients (tp_cupti_foreign, any thread). */
+static _Atomic unsigned tp_foreign_seen;        /* TP_FOREIGN_* bits seen, ever */
+static const void *_Atomic tp_foreign_first;    /* a code address of the first one */
+static _Atomic uint64_t tp_lost_tick;           /* when CUPTI stopped being ours; 0: it is */
+static _Atomic unsigned tp_lost_what;
+static const void *_Atomic tp_lost_caller;
 
 /* Enabled at start: CONCURRENT_KERNEL, never KERNEL (it serialises kernels).
  * Not MEMORY2: the memory timeline comes from the allocation wrappers, and
@@ -82,6 +98,86 @@ static const char *tp_kind_name(CUpti_ActivityKind k)
     }
 }
 
+/* ---- other clients ---------------------------------------------------------- */
+
+void tp_cupti_foreign(unsigned what, int kind, const void *caller)
+{
+    uint64_t bit = kind >= 0 && kind < 64 ? 1ull << kind : 0;
+    if (what & TP_FOREIGN_ENABLE)
+        return;                         /* more records of the kinds we decode: harmless */
+    if ((what & TP_FOREIGN_DISABLE) && !(atomic_load(&tp_kinds_enabled) & bit))
+        return;                         /* a kind we do not use */
+    const void *none = NULL;
+    atomic_fetch_or(&tp_foreign_seen, what);
+    atomic_compare_exchange_strong(&tp_foreign_first, &none, caller);
+    if (__atomic_load_n(&tp_state, __ATOMIC_RELAXED) != ST_ACTIVE)
+        return;
+    uint64_t zero = 0;
+    if (atomic_compare_exchange_strong(&tp_lost_tick, &zero, tp_clock_now() | 1)) {
+        atomic_store(&tp_lost_caller, caller);
+        atomic_store(&tp_lost_what, what);
+    }
+    atomic_store(&tp_kinds_on, 0);      /* no more external ids from the hot path */
+}
+
+uint64_t tp_cupti_lost_at(void)
+{
+    return atomic_load(&tp_lost_tick);
+}
+
+/* The file name of the object holding code address "addr", or "unknown". */
+static const char *tp_client_name(const void *addr)
+{
+    Dl_info info;
+    if (!addr || !dladdr(addr, &info) || !info.dli_fname || !info.dli_fname[0])
+        return "unknown";
+    const char *slash = strrchr(info.dli_fname, '/');
+    return slash ? slash + 1 : info.dli_fname;
+}
+
+static const char *tp_foreign_call(unsigned what)
+{
+    if (what & TP_FOREIGN_BUFFERS)
+        return "cuptiActivityRegisterCallbacks";
+    if (what & TP_FOREIGN_CLOCK)
+        return "cuptiActivityRegisterTimestampCallback";
+    if (what & TP_FOREIGN_DISABLE)
+        return "cuptiActivityDisable";
+    if (what & TP_FOREIGN_FINALIZE)
+        return "cuptiFinalize";
+    return "?";
+}
+
+/* 1 while CUPTI is ours and active; the first call after another client
+ * took it moves to ST_LOST, says so once and sets the status line.  No
+ * CUPTI call is made after that: the other client owns the process's
+ * activity API now, and a call could re-initialize a finalized CUPTI. */
+static int tp_still_ours(void)
+{
+    if (tp_state != ST_ACTIVE)
+        return 0;
+    if (!atomic_load(&tp_lost_tick))
+        return 1;
+    __atomic_store_n(&tp_state, ST_LOST, __ATOMIC_RELAXED);
+    atomic_store(&tp_kinds_on, 0);
+    struct tp_dev_batch gone;           /* what we hold may be incomplete: let it go */
+    tp_cupti_take(0, UINT64_MAX, &gone);
+    tp_cupti_window_free(&gone);
+    unsigned what = atomic_load(&tp_lost_what);
+    if (what & TP_FOREIGN_TIMES) {
+        snprintf(tp_status_text, sizeof tp_status_text,
+                 "lost: device records came timed outside this process's clock "
+                 "(another client replaced CUPTI's timestamp callback)");
+    } else {
+        snprintf(tp_status_text, sizeof tp_status_text,
+                 "lost: another CUPTI client (%s) took the activity API (%s) while trainprof "
+                 "recorded", tp_client_name(atomic_load(&tp_lost_caller)), tp_foreign_call(what));
+    }
+    TP_WARN("CUPTI %s; no device records from then on (profile with torch.profiler or "
+            "another CUPTI tool in a separate run)", tp_status_text + strlen("lost: "));
+    return 0;
+}
+
 /* ---- subscription ----------------------------------------------------------- */
 
 /* CUPTI's clock: ours, in ns as its contract asks; records are mapped back
@@ -110,6 +206,16 @@ static void tp_unavailable(const char *why)
 static int tp_load(void)
 {
     char why[128];
+    if (atomic_load(&tp_foreign_seen) & TP_FOREIGN_BUFFERS) {
+        /* Taking the buffer callbacks back would hand us its buffers in
+         * flight and leave it none: the activity API stays its own. */
+        const char *who = tp_client_name(atomic_load(&tp_foreign_first));
+        snprintf(why, sizeof why, "in use by another CUPTI client in this process (%s)", who);
+        TP_WARN("CUPTI's activity API is in use by another client in this process (%s called "
+                "cuptiActivityRegisterCallbacks); recording host-side only", who);
+        tp_unavailable(why);
+        return -1;
+    }
     if (tp_cupti_load(&tp_version, why, sizeof why) != 0) {
         tp_unavailable(why);
         return -1;
@@ -162,15 +268,15 @@ static void tp_kind_set(CUpti_ActivityKind k, int on)
     if (on) {
         CUptiResult rc = tp_cupti_fn.cuptiActivityEnable(k);
         if (rc == CUPTI_SUCCESS) {
-            tp_kinds_enabled |= bit;
+            atomic_fetch_or(&tp_kinds_enabled, bit);
         } else if (!(tp_kinds_reported & bit)) {
             tp_kinds_reported |= bit;
             TP_WARN("CUPTI activity kind %s not enabled: %s", tp_kind_name(k),
                     tp_cupti_result_str(rc));
         }
-    } else if (tp_kinds_enabled & bit) {
+    } else if (atomic_load(&tp_kinds_enabled) & bit) {
+        atomic_fetch_and(&tp_kinds_enabled, ~bit);
         tp_cupti_fn.cuptiActivityDisable(k);
-        tp_kinds_enabled &= ~bit;
     }
 }
 
@@ -234,8 +340,11 @@ int tp_cupti_start(int had_context)
     case ST_UNAVAILABLE:
     case ST_FINISHED:
     case ST_OFF:
+    case ST_LOST:
         return -1;
     case ST_ACTIVE:
+        if (!tp_still_ours())
+            return -1;
         if (!atomic_load(&tp_kinds_on))
             tp_enable_all();
         return 0;
@@ -256,6 +365,7 @@ int tp_cupti_start(int had_context)
     }
     if (tp_load() != 0)
         return -1;
+    tp_started_ns = tp_clock_ns();
     __atomic_store_n(&tp_state, ST_ACTIVE, __ATOMIC_RELAXED);
     tp_enable_all();
     snprintf(tp_status_text, sizeof tp_status_text, "active (CUPTI %u)", tp_version);
@@ -269,13 +379,21 @@ int tp_cupti_enabled(void)
 
 void tp_cupti_collect(int forced)
 {
-    if (tp_state != ST_ACTIVE)
+    if (!tp_still_ours())
         return;
     tp_cupti_fn.cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+    /* Our records lie between the start and now; one far outside was timed
+     * by another client's timestamp callback. */
+    uint64_t now = tp_clock_now();
+    uint64_t lo = tp_clock_ns_to_ticks(tp_started_ns - TP_CLOCK_SLACK_NS);
+    tp_cupti_pending_clock(lo < now ? lo : 0,   /* ticks since boot: less than the slack */
+                           tp_clock_ns_to_ticks(tp_clock_ns() + TP_CLOCK_SLACK_NS));
     tp_cupti_buf_drain(tp_cupti_decode);
     size_t d = 0;
     if (tp_cupti_fn.cuptiActivityGetNumDroppedRecords(NULL, 0, &d) == CUPTI_SUCCESS)
         tp_cupti_pending_drop(d);
+    if (tp_cupti_pending_off_clock())
+        tp_cupti_foreign(TP_FOREIGN_TIMES, -1, NULL);
 }
 
 void tp_cupti_set_capture_check(int (*fn)(void))
@@ -298,7 +416,7 @@ static int tp_driver_version(void)
 
 void tp_cupti_stop(int final)
 {
-    if (tp_state != ST_ACTIVE)
+    if (!tp_still_ours())
         return;
     if (!final) {
         if (tp_version >= TP_CUPTI_TOGGLE_VERSION && atomic_load(&tp_kinds_on))
@@ -338,5 +456,6 @@ void tp_cupti_ext_pop(void)
 
 const char *tp_cupti_status(void)
 {
+    tp_still_ours();                    /* a loss not noticed yet names itself */
     return tp_status_text;
 }

@@ -178,9 +178,40 @@ void tp_cupti_set_capture_check(int (*fn)(void));
  * const CUpti_Activity *, kept void here so that this header needs no CUPTI
  * headers) into the pending lists, as tp_cupti_collect() does for each record
  * of a completed buffer.  Flush thread (or a test).  Returns 1 if stored,
- * 0 if filtered or only counted (API cbids we do not keep, OVERHEAD, MEMORY2),
+ * 0 if filtered or only counted (API cbids we do not keep, OVERHEAD, MEMORY2,
+ * records timed outside our clock: cupti_impl.h, tp_cupti_pending_clock),
  * -1 if dropped (no timestamps, or the pending lists are full: counted in
  * tp_dev_batch.dropped), -2 for a kind we do not decode. */
 int tp_cupti_decode(const void *record);
+
+/* ---- other CUPTI clients in the process ------------------------------------ */
+
+/* What another client did, as preload/cupti.c sees it (CUPTI's activity API
+ * is one per process: its buffer and timestamp callbacks, its kinds and
+ * cuptiFinalize are process-wide, whoever calls them), or what the records
+ * show (TP_FOREIGN_TIMES). */
+enum tp_cupti_foreign_what {
+    TP_FOREIGN_BUFFERS = 1u << 0,   /* cuptiActivityRegisterCallbacks */
+    TP_FOREIGN_CLOCK = 1u << 1,     /* cuptiActivityRegisterTimestampCallback */
+    TP_FOREIGN_ENABLE = 1u << 2,    /* cuptiActivityEnable */
+    TP_FOREIGN_DISABLE = 1u << 3,   /* cuptiActivityDisable */
+    TP_FOREIGN_FINALIZE = 1u << 4,  /* cuptiFinalize */
+    TP_FOREIGN_TIMES = 1u << 5,     /* records timed outside our clock's range */
+};
+
+/* tp_cupti_foreign - another client made the CUPTI call "what" (one bit)
+ * and it succeeded; "kind" is the activity kind of ENABLE/DISABLE, "caller"
+ * a code address in the client (named with dladdr, for the message).  While
+ * CUPTI is ours, a call that takes something we rely on (buffers, clock,
+ * finalize, a kind we enabled) makes CUPTI lost from that moment: the hot
+ * path stops pushing ids at once, and tp-flush writes no device records for
+ * a window that lost ended in or before (the status says why).  Before we
+ * start, a client that registered buffer callbacks keeps the activity API:
+ * we stay host-side only.  Any thread; no lock, no allocation. */
+void tp_cupti_foreign(unsigned what, int kind, const void *caller);
+
+/* tp_cupti_lost_at - the tick at which CUPTI stopped being ours (another
+ * client took it), 0 while it is ours or was never started. */
+uint64_t tp_cupti_lost_at(void);
 
 #endif

@@ -166,6 +166,15 @@ void tp_cupti_layout_use(const struct tp_cupti_layout *l);
  * tp_cupti_take() reports them.  Flush thread. */
 void tp_cupti_pending_drop(uint64_t n);
 
+/* tp_cupti_pending_clock - from now on, decoded device and API records
+ * that start outside [lo, hi] (ticks) are counted, not stored: timed by
+ * another client's clock.  Unset (the default): no check.  Flush thread. */
+void tp_cupti_pending_clock(uint64_t lo, uint64_t hi);
+
+/* tp_cupti_pending_off_clock - records refused by that check since the last
+ * call; resets the count.  Flush thread. */
+uint64_t tp_cupti_pending_off_clock(void);
+
 /* tp_cupti_pending_forget_events - forget the CUDA event records kept for
  * later windows: the kinds were off, so an event may have been recorded
  * again unseen, and the last record we hold would then name the wrong

@@ -52,6 +52,8 @@ static struct tp_dev_cuda_event *tp_cev; /* CUDA event records, kept across take
 static size_t tp_n_cev, tp_cap_cev;
 static uint64_t tp_dropped;             /* since the last take */
 static uint32_t tp_max_api_corr;        /* highest API correlation decoded */
+static uint64_t tp_clock_lo, tp_clock_hi = UINT64_MAX;  /* where our records start */
+static uint64_t tp_off_clock;           /* records refused: outside [lo, hi] */
 
 /* "v" with room for element "n" (capacities double from 4096, so they stop
  * at "max", a power of two); NULL when "n" reaches "max" or memory runs out. */
@@ -65,11 +67,36 @@ void tp_cupti_pending_drop(uint64_t n)
     tp_dropped += n;
 }
 
+void tp_cupti_pending_clock(uint64_t lo, uint64_t hi)
+{
+    tp_clock_lo = lo;
+    tp_clock_hi = hi;
+}
+
+uint64_t tp_cupti_pending_off_clock(void)
+{
+    uint64_t n = tp_off_clock;
+    tp_off_clock = 0;
+    return n;
+}
+
+static int tp_off(uint64_t start)
+{
+    if (start >= tp_clock_lo && start <= tp_clock_hi)
+        return 0;
+    tp_off_clock++;
+    return 1;
+}
+
 int tp_cupti_decode(const void *record)
 {
     struct tp_cupti_item it;
     void *p;
-    switch (tp_cupti_record_decode(record, &it)) {
+    int got = tp_cupti_record_decode(record, &it);
+    if ((got == TP_CUPTI_GOT_REC && tp_off(it.u.rec.start)) ||
+        (got == TP_CUPTI_GOT_API && tp_off(it.u.api.start)))
+        return 0;
+    switch (got) {
     case TP_CUPTI_GOT_REC:
         if (!(p = tp_room(tp_rec, &tp_cap_rec, tp_n_rec, sizeof *tp_rec, TP_MAX_REC)))
             break;

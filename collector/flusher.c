@@ -190,6 +190,8 @@ static void tp_write_window(const struct tp_handoff *w)
         tp_device_wait(w);
         tp_cupti_take(w->start_tick, w->end_tick, &dev);
     }
+    if (tp_cupti_lost_at())
+        tp_cupti_window_free(&dev);     /* another client took CUPTI: not all, maybe not ours */
     tp_flush_write(w, tp_cupti_enabled() || dev.n_rec ? &dev : NULL);
     tp_cupti_window_free(&dev);
 }

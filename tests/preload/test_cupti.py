@@ -7,6 +7,7 @@ linked to the launches by CUPTI's correlation id (decision 1) with ac2g
 flows, the coverage metadata, and CUPTI's lifecycle (decision 6)."""
 
 import os
+import re
 
 import pytest
 
@@ -423,3 +424,79 @@ def test_cupti_path_yields_to_a_loaded_cupti():
     same = run_loop(env={"LD_PRELOAD": pre, "TRAINPROF_CUPTI_PATH": fake_cupti()})
     assert b"TRAINPROF_CUPTI_PATH" not in same.stderr
     assert tputil.events(one_trace(same), ph="X", cat="kernel")
+
+
+# ---- another CUPTI client in the process (torch.profiler's Kineto) -----------
+
+FOREIGN_SCHEDULE = "wait=1,warmup=1,active=2,repeat=3"
+
+
+def reports_text(res):
+    reports = os.path.join(res.cwd, "test", "reports")
+    return "".join(open(os.path.join(reports, f)).read() for f in sorted(os.listdir(reports))
+                   if f.endswith(".txt"))
+
+
+def foreign_run(how, at, schedule=FOREIGN_SCHEDULE, steps=16):
+    res = run_loop(schedule=schedule, steps=steps, env={"TRAIN_FOREIGN": "%d:%s" % (at, how)})
+    plain = tputil.run("train_loop", ["--steps=%d" % steps], preload=False,
+                       env={"TRAIN_LAUNCHES": LAUNCHES, "TRAIN_FOREIGN": "%d:%s" % (at, how)})
+    assert res.rc == 0 and plain.rc == 0, res.stderr
+    assert res.stdout == plain.stdout
+    by_batch = sorted(res.traces, key=lambda p: int(re.search(r"\.(\d+)\.pt\.trace", p).group(1)))
+    return res, [tputil.load_trace(p) for p in by_batch]
+
+
+def test_client_taking_cupti_mid_run_spoils_no_window():
+    """A client that registers its own buffer callbacks after we started (what
+    Kineto does at torch.profiler's start, replacing ours) takes CUPTI's
+    activity API: the window before keeps its device records, the window it
+    happened in and every later one have none and say why, in the trace and
+    the summary, and one warning line names the client; the client gets its
+    records (we never take them back)."""
+    res, traces = foreign_run("kineto", 6)
+    assert len(traces) == 3, res.stderr
+    first, *later = traces
+    assert first["trainprof"]["gpu_activity"].startswith("active")
+    assert len(tputil.events(first, ph="X", cat="kernel")) == 2 * (LAUNCHES + 1)
+    want = ("lost: another CUPTI client (train_loop) took the activity API "
+            "(cuptiActivityRegisterCallbacks) while trainprof recorded")
+    for t in later:
+        assert t["trainprof"]["gpu_activity"] == want, t["trainprof"]["gpu_activity"]
+        assert not tputil.events(t, ph="X", cat="kernel")
+        assert len([e for e in host_calls(t) if "kernel" in e["args"]]) == 2 * (LAUNCHES + 1)
+    err = res.stderr.decode().splitlines()
+    lines = [l for l in err if "CUPTI" in l]
+    assert len(lines) == 1 and lines[0].startswith("trainprof: warning:"), err
+    assert "train_loop" in lines[0] and "separate run" in lines[0]
+    got = [int(l.split()[1]) for l in err if l.startswith("foreign:")]
+    assert got and got[0] > 0, err
+    assert reports_text(res).count("GPU activity: " + want) == 2
+
+
+def test_client_with_its_own_clock_is_seen_in_the_times():
+    """A client that replaces only CUPTI's timestamp callback, through its own
+    handle (so no call of it passes through us), gives itself away: the
+    records come timed outside our clock's range, and we write none of them."""
+    res, traces = foreign_run("clock", 6)
+    assert len(traces) == 3, res.stderr
+    assert len(tputil.events(traces[0], ph="X", cat="kernel")) == 2 * (LAUNCHES + 1)
+    for t in traces[1:]:
+        assert t["trainprof"]["gpu_activity"].startswith("lost: device records came timed "
+                                                          "outside this process's clock")
+        assert not tputil.events(t, ph="X", cat="kernel")
+        assert not tputil.events(t, ph="X", cat="gpu_memcpy")
+
+
+def test_client_before_us_keeps_cupti():
+    """A client that registered its buffer callbacks before our first warmup
+    step keeps the activity API, even once it has turned its kinds off
+    (its buffers may still be in flight): host-side only, said once."""
+    res, traces = foreign_run("kineto", 0, schedule="wait=4,warmup=1,active=2", steps=10)
+    assert len(traces) == 1, res.stderr
+    t = traces[0]
+    assert t["trainprof"]["gpu_activity"] == \
+        "unavailable: in use by another CUPTI client in this process (train_loop)"
+    assert not tputil.events(t, ph="X", cat="kernel")
+    lines = [l for l in res.stderr.decode().splitlines() if "CUPTI" in l]
+    assert len(lines) == 1 and "host-side only" in lines[0], lines

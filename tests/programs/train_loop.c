@@ -34,7 +34,17 @@
  *                    synchronized on; then "prev" is recorded on the stream
  *   --bad-launch     first launch a NULL function and print what
  *                    cudaGetLastError, cudaPeekAtLastError and errno say
+ *   --foreign=K:HOW  after step K, act as a second CUPTI client of the
+ *                    process (TRAIN_FOREIGN): HOW is "kineto" (what
+ *                    torch.profiler's Kineto does, calling libcupti by name:
+ *                    its own buffer and timestamp callbacks, CONCURRENT_KERNEL
+ *                    on; two steps later the kind off and a forced flush),
+ *                    or "clock" (only a timestamp callback of its own, set
+ *                    through dlsym on its own libcupti handle).  Its clock
+ *                    is CLOCK_MONOTONIC, as Kineto's TSC-based one is not
+ *                    Unix time.  At exit, "foreign: N records" on stderr.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdint.h>
@@ -57,6 +67,65 @@ static const char *const kernel_names[K_COUNT] = {
 
 #define N_FLOATS 1024
 
+/* ---- a second CUPTI client (--foreign) ---------------------------------- */
+
+typedef int (*cupti_fn)();   /* CUPTI's entry points, called with their real arguments */
+static void *foreign_lib;
+static long foreign_records;
+
+static uint64_t foreign_clock(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void foreign_requested(uint8_t **buf, size_t *size, size_t *max)
+{
+    *size = 1u << 20;
+    *buf = aligned_alloc(8, *size);
+    *max = 0;
+}
+
+static void foreign_completed(void *ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid)
+{
+    (void)ctx;
+    (void)stream;
+    (void)size;
+    cupti_fn next = (cupti_fn)dlsym(foreign_lib, "cuptiActivityGetNextRecord");
+    void *rec = NULL;
+    while (next && next(buf, valid, &rec) == 0)
+        __atomic_add_fetch(&foreign_records, 1, __ATOMIC_RELAXED);
+    free(buf);
+}
+
+/* By name (RTLD_DEFAULT: what a program linked against libcupti calls) or
+ * through the library's own handle. */
+static cupti_fn foreign_sym(const char *name, int by_name)
+{
+    return (cupti_fn)dlsym(by_name ? RTLD_DEFAULT : foreign_lib, name);
+}
+
+static void foreign_step(long s, long at, const char *how)
+{
+    int kineto = !strcmp(how, "kineto");
+    if (s == at) {
+        foreign_lib = dlopen("libcupti.so.13", RTLD_NOW | RTLD_GLOBAL);
+        if (!foreign_lib)
+            return;
+        if (kineto) {
+            foreign_sym("cuptiActivityRegisterCallbacks", 1)(foreign_requested, foreign_completed);
+            foreign_sym("cuptiActivityRegisterTimestampCallback", 1)(foreign_clock);
+            foreign_sym("cuptiActivityEnable", 1)(10);      /* CONCURRENT_KERNEL */
+        } else {
+            foreign_sym("cuptiActivityRegisterTimestampCallback", 0)(foreign_clock);
+        }
+    } else if (s == at + 2 && foreign_lib && kineto) {
+        foreign_sym("cuptiActivityDisable", 1)(10);
+        foreign_sym("cuptiActivityFlushAll", 1)(1);         /* FLUSH_FORCED */
+    }
+}
+
 static uint32_t fnv1a(const void *p, size_t n, uint32_t h)
 {
     const unsigned char *b = p;
@@ -76,6 +145,7 @@ int main(int argc, char **argv)
     long act_bytes = prog_env_long("TRAIN_ACTIVATIONS", 0);
     long events = prog_env_long("TRAIN_EVENTS", 0);
     const char *mode = getenv("TRAIN_MODE") ? getenv("TRAIN_MODE") : "api";
+    const char *foreign = getenv("TRAIN_FOREIGN");
     int bad_launch = 0;
 
     static const struct option opts[] = {
@@ -87,6 +157,7 @@ int main(int argc, char **argv)
         { "activations", required_argument, 0, 'a' },
         { "bad-launch", no_argument, 0, 'b' },
         { "events", no_argument, 0, 'e' },
+        { "foreign", required_argument, 0, 'f' },
         { 0, 0, 0, 0 },
     };
     int c;
@@ -100,10 +171,23 @@ int main(int argc, char **argv)
         case 'a': act_bytes = atol(optarg); break;
         case 'b': bad_launch = 1; break;
         case 'e': events = 1; break;
+        case 'f': foreign = optarg; break;
         default:
             fprintf(stderr, "usage: %s [--steps=N] [--launches=L] [--mode=api|nvtx|both|none] "
-                    "[--sleep-us=U] [--notify=K] [--activations=B] [--bad-launch] [--events]\n",
+                    "[--sleep-us=U] [--notify=K] [--activations=B] [--bad-launch] [--events] "
+                    "[--foreign=K:kineto|clock]\n",
                     argv[0]);
+            return 64;
+        }
+    }
+    long foreign_at = -1;
+    const char *foreign_how = "";
+    if (foreign) {
+        char *colon = strchr(foreign, ':');
+        foreign_at = atol(foreign);
+        foreign_how = colon ? colon + 1 : "";
+        if (!colon || (strcmp(foreign_how, "kineto") && strcmp(foreign_how, "clock"))) {
+            fprintf(stderr, "bad --foreign %s\n", foreign);
             return 64;
         }
     }
@@ -206,7 +290,11 @@ int main(int argc, char **argv)
             tp_call_step();
         if (s == notify)
             fprintf(stderr, "train_loop: step %ld done\n", s);
+        if (foreign_at >= 0)
+            foreign_step(s, foreign_at, foreign_how);
     }
+    if (foreign_lib)
+        fprintf(stderr, "foreign: %ld records\n", __atomic_load_n(&foreign_records, __ATOMIC_RELAXED));
 
     PROG_CHECK(cudaStreamDestroy(stream));
     if (events) {

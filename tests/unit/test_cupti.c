@@ -466,6 +466,45 @@ START_TEST(test_take_late_tail_counted)
 }
 END_TEST
 
+/* Records timed outside the bounds of tp_cupti_pending_clock (another
+ * client's timestamp callback) are refused and counted, kernels and API
+ * records alike; inside, stored as before; unset bounds check nothing. */
+START_TEST(test_decode_refuses_foreign_times)
+{
+    fresh();
+    tp_cupti_pending_clock(tp_clock_ns_to_ticks(1000000), tp_clock_ns_to_ticks(2000000));
+    CUpti_ActivityKernel10 k;
+    memset(&k, 0, sizeof k);
+    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k.correlationId = 5;
+    k.name = "_Z4stepv";
+    k.start = 1500000;
+    k.end = 1600000;
+    ck_assert_int_eq(tp_cupti_decode(&k), 1);
+    k.start = 2500000;                           /* after "now" */
+    k.end = 2600000;
+    ck_assert_int_eq(tp_cupti_decode(&k), 0);
+    CUpti_ActivityAPI a;
+    memset(&a, 0, sizeof a);
+    a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+    a.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+    a.correlationId = 5;
+    a.start = 500000;                            /* before we started */
+    a.end = 600000;
+    ck_assert_int_eq(tp_cupti_decode(&a), 0);
+    ck_assert_uint_eq(tp_cupti_pending_off_clock(), 2);
+    ck_assert_uint_eq(tp_cupti_pending_off_clock(), 0);
+    tp_cupti_pending_clock(0, UINT64_MAX);
+    ck_assert_int_eq(tp_cupti_decode(&a), 1);
+    ck_assert_uint_eq(tp_cupti_pending_off_clock(), 0);
+    struct tp_dev_batch w;
+    tp_cupti_take(0, UINT64_MAX, &w);
+    ck_assert_uint_eq(w.n_rec, 1);
+    ck_assert_uint_eq(w.n_api, 1);
+    tp_cupti_window_free(&w);
+}
+END_TEST
+
 static void add_cuda_event(uint32_t context, uint32_t event, uint32_t corr, uint32_t stream)
 {
     CUpti_ActivityCudaEvent2 e;
@@ -1401,6 +1440,7 @@ static Suite *suite(void)
     tcase_add_test(d, test_decode_api_filter);
     tcase_add_test(d, test_decode_ext_overhead_other);
     tcase_add_test(d, test_take_window);
+    tcase_add_test(d, test_decode_refuses_foreign_times);
     tcase_add_test(d, test_take_late_tail_counted);
     tcase_add_test(d, test_decode_cuda_event);
     tcase_add_test(d, test_take_keeps_cuda_events);
