@@ -16,9 +16,14 @@
  *
  * Lifecycle (decision 6): kinds are toggled per window only on CUPTI >=
  * 130001 (13.0 GA could deadlock disabling CONCURRENT_KERNEL); the last
- * stop flushes, disables, unsubscribes and calls cuptiFinalize when the
- * driver (libcuda already loaded: never loaded by us) is >= 12.6 and no
- * stream capture may be open; then CUPTI is "finished" for the process.
+ * stop flushes, disables and, when the driver (libcuda already loaded:
+ * never loaded by us) is >= 12.6 and no stream capture may be open, has
+ * the next CUDA API call's exit callback unsubscribe and cuptiFinalize, as
+ * Kineto does (tp_finalize; without a call within 200 ms, or otherwise, it
+ * only unsubscribes); then CUPTI is "finished" for the process.
+ *
+ * Another client (preload/cupti.c, tp_cupti_foreign) can take CUPTI from
+ * us at any time; from then on CUPTI is "lost" and never called again.
  */
 #include "cupti_impl.h"
 
@@ -32,12 +37,15 @@
 #include <cupti_runtime_cbid.h>
 
 #include <dlfcn.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define TP_CUPTI_TOGGLE_VERSION 130001u  /* 13.0 Update 1: disabling kinds is safe */
 #define TP_CUPTI_FINALIZE_CUDA  12060    /* cuptiFinalize with graphs fixed (notes 2.5) */
+#define TP_TEARDOWN_WAIT_MS 200           /* for a CUDA call to finalize from */
 /* Slack around [start, now] for our records' times: drift, and work queued
  * ahead (the fake CUPTI's device timeline runs seconds ahead under a flood
  * of launches).  Another client's clock is off by far more: Kineto's is a
@@ -187,13 +195,39 @@ static uint64_t CUPTIAPI tp_timestamp(void)
     return tp_clock_ns();
 }
 
+/* cuptiFinalize as cupti_activity.h asks and Kineto does it: from the exit
+ * callback of a CUDA API call, on the application thread that made it, once
+ * the flush thread has flushed and disabled everything (tp_cupti_stop).
+ * Before it, the state leaves ST_ACTIVE, so that no new external-id push or
+ * pop starts, and the ones under way are waited for: a push or pop reaching
+ * a finalized CUPTI would re-initialize it. */
+enum { TD_NONE = 0, TD_ASKED, TD_RUNNING, TD_DONE };
+static atomic_int tp_teardown;
+static atomic_int tp_ext_inflight;      /* external-id pushes and pops inside CUPTI now */
+
+static void tp_ext_drain(void)
+{
+    for (int spins = 0; atomic_load(&tp_ext_inflight) > 0 && spins < 100000; spins++)
+        sched_yield();
+}
+
 static void CUPTIAPI tp_subscriber_cb(void *ud, CUpti_CallbackDomain d, CUpti_CallbackId id,
                                       const void *data)
 {
     (void)ud;
-    (void)d;
     (void)id;
-    (void)data;
+    const CUpti_CallbackData *cb = data;
+    if ((d != CUPTI_CB_DOMAIN_RUNTIME_API && d != CUPTI_CB_DOMAIN_DRIVER_API) || !cb ||
+        cb->callbackSite != CUPTI_API_EXIT)
+        return;
+    int asked = TD_ASKED;
+    if (!atomic_compare_exchange_strong(&tp_teardown, &asked, TD_RUNNING))
+        return;
+    __atomic_store_n(&tp_state, ST_FINISHED, __ATOMIC_SEQ_CST);
+    tp_ext_drain();
+    tp_cupti_fn.cuptiUnsubscribe(tp_subscriber);
+    tp_cupti_fn.cuptiFinalize();
+    atomic_store(&tp_teardown, TD_DONE);
 }
 
 static void tp_unavailable(const char *why)
@@ -414,6 +448,38 @@ static int tp_driver_version(void)
     return v;
 }
 
+/* Unsubscribe and, where "safe", finalize from the next API exit callback
+ * (tp_subscriber_cb), waiting for one up to TP_TEARDOWN_WAIT_MS; a program
+ * that makes no CUDA call by then keeps a detached-but-initialized CUPTI
+ * (kinds off, unsubscribed: nothing of ours runs).  Returns what happened,
+ * for the status line. */
+static const char *tp_finalize(int safe)
+{
+    CUpti_SubscriberHandle sub = tp_subscriber;
+    if (!safe || !tp_cupti_fn.cuptiEnableDomain) {
+        tp_cupti_fn.cuptiUnsubscribe(sub);
+        return safe ? "not finalized: no cuptiEnableDomain" : "not finalized: unsafe here";
+    }
+    atomic_store(&tp_teardown, TD_ASKED);
+    if (tp_cupti_fn.cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API) == CUPTI_SUCCESS &&
+        tp_cupti_fn.cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API) == CUPTI_SUCCESS) {
+        for (int ms = 0; ms < TP_TEARDOWN_WAIT_MS && atomic_load(&tp_teardown) != TD_DONE; ms++) {
+            struct timespec d = { 0, 1000000 };
+            nanosleep(&d, NULL);
+        }
+    }
+    int asked = TD_ASKED;
+    if (atomic_compare_exchange_strong(&tp_teardown, &asked, TD_NONE)) {
+        tp_cupti_fn.cuptiEnableDomain(0, sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+        tp_cupti_fn.cuptiEnableDomain(0, sub, CUPTI_CB_DOMAIN_DRIVER_API);
+        tp_cupti_fn.cuptiUnsubscribe(sub);
+        return "not finalized: no CUDA call to finalize from";
+    }
+    while (atomic_load(&tp_teardown) != TD_DONE)   /* running in a callback now */
+        sched_yield();
+    return "finalized";
+}
+
 void tp_cupti_stop(int final)
 {
     if (!tp_still_ours())
@@ -426,20 +492,25 @@ void tp_cupti_stop(int final)
     tp_cupti_collect(1);
     tp_disable_all();
     tp_cupti_collect(1);
-    tp_cupti_fn.cuptiUnsubscribe(tp_subscriber);
     int capture = tp_capture_check && tp_capture_check();
-    if (!capture && tp_driver_version() >= TP_CUPTI_FINALIZE_CUDA)
-        tp_cupti_fn.cuptiFinalize();
-    __atomic_store_n(&tp_state, ST_FINISHED, __ATOMIC_RELAXED);
-    snprintf(tp_status_text, sizeof tp_status_text, "finished (CUPTI %u)", tp_version);
+    const char *how = tp_finalize(!capture && tp_driver_version() >= TP_CUPTI_FINALIZE_CUDA);
+    __atomic_store_n(&tp_state, ST_FINISHED, __ATOMIC_SEQ_CST);
+    snprintf(tp_status_text, sizeof tp_status_text, "finished (CUPTI %u; %s)", tp_version, how);
 }
 
+/* Push and pop count themselves in tp_ext_inflight around the CUPTI call
+ * and check the state inside that bracket (sequentially consistent, as the
+ * finalizer's store of the state and load of the count are), so that the
+ * finalizer either sees them or they see it finished. */
 void tp_cupti_ext_push(uint64_t id)
 {
     if (!atomic_load_explicit(&tp_kinds_on, memory_order_relaxed))
         return;
-    if (tp_cupti_fn.cuptiActivityPushExternalCorrelationId(TP_CUPTI_EXT_KIND, id) == CUPTI_SUCCESS)
+    atomic_fetch_add(&tp_ext_inflight, 1);
+    if (__atomic_load_n(&tp_state, __ATOMIC_SEQ_CST) == ST_ACTIVE &&
+        tp_cupti_fn.cuptiActivityPushExternalCorrelationId(TP_CUPTI_EXT_KIND, id) == CUPTI_SUCCESS)
         tp_ext_depth++;
+    atomic_fetch_sub(&tp_ext_inflight, 1);
 }
 
 /* Pops what this thread pushed even if the kinds went off in between, so
@@ -449,9 +520,10 @@ void tp_cupti_ext_pop(void)
     if (tp_ext_depth <= 0)
         return;
     tp_ext_depth--;
-    if (__atomic_load_n(&tp_state, __ATOMIC_RELAXED) != ST_ACTIVE)
-        return;
-    tp_cupti_fn.cuptiActivityPopExternalCorrelationId(TP_CUPTI_EXT_KIND, NULL);
+    atomic_fetch_add(&tp_ext_inflight, 1);
+    if (__atomic_load_n(&tp_state, __ATOMIC_SEQ_CST) == ST_ACTIVE)
+        tp_cupti_fn.cuptiActivityPopExternalCorrelationId(TP_CUPTI_EXT_KIND, NULL);
+    atomic_fetch_sub(&tp_ext_inflight, 1);
 }
 
 const char *tp_cupti_status(void)

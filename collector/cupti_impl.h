@@ -62,6 +62,7 @@
     X(cuptiActivityPushExternalCorrelationId, 1) \
     X(cuptiActivityPopExternalCorrelationId, 1) \
     X(cuptiFinalize, 1) \
+    X(cuptiEnableDomain, 0) \
     X(cuptiActivityEnableRuntimeApi, 0) \
     X(cuptiActivityEnableDriverApi, 0) \
     X(cuptiGetResultString, 0)

@@ -6,7 +6,14 @@
  * collector/cupti*.c make: version, subscribe (v2) / unsubscribe, activity
  * enable/disable (whole kinds and per runtime/driver cbid), buffer and
  * timestamp callbacks, attributes, flush, record iteration, dropped counts,
- * external correlation push/pop (per-thread stacks), finalize.
+ * external correlation push/pop (per-thread stacks), finalize, and of the
+ * callback API what finalizing from an exit callback needs: the subscriber's
+ * function, cuptiEnableDomain for the runtime and driver API domains, and a
+ * call of it (CUPTI_API_EXIT, outside our lock) when each call returns.
+ * After cuptiFinalize the first push, pop, enable, flush or subscribe is
+ * logged as "reinit <call>" (the real CUPTI re-initializes itself lazily on
+ * any call: cupti_activity.h), and a finalize made from inside an exit
+ * callback is logged as "finalize in-exit-callback".
  *
  * Work comes from the fake runtime (cudart.c) and, if loaded, the fake
  * driver: while any kind or cbid is enabled, this library registers itself
@@ -298,9 +305,25 @@ static void calibrate(void)
     ticks_per_us = t1 > t0 && us > 0 ? (double)(t1 - t0) / us : 1000.0;
 }
 
+/* The callback API: the subscriber's function and the domains it enabled
+ * (cuptiEnableDomain: runtime and driver API only). */
+static CUpti_CallbackFunc sub_cb;
+static void *sub_ud;
+static int dom_on[2];                                     /* 0 runtime, 1 driver */
+static __thread int in_exit_callback;                     /* inside sub_cb at API exit */
+static int finalized;                                     /* __atomic: since the last finalize */
+
 static int any_on_locked(void)
 {
-    return kinds != 0 || n_cbids_on != 0;
+    return kinds != 0 || n_cbids_on != 0 || dom_on[0] || dom_on[1];
+}
+
+/* A call made after cuptiFinalize: the real CUPTI re-initializes itself
+ * lazily on it (cupti_activity.h), attaching again to the process. */
+static void after_finalize(const char *fn)
+{
+    if (__atomic_exchange_n(&finalized, 0, __ATOMIC_ACQ_REL))
+        flog("reinit %s", fn);
 }
 
 /* ---- queue and delivery --------------------------------------------------- */
@@ -526,8 +549,31 @@ static uint64_t fake_begin(void)
     return corr;
 }
 
+/* The subscriber's API exit callback, if its domain is on: outside our
+ * lock, as the real one runs (the client may unsubscribe and finalize in it). */
+static void exit_callback(const struct fakegpu_op *op, uint32_t corr)
+{
+    int drv = op->domain == FAKEGPU_DRIVER;
+    pthread_mutex_lock(&mu);
+    CUpti_CallbackFunc cb = dom_on[drv] ? sub_cb : NULL;
+    void *ud = sub_ud;
+    pthread_mutex_unlock(&mu);
+    if (!cb || op->cbid < 0)
+        return;
+    CUpti_CallbackData d;
+    memset(&d, 0, sizeof d);
+    d.callbackSite = CUPTI_API_EXIT;
+    d.functionName = "fake";
+    d.correlationId = corr;
+    in_exit_callback = 1;
+    cb(ud, drv ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API,
+       (CUpti_CallbackId)op->cbid, &d);
+    in_exit_callback = 0;
+}
+
 static void fake_end(uint64_t token, const struct fakegpu_op *op)
 {
+    exit_callback(op, (uint32_t)token);
     uint64_t t1 = now_ts(), t0 = t1;
     while (n_calls > 0) {
         n_calls--;
@@ -823,12 +869,42 @@ static CUptiResult subscribe(CUpti_SubscriberHandle *s, const char *name, CUpti_
     return CUPTI_SUCCESS;
 }
 
+static CUptiResult subscribe_cb(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud,
+                                const char *name, CUpti_SubscriberParams *p)
+{
+    after_finalize("subscribe");
+    CUptiResult rc = subscribe(s, name, p);
+    if (rc == CUPTI_SUCCESS) {
+        pthread_mutex_lock(&mu);
+        sub_cb = cb;
+        sub_ud = ud;
+        pthread_mutex_unlock(&mu);
+    }
+    return rc;
+}
+
 FAKE_EXPORT CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb,
                                                 void *ud)
 {
-    (void)cb;
-    (void)ud;
-    return subscribe(s, NULL, NULL);
+    return subscribe_cb(s, cb, ud, NULL, NULL);
+}
+
+/* Runtime and driver API domains only: what a client finalizing from an
+ * API exit callback enables. */
+FAKE_EXPORT CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle s,
+                                                   CUpti_CallbackDomain domain)
+{
+    if (!s || s != (CUpti_SubscriberHandle)(void *)&subscribed)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API)
+        return CUPTI_ERROR_NOT_SUPPORTED;
+    pthread_mutex_lock(&mu);
+    dom_on[domain == CUPTI_CB_DOMAIN_DRIVER_API] = enable != 0;
+    pthread_mutex_unlock(&mu);
+    flog("domain %s %s", domain == CUPTI_CB_DOMAIN_DRIVER_API ? "driver" : "runtime",
+         enable ? "on" : "off");
+    update_observing();
+    return CUPTI_SUCCESS;
 }
 
 /* Entry points that only some releases have: a GNU ifunc whose resolver
@@ -844,11 +920,9 @@ FAKE_EXPORT CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti
 static CUptiResult CUPTIAPI subscribe_v2(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb,
                                          void *ud, CUpti_SubscriberParams *p)
 {
-    (void)cb;
-    (void)ud;
     if (p && p->structSize < CUpti_SubscriberParams_STRUCT_SIZE)
         return CUPTI_ERROR_INVALID_PARAMETER;
-    return subscribe(s, p ? p->subscriberName : NULL, p);
+    return subscribe_cb(s, cb, ud, p ? p->subscriberName : NULL, p);
 }
 FAKE_SINCE(cuptiSubscribe_v2, subscribe_v2, 130000)
 
@@ -858,8 +932,11 @@ FAKE_EXPORT CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle s)
         return CUPTI_ERROR_INVALID_PARAMETER;
     pthread_mutex_lock(&mu);
     subscribed = 0;
+    sub_cb = NULL;
+    dom_on[0] = dom_on[1] = 0;
     pthread_mutex_unlock(&mu);
     flog("unsubscribe");
+    update_observing();
     return CUPTI_SUCCESS;
 }
 
@@ -894,6 +971,7 @@ FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivitySetAttribute(CUpti_ActivityAttribu
 
 FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
 {
+    after_finalize("cuptiActivityEnable");
     if ((unsigned)kind >= 64 || (int)kind == fail_kind)
         return CUPTI_ERROR_NOT_SUPPORTED;
     pthread_mutex_lock(&mu);
@@ -944,6 +1022,7 @@ FAKE_SINCE(cuptiActivityEnableDriverApi, enable_driver_api, 24)
 
 FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
 {
+    after_finalize("cuptiActivityFlushAll");
     flog(flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED ? "flush forced" : "flush");
     deliver((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0);
     return CUPTI_SUCCESS;
@@ -984,6 +1063,7 @@ FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext ctx
 FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind k,
                                                                         uint64_t id)
 {
+    after_finalize("cuptiActivityPushExternalCorrelationId");
     if ((int)k <= CUPTI_EXTERNAL_CORRELATION_KIND_INVALID || n_ext == EXT_MAX)
         return CUPTI_ERROR_INVALID_PARAMETER;
     ext_stack[n_ext].kind = k;
@@ -995,6 +1075,7 @@ FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityPushExternalCorrelationId(CUpti_Ex
 FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind k,
                                                                        uint64_t *last)
 {
+    after_finalize("cuptiActivityPopExternalCorrelationId");
     for (int i = n_ext - 1; i >= 0; i--) {
         if (ext_stack[i].kind != k)
             continue;
@@ -1017,7 +1098,7 @@ FAKE_SINCE(cuptiActivityEnableCudaEventDeviceTimestamps, enable_event_device_tim
 /* Forgets everything (real CUPTI re-initialises lazily after it). */
 FAKE_EXPORT CUptiResult CUPTIAPI cuptiFinalize(void)
 {
-    flog("finalize");
+    flog(in_exit_callback ? "finalize in-exit-callback" : "finalize");
     pthread_mutex_lock(&mu);
     int was = observing, running = thread_running;
     kinds = 0;
@@ -1038,7 +1119,10 @@ FAKE_EXPORT CUptiResult CUPTIAPI cuptiFinalize(void)
     req_cb = NULL;
     done_cb = NULL;
     subscribed = 0;
+    sub_cb = NULL;
+    dom_on[0] = dom_on[1] = 0;
     pthread_mutex_unlock(&mu);
     __atomic_store_n(&ts_cb, NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&finalized, 1, __ATOMIC_RELEASE);
     return CUPTI_SUCCESS;
 }

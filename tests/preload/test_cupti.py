@@ -438,7 +438,10 @@ def reports_text(res):
 
 
 def foreign_run(how, at, schedule=FOREIGN_SCHEDULE, steps=16):
-    res = run_loop(schedule=schedule, steps=steps, env={"TRAIN_FOREIGN": "%d:%s" % (at, how)})
+    # steps of 20 ms: the window before the client's arrival is written
+    # (every launch with its kernel) well before it comes, even on a busy machine
+    res = run_loop(schedule=schedule, steps=steps,
+                   env={"TRAIN_FOREIGN": "%d:%s" % (at, how), "TRAIN_SLEEP_US": 20000})
     plain = tputil.run("train_loop", ["--steps=%d" % steps], preload=False,
                        env={"TRAIN_LAUNCHES": LAUNCHES, "TRAIN_FOREIGN": "%d:%s" % (at, how)})
     assert res.rc == 0 and plain.rc == 0, res.stderr
