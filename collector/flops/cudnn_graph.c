@@ -7,11 +7,12 @@
  * GetAttribute and DestroyDescriptor (preload/cudnn_backend.c) report here,
  * always (plans are built before the window), and a fixed table keeps the
  * descriptors of the types that matter (tensor, convolution, the three
- * convolution ops, matmul op, operation graph, engine, engine config,
- * engine heuristics, execution plan) with the attributes that matter:
- * tensor dims and data type, convolution compute type, the op's tensors
- * and convolution, the graph's ops, the engine's graph, the config's
- * engine, the plan's config, the heuristics' graph.
+ * convolution ops, matmul op, SDPA forward and backward ops, operation
+ * graph, engine, engine config, engine heuristics, execution plan) with
+ * the attributes that matter: tensor dims and data type, convolution
+ * compute type, the op's tensors (and an SDPA op's page tables) and
+ * convolution, the graph's ops that carry FLOPs, the engine's graph, the
+ * config's engine, the plan's config, the heuristics' graph.
  * The heuristics fill configs the program created (GetAttribute
  * ENGINEHEUR_RESULTS), so each config returned gets the heuristics' graph
  * directly; an engine read back from a config (GetAttribute
@@ -34,8 +35,38 @@
  * the plan's slot with the epoch it was computed at: a later Execute of the
  * plan finds it by a lock-free probe and takes no lock while no tracked
  * descriptor changed.  An unknown plan gives flops 0 (cached too).
- * Graphs of more than TP_BD_MAXOPS ops count their first TP_BD_MAXOPS.
+ * A graph keeps only its convolution, matmul and SDPA ops, the first
+ * TP_BD_MAXOPS of them: pointwise, reduction, reshape, RNG and norm ops
+ * count nothing, so however many a fused graph holds (conv + bias +
+ * activation, matmul + bias, a composite attention of 35 ops) each
+ * FLOP-carrying op counts once, and torch.utils.flop_counter agrees (it
+ * has no formula for a bias add, an activation or a norm).
  *
+ * Attention (PyTorch's cuDNN SDPA, through cudnn-frontend): one
+ * SDPA_FWD op (its UnifiedSDPANode, cuDNN >= 9.13.1 when the features
+ * allow) or the matmul + pointwise graph of its CompositeSDPANode (bmm1 =
+ * Q K^T, bmm2 = P V); the backward is CompositeSDPABackwardNode's graph
+ * (Q K^T recomputed, P^T dO, dO V^T, dS^T Q, dS K) or an SDPA_BWD op.
+ * Both ways give torch.utils.flop_counter's numbers (sdpa_flop_count,
+ * sdpa_backward_flop_count), so the totals give the MFU torch gives:
+ *  - causal: NOT discounted, the full s_q x s_kv is counted, as torch
+ *    does ("We aren't accounting for causal attention"); the mask is
+ *    pointwise ops or an SDPA subgraph, the shapes stay whole;
+ *  - GQA/MQA: the query heads count (h_q of Q; torch broadcasts K/V
+ *    heads; the composite backward's dK/dV matmuls are per query head,
+ *    then summed by a reduction);
+ *  - dropout: no FLOPs (an RNG op and multiplies);
+ *  - padding masks (sequence lengths), ragged offsets and GEMM/variant
+ *    pack shape overrides: the padded maximum of the descriptors.  The
+ *    real lengths are device data; it is flop_counter's own rule when
+ *    lengths are unknown (_offsets_to_lengths), though for PyTorch's
+ *    varlen op (aten._cudnn_attention_forward) torch has no formula and
+ *    counts 0;
+ *  - paged K/V (SDPA_FWD page tables, K/V being [blocks, h, block, d]
+ *    containers): S_kv of the unpaged one, else pages x block size of the
+ *    shorter, as cudnn-frontend infers it (a multiple of the block size).
+ * tests/preload/test_backend.py holds these against FlopCounterMode over
+ * the aten ops, with plans built from the real cuDNN's descriptors.
  */
 #include "cudnn_graph.h"
 #include "conv.h"
@@ -53,7 +84,7 @@
 
 enum { TP_BD_OUT = 0, TP_BD_FILT = 1, TP_BD_IN = 2, TP_BD_CONV = 3 }; /* op refs */
 enum { TP_BD_MM_C = 0, TP_BD_MM_A = 1, TP_BD_MM_B = 2 };
-enum { TP_BD_SD_Q = 0, TP_BD_SD_K = 1, TP_BD_SD_V = 2 };
+enum { TP_BD_SD_Q = 0, TP_BD_SD_K = 1, TP_BD_SD_V = 2, TP_BD_SD_PTK = 3, TP_BD_SD_PTV = 4 };
 enum { TP_BD_LINK = 0, TP_BD_HEUR_GRAPH = 1 }; /* engine/cfg/plan/heur refs */
 
 struct tp_bd {
@@ -62,7 +93,7 @@ struct tp_bd {
     int type;            /* cudnnBackendDescriptorType_t */
     int n;               /* tensor: dims; graph: ops */
     int dtype;           /* tensor: data type; convolution: compute type; -1 */
-    void *ref[4];
+    void *ref[5];
     union {
         int64_t dims[CUDNN_DIM_MAX];
         void *ops[TP_BD_MAXOPS];
@@ -99,6 +130,22 @@ static int tp_bd_kept(int type)
     }
 }
 
+/* The op types that carry FLOPs (the rest of a graph counts nothing). */
+static int tp_bd_flop_op(int type)
+{
+    switch (type) {
+    case CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR:
+    case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR:
+    case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR:
+    case CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR:
+    case CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR:
+    case CUDNN_BACKEND_OPERATION_SDPA_BWD_DESCRIPTOR:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /*
  * tp_bd_attr - the descriptor type an attribute belongs to and the ref
  * slot it sets (-1: dims/dtype/ops handled apart), or 0 if not tracked.
@@ -128,6 +175,12 @@ int tp_bd_attr(int attr, int *ref)
     case CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC: *ref = TP_BD_SD_Q; return CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR;
     case CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC: *ref = TP_BD_SD_K; return CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR;
     case CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC: *ref = TP_BD_SD_V; return CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR;
+    case CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_KDESC:
+        *ref = TP_BD_SD_PTK;
+        return CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR;
+    case CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_VDESC:
+        *ref = TP_BD_SD_PTV;
+        return CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR;
     case CUDNN_ATTR_OPERATION_SDPA_BWD_QDESC: *ref = TP_BD_SD_Q; return CUDNN_BACKEND_OPERATION_SDPA_BWD_DESCRIPTOR;
     case CUDNN_ATTR_OPERATION_SDPA_BWD_KDESC: *ref = TP_BD_SD_K; return CUDNN_BACKEND_OPERATION_SDPA_BWD_DESCRIPTOR;
     case CUDNN_ATTR_OPERATION_SDPA_BWD_VDESC: *ref = TP_BD_SD_V; return CUDNN_BACKEND_OPERATION_SDPA_BWD_DESCRIPTOR;
@@ -264,9 +317,18 @@ void tp_bd_set(void *d, int attr, int etype, int64_t count, const void *arr)
                 s->n = (int)count;
             }
         } else if (attr == CUDNN_ATTR_OPERATIONGRAPH_OPS) {
+            /* only the ops that carry FLOPs (cuDNN takes finalized ops
+             * only, so each is known by now): a long graph's pointwise,
+             * reduction and reshape ops do not crowd out its matmuls */
             if (etype == CUDNN_TYPE_BACKEND_DESCRIPTOR) {
-                s->n = count > TP_BD_MAXOPS ? TP_BD_MAXOPS : (int)count;
-                memcpy(s->u.ops, arr, (size_t)s->n * sizeof(void *));
+                int n = 0;
+                for (int64_t i = 0; i < count && n < TP_BD_MAXOPS; i++) {
+                    void *op = ((void *const *)arr)[i];
+                    struct tp_bd *o = tp_bd_find(op, -1);
+                    if (o && tp_bd_flop_op(o->type))
+                        s->u.ops[n++] = op;
+                }
+                s->n = n;
             }
         } else if (etype == CUDNN_TYPE_DATA_TYPE && count >= 1) {
             s->dtype = *(const int *)arr;   /* tensor data / convolution compute type */
@@ -320,11 +382,23 @@ static uint64_t tp_bd_sat_add(uint64_t a, uint64_t b)
     return a + b < a ? UINT64_MAX : a + b;
 }
 
+/* The pages of a page table [b, 1, pages, 1] times the block size of its
+ * container [blocks, h, block, d]; 0 if unknown. */
+static uint64_t tp_bd_paged_len(void *table, const struct tp_bd *cont)
+{
+    struct tp_bd *t = tp_bd_find(table, CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    uint64_t len;
+    if (!t || t->n != 4 || t->u.dims[2] <= 0 ||
+        __builtin_mul_overflow((uint64_t)t->u.dims[2], (uint64_t)cont->u.dims[2], &len))
+        return 0;
+    return len;
+}
+
 /*
- * Attention, as torch.utils.flop_counter counts it (notes 2.3, causal masks
- * ignored): forward QK^T and PV, 2 b h s_q s_k (d_q + d_v); backward the
- * recomputed QK^T and four products, 2 b h s_q s_k (3 d_q + 2 d_v).
- * Recorded as m = s_q, n = s_k, k = d_q, batch = b h.
+ * One SDPA op as torch.utils.flop_counter counts attention (DESIGN):
+ * forward QK^T and PV, 2 b h_q s_q s_kv (d_q + d_v); backward the
+ * recomputed QK^T and four products, 2 b h_q s_q s_kv (3 d_q + 2 d_v).
+ * Recorded as m = s_q, n = s_kv, k = d_q, batch = b h_q.
  */
 static int tp_bd_sdpa(struct tp_bd *op, struct tp_record *r)
 {
@@ -339,6 +413,18 @@ static int tp_bd_sdpa(struct tp_bd *op, struct tp_record *r)
     uint64_t b = (uint64_t)q->u.dims[0], h = (uint64_t)q->u.dims[1];
     uint64_t sq = (uint64_t)q->u.dims[2], dq = (uint64_t)q->u.dims[3];
     uint64_t sk = (uint64_t)k->u.dims[2], dv = (uint64_t)v->u.dims[3];
+    /* paged K/V (forward only): the literal one's S_kv, else pages x block
+     * of the shorter, as cudnn-frontend infers it (infer_s_kv) */
+    int pk = op->ref[TP_BD_SD_PTK] != NULL, pv = op->ref[TP_BD_SD_PTV] != NULL;
+    if (pk && !pv) {
+        sk = (uint64_t)v->u.dims[2];
+    } else if (pk) {
+        uint64_t lk = tp_bd_paged_len(op->ref[TP_BD_SD_PTK], k);
+        uint64_t lv = tp_bd_paged_len(op->ref[TP_BD_SD_PTV], v);
+        if (!lk || !lv)
+            return -1;
+        sk = lk < lv ? lk : lv;
+    }
     uint64_t coef = op->type == CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR ? dq + dv : 3 * dq + 2 * dv;
     uint64_t f = 2;
     if (__builtin_mul_overflow(f, b, &f) || __builtin_mul_overflow(f, h, &f) ||

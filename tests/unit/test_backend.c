@@ -3,8 +3,11 @@
  * without cuDNN (fake addresses): the heuristics path (GetAttribute
  * ENGINEHEUR_RESULTS fills configs the program created, which cannot run
  * without a GPU, so it is tested here), an engine read back from a config,
- * the plan cache and its invalidation by a change in the chain, and a
- * destroyed descriptor whose address is reused.
+ * the plan cache and its invalidation by a change in the chain, a
+ * destroyed descriptor whose address is reused, SDPA ops (paged K/V
+ * included) and a graph longer than TP_BD_MAXOPS whose matmuls all count.
+ * tests/preload/test_backend.py holds the same counts against
+ * torch.utils.flop_counter with the real cuDNN's descriptors.
  */
 #include <check.h>
 #include <string.h>
@@ -181,6 +184,97 @@ START_TEST(test_sdpa_forward_and_backward)
 }
 END_TEST
 
+static char mem2[256];  /* more fake addresses, E(0)..E(255) */
+#define E(i) ((void *)&mem2[i])
+
+/* engine, config and plan at E(p)..E(p + 2) over graph "g"; the plan's record */
+static struct tp_record plan_record(void *g, int p)
+{
+    bd_link(E(p), CUDNN_BACKEND_ENGINE_DESCRIPTOR, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, g);
+    bd_link(E(p + 1), CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, CUDNN_ATTR_ENGINECFG_ENGINE, E(p));
+    bd_link(E(p + 2), CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
+            CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, E(p + 1));
+    struct tp_record r;
+    memset(&r, 0, sizeof r);
+    tp_backend_record(&r, E(p + 2));
+    return r;
+}
+
+/* Paged attention (cudnn_graph.h, SDPA_FWD_KDESC/VDESC): K and V are page
+ * containers [blocks, h_k, block size, d] and the page tables [b, 1, pages,
+ * 1] give S_kv = pages * block size; torch counts the logical S_kv. */
+START_TEST(test_sdpa_paged)
+{
+    static const struct { int pk, pv; uint64_t skv; } cases[3] = {
+        { 1, 1, 4 * 64 },   /* both paged: pages x block size */
+        { 1, 0, 200 },      /* only K paged: V is literal [b, h, s_kv, d_v] */
+        { 0, 1, 256 },      /* only V paged: K is literal */
+    };
+    for (int i = 0; i < 3; i++) {
+        int o = 40 * i;
+        tensor(E(o + 0), 2, 8, 128, 64);                 /* Q [b, h_q, s_q, d] */
+        if (cases[i].pk)
+            tensor(E(o + 1), 16, 2, 64, 64);             /* K container, block 64 */
+        else
+            tensor(E(o + 1), 2, 2, 256, 64);
+        if (cases[i].pv)
+            tensor(E(o + 2), 16, 2, 64, 32);             /* V container */
+        else
+            tensor(E(o + 2), 2, 2, 200, 32);
+        tensor(E(o + 3), 2, 1, 4, 1);                    /* page tables: 4 pages */
+        tensor(E(o + 4), 2, 1, 4, 1);
+        bd_link(E(o + 5), CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR,
+                CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, E(o + 0));
+        bd_link(E(o + 5), 0, CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, E(o + 1));
+        bd_link(E(o + 5), 0, CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC, E(o + 2));
+        if (cases[i].pk)
+            bd_link(E(o + 5), 0, CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_KDESC, E(o + 3));
+        if (cases[i].pv)
+            bd_link(E(o + 5), 0, CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_VDESC, E(o + 4));
+        bd_link(E(o + 6), CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, CUDNN_ATTR_OPERATIONGRAPH_OPS,
+                E(o + 5));
+        struct tp_record r = plan_record(E(o + 6), o + 7);
+        ck_assert_uint_eq(r.u.lib.flops, 2ull * 2 * 8 * 128 * cases[i].skv * (64 + 32));
+        ck_assert_uint_eq(r.u.lib.n, cases[i].skv);
+        ck_assert_uint_eq(r.u.lib.batch, 2 * 8);
+    }
+}
+END_TEST
+
+/* cudnn-frontend's composite attention backward puts its last matmul (dQ =
+ * dS K) after some 34 other ops when causal, dropout, padding and GQA are on:
+ * every matmul counts however long the graph, pointwise ops count nothing. */
+START_TEST(test_long_graph_counts_every_matmul)
+{
+    enum { NOPS = 3 * TP_BD_MAXOPS };
+    void *ops[NOPS];
+    tensor(E(200), 3, 32, 16, 64);                      /* A [b, h, m, k] */
+    tensor(E(201), 3, 32, 16, 40);                      /* C [b, h, m, n] */
+    int nmm = 0;
+    for (int i = 0; i < NOPS; i++) {
+        ops[i] = E(i);
+        if (i % TP_BD_MAXOPS == TP_BD_MAXOPS - 1 || i == NOPS - 1) {
+            bd_link(E(i), CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR,
+                    CUDNN_ATTR_OPERATION_MATMUL_ADESC, E(200));
+            bd_link(E(i), 0, CUDNN_ATTR_OPERATION_MATMUL_CDESC, E(201));
+            nmm++;
+        } else {
+            tp_bd_create(E(i), CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+        }
+    }
+    ck_assert_int_eq(nmm, 3);
+    tp_bd_create(E(210), CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    tp_bd_set(E(210), CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, NOPS, ops);
+    struct tp_record r = plan_record(E(210), 211);
+    ck_assert_uint_eq(r.u.lib.flops, 3ull * 2 * (3 * 32) * 16 * 40 * 64);
+    /* a graph of pointwise ops only: no FLOPs */
+    tp_bd_create(E(220), CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    tp_bd_set(E(220), CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 5, ops);
+    r = plan_record(E(220), 221);
+    ck_assert_uint_eq(r.u.lib.flops, 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("backend");
@@ -188,6 +282,8 @@ int main(void)
     tcase_add_test(tc, test_heuristics_and_cache);
     tcase_add_test(tc, test_matmul_and_eviction);
     tcase_add_test(tc, test_sdpa_forward_and_backward);
+    tcase_add_test(tc, test_sdpa_paged);
+    tcase_add_test(tc, test_long_graph_counts_every_matmul);
     suite_add_tcase(s, tc);
     return tp_test_run(s);
 }
