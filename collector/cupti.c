@@ -75,6 +75,8 @@ static _Atomic unsigned tp_lost_what;
 static const void *_Atomic tp_lost_caller;
 
 /* Enabled at start: CONCURRENT_KERNEL, never KERNEL (it serialises kernels).
+ * INTERNAL_LAUNCH_API, as Kineto does: launches made outside any public API
+ * call (inside libraries) get an API record and so an external correlation.
  * Not MEMORY2: the memory timeline comes from the allocation wrappers, and
  * its records would cost CUPTI's buffers for nothing (another tool may
  * enable it: the decoder skips its records).
@@ -87,6 +89,7 @@ static const CUpti_ActivityKind tp_kinds[] = {
     CUPTI_ACTIVITY_KIND_MEMCPY2,           CUPTI_ACTIVITY_KIND_MEMSET,
     CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_OVERHEAD,
+    CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API,
 };
 
 static const char *tp_kind_name(CUpti_ActivityKind k)
@@ -102,6 +105,7 @@ static const char *tp_kind_name(CUpti_ActivityKind k)
     case CUPTI_ACTIVITY_KIND_CUDA_EVENT: return "CUDA_EVENT";
     case CUPTI_ACTIVITY_KIND_RUNTIME: return "RUNTIME";
     case CUPTI_ACTIVITY_KIND_DRIVER: return "DRIVER";
+    case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API: return "INTERNAL_LAUNCH_API";
     default: return "?";
     }
 }

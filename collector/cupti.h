@@ -63,6 +63,9 @@ struct tp_dev_api {
     uint32_t cbid;
     uint8_t  driver;            /* 1: driver API, 0: runtime API */
     uint8_t  failed;            /* the call returned an error: no device work follows */
+    uint8_t  internal;          /* INTERNAL_LAUNCH_API: a launch outside any public
+                                   API call (driver 1, cbid cuLaunchKernel's); no
+                                   host call claims it */
 };
 
 /* An external correlation: CUPTI correlation id -> the id pushed by

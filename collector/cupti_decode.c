@@ -23,6 +23,7 @@
 #include "intern.h"
 #include "kernels.h"
 
+#include <cupti_driver_cbid.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,25 +141,35 @@ TP_SAME_SYNC(TP_SYNC_CONTEXT, CONTEXT_SYNCHRONIZE);
 static uint64_t tp_overheads;           /* OVERHEAD records seen (counted only) */
 
 /* Kernel names: CUPTI hands the same name pointer for every launch of a
- * function, so demangling and interning happen once per pointer; the length
- * check catches a pointer reused for another name after a module unload. */
+ * function, so demangling and interning happen once per pointer.  The
+ * pointer alone is not a key: after a module unload CUPTI's string may be
+ * freed and the address reused for another kernel's name, so an entry also
+ * keeps a hash of the bytes (FNV-1a, one pass, as strlen would be). */
 #define TP_NAME_CACHE 4096
-static struct { const char *p; size_t len; uint32_t id; } tp_names[TP_NAME_CACHE];
+static struct { const char *p; uint64_t hash; uint32_t id; } tp_names[TP_NAME_CACHE];
+
+static uint64_t tp_name_hash(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
 
 static uint32_t tp_kernel_name(const char *name)
 {
     if (!name)
         return 0;
-    size_t len = strlen(name);
+    uint64_t hash = tp_name_hash(name);
     uintptr_t h = ((uintptr_t)name >> 3) * 0x9E3779B97F4A7C15ull;
     unsigned i = (unsigned)(h >> 52) % TP_NAME_CACHE;
-    if (tp_names[i].p == name && tp_names[i].len == len)
+    if (tp_names[i].p == name && tp_names[i].hash == hash)
         return tp_names[i].id;
     char buf[TP_INTERN_LEN_MAX + 1];
     tp_demangle(name, buf, sizeof buf);
     uint32_t id = tp_intern(buf, (size_t)-1);
     tp_names[i].p = name;
-    tp_names[i].len = len;
+    tp_names[i].hash = hash;
     tp_names[i].id = id;
     return id;
 }
@@ -266,9 +277,15 @@ int tp_cupti_record_decode(const CUpti_Activity *a, struct tp_cupti_item *out)
         return TP_CUPTI_GOT_CUDA_EVENT;
     }
     case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER: {
-        int driver = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
-        uint32_t cbid = TP_AP(cbid);
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+    case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API: {
+        /* An internal launch (a driver launch outside any public API call,
+         * cbid unused) is kept as a driver launch no host call may claim:
+         * its external correlation still names the library call that made
+         * it, and the window waits for its kernel. */
+        int internal = a->kind == CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API;
+        int driver = a->kind != CUPTI_ACTIVITY_KIND_RUNTIME;
+        uint32_t cbid = internal ? CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel : TP_AP(cbid);
         if (tp_cupti_cb_class(driver, cbid) == TP_CB_OTHER)
             return TP_CUPTI_GOT_NOTHING;
         struct tp_dev_api *o = &out->u.api;
@@ -279,6 +296,7 @@ int tp_cupti_record_decode(const CUpti_Activity *a, struct tp_cupti_item *out)
         o->thread_id = TP_AP(threadId);
         o->cbid = cbid;
         o->driver = (uint8_t)driver;
+        o->internal = (uint8_t)internal;
         o->failed = TP_AP(returnValue) != 0;
         return TP_CUPTI_GOT_API;
     }

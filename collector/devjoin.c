@@ -134,7 +134,7 @@ static long find_api(const struct tp_devjoin *j, const struct tp_tbuf *t, uint64
     }
     long any = -1, mine = -1;
     for (size_t i = lo; i < n && a[i].start <= t1; i++) {
-        if (j->claimed[i] || a[i].end > t1)
+        if (j->claimed[i] || a[i].internal || a[i].end > t1)
             continue;
         int work = u32_has(j->work, j->n_work, a[i].correlation);
         if (thread_is(t, a[i].thread_id)) {

@@ -188,6 +188,7 @@ static const char *kind_name(int k)
     case CUPTI_ACTIVITY_KIND_CUDA_EVENT: return "CUDA_EVENT";
     case CUPTI_ACTIVITY_KIND_RUNTIME: return "RUNTIME";
     case CUPTI_ACTIVITY_KIND_DRIVER: return "DRIVER";
+    case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API: return "INTERNAL_LAUNCH_API";
     default:
         snprintf(buf, sizeof buf, "%d", k);
         return buf;

@@ -96,6 +96,66 @@ static void add_kernel(uint32_t corr, uint64_t start, uint64_t end)
     ck_assert_int_eq(tp_cupti_decode(&k), 1);
 }
 
+/* A name pointer CUPTI reuses for another kernel after a module unload
+ * (same address, same length, other bytes) is not served from the cache. */
+START_TEST(test_decode_kernel_name_reused)
+{
+    fresh();
+    static char name[] = "_Z4stepv";
+    CUpti_ActivityKernel10 k;
+    memset(&k, 0, sizeof k);
+    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k.start = 1000;
+    k.end = 1500;
+    k.correlationId = 1;
+    k.name = name;
+    ck_assert_int_eq(tp_cupti_decode(&k), 1);
+    memcpy(name, "_Z4stopv", sizeof name);
+    k.correlationId = 2;
+    ck_assert_int_eq(tp_cupti_decode(&k), 1);
+    struct tp_dev_batch w = take_all();
+    ck_assert_uint_eq(w.n_rec, 2);
+    ck_assert_str_eq(tp_intern_str(w.rec[0].name), "step()");
+    ck_assert_str_eq(tp_intern_str(w.rec[1].name), "stop()");
+    tp_cupti_window_free(&w);
+}
+END_TEST
+
+/* INTERNAL_LAUNCH_API records (a launch outside any public API call, cbid
+ * unused) are kept as driver launches: the window waits for their kernel,
+ * their external correlation reaches it, and no host call claims them. */
+START_TEST(test_decode_internal_launch)
+{
+    fresh();
+    CUpti_ActivityAPI a;
+    memset(&a, 0, sizeof a);
+    a.kind = CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API;
+    a.cbid = 0;
+    a.start = 1000;
+    a.end = 1100;
+    a.correlationId = 41;
+    ck_assert_int_eq(tp_cupti_decode(&a), 1);
+    ck_assert_uint_eq(tp_cupti_unfinished(0, UINT64_MAX), 1);
+    CUpti_ActivityExternalCorrelation e;
+    memset(&e, 0, sizeof e);
+    e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+    e.externalKind = TP_CUPTI_EXT_KIND;
+    e.externalId = 555;
+    e.correlationId = 41;
+    ck_assert_int_eq(tp_cupti_decode(&e), 1);
+    add_kernel(41, 1200, 1300);
+    ck_assert_uint_eq(tp_cupti_unfinished(0, UINT64_MAX), 0);
+    struct tp_dev_batch w = take_all();
+    ck_assert_uint_eq(w.n_api, 1);
+    ck_assert_int_eq(w.api[0].internal, 1);
+    ck_assert_int_eq(w.api[0].driver, 1);
+    ck_assert_int_eq(tp_cupti_cb_class(1, w.api[0].cbid), TP_CB_LAUNCH);
+    ck_assert_uint_eq(w.n_ext, 1);
+    ck_assert_uint_eq(w.ext[0].external_id, 555);
+    tp_cupti_window_free(&w);
+}
+END_TEST
+
 START_TEST(test_decode_kernel)
 {
     fresh();
@@ -1166,6 +1226,7 @@ static void lifecycle(const char *version, int capture)
     ck_assert_int_eq(count_lines(text, "enable MEMCPY"), toggles ? 2 : 1);
     ck_assert_int_eq(count_lines(text, "enable EXTERNAL_CORRELATION"), toggles ? 2 : 1);
     ck_assert_int_eq(count_lines(text, "enable KERNEL"), 0);
+    ck_assert_int_eq(count_lines(text, "enable INTERNAL_LAUNCH_API"), toggles ? 2 : 1);
     ck_assert_int_eq(count_lines(text, "enable MEMORY2"), 0);   /* decoded for nothing */
     /* trimmed per cbid, except before 12.6 (v24): no cuptiActivityEnableRuntimeApi */
     ck_assert_int_eq(count_lines(text, "enable RUNTIME"), v >= 24 ? 0 : 1);
@@ -1463,6 +1524,8 @@ static Suite *suite(void)
     Suite *s = suite_create("cupti");
     TCase *d = tcase_create("decode");
     tcase_add_test(d, test_decode_kernel);
+    tcase_add_test(d, test_decode_kernel_name_reused);
+    tcase_add_test(d, test_decode_internal_launch);
     tcase_add_test(d, test_decode_copies_sets_syncs);
     tcase_add_test(d, test_decode_api_filter);
     tcase_add_test(d, test_decode_ext_overhead_other);
