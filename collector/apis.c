@@ -35,6 +35,9 @@
 #define TP_R_COLL(...)       TP_FORM_COLL
 #define TP_R_CONV(...)       TP_FORM_CONV
 #define TP_R_BEXEC(...)      TP_FORM_CONV
+#define TP_R_FIND(...)       TP_FORM_CONV
+#define TP_R_RNN(...)        TP_FORM_RNN
+#define TP_R_TENSOR(...)     TP_FORM_TENSOR
 
 static const struct { const char *name; int cbid; uint8_t layer, form; } tp_apis[TP_API_COUNT] = {
     [TP_API_NONE] = { "", -1, TP_LAYER_NONE, TP_FORM_NONE },

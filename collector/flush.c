@@ -248,8 +248,7 @@ static uint64_t tp_record_flops(const struct tp_record *r)
     if (r->kind == TP_REC_LAUNCH)
         return r->u.launch.func_kind == TP_FUNC_GRAPH ? tp_graphs_exec_flops(r->u.launch.func) : 0;
     int form = tp_api_form(r->api);
-    if (r->kind != TP_REC_API || (form != TP_FORM_GEMM && form != TP_FORM_CONV) ||
-        (r->u.lib.flags & TP_LIB_CAPTURED))
+    if (r->kind != TP_REC_API || !tp_form_counts_flops(form) || (r->u.lib.flags & TP_LIB_CAPTURED))
         return 0;
     return r->u.lib.flops;
 }

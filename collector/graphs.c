@@ -52,7 +52,7 @@ static void tp_gput(struct tp_gentry *tab, unsigned *next, uint64_t key, uint64_
 void tp_graphs_captured(struct tp_record *r)
 {
     int form = tp_api_form(r->api);
-    if (r->kind != TP_REC_API || (form != TP_FORM_GEMM && form != TP_FORM_CONV))
+    if (r->kind != TP_REC_API || !tp_form_counts_flops(form))
         return;
     tp_capture_flops += r->u.lib.flops;
     r->u.lib.flags |= TP_LIB_CAPTURED;

@@ -82,6 +82,15 @@ struct tp_record {
             uint8_t  flags;     /* TP_LIB_* */
             uint32_t corr;
         } lib;
+        struct {                /* TP_FORM_TENSOR: a cuDNN op's main tensor */
+            uint32_t dim[8];    /* logical dims (N, C, spatial...; CUDNN_DIM_MAX
+                                   at most), each saturated at UINT32_MAX */
+            uint8_t  dtype;     /* enum tp_dtype, at u.lib.dtype's offset */
+            uint8_t  pad;
+            uint8_t  nd;        /* dims used, 0 if unknown */
+            uint8_t  flags;     /* at u.lib.flags' offset */
+            uint32_t corr;      /* at u.lib.corr's offset */
+        } tensor;
         struct {                /* TP_FORM_ALLOC, TP_FORM_FREE (collector/memtrack.h) */
             uint64_t addr;      /* address; cuMemCreate/cuMemRelease: the handle */
             uint64_t bytes;     /* size (allocations: asked for, also when failed;
@@ -120,6 +129,13 @@ _Static_assert(sizeof(struct tp_record) == 64, "records are one cache line");
 
 _Static_assert(__builtin_offsetof(struct tp_record, u.mem.corr) ==
                __builtin_offsetof(struct tp_record, u.api.corr), "corr at one offset");
+_Static_assert(__builtin_offsetof(struct tp_record, u.tensor.corr) ==
+               __builtin_offsetof(struct tp_record, u.lib.corr) &&
+               __builtin_offsetof(struct tp_record, u.tensor.dtype) ==
+               __builtin_offsetof(struct tp_record, u.lib.dtype) &&
+               __builtin_offsetof(struct tp_record, u.tensor.flags) ==
+               __builtin_offsetof(struct tp_record, u.lib.flags),
+               "a library record's corr, dtype and flags at one offset in every form");
 
 #define TP_MEM_FAILED  0x01u  /* the call failed (e.g. out of memory): nothing changed */
 #define TP_MEM_UNKNOWN 0x02u  /* a free of an address never seen allocated: bytes 0 */
@@ -151,6 +167,19 @@ enum tp_form {
                              m = N, n = output channels (K), k = C/groups x
                              filter spatial size, batch = output spatial size,
                              flops = 2 m n k batch */
+    TP_FORM_RNN,          /* u.lib: a cuDNN RNN call (collector/flops/rnn.h):
+                             flops, m = max sequence length, n = mini-batch,
+                             k = input size, batch = recurrent state size,
+                             op = layers x directions */
+    TP_FORM_TENSOR,       /* u.tensor: a cuDNN op counted for no FLOPs, with
+                             the dims of its main tensor */
 };
+
+/* tp_form_counts_flops - whether records of "form" carry u.lib.flops, the
+ * FLOPs that the steps, the summary and graph captures add up. */
+static inline int tp_form_counts_flops(int form)
+{
+    return form == TP_FORM_GEMM || form == TP_FORM_CONV || form == TP_FORM_RNN;
+}
 
 #endif

@@ -511,13 +511,76 @@ static void put_key_u64(struct tp_jsonw *j, const char *key, uint64_t v)
 /* cuBLAS/cuBLASLt: FLOPs and precision always; sizes and types as torch's
  * record_shapes writes them (A is m x k, B is k x n; c10's C++ type names)
  * when asked. */
-static void put_gemm(struct chrome *c, const struct tp_record *r)
+/* The FLOPs of a library call (tp_form_counts_flops) and their class. */
+static void put_flops(struct tp_jsonw *j, const struct tp_record *r)
 {
-    struct tp_jsonw *j = &c->j;
     put_key_u64(j, ", \"flops\": ", r->u.lib.flops);
     put_key_str(j, ", \"precision\": ", tp_precision_name(r->u.lib.precision));
     if (r->u.lib.flags & TP_LIB_CAPTURED)
         LIT(j, ", \"captured\": true");
+}
+
+/* "Input type": ["t", "t", ...], n times the record's dtype. */
+static void put_input_types(struct tp_jsonw *j, unsigned dtype, int n)
+{
+    LIT(j, ", \"Input type\": [");
+    for (int i = 0; i < n; i++) {
+        if (i)
+            LIT(j, ", ");
+        tp_jsonw_str(j, tp_dtype_cpp_name(dtype));
+    }
+    tp_jsonw_char(j, ']');
+}
+
+/* One dims list "[a, b, ...]". */
+static void put_dims(struct tp_jsonw *j, const uint32_t *d, int n)
+{
+    tp_jsonw_char(j, '[');
+    for (int i = 0; i < n; i++) {
+        if (i)
+            LIT(j, ", ");
+        tp_jsonw_u64(j, d[i]);
+    }
+    tp_jsonw_char(j, ']');
+}
+
+/* An RNN call (TP_FORM_RNN): its FLOPs; with shapes, x [T, B, I] and
+ * hx [layers x directions, B, state], the first two inputs of torch's
+ * aten::_cudnn_rnn. */
+static void put_rnn(struct chrome *c, const struct tp_record *r)
+{
+    struct tp_jsonw *j = &c->j;
+    put_flops(j, r);
+    if (!c->record_shapes)
+        return;
+    const uint32_t x[3] = { r->u.lib.m, r->u.lib.n, r->u.lib.k };
+    const uint32_t h[3] = { r->u.lib.op, r->u.lib.n, r->u.lib.batch };
+    LIT(j, ", \"Input Dims\": [");
+    put_dims(j, x, 3);
+    LIT(j, ", ");
+    put_dims(j, h, 3);
+    tp_jsonw_char(j, ']');
+    put_input_types(j, r->u.lib.dtype, 2);
+}
+
+/* A cuDNN op counted for no FLOPs (TP_FORM_TENSOR): with shapes, its main
+ * tensor, when its descriptor could be read. */
+static void put_tensor(struct chrome *c, const struct tp_record *r)
+{
+    struct tp_jsonw *j = &c->j;
+    int nd = r->u.tensor.nd;
+    if (!c->record_shapes || nd == 0 || nd > 8)
+        return;
+    LIT(j, ", \"Input Dims\": [");
+    put_dims(j, r->u.tensor.dim, nd);
+    tp_jsonw_char(j, ']');
+    put_input_types(j, r->u.tensor.dtype, 1);
+}
+
+static void put_gemm(struct chrome *c, const struct tp_record *r)
+{
+    struct tp_jsonw *j = &c->j;
+    put_flops(j, r);
     if (!c->record_shapes)
         return;
     put_key_u64(j, ", \"m\": ", r->u.lib.m);
@@ -534,13 +597,8 @@ static void put_gemm(struct chrome *c, const struct tp_record *r)
     tp_jsonw_char(j, ',');
     tp_jsonw_char(j, ' ');
     tp_jsonw_u64(j, r->u.lib.n);
-    LIT(j, "]], \"Input type\": [");
-    for (int i = 0; i < 2; i++) {
-        if (i)
-            LIT(j, ", ");
-        tp_jsonw_str(j, tp_dtype_cpp_name(r->u.lib.dtype));
-    }
-    tp_jsonw_char(j, ']');
+    LIT(j, "]]");
+    put_input_types(j, r->u.lib.dtype, 2);
 }
 
 /* A collective's elements in and out per rank, from its bytes. */
@@ -748,6 +806,10 @@ static void put_call(struct chrome *c, const struct tp_event *ev)
         tp_jsonw_u64(j, r->u.launch.stream);
     } else if (ev->form == TP_FORM_GEMM || ev->form == TP_FORM_CONV) {
         put_gemm(c, r);
+    } else if (ev->form == TP_FORM_RNN) {
+        put_rnn(c, r);
+    } else if (ev->form == TP_FORM_TENSOR) {
+        put_tensor(c, r);
     } else if (ev->form == TP_FORM_COLL) {
         put_coll(c, r);
     } else {

@@ -328,7 +328,7 @@ void tp_sumagg_event(void *state, const struct tp_event *ev)
             struct agg *a = agg_add(s, &s->libs, ev->name && ev->name[0] ? ev->name : "unknown", dur);
             if (ev->form == TP_FORM_COLL)
                 summary_coll(s, ev, dur);
-            if (a && (ev->form == TP_FORM_GEMM || ev->form == TP_FORM_CONV) &&
+            if (a && tp_form_counts_flops(ev->form) &&
                 !(r->u.lib.flags & TP_LIB_CAPTURED)) {
                 a->flops += r->u.lib.flops;
                 s->lib_flops += r->u.lib.flops;

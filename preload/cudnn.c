@@ -14,9 +14,21 @@
  * to the first real entry point, never on the recording path; they only
  * copy fields out of host structs (no allocation, lock, print or CUDA call).
  * Missing getters or a failing read leave flops 0 and the precision unknown.
+ *
+ * The other families read their descriptors the same way, after the call:
+ * an RNN pass (collector/flops/rnn.c) its RNN descriptor
+ * (cudnnGetRNNDescriptor_v8: cell, direction, input mode, sizes, layers,
+ * data and math types) and x's RNN data descriptor
+ * (cudnnGetRNNDataDescriptor: T, B and the per-sequence lengths, summed
+ * into the time steps computed when the batch fits TP_RNN_SEQ_READ, else
+ * T * B); the ops counted for no FLOPs their main tensor
+ * (cudnnGetTensorNdDescriptor).  An algorithm search
+ * (cudnnFind*AlgorithmEx) keeps the shape of the convolution it times but
+ * no FLOPs: the work it runs is every candidate, tuning, not training math.
  */
 #include "../collector/flops/conv.h"
 #include "../collector/flops/cudnn_graph.h"
+#include "../collector/flops/rnn.h"
 #include "wrap.h"
 #include "../collector/apis.h"
 #include "../collector/core.h"
@@ -30,10 +42,25 @@ typedef cudnnStatus_t (*tp_get_tensor_fn)(cudnnTensorDescriptor_t, int, cudnnDat
 typedef cudnnStatus_t (*tp_get_filter_fn)(cudnnFilterDescriptor_t, int, cudnnDataType_t *,
                                           cudnnTensorFormat_t *, int *, int *);
 typedef cudnnStatus_t (*tp_get_math_fn)(cudnnConvolutionDescriptor_t, cudnnMathType_t *);
+typedef cudnnStatus_t (*tp_get_rnn_fn)(cudnnRNNDescriptor_t, cudnnRNNAlgo_t *, cudnnRNNMode_t *,
+                                       cudnnRNNBiasMode_t *, cudnnDirectionMode_t *,
+                                       cudnnRNNInputMode_t *, cudnnDataType_t *,
+                                       cudnnDataType_t *, cudnnMathType_t *, int32_t *,
+                                       int32_t *, int32_t *, int32_t *,
+                                       cudnnDropoutDescriptor_t *, uint32_t *);
+typedef cudnnStatus_t (*tp_get_rnn_data_fn)(cudnnRNNDataDescriptor_t, cudnnDataType_t *,
+                                            cudnnRNNDataLayout_t *, int *, int *, int *, int,
+                                            int[], void *);
 
 static tp_get_tensor_fn tp_get_tensor;
 static tp_get_filter_fn tp_get_filter;
 static tp_get_math_fn tp_get_math;
+static tp_get_rnn_fn tp_get_rnn;
+static tp_get_rnn_data_fn tp_get_rnn_data;
+
+/* Sequence lengths read from an RNN data descriptor (8 KiB of stack):
+ * beyond this batch size the time steps are counted as T * B. */
+#define TP_RNN_SEQ_READ 2048
 
 /* Resolves the descriptor getters (idempotent; called from the slow path of
  * a wrapper's first call, when the real library is loaded). */
@@ -43,6 +70,11 @@ static void tp_cudnn_getters(void)
         __atomic_store_n(&tp_get_filter, (tp_get_filter_fn)tp_resolve("cudnnGetFilterNdDescriptor"),
                          __ATOMIC_RELEASE);
         __atomic_store_n(&tp_get_math, (tp_get_math_fn)tp_resolve("cudnnGetConvolutionMathType"),
+                         __ATOMIC_RELEASE);
+        __atomic_store_n(&tp_get_rnn, (tp_get_rnn_fn)tp_resolve("cudnnGetRNNDescriptor_v8"),
+                         __ATOMIC_RELEASE);
+        __atomic_store_n(&tp_get_rnn_data,
+                         (tp_get_rnn_data_fn)tp_resolve("cudnnGetRNNDataDescriptor"),
                          __ATOMIC_RELEASE);
         __atomic_store_n(&tp_get_tensor, (tp_get_tensor_fn)tp_resolve("cudnnGetTensorNdDescriptor"),
                          __ATOMIC_RELEASE);
@@ -79,7 +111,72 @@ static void tp_conv_record(struct tp_record *r, cudnnTensorDescriptor_t out,
     r->u.lib.precision = (uint8_t)tp_cudnn_precision(wt, math);
 }
 
+/* Fills r->u.lib of an RNN pass from its RNN descriptor and x's. */
+static void tp_rnn_record(struct tp_record *r, cudnnRNNDescriptor_t rnn,
+                          cudnnRNNDataDescriptor_t x)
+{
+    tp_get_rnn_fn gr = __atomic_load_n(&tp_get_rnn, __ATOMIC_ACQUIRE);
+    tp_get_rnn_data_fn gd = __atomic_load_n(&tp_get_rnn_data, __ATOMIC_ACQUIRE);
+    if (!gr || !gd || !rnn || !x)
+        return;
+    cudnnRNNAlgo_t algo;
+    cudnnRNNMode_t cell;
+    cudnnRNNBiasMode_t bias;
+    cudnnDirectionMode_t dir;
+    cudnnRNNInputMode_t in_mode;
+    cudnnDataType_t dt, math_prec, xt;
+    cudnnMathType_t math;
+    cudnnDropoutDescriptor_t dropout;
+    cudnnRNNDataLayout_t layout;
+    int32_t in, hidden, proj, layers;
+    uint32_t aux;
+    int seq, batch, vec;
+    double fill;    /* paddingFill: the getter copies one element of x's type */
+    if (gr(rnn, &algo, &cell, &bias, &dir, &in_mode, &dt, &math_prec, &math, &in, &hidden, &proj,
+           &layers, &dropout, &aux) != CUDNN_STATUS_SUCCESS ||
+        gd(x, &xt, &layout, &seq, &batch, &vec, 0, NULL, &fill) != CUDNN_STATUS_SUCCESS ||
+        seq <= 0 || batch <= 0)
+        return;
+    struct tp_rnn_shape s = {
+        .cell = (int)cell, .bidirectional = dir == CUDNN_BIDIRECTIONAL,
+        .skip_input = in_mode == CUDNN_SKIP_INPUT, .input = in, .hidden = hidden,
+        .proj = proj, .layers = layers, .seq = seq, .batch = batch,
+        .tokens = (uint64_t)seq * (uint64_t)batch,
+    };
+    if (batch <= TP_RNN_SEQ_READ) {
+        int lens[TP_RNN_SEQ_READ];
+        if (gd(x, &xt, &layout, &seq, &batch, &vec, batch, lens, &fill) == CUDNN_STATUS_SUCCESS) {
+            s.tokens = 0;
+            for (int i = 0; i < batch; i++)
+                s.tokens += (uint64_t)(lens[i] < 0 ? 0 : lens[i] > seq ? seq : lens[i]);
+        }
+    }
+    if (tp_rnn_fill(r, &s) != 0)
+        return;
+    r->u.lib.dtype = (uint8_t)tp_cudnn_dtype(dt);
+    r->u.lib.precision = (uint8_t)tp_cudnn_precision(dt, math);
+}
+
+/* Fills r->u.tensor with the dims and type of tensor descriptor "t". */
+static void tp_tensor_record(struct tp_record *r, cudnnTensorDescriptor_t t)
+{
+    tp_get_tensor_fn gt = __atomic_load_n(&tp_get_tensor, __ATOMIC_ACQUIRE);
+    int d[CUDNN_DIM_MAX], st[CUDNN_DIM_MAX], n = 0;
+    cudnnDataType_t dt;
+    if (!gt || !t || gt(t, CUDNN_DIM_MAX, &dt, &n, d, st) != CUDNN_STATUS_SUCCESS || n <= 0 ||
+        n > CUDNN_DIM_MAX)
+        return;
+    for (int i = 0; i < n; i++)
+        r->u.tensor.dim[i] = d[i] < 0 ? 0 : (uint32_t)d[i];
+    r->u.tensor.nd = (uint8_t)n;
+    r->u.tensor.dtype = (uint8_t)tp_cudnn_dtype(dt);
+}
+
 #define TP_R_CONV(out, w, conv) if (tp_r) tp_conv_record(tp_r, out, w, conv)
+#define TP_R_FIND(out, w, conv) \
+    if (tp_r) { tp_conv_record(tp_r, out, w, conv); tp_r->u.lib.flops = 0; }
+#define TP_R_RNN(rnn, x)        if (tp_r) tp_rnn_record(tp_r, rnn, x)
+#define TP_R_TENSOR(t)          if (tp_r) tp_tensor_record(tp_r, t)
 #define TP_R_NONE               (void)tp_r
 
 /* cudnnBackendExecute: the plan's FLOPs (collector/flops/cudnn_graph.c) */
