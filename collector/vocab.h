@@ -169,8 +169,10 @@ static inline double tp_coll_busbw_factor(unsigned op, unsigned n)
 
 /* tp_coll_nelems - elements in and out per rank, from NCCL's count argument
  * (allgather and gather count what each rank sends, reduce_scatter and
- * scatter what each receives), as torch's record_param_comms gives them
- * (gather: numel, numel x size; scatter: numel x size, numel). */
+ * scatter what each receives, all_to_all what goes to each peer), as
+ * torch's record_param_comms gives them (gather: numel, numel x size;
+ * scatter: numel x size, numel; all_to_all: both tensors' numel, torch
+ * passing numel / size to ncclAlltoAll). */
 static inline void tp_coll_nelems(unsigned op, uint64_t count, unsigned n, uint64_t *in, uint64_t *out)
 {
     *in = *out = count;
@@ -178,6 +180,8 @@ static inline void tp_coll_nelems(unsigned op, uint64_t count, unsigned n, uint6
         *out = count * n;
     else if (op == TP_COLL_REDUCESCATTER || op == TP_COLL_SCATTER)
         *in = count * n;
+    else if (op == TP_COLL_ALLTOALL)
+        *in = *out = count * n;
 }
 
 #endif

@@ -35,6 +35,8 @@ def _coll(name, op, count, dtype, n, rank, peer=None, root=None):
         outs = count * n
     elif op in ("reduce_scatter", "scatter"):
         ins = count * n
+    elif op == "all_to_all":    # torch: the tensors' numel; NCCL's count is per peer
+        ins = outs = count * n
     if op == "allreduce":
         factor = 2 * (n - 1) / n
     elif op in ("allgather", "reduce_scatter", "all_to_all", "gather", "scatter"):
