@@ -33,15 +33,33 @@ enum tp_precision {
     TP_PREC_FP16, TP_PREC_FP8, TP_PREC_INT8, TP_PREC_COUNT
 };
 
-/* Collectives and point-to-point calls. */
+/* Collectives, point-to-point calls and one-sided (window) calls. */
 enum tp_coll {
     TP_COLL_NONE = 0, TP_COLL_ALLREDUCE, TP_COLL_ALLGATHER, TP_COLL_REDUCESCATTER,
     TP_COLL_BROADCAST, TP_COLL_REDUCE, TP_COLL_SEND, TP_COLL_RECV, TP_COLL_ALLTOALL,
+    TP_COLL_GATHER, TP_COLL_SCATTER, TP_COLL_PUT_SIGNAL, TP_COLL_SIGNAL, TP_COLL_WAIT_SIGNAL,
     TP_COLL_COUNT
 };
 
 /* A collective whose communicator is unknown (record's u.lib.batch). */
 #define TP_COLL_NO_COMM UINT32_MAX
+
+/* A wait on signals from more than one peer (record's u.lib.k). */
+#define TP_COLL_PEERS UINT32_MAX
+
+/* tp_coll_rooted - 1 if "op" has a root rank (u.lib.k). */
+static inline int tp_coll_rooted(unsigned op)
+{
+    return op == TP_COLL_BROADCAST || op == TP_COLL_REDUCE || op == TP_COLL_GATHER ||
+           op == TP_COLL_SCATTER;
+}
+
+/* tp_coll_peered - 1 if "op" names one peer rank (u.lib.k). */
+static inline int tp_coll_peered(unsigned op)
+{
+    return op == TP_COLL_SEND || op == TP_COLL_RECV || op == TP_COLL_PUT_SIGNAL ||
+           op == TP_COLL_SIGNAL || op == TP_COLL_WAIT_SIGNAL;
+}
 
 /* tp_dtype_size - bytes per element, 0 if unknown. */
 static inline unsigned tp_dtype_size(unsigned dt)
@@ -116,7 +134,7 @@ static inline const char *tp_coll_name(unsigned op)
 {
     static const char *const names[TP_COLL_COUNT] = {
         "unknown", "allreduce", "allgather", "reduce_scatter", "broadcast", "reduce",
-        "send", "recv", "all_to_all",
+        "send", "recv", "all_to_all", "gather", "scatter", "put_signal", "signal", "wait_signal",
     };
     return op < TP_COLL_COUNT ? names[op] : "unknown";
 }
@@ -129,32 +147,41 @@ static inline const char *tp_coll_annotation(unsigned op)
     static const char *const names[TP_COLL_COUNT] = {
         "nccl:unknown", "nccl:all_reduce", "nccl:all_gather", "nccl:reduce_scatter",
         "nccl:broadcast", "nccl:reduce", "nccl:send", "nccl:recv", "nccl:all_to_all",
+        "nccl:gather", "nccl:scatter", "nccl:put_signal", "nccl:signal", "nccl:wait_signal",
     };
     return op < TP_COLL_COUNT ? names[op] : "nccl:unknown";
 }
 
 /* tp_coll_busbw_factor - bus bandwidth / algorithm bandwidth for "op" over
- * "n" ranks, as nccl-tests defines it (PERFORMANCE.md). */
+ * "n" ranks, as nccl-tests defines it (PERFORMANCE.md; gather.cu and
+ * scatter.cu: (n-1)/n).  One-sided calls move one message: 1. */
 static inline double tp_coll_busbw_factor(unsigned op, unsigned n)
 {
     if (n == 0)
         return 0;
     switch (op) {
     case TP_COLL_ALLREDUCE: return 2.0 * (n - 1) / n;
-    case TP_COLL_ALLGATHER: case TP_COLL_REDUCESCATTER: case TP_COLL_ALLTOALL: return (double)(n - 1) / n;
+    case TP_COLL_ALLGATHER: case TP_COLL_REDUCESCATTER: case TP_COLL_ALLTOALL:
+    case TP_COLL_GATHER: case TP_COLL_SCATTER: return (double)(n - 1) / n;
     default: return 1.0;
     }
 }
 
 /* tp_coll_nelems - elements in and out per rank, from NCCL's count argument
- * (allgather counts what each rank sends, reduce_scatter what each receives). */
+ * (allgather and gather count what each rank sends, reduce_scatter and
+ * scatter what each receives, all_to_all what goes to each peer), as
+ * torch's record_param_comms gives them (gather: numel, numel x size;
+ * scatter: numel x size, numel; all_to_all: both tensors' numel, torch
+ * passing numel / size to ncclAlltoAll). */
 static inline void tp_coll_nelems(unsigned op, uint64_t count, unsigned n, uint64_t *in, uint64_t *out)
 {
     *in = *out = count;
-    if (op == TP_COLL_ALLGATHER)
+    if (op == TP_COLL_ALLGATHER || op == TP_COLL_GATHER)
         *out = count * n;
-    else if (op == TP_COLL_REDUCESCATTER)
+    else if (op == TP_COLL_REDUCESCATTER || op == TP_COLL_SCATTER)
         *in = count * n;
+    else if (op == TP_COLL_ALLTOALL)
+        *in = *out = count * n;
 }
 
 #endif

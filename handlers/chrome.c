@@ -642,9 +642,9 @@ static void put_coll(struct chrome *c, const struct tp_record *r)
     put_key_u64(j, ", \"bytes\": ", r->u.lib.bytes);
     LIT(j, ", \"busbw factor\": ");
     tp_jsonw_double(j, tp_coll_busbw_factor(op, n));
-    if (op == TP_COLL_SEND || op == TP_COLL_RECV)
+    if (tp_coll_peered(op) && r->u.lib.k != TP_COLL_PEERS)
         put_key_u64(j, ", \"peer\": ", r->u.lib.k);
-    else if (op == TP_COLL_BROADCAST || op == TP_COLL_REDUCE)
+    else if (tp_coll_rooted(op))
         put_key_u64(j, ", \"root\": ", r->u.lib.k);
     if (r->u.lib.flags & TP_LIB_GROUPED)
         LIT(j, ", \"grouped\": true");

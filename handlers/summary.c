@@ -437,8 +437,8 @@ static void put_colls(struct tp_jsonw *j, struct summary *s, const struct tp_win
         tp_table_cells(j, titles, NC, c, s->ncoll);
         free(c);
     }
-    tp_jsonw_lit(j, "busbw = algbw x 2(n-1)/n for allreduce, (n-1)/n for allgather, reduce_scatter"
-                    " and all_to_all, 1 otherwise (nccl-tests)\n");
+    tp_jsonw_lit(j, "busbw = algbw x 2(n-1)/n for allreduce, (n-1)/n for allgather, reduce_scatter,"
+                    " all_to_all, gather and scatter, 1 otherwise (nccl-tests)\n");
     if (s->coll_captured)
         tp_jsonw_printf(j, "Collective calls captured into CUDA graphs (not counted above): %llu\n",
                         (unsigned long long)s->coll_captured);

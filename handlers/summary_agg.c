@@ -202,8 +202,9 @@ static void summary_coll(struct summary *s, const struct tp_event *ev, int64_t d
     struct coll_row *c = coll_row(s, op, n, 1);
     if (!c)
         return;
-    /* nccl-tests' size: allgather counts what every rank ends with,
-     * reduce_scatter what every rank starts with */
+    /* nccl-tests' size: allgather and gather count what every rank ends
+     * with, reduce_scatter and scatter what every rank starts with,
+     * all_to_all everything a rank sends */
     uint64_t in, out;
     tp_coll_nelems(op, 1, n ? n : 1, &in, &out);
     double size = (double)r->u.lib.bytes * (double)(in > out ? in : out);

@@ -12,7 +12,7 @@
  * lock-free open-addressing table keyed by the ncclComm_t pointer:
  *  - creation wrappers fill it from their own arguments (InitRank,
  *    InitRankConfig, InitRankScalable, InitAll), or from the getters right
- *    after the real call (Split, Shrink), outside any recording path;
+ *    after the real call (Split, Shrink, Grow), outside any recording path;
  *  - Destroy and Abort remove the entry before the real call frees the
  *    communicator (a later communicator may get the same address);
  *  - a communicator we did not see created (a non-blocking one still
@@ -24,15 +24,26 @@
  * The creation and destruction wrappers are not recorded and never
  * activate the profiler (like registration in cudart.c).
  *
- * ncclGroupStart/End keep a per-thread group depth on every call, even
+ * ncclGroupStart/End (and ncclGroupSimulateEnd, which ends the group as
+ * ncclGroupEnd does) keep a per-thread group depth on every call, even
  * outside windows: a window that opens or closes inside a group would
  * otherwise leave the depth wrong for the rest of the run.  It is one
- * thread-local add, and only in those two wrappers.
+ * thread-local add, and only in those three wrappers.
+ *
+ * The one-sided calls (ncclPutSignal, ncclSignal, ncclWaitSignal) are
+ * collective records too: communicator, peer, and the bytes a put moves.
+ * ncclMemAlloc/ncclMemFree are allocation lines (TP_MEMLINE, as in
+ * cudart.c): they go through tp_mem_begin, counted in the memory timeline
+ * between windows too, and the driver or runtime calls NCCL makes inside
+ * them are folded in, so their memory counts once, under the call the
+ * program made.  Every other wrapper nests as a library call.
  */
+#include "nccl_compat.h"
 #include "wrap.h"
 #include "../collector/apis.h"
 #include "../collector/comms.h"
 #include "../collector/core.h"
+#include "../collector/memtrack.h"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -219,7 +230,7 @@ static uint64_t tp_comm_ask(ncclComm_t comm, int64_t serial)
 /* ---- records ----------------------------------------------------------------- */
 
 static void tp_nccl_fill(struct tp_record *r, unsigned op, size_t count, int dt, ncclComm_t comm,
-                         int peer)
+                         uint32_t peer)
 {
     unsigned t = tp_nccl_dtype(dt);
     uint64_t bytes;
@@ -237,8 +248,21 @@ static void tp_nccl_fill(struct tp_record *r, unsigned op, size_t count, int dt,
     r->u.lib.m = TP_COMM_SIZE(v);
     r->u.lib.n = TP_COMM_RANK(v);
     r->u.lib.batch = v ? TP_COMM_SERIAL(v) : TP_COLL_NO_COMM;
-    r->u.lib.k = (uint32_t)peer;
+    r->u.lib.k = peer;
     r->u.lib.flags = tp_nccl_group > 0 ? TP_LIB_GROUPED : 0;
+}
+
+/* The one peer every descriptor of a wait names, else TP_COLL_PEERS (none,
+ * or several).  Called while recording only, after the real call read the
+ * same array. */
+static uint32_t tp_nccl_wait_peer(int n, const ncclWaitSignalDesc_t *d)
+{
+    if (n <= 0 || !d)
+        return TP_COLL_PEERS;
+    for (int i = 1; i < n; i++)
+        if (d[i].peer != d[0].peer)
+            return TP_COLL_PEERS;
+    return (uint32_t)d[0].peer;
 }
 
 /* Group depth, kept on every call (see DESIGN); constant-folded away in
@@ -247,16 +271,33 @@ static inline void tp_nccl_group_track(unsigned api)
 {
     if (api == TP_API_ncclGroupStart)
         tp_nccl_group++;
-    else if (api == TP_API_ncclGroupEnd && tp_nccl_group > 0)
+    else if ((api == TP_API_ncclGroupEnd || api == TP_API_ncclGroupSimulateEnd) &&
+             tp_nccl_group > 0)
         tp_nccl_group--;
 }
 
+/* Record expressions of nccl.def (see there). */
+#define TP_NCCL_NO_TYPE (-1)
 #define TP_R_COLL(op, count, dt, comm, peer) \
     if (tp_r) tp_nccl_fill(tp_r, op, count, dt, comm, peer)
+#define TP_U64(x) ((uint64_t)(uintptr_t)(x))
+/* what an output pointer holds once the call succeeded, else 0 */
+#define TP_NCCL_OUT(p) (tp_rc == ncclSuccess && (p) ? TP_U64(*(p)) : 0)
+#define TP_R_ALLOC(p, n, cls) tp_mem_alloc_at(tp_r, cls, TP_NCCL_OUT(p), n, tp_rc == ncclSuccess)
+#define TP_R_FREE(p, cls)     tp_mem_free_at(tp_r, cls, TP_U64(p), 0, tp_rc == ncclSuccess)
+#define TP_R_MAP(p, n, h) \
+    if (tp_r) { tp_r->u.api.dst = TP_U64(p); tp_r->u.api.bytes = (n); tp_r->u.api.src = TP_U64(h); }
 #define TP_R_NONE (void)tp_r
 
+#define TP_MEMLINE_TP_R_COLL(...)  0
+#define TP_MEMLINE_TP_R_ALLOC(...) 1
+#define TP_MEMLINE_TP_R_FREE(...)  1
+#define TP_MEMLINE_TP_R_MAP(...)   0
+#define TP_MEMLINE_TP_R_NONE       0
+
 #define TP_LIB_FN(ret, name, params, args, rec) \
-    TP_WRAP(ret, name, params, args, TP_MISSING, tp_nccl_getters(), tp_nccl_group_track(TP_API_##name), tp_lib_begin, rec)
+    TP_WRAP_GATED(TP_MEMLINE_##rec, ret, name, params, args, TP_MISSING, tp_nccl_getters(), \
+                  tp_nccl_group_track(TP_API_##name), tp_lib_begin, rec)
 #include "../collector/apis/nccl.def"
 #undef TP_LIB_FN
 
@@ -336,6 +377,16 @@ TP_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *exclude, int nexclud
 {
     TP_NCCL_REAL(ncclCommShrink);
     ncclResult_t rc = real(comm, exclude, nexclude, newcomm, config, flags);
+    if ((rc == ncclSuccess || rc == ncclInProgress) && newcomm)
+        tp_comm_created(*newcomm, 0, 0);
+    return rc;
+}
+
+TP_EXPORT ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId *uniqueId,
+                                    int rank, ncclComm_t *newcomm, ncclConfig_t *config)
+{
+    TP_NCCL_REAL(ncclCommGrow);
+    ncclResult_t rc = real(comm, nRanks, uniqueId, rank, newcomm, config);
     if ((rc == ncclSuccess || rc == ncclInProgress) && newcomm)
         tp_comm_created(*newcomm, 0, 0);
     return rc;

@@ -13,6 +13,14 @@
  * ncclAllReduce launches one kernel through the CUDA runtime, registered in
  * a constructor under the name NCCL's device kernels carry, so a test can
  * see launches made inside a collective.
+ * ncclGather/ncclScatter check their root as Broadcast does; the one-sided
+ * calls (NCCL 2.29) check their peers and the window a put writes to.
+ * Windows and buffer registrations come from fixed pools as communicators
+ * do.  ncclMemAlloc/ncclMemFree allocate through the (fake) runtime's
+ * cudaMalloc/cudaFree, as NCCL falls back to them without cuMem: calls a
+ * profiler must fold into the NCCL call.  ncclGroupSimulateEnd ends the
+ * group as ncclGroupEnd does.  The functions NCCL 2.28's nccl.h lacks are
+ * declared by preload/nccl_compat.h as NCCL 2.30.7's headers declare them.
  * FAKE_NCCL_STATS=1 prints to stderr at exit how often ncclCommCount and
  * ncclCommUserRank were called.
  * FAKE_NCCL_VERSION=N makes the fake NCCL version N (ncclGetVersion's
@@ -23,6 +31,8 @@
  * (ncclDevKernelArgsStorage<4096ul>)": some trace readers know only the old
  * prefix (HTA 0.5's straggler analysis looks for "ncclKernel").
  */
+#include "../../preload/nccl_compat.h"
+
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <stdio.h>
@@ -44,8 +54,22 @@ struct ncclComm {
     int device;
 };
 
+struct ncclWindow_vidmem {
+    int used;
+    struct ncclComm *comm;
+    size_t size;
+};
+
+struct fake_reg {
+    int used;
+    struct ncclComm *comm;
+};
+
 #define FAKE_COMMS 64
+#define FAKE_WINDOWS 16
 static struct ncclComm comms[FAKE_COMMS];
+static struct ncclWindow_vidmem windows[FAKE_WINDOWS];
+static struct fake_reg regs[FAKE_WINDOWS];
 static int group_depth;
 static int count_calls, rank_calls;
 
@@ -185,6 +209,20 @@ FAKE_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *exclude, int nexcl
     if (!comm_ok(comm) || !newcomm || nexclude < 0 || nexclude >= comm->size)
         return ncclInvalidArgument;
     return init(newcomm, comm->size - nexclude, comm->rank % (comm->size - nexclude));
+}
+
+FAKE_EXPORT ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId *uniqueId,
+                                      int rank, ncclComm_t *newcomm, ncclConfig_t *config)
+{
+    (void)uniqueId; (void)config;
+    if (!newcomm)
+        return ncclInvalidArgument;
+    if (comm) {     /* an existing rank keeps its rank */
+        if (!comm_ok(comm) || rank != -1 || nRanks <= comm->size)
+            return ncclInvalidArgument;
+        return init(newcomm, nRanks, comm->rank);
+    }
+    return init(newcomm, nRanks, rank);
 }
 
 FAKE_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
@@ -327,10 +365,180 @@ FAKE_EXPORT ncclResult_t ncclGroupStart(void)
     return ncclSuccess;
 }
 
-FAKE_EXPORT ncclResult_t ncclGroupEnd(void)
+/* Called inside this library, never through an exported name (a preloaded
+ * wrapper of that name would see a call the real NCCL does not make). */
+static ncclResult_t group_end(void)
 {
     if (group_depth == 0)
         return ncclInvalidUsage;
     group_depth--;
     return ncclSuccess;
+}
+
+FAKE_EXPORT ncclResult_t ncclGroupEnd(void)
+{
+    return group_end();
+}
+
+FAKE_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
+{
+    if (!simInfo)
+        return ncclInvalidArgument;
+    ncclResult_t r = group_end();
+    if (r == ncclSuccess)
+        simInfo->estimatedTime = 1.0f;
+    return r;
+}
+
+FAKE_EXPORT ncclResult_t ncclGather(const void *sb, void *rb, size_t count, ncclDataType_t dt,
+                                    int root, ncclComm_t comm, cudaStream_t s)
+{
+    (void)sb; (void)rb; (void)s;
+    ncclResult_t r = check(count, dt, comm);
+    return r != ncclSuccess ? r : check_root(root, comm);
+}
+
+FAKE_EXPORT ncclResult_t ncclScatter(const void *sb, void *rb, size_t count, ncclDataType_t dt,
+                                     int root, ncclComm_t comm, cudaStream_t s)
+{
+    (void)sb; (void)rb; (void)s;
+    ncclResult_t r = check(count, dt, comm);
+    return r != ncclSuccess ? r : check_root(root, comm);
+}
+
+/* ---- memory ---------------------------------------------------------------- */
+
+FAKE_EXPORT ncclResult_t ncclMemAlloc(void **ptr, size_t size)
+{
+    return cudaMalloc(ptr, size) == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
+}
+
+FAKE_EXPORT ncclResult_t ncclMemFree(void *ptr)
+{
+    return cudaFree(ptr) == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
+}
+
+FAKE_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size,
+                                          void **handle)
+{
+    if (!comm_ok(comm) || !buff || !size || !handle)
+        return ncclInvalidArgument;
+    for (int i = 0; i < FAKE_WINDOWS; i++)
+        if (!regs[i].used) {
+            regs[i].used = 1;
+            regs[i].comm = comm;
+            *handle = &regs[i];
+            return ncclSuccess;
+        }
+    return ncclSystemError;
+}
+
+FAKE_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle)
+{
+    struct fake_reg *g = handle;
+    if (!comm_ok(comm) || g < regs || g >= regs + FAKE_WINDOWS || !g->used || g->comm != comm)
+        return ncclInvalidArgument;
+    g->used = 0;
+    return ncclSuccess;
+}
+
+FAKE_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,
+                                                ncclWindow_t *win, int winFlags)
+{
+    (void)winFlags;
+    if (!comm_ok(comm) || !buff || !size || !win)
+        return ncclInvalidArgument;
+    for (int i = 0; i < FAKE_WINDOWS; i++)
+        if (!windows[i].used) {
+            windows[i].used = 1;
+            windows[i].comm = comm;
+            windows[i].size = size;
+            *win = &windows[i];
+            return ncclSuccess;
+        }
+    return ncclSystemError;
+}
+
+static int window_ok(ncclWindow_t w, ncclComm_t comm)
+{
+    return w && w >= windows && w < windows + FAKE_WINDOWS && w->used && w->comm == comm;
+}
+
+FAKE_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
+{
+    if (!comm_ok(comm) || !window_ok(win, comm))
+        return ncclInvalidArgument;
+    win->used = 0;
+    return ncclSuccess;
+}
+
+FAKE_EXPORT ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags)
+{
+    return comm_ok(comm) && (flags & ~NCCL_SUSPEND_MEM) == 0 ? ncclSuccess : ncclInvalidArgument;
+}
+
+FAKE_EXPORT ncclResult_t ncclCommResume(ncclComm_t comm)
+{
+    return comm_ok(comm) ? ncclSuccess : ncclInvalidArgument;
+}
+
+FAKE_EXPORT ncclResult_t ncclDevCommCreate(ncclComm_t comm, const struct ncclDevCommRequirements *reqs,
+                                           struct ncclDevComm *outDevComm)
+{
+    return comm_ok(comm) && reqs && outDevComm ? ncclSuccess : ncclInvalidArgument;
+}
+
+FAKE_EXPORT ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const struct ncclDevComm *devComm)
+{
+    return comm_ok(comm) && devComm ? ncclSuccess : ncclInvalidArgument;
+}
+
+/* ---- one-sided calls ---------------------------------------------------------- */
+
+FAKE_EXPORT ncclResult_t ncclPutSignal(const void *localbuff, size_t count, ncclDataType_t datatype,
+                                       int peer, ncclWindow_t peerWin, size_t peerWinOffset,
+                                       int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                                       cudaStream_t stream)
+{
+    (void)localbuff; (void)sigIdx; (void)ctx; (void)stream;
+    ncclResult_t r = check(count, datatype, comm);
+    if (r == ncclSuccess)
+        r = check_root(peer, comm);
+    if (r != ncclSuccess)
+        return r;
+    return window_ok(peerWin, comm) && peerWinOffset <= peerWin->size && !flags
+        ? ncclSuccess : ncclInvalidArgument;
+}
+
+FAKE_EXPORT ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags,
+                                    ncclComm_t comm, cudaStream_t stream)
+{
+    (void)sigIdx; (void)ctx; (void)stream;
+    if (!comm_ok(comm) || flags)
+        return ncclInvalidArgument;
+    return check_root(peer, comm);
+}
+
+FAKE_EXPORT ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t *signalDescs,
+                                        ncclComm_t comm, cudaStream_t stream)
+{
+    (void)stream;
+    if (!comm_ok(comm) || nDesc < 0 || (nDesc > 0 && !signalDescs))
+        return ncclInvalidArgument;
+    for (int i = 0; i < nDesc; i++)
+        if (check_root(signalDescs[i].peer, comm) != ncclSuccess || signalDescs[i].opCnt < 0)
+            return ncclInvalidArgument;
+    return ncclSuccess;
+}
+
+/* ---- communicator shutdown ---------------------------------------------------- */
+
+FAKE_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm)
+{
+    return comm_ok(comm) ? ncclSuccess : ncclInvalidArgument;
+}
+
+FAKE_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags)
+{
+    return comm_ok(comm) && revokeFlags == 0 ? ncclSuccess : ncclInvalidArgument;
 }

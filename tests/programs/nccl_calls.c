@@ -8,9 +8,14 @@
  * InitAll(2), C = InitRankConfig(16, rank 5), S = Split(B, color 3, key 2)
  * (size 3, rank 2: the fake's split), and T = InitRank(3, rank 2), created
  * after a communicator InitRank(6, rank 4) was destroyed, in the slot (the
- * address) it freed.
+ * address) it freed, and G = Grow(A, 6 ranks) (rank 1: A's).
  *   step 0: ncclAllReduce(A, 1000 floats)               a marker
- *   step 1: every collective once, a nested group with ncclSend/ncclRecv
+ *   step 1: every collective once, a nested group with ncclSend/ncclRecv;
+ *           then gather and scatter, ncclMemAlloc'ed memory registered as a
+ *           buffer and as a window, one-sided calls on that window (a wait
+ *           on one peer, a wait on two), a group ended by
+ *           ncclGroupSimulateEnd with a send in it, an allreduce on G,
+ *           suspend/resume, a device communicator, Finalize and Revoke
  *   step 2: ncclAllReduce(A, 77 of type 42)              unknown type
  *   step 3: ncclAllReduce(A, 1003 floats)               a marker
  * then trainprof_step() after each, and a sleep of NCCL_STEP_SLEEP_US (default
@@ -22,6 +27,9 @@
 #include <nccl.h>
 
 #include "prog.h"
+#include "preload/nccl_compat.h"
+
+#define MEM_BYTES (3u << 20)    /* ncclMemAlloc'ed: tests/preload/test_nccl.py */
 
 static int bad;
 
@@ -43,9 +51,17 @@ int main(void)
     static char buf[1 << 16], out[1 << 16];
     int version = 0;
     ncclUniqueId id;
-    ncclComm_t a, b, all[2], c, s, gone, t;
+    ncclComm_t a, b, all[2], c, s, gone, t, g;
     ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
     cudaStream_t st = NULL;
+    void *mem = NULL, *reg = NULL;
+    ncclWindow_t win = NULL;
+    ncclWaitSignalDesc_t one[1] = { { 1, 0, 0, 0 } }, two[2] = { { 1, 2, 0, 0 }, { 2, 3, 1, 0 } };
+    ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+    /* nccl_device/core.h's structs are opaque here (that header is C++) */
+    static unsigned char reqs_space[256], dev_space[4096];
+    const struct ncclDevCommRequirements *reqs = (const void *)reqs_space;
+    struct ncclDevComm *dev_comm = (void *)dev_space;
 
     CALL(ncclGetVersion(&version));
     printf("version %d\n", version);
@@ -59,6 +75,7 @@ int main(void)
     CALL(ncclCommDestroy(gone));
     CALL(ncclCommInitRank(&t, 3, id, 2));
     printf("T reuses the destroyed communicator's address: %s\n", t == gone ? "yes" : "no");
+    CALL(ncclCommGrow(a, 6, NULL, -1, &g, NULL));
     int size = 0, rank = -1, dev = -1;
     CALL(ncclCommCount(a, &size));
     CALL(ncclCommUserRank(a, &rank));
@@ -88,6 +105,28 @@ int main(void)
     CALL(ncclAllReduce(buf, out, 9, ncclFloat64, ncclSum, s, st));
     CALL(ncclAllGather(buf, out, 11, ncclUint64, t, st));
     CALL(ncclSend(buf, 7, ncclUint8, 3, b, st));
+    CALL(ncclGather(buf, out, 40, ncclFloat32, 3, a, st));
+    CALL(ncclScatter(buf, out, 20, ncclInt32, 0, b, st));
+    CALL(ncclMemAlloc(&mem, MEM_BYTES));
+    CALL(ncclCommRegister(a, mem, 4096, &reg));
+    CALL(ncclCommWindowRegister(a, mem, 1 << 16, &win, 0));
+    CALL(ncclPutSignal(buf, 30, ncclFloat16, 2, win, 256, 0, 0, 0, a, st));
+    CALL(ncclSignal(3, 0, 0, 0, a, st));
+    CALL(ncclWaitSignal(1, one, a, st));
+    CALL(ncclWaitSignal(2, two, a, st));
+    CALL(ncclCommWindowDeregister(a, win));
+    CALL(ncclCommDeregister(a, reg));
+    CALL(ncclMemFree(mem));
+    CALL(ncclGroupStart());
+    CALL(ncclSend(buf, 8, ncclUint8, 1, a, st));
+    CALL(ncclGroupSimulateEnd(&sim));
+    CALL(ncclAllReduce(buf, out, 13, ncclInt32, ncclSum, g, st));
+    CALL(ncclCommSuspend(b, NCCL_SUSPEND_MEM));
+    CALL(ncclCommResume(b));
+    CALL(ncclDevCommCreate(a, reqs, dev_comm));
+    CALL(ncclDevCommDestroy(a, dev_comm));
+    CALL(ncclCommFinalize(s));
+    CALL(ncclCommRevoke(c, 0));
     step();
 
     /* step 2: an unknown type is refused by NCCL (counted as expected) */
@@ -99,6 +138,7 @@ int main(void)
     CALL(ncclAllReduce(buf, out, 1003, ncclFloat32, ncclSum, a, st));
     step();
 
+    CALL(ncclCommDestroy(g));
     CALL(ncclCommDestroy(t));
     CALL(ncclCommDestroy(s));
     CALL(ncclCommAbort(c));
