@@ -397,8 +397,9 @@ int tp_cupti_start(int had_context)
     /* Decision 6: only with a driver and a context.  Not a final state: a
      * process may create its context after a trainprof_* call activated us;
      * asking again costs a loader callback while libcuda is absent. */
-    if (!tp_driver_ready(had_context)) {
-        snprintf(tp_status_text, sizeof tp_status_text, "not started: no CUDA driver or context");
+    char why[120];
+    if (!tp_driver_ready(had_context, why, sizeof why)) {
+        snprintf(tp_status_text, sizeof tp_status_text, "not started: %s", why);
         return -1;
     }
     if (tp_load() != 0)

@@ -15,6 +15,8 @@
 #include <cuda_occupancy.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define TP_MAX_DEVICES 64
@@ -69,15 +71,38 @@ static void tp_fill(const struct tp_driver_api *api, int ordinal, CUdevice dev, 
 
 typedef CUresult (*tp_pctx_fn)(CUdevice, unsigned int *, int *);
 
-int tp_driver_ready(int had_context)
+int tp_driver_ready(int had_context, char *why, size_t why_size)
 {
     static const char *const names[] = { "cuDeviceGetCount", "cuDeviceGet", "cuDevicePrimaryCtxGetState" };
     void *fn[3];
-    if (tp_driver_syms(names, fn, 3) != 0 || !fn[0])
+    char dummy[8];
+    if (!why || !why_size) {
+        why = dummy;
+        why_size = sizeof dummy;
+    }
+    if (tp_driver_syms(names, fn, 3) != 0 || !fn[0]) {
+        snprintf(why, why_size, "no CUDA driver in this process (libcuda not loaded)");
         return 0;
+    }
     int n = 0;
-    if (((tp_count_fn)fn[0])(&n) != CUDA_SUCCESS || n <= 0)
+    CUresult rc = ((tp_count_fn)fn[0])(&n);
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    int hidden = vis && (!vis[0] || !strncmp(vis, "-1", 2));   /* every device hidden */
+    if (rc == CUDA_ERROR_NOT_INITIALIZED && !hidden) {
+        snprintf(why, why_size, "CUDA driver not initialized (cuInit not called yet)");
         return 0;
+    }
+    if (hidden || rc == CUDA_ERROR_NO_DEVICE || (rc == CUDA_SUCCESS && n <= 0)) {
+        if (vis)
+            snprintf(why, why_size, "no CUDA device visible (CUDA_VISIBLE_DEVICES=\"%.40s\")", vis);
+        else
+            snprintf(why, why_size, "no CUDA device visible");
+        return 0;
+    }
+    if (rc != CUDA_SUCCESS) {
+        snprintf(why, why_size, "CUDA driver unusable (cuDeviceGetCount returned %d)", (int)rc);
+        return 0;
+    }
     if (had_context)
         return 1;
     for (int i = 0; i < n && fn[1] && fn[2]; i++) {
@@ -88,6 +113,7 @@ int tp_driver_ready(int had_context)
             ((tp_pctx_fn)fn[2])(dev, &flags, &active) == CUDA_SUCCESS && active)
             return 1;
     }
+    snprintf(why, why_size, "no CUDA context yet (no CUDA call has succeeded)");
     return 0;
 }
 

@@ -6,6 +6,8 @@
 #ifndef TRAINPROF_COLLECTOR_DEVPROPS_H
 #define TRAINPROF_COLLECTOR_DEVPROPS_H
 
+#include <stddef.h>
+
 #include <stdint.h>
 
 /* Kineto's deviceProperties fields. */
@@ -31,8 +33,11 @@ struct tp_devprop {
  * it).  Only then may CUPTI be loaded: without a driver, CUPTI 13.2's
  * cuptiGetVersion recurses through its own error path until the stack
  * overflows (issue 10).  Makes only side-effect-free driver queries.
+ * When not ready, "why" (if not NULL) gets one sentence saying which of
+ * those is missing: no driver, driver not initialized, no device (with
+ * CUDA_VISIBLE_DEVICES if set), a driver error, or no context yet.
  */
-int tp_driver_ready(int had_context);
+int tp_driver_ready(int had_context, char *why, size_t why_size);
 
 /* tp_devprops_get - the devices of the loaded driver, queried once (later
  * calls return the same table); 0 and *out = NULL if libcuda is not loaded

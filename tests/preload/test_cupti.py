@@ -373,9 +373,9 @@ for _ in range(6):
 
 
 @pytest.mark.parametrize("stage,subscribed", [
-    ("none", False),        # no libcuda in the process
-    ("loaded", False),      # libcuda loaded, cuInit never called
-    ("init", False),        # initialised, but no context and no CUDA call succeeded
+    ("none", "no CUDA driver in this process (libcuda not loaded)"),
+    ("loaded", "CUDA driver not initialized (cuInit not called yet)"),
+    ("init", "no CUDA context yet (no CUDA call has succeeded)"),
     ("context", True),      # a primary context is active
 ])
 def test_cupti_only_with_driver_and_context(stage, subscribed):
@@ -395,12 +395,12 @@ def test_cupti_only_with_driver_and_context(stage, subscribed):
     assert p.stdout == b""
     t = one_trace(tputil.Result(p.returncode, p.stdout, p.stderr, tputil.find_traces(d)))
     calls = lifecycle(log) if os.path.exists(log) else []
-    if subscribed:
+    if subscribed is True:
         assert "subscribe" in calls, calls
         assert t["trainprof"]["gpu_activity"].startswith("active"), t["trainprof"]
     else:
         assert calls == [], calls
-        assert t["trainprof"]["gpu_activity"] == "not started: no CUDA driver or context"
+        assert t["trainprof"]["gpu_activity"] == "not started: " + subscribed
         assert b"CUPTI" not in p.stderr
 
 
