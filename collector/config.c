@@ -273,6 +273,7 @@ static void init_run(void)
     tp_config_parse(&tp_cfg, env_get, (const char *const *)environ);
     const char *home = getenv("CUDA_HOME");
     snprintf(tp_cfg.cuda_home, sizeof tp_cfg.cuda_home, "%s", home && home[0] ? home : "/usr/local/cuda");
+    tp_cfg.cuda_visible = getenv("CUDA_VISIBLE_DEVICES");
 }
 
 void tp_config_init(void)

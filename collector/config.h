@@ -86,6 +86,7 @@ struct tp_config {
     char itt_collector_path[1024]; /* INTEL_LIBITTNOTIFY64 as found, "" if unset */
     char cupti_path[1024];         /* TRAINPROF_CUPTI_PATH, "" if unset */
     char cuda_home[1024];          /* $CUDA_HOME, else /usr/local/cuda: where CUPTI is looked for last */
+    const char *cuda_visible;      /* $CUDA_VISIBLE_DEVICES, NULL if unset (for messages) */
     char program[256];             /* basename of /proc/self/exe's argv[0] */
 
     /* parse outcome */

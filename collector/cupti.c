@@ -398,7 +398,7 @@ int tp_cupti_start(int had_context)
      * process may create its context after a trainprof_* call activated us;
      * asking again costs a loader callback while libcuda is absent. */
     char why[120];
-    if (!tp_driver_ready(had_context, why, sizeof why)) {
+    if (!tp_driver_ready(had_context, tp_cfg.cuda_visible, why, sizeof why)) {
         snprintf(tp_status_text, sizeof tp_status_text, "not started: %s", why);
         return -1;
     }

@@ -71,7 +71,7 @@ static void tp_fill(const struct tp_driver_api *api, int ordinal, CUdevice dev, 
 
 typedef CUresult (*tp_pctx_fn)(CUdevice, unsigned int *, int *);
 
-int tp_driver_ready(int had_context, char *why, size_t why_size)
+int tp_driver_ready(int had_context, const char *vis, char *why, size_t why_size)
 {
     static const char *const names[] = { "cuDeviceGetCount", "cuDeviceGet", "cuDevicePrimaryCtxGetState" };
     void *fn[3];
@@ -86,7 +86,6 @@ int tp_driver_ready(int had_context, char *why, size_t why_size)
     }
     int n = 0;
     CUresult rc = ((tp_count_fn)fn[0])(&n);
-    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
     int hidden = vis && (!vis[0] || !strncmp(vis, "-1", 2));   /* every device hidden */
     if (rc == CUDA_ERROR_NOT_INITIALIZED && !hidden) {
         snprintf(why, why_size, "CUDA driver not initialized (cuInit not called yet)");

@@ -34,10 +34,11 @@ struct tp_devprop {
  * cuptiGetVersion recurses through its own error path until the stack
  * overflows (issue 10).  Makes only side-effect-free driver queries.
  * When not ready, "why" (if not NULL) gets one sentence saying which of
- * those is missing: no driver, driver not initialized, no device (with
- * CUDA_VISIBLE_DEVICES if set), a driver error, or no context yet.
+ * those is missing: no driver, driver not initialized, no device ("vis":
+ * the value of CUDA_VISIBLE_DEVICES, NULL if unset, named when it hides
+ * every device), a driver error, or no context yet.
  */
-int tp_driver_ready(int had_context, char *why, size_t why_size);
+int tp_driver_ready(int had_context, const char *vis, char *why, size_t why_size);
 
 /* tp_devprops_get - the devices of the loaded driver, queried once (later
  * calls return the same table); 0 and *out = NULL if libcuda is not loaded

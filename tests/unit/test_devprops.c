@@ -134,32 +134,29 @@ END_TEST
 START_TEST(test_driver_ready)
 {
     char why[120];
-    unsetenv("CUDA_VISIBLE_DEVICES");
-    ck_assert_int_eq(tp_driver_ready(0, why, sizeof why), 0);    /* no libcuda in the process */
+    ck_assert_int_eq(tp_driver_ready(0, NULL, why, sizeof why), 0);    /* no libcuda in the process */
     ck_assert_str_eq(why, "no CUDA driver in this process (libcuda not loaded)");
-    ck_assert_int_eq(tp_driver_ready(1, NULL, 0), 0);
+    ck_assert_int_eq(tp_driver_ready(1, NULL, NULL, 0), 0);
     char lib[PATH_MAX + 32];
     fake_driver_path(lib, sizeof lib);
     void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     ck_assert_msg(h != NULL, "%s not built (make fakes)", lib);
-    ck_assert_int_eq(tp_driver_ready(1, why, sizeof why), 0);    /* loaded, cuInit not called */
+    ck_assert_int_eq(tp_driver_ready(1, NULL, why, sizeof why), 0);    /* loaded, cuInit not called */
     ck_assert_str_eq(why, "CUDA driver not initialized (cuInit not called yet)");
-    setenv("CUDA_VISIBLE_DEVICES", "", 1);                       /* every device hidden */
-    ck_assert_int_eq(tp_driver_ready(1, why, sizeof why), 0);
+    ck_assert_int_eq(tp_driver_ready(1, "", why, sizeof why), 0);  /* every device hidden */
     ck_assert_str_eq(why, "no CUDA device visible (CUDA_VISIBLE_DEVICES=\"\")");
-    unsetenv("CUDA_VISIBLE_DEVICES");
     int (*init)(unsigned) = (int (*)(unsigned))dlsym(h, "cuInit");
     ck_assert_int_eq(init(0), 0);
-    ck_assert_int_eq(tp_driver_ready(0, why, sizeof why), 0);    /* no context yet */
+    ck_assert_int_eq(tp_driver_ready(0, NULL, why, sizeof why), 0);    /* no context yet */
     ck_assert_str_eq(why, "no CUDA context yet (no CUDA call has succeeded)");
-    ck_assert_int_eq(tp_driver_ready(1, NULL, 0), 1);    /* a CUDA call succeeded */
+    ck_assert_int_eq(tp_driver_ready(1, NULL, NULL, 0), 1);    /* a CUDA call succeeded */
     int (*retain)(void **, int) = (int (*)(void **, int))dlsym(h, "cuDevicePrimaryCtxRetain");
     int (*release)(int) = (int (*)(int))dlsym(h, "cuDevicePrimaryCtxRelease_v2");
     void *ctx = NULL;
     ck_assert_int_eq(retain(&ctx, 0), 0);
-    ck_assert_int_eq(tp_driver_ready(0, NULL, 0), 1);    /* primary context active */
+    ck_assert_int_eq(tp_driver_ready(0, NULL, NULL, 0), 1);    /* primary context active */
     ck_assert_int_eq(release(0), 0);
-    ck_assert_int_eq(tp_driver_ready(0, NULL, 0), 0);
+    ck_assert_int_eq(tp_driver_ready(0, NULL, NULL, 0), 0);
 }
 END_TEST
 
