@@ -21,9 +21,10 @@
  * with GEMM kernels), level 1/2 and the solvers get their data's class
  * (fp32 for float).  cublasDotEx's class is that of its executionType.  The
  * copies (cublasSet/GetMatrixAsync, ...Vector...) are copy records as the
- * runtime's: rows x cols x elemSize bytes, the direction, the stream; their
- * cudaMemcpy2DAsync is made by the runtime linked statically into cuBLAS
- * (notes 5.3) and so is not recorded a second time.
+ * runtime's: rows x cols x elemSize bytes, the direction, the stream; the
+ * copy they make underneath (through the runtime linked statically into
+ * cuBLAS, notes 5.3) is, like a GEMM's launches, recorded on its own where
+ * it reaches a wrapper (the driver's), inside the library call's span.
  */
 #include "../collector/flops/blas.h"
 #include "../collector/flops/gemm.h"

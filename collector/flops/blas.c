@@ -44,10 +44,15 @@
  *                        + 2mn + 23m/6          + mn + 5m/6
  *   gels (m >= n)        geqrf + nrhs n(2m - n/2 + 5/2)   geqrf + nrhs n(2m - n/2 + 1/2)
  *
- * The level 2 and 3 and LAPACK rows are LAWN 41's (getrf, geqrf and the
- * geqrs term of gels are its exact polynomials).  The level 1 rows are
- * textbook counts (n adds for a sum of n terms rather than n - 1); syr and
- * syr2 count one multiply-add per stored element of the triangle; rotm
+ * The level 3 and LAPACK rows are LAWN 41's, as the PLASMA/MAGMA testing
+ * headers (flops.h) transcribe them: getrf, geqrf and the geqrs term of
+ * gels are its exact polynomials, not their leading terms.  gemv, ger,
+ * symv and trmv/trsv count the same way: one multiplication and one
+ * addition per element of the matrix applied (symv: all n^2), trmv's
+ * diagonal without the addition.  Approximations, all in lower-order terms: the level 1 rows
+ * are textbook counts (n additions for a sum of n terms rather than n - 1);
+ * syr and syr2 count one (two) multiply-adds per stored element of the
+ * triangle, n(n+1)/2 of them, the n multiplications by alpha ignored; rotm
  * counts the full 2x2 H (flag -1) whatever the flag, which cuBLAS may keep
  * in device memory: an upper bound.  cuBLAS serves gelsBatched for
  * overdetermined systems (m >= n) only: m < n counts 0.  Batched forms are
@@ -55,8 +60,8 @@
  *
  * Each count is kept as 6 M and 6 A so that the halves and sixths of the
  * polynomials stay exact integers, in unsigned 128-bit arithmetic that
- * saturates (every size is at most 2^63, a product of three is not); the
- * total saturates at UINT64_MAX, as gemm.c's do.
+ * saturates (a size is below 2^63: products of three can overflow even
+ * 128 bits); the total saturates at UINT64_MAX, as gemm.c's do.
  */
 #include "blas.h"
 #include "gemm.h"
