@@ -68,9 +68,13 @@ struct tp_record {
             uint32_t corr;
         } api;
         struct {                /* library calls: TP_FORM_GEMM, TP_FORM_COLL */
-            uint64_t flops;     /* GEMM: estimated FLOPs (2mnk x batch; 8mnk complex) */
-            uint64_t bytes;     /* collectives: count x dtype size, as passed */
+            uint64_t flops;     /* GEMM: estimated FLOPs (2mnk x batch; 8mnk complex);
+                                   TP_LIB_BLAS: collector/flops/blas.c's count */
+            uint64_t bytes;     /* collectives: count x dtype size, as passed;
+                                   TP_LIB_BLAS copy/swap: n x element size */
             uint32_t m, n, k;   /* GEMM sizes (saturated at UINT32_MAX);
+                                   TP_LIB_BLAS: the routine's own m, n, k (or
+                                   nrhs), those op's TP_BLAS_HAS_* name;
                                    collectives: m = group size, n = rank,
                                    k = peer (send/recv) or root, else 0 */
             uint32_t batch;     /* GEMM batch count (1 if none); collectives: the
@@ -78,7 +82,7 @@ struct tp_record {
                                    TP_COLL_NO_COMM */
             uint8_t  dtype;     /* enum tp_dtype: A/B, or the collective's buffers */
             uint8_t  precision; /* enum tp_precision: GEMM compute class */
-            uint8_t  op;        /* collectives: enum tp_coll */
+            uint8_t  op;        /* collectives: enum tp_coll; TP_LIB_BLAS: TP_BLAS_HAS_* */
             uint8_t  flags;     /* TP_LIB_* */
             uint32_t corr;
         } lib;
@@ -150,6 +154,16 @@ enum tp_range_source { TP_RANGE_NVTX = 0, TP_RANGE_API = 1, TP_RANGE_TORCH = 2 }
 #define TP_LIB_COMPLEX 0x01u   /* GEMM on complex numbers */
 #define TP_LIB_GROUPED 0x02u   /* collective issued inside ncclGroupStart/End */
 #define TP_LIB_CAPTURED 0x04u  /* made during a CUDA graph capture: runs at graph launch */
+#define TP_LIB_BLAS    0x08u   /* TP_FORM_GEMM record of a cuBLAS routine that is no matrix
+                                  product (collector/flops/blas.h): m, n, k are its own sizes,
+                                  not A m x k and B k x n */
+
+/* TP_LIB_BLAS records: which sizes the routine takes (u.lib.op); k holds
+ * nrhs under TP_BLAS_HAS_NRHS (getrs, gels). */
+#define TP_BLAS_HAS_M    0x01u
+#define TP_BLAS_HAS_N    0x02u
+#define TP_BLAS_HAS_K    0x04u
+#define TP_BLAS_HAS_NRHS 0x08u
 
 /* What an API record's payload holds: the record form of its .def line. */
 enum tp_form {
@@ -161,7 +175,8 @@ enum tp_form {
     TP_FORM_SYNC_EVENT,   /* u.api.stream: an event */
     TP_FORM_ALLOC,        /* u.mem: an allocation (collector/memtrack.h) */
     TP_FORM_FREE,         /* u.mem: a free */
-    TP_FORM_GEMM,         /* u.lib: a cuBLAS/cuBLASLt matrix product */
+    TP_FORM_GEMM,         /* u.lib: a cuBLAS/cuBLASLt matrix product, or (flag
+                             TP_LIB_BLAS) another cuBLAS routine with FLOPs */
     TP_FORM_COLL,         /* u.lib: an NCCL collective or send/recv */
     TP_FORM_CONV,         /* u.lib: a cuDNN convolution as its implicit GEMM:
                              m = N, n = output channels (K), k = C/groups x

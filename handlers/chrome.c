@@ -508,6 +508,24 @@ static void put_key_u64(struct tp_jsonw *j, const char *key, uint64_t v)
     tp_jsonw_u64(j, v);
 }
 
+/* A cuBLAS routine that is no product (TP_LIB_BLAS): its own sizes under
+ * its own names (no "Input Dims": they would say A is m x k, B k x n), the
+ * batch and the data type; bytes of copy and swap in put_gemm. */
+static void put_blas_shapes(struct tp_jsonw *j, const struct tp_record *r)
+{
+    unsigned has = r->u.lib.op;
+    if (has & TP_BLAS_HAS_M)
+        put_key_u64(j, ", \"m\": ", r->u.lib.m);
+    if (has & TP_BLAS_HAS_N)
+        put_key_u64(j, ", \"n\": ", r->u.lib.n);
+    if (has & TP_BLAS_HAS_K)
+        put_key_u64(j, ", \"k\": ", r->u.lib.k);
+    if (has & TP_BLAS_HAS_NRHS)
+        put_key_u64(j, ", \"nrhs\": ", r->u.lib.k);
+    put_key_u64(j, ", \"batch\": ", r->u.lib.batch);
+    put_key_str(j, ", \"dtype\": ", tp_dtype_name(r->u.lib.dtype));
+}
+
 /* cuBLAS/cuBLASLt: FLOPs and precision always; sizes and types as torch's
  * record_shapes writes them (A is m x k, B is k x n; c10's C++ type names)
  * when asked. */
@@ -581,8 +599,15 @@ static void put_gemm(struct chrome *c, const struct tp_record *r)
 {
     struct tp_jsonw *j = &c->j;
     put_flops(j, r);
+    int blas = (r->u.lib.flags & TP_LIB_BLAS) != 0;
+    if (blas && r->u.lib.bytes)
+        put_key_u64(j, ", \"bytes\": ", r->u.lib.bytes);
     if (!c->record_shapes)
         return;
+    if (blas) {
+        put_blas_shapes(j, r);
+        return;
+    }
     put_key_u64(j, ", \"m\": ", r->u.lib.m);
     put_key_u64(j, ", \"n\": ", r->u.lib.n);
     put_key_u64(j, ", \"k\": ", r->u.lib.k);

@@ -1,5 +1,7 @@
 /*
- * cublas.c - DESIGN: the cuBLAS GEMM wrappers, expanded from cublas.def.
+ * cublas.c - DESIGN: the cuBLAS wrappers, expanded from cublas.def: the
+ * GEMMs, the other level 1/2/3 routines and batched solvers, the
+ * asynchronous host/device copies and the handle's creation/destruction.
  *
  * Same shape as the runtime wrappers (preload/cudart.c) with library
  * nesting: tp_lib_begin counts depth in tp_lib_depth, so the cublasLtMatmul
@@ -13,8 +15,18 @@
  * sizes and types are arguments, and the handle's math mode (which decides
  * TF32 for float data, notes 1.4) is read with cublasGetMathMode, a getter
  * of the real library that neither allocates nor launches, and only for
- * float data with no or the default compute type.
+ * float data with no or the default compute type.  The routines that are
+ * not products (collector/flops/blas.h) cost a switch and a few multiplies;
+ * the level 3 ones read the math mode as a GEMM does (cuBLAS may serve them
+ * with GEMM kernels), level 1/2 and the solvers get their data's class
+ * (fp32 for float).  cublasDotEx's class is that of its executionType.  The
+ * copies (cublasSet/GetMatrixAsync, ...Vector...) are copy records as the
+ * runtime's: rows x cols x elemSize bytes, the direction, the stream; the
+ * copy they make underneath (through the runtime linked statically into
+ * cuBLAS, notes 5.3) is, like a GEMM's launches, recorded on its own where
+ * it reaches a wrapper (the driver's), inside the library call's span.
  */
+#include "../collector/flops/blas.h"
 #include "../collector/flops/gemm.h"
 #include "wrap.h"
 #include "../collector/apis.h"
@@ -66,8 +78,45 @@ static inline void tp_blas_grouped64(struct tp_record *r, cublasHandle_t h, cons
     tp_gemm_fill_grouped64(r, m, n, k, size, count, atype, tp_blas_precision(h, atype, ct));
 }
 
-/* The record expression of cublas.def: "form" picks the filler above. */
+static inline void tp_blas_blas(struct tp_record *r, cublasHandle_t h, unsigned op, int64_t m,
+                                int64_t n, int64_t k, int64_t batch, int atype)
+{
+    unsigned prec = tp_blas_level3(op) ? tp_blas_precision(h, atype, TP_GEMM_CT_NONE)
+                                       : tp_gemm_precision(atype, TP_GEMM_CT_NONE, 0);
+    tp_blas_fill(r, op, 0, m, n, k, batch, atype, prec);
+}
+
+static inline void tp_blas_sided(struct tp_record *r, cublasHandle_t h, unsigned op,
+                                 cublasSideMode_t side, int64_t m, int64_t n, int64_t batch,
+                                 int atype)
+{
+    tp_blas_fill(r, op, side == CUBLAS_SIDE_RIGHT, m, n, 0, batch, atype,
+                 tp_blas_precision(h, atype, TP_GEMM_CT_NONE));
+}
+
+static inline void tp_blas_dotex(struct tp_record *r, cublasHandle_t h, int64_t n, int xtype,
+                                 int exectype)
+{
+    (void)h;
+    tp_blas_fill(r, TP_BLAS_DOT, 0, 0, n, 0, 1, xtype,
+                 tp_gemm_precision(exectype, TP_GEMM_CT_NONE, 0));
+}
+
+static inline void tp_blas_copy(struct tp_record *r, const void *dst, const void *src,
+                                int64_t rows, int64_t cols, int64_t elem_size, int kind,
+                                cudaStream_t stream)
+{
+    r->u.api.dst = (uint64_t)(uintptr_t)dst;
+    r->u.api.src = (uint64_t)(uintptr_t)src;
+    r->u.api.bytes = tp_blas_copy_bytes(rows, cols, elem_size);
+    r->u.api.copy_kind = (uint32_t)kind;
+    r->u.api.stream = (uint64_t)(uintptr_t)stream;
+}
+
+/* The record expressions of cublas.def: "form" picks the filler above. */
 #define TP_R_GEMM(form, ...) if (tp_r) tp_blas_##form(tp_r, __VA_ARGS__)
+#define TP_R_COPY(...)       if (tp_r) tp_blas_copy(tp_r, __VA_ARGS__)
+#define TP_R_NONE            (void)tp_r
 
 #define TP_LIB_FN(ret, name, params, args, rec) \
     TP_WRAP(ret, name, params, args, TP_MISSING, (void)0, (void)0, tp_lib_begin, rec)

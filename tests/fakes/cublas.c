@@ -3,10 +3,10 @@
  * preload tests.
  *
  * DESIGN
- * Handles hold a math mode and a stream; every GEMM entry point of
- * preload/cublas.def exists with cuBLAS's own prototype (the .def is
+ * Handles hold a math mode and a stream; every entry point of
+ * collector/apis/cublas.def exists with cuBLAS's own prototype (the .def is
  * expanded here too, so a wrong parameter list fails to compile against
- * cublas_api.h) and succeeds without computing.  Two behave like the real
+ * cublas_api.h) and succeeds without computing or copying.  Two behave like the real
  * library in the ways the wrappers must cope with: cublasGemmEx calls
  * cublasLtMatmul through the PLT (libcublas.so.13 imports it, notes 1.1),
  * and cublasSgemm_v2 launches one kernel through the CUDA runtime.  Both
@@ -108,10 +108,23 @@ static cublasStatus_t fake_gemm(const char *name, cublasHandle_t h)
     return CUBLAS_STATUS_SUCCESS;
 }
 
-/* The H forms, declared for C++ only, get their prototype here. */
+/* Each .def line's body is picked by its record expression, whose first
+ * token is pasted onto FAKE_ (as preload/cudart.c's TP_MEMLINE_): math
+ * routines (TP_R_GEMM) go through fake_gemm, copies succeed, and the
+ * TP_R_NONE lines (cublasCreate_v2, cublasDestroy_v2, written above) get
+ * only a declaration, which fails to compile if the .def's prototype is not
+ * theirs.  The H forms, declared for C++ only, get their prototype here. */
 #pragma GCC diagnostic ignored "-Wunused-parameter"
-#define TP_LIB_FN(ret, name, params, args, rec) \
-    FAKE_EXPORT ret name params;                \
+#define FAKE_TP_R_GEMM(...) FAKE_MATH
+#define FAKE_TP_R_COPY(...) FAKE_COPY
+#define FAKE_TP_R_NONE      FAKE_DECLARED
+#define FAKE_MATH(ret, name, params) \
+    FAKE_EXPORT ret name params;     \
     FAKE_EXPORT ret name params { return fake_gemm(#name, h); }
+#define FAKE_COPY(ret, name, params) \
+    FAKE_EXPORT ret name params;     \
+    FAKE_EXPORT ret name params { return CUBLAS_STATUS_SUCCESS; }
+#define FAKE_DECLARED(ret, name, params) FAKE_EXPORT ret name params;
+#define TP_LIB_FN(ret, name, params, args, rec) FAKE_##rec(ret, name, params)
 #include "../../collector/apis/cublas.def"
 #undef TP_LIB_FN
