@@ -66,6 +66,27 @@ def test_every_entry_point_recorded_once_per_call():
                          ("cudaMemset", 4096), ("cudaMemsetAsync_ptsz", 512),
                          ("cudaMemset2DAsync", 256)):
         assert one(name)["bytes"] == nbytes, (name, one(name))
+    # copies described by a struct or a batch (all_apis.c's sizes): 3D
+    # extents in bytes between pointers, in 4-byte elements into an array
+    for name, nbytes in (("cudaMemcpy3D", 128), ("cudaMemcpy3DAsync_ptsz", 128),
+                         ("cudaMemcpy3D_ptds", 64), ("cudaMemcpy3DPeer", 128),
+                         ("cudaMemcpy3DPeerAsync_ptsz", 128), ("cudaMemcpyBatchAsync", 1536),
+                         ("cudaMemcpyBatchAsync_ptsz", 1024), ("cudaMemcpy3DBatchAsync", 64 + 16),
+                         ("cudaMemcpy3DBatchAsync_ptsz", 64), ("cudaMemset3D", 128),
+                         ("cudaMemset3DAsync_ptsz", 128)):
+        assert one(name)["bytes"] == nbytes, (name, one(name))
+    assert one("cudaMemcpy3D_ptds")["kind"] == "HtoD" and one("cudaMemcpy3DPeer")["kind"] == "DtoD"
+    assert one("cudaMemcpyBatchAsync")["kind"] == "Default"
+    # the batches' stream is CUDA 13's argument (the fake runtime is .13)
+    stream = one("cudaMemcpy3DAsync")["cuda stream"]
+    assert stream != 0
+    for name in ("cudaMemcpyBatchAsync", "cudaMemcpy3DBatchAsync_ptsz", "cudaEventRecord",
+                 "cudaEventRecordWithFlags_ptsz", "cudaLaunchHostFunc", "cudaStreamAddCallback_ptsz",
+                 "cudaStreamQuery"):
+        assert one(name)["cuda stream"] == stream, (name, one(name))
+    reg = one("cudaHostRegister")
+    assert reg["bytes"] == 8192 and one("cudaHostUnregister")["bytes"] == 8192
+    assert one("cudaHostUnregister")["addr"] == reg["addr"]
     for ev in runtime:
         assert "stream" not in ev.get("args", {}), ev
 
@@ -95,7 +116,7 @@ def test_args_follow_the_record_form():
             assert "cuda stream" in args, ev
         elif form == "TP_R_SET":
             assert "bytes" in args and "kind" not in args and "cuda stream" in args, ev
-        elif form == "TP_R_SYNC":
+        elif form in ("TP_R_SYNC", "TP_R_STREAM"):
             assert "cuda stream" in args and "bytes" not in args, ev
         elif form == "TP_R_SYNC_EVENT":
             assert "cuda event" in args and "cuda stream" not in args, ev
@@ -107,7 +128,7 @@ def test_args_follow_the_record_form():
             # memory this program allocated)
             assert args["addr"] > 0 and args["bytes"] > 0, ev
             assert not {"kind", "cuda stream", "cuda event"} & set(args), ev
-        elif form == "TP_R_NONE":
+        elif form in ("TP_R_NONE", "TP_R_MAP"):
             assert not {"bytes", "kind", "cuda stream", "cuda event"} & set(args), ev
-    assert {"TP_R_COPY", "TP_R_SET", "TP_R_SYNC", "TP_R_SYNC_EVENT", "TP_R_ALLOC", "TP_R_ALLOC3D",
-            "TP_R_FREE"} <= seen
+    assert {"TP_R_COPY", "TP_R_SET", "TP_R_SYNC", "TP_R_SYNC_EVENT", "TP_R_STREAM", "TP_R_ALLOC",
+            "TP_R_ALLOC3D", "TP_R_FREE", "TP_R_MAP", "TP_R_NONE"} <= seen
