@@ -51,6 +51,21 @@ typedef CUresult (*void_fn)(void);
 
 static const char image[] = "fakecubin _Z6matmulPfS_S_i _Z4reluPfi _Z7softmaxPfi";
 
+/* CUDA 13.1's cuLaunchHostFunc_v2 (not in these headers): syncMode last */
+typedef CUresult (*hostfunc_v2_fn)(CUstream, CUhostFn, void *, unsigned int);
+typedef CUresult (*hostfunc_fn)(CUstream, CUhostFn, void *);
+
+static void host_fn(void *ud)
+{
+    ++*(int *)ud;
+}
+
+static const char *file_of(void *p)
+{
+    Dl_info where;
+    return dladdr(p, &where) && where.dli_fname ? where.dli_fname : "?";
+}
+
 
 static gpa2_fn gpa2;
 static gpa1_fn gpa1;
@@ -157,9 +172,15 @@ int main(void)
     void_fn pstart = (void_fn)need("cuProfilerStart", 4000, 0);
     void_fn pstop = (void_fn)need("cuProfilerStop", 4000, 0);
 
-    Dl_info where;
-    fprintf(stderr, "launch pointer in: %s\n",
-            dladdr((void *)launch, &where) && where.dli_fname ? where.dli_fname : "?");
+    /* the same request at 10000 and at 13010 (a newer ABI) */
+    hostfunc_fn hostfunc = (hostfunc_fn)need("cuLaunchHostFunc", 10000, 0);
+    hostfunc_v2_fn hostfunc_v2 = (hostfunc_v2_fn)need("cuLaunchHostFunc", 13010, 0);
+
+    fprintf(stderr, "launch pointer in: %s\n", file_of((void *)launch));
+    fprintf(stderr, "cuLaunchHostFunc@10000 pointer in: %s\n", file_of((void *)hostfunc));
+    fprintf(stderr, "cuLaunchHostFunc@13010 pointer in: %s\n", file_of((void *)hostfunc_v2));
+    int host_runs = 0;
+    CUresult host_rc = CUDA_SUCCESS;
 
     PROG_CU_CHECK(cuInit_(0));
     CUlibrary lib;
@@ -246,6 +267,11 @@ int main(void)
         count("cuCtxSynchronize_v2");
         PROG_CHECK(cudaDeviceSynchronize());
         count("cudaDeviceSynchronize");
+        PROG_CU_CHECK(hostfunc(NULL, host_fn, &host_runs));
+        count("cuLaunchHostFunc");
+        CUresult rc2 = hostfunc_v2(NULL, host_fn, &host_runs, 1);   /* CU_HOST_TASK_SPINWAIT */
+        if (rc2 != CUDA_SUCCESS)
+            host_rc = rc2;
         unsigned sum = 0;
         for (size_t i = 0; i < sizeof back; i++)
             sum = sum * 31 + back[i];
@@ -256,6 +282,7 @@ int main(void)
     }
     PROG_CU_CHECK(pstop());
     count("cuProfilerStop");
+    printf("host functions v2 rc=%d run=%d\n", (int)host_rc, host_runs);
     for (int i = 0; i < 64 && counts[i].name; i++)
         fprintf(stderr, "count %s %ld\n", counts[i].name, counts[i].n);
     return 0;
