@@ -13,12 +13,14 @@
  * with its _ptsz form), so that a graph captured through the driver alone
  * (a driver-API program, cuda-python, a static cudart our runtime wrappers
  * never see) keeps the FLOPs of the library calls captured into it.  The
- * runtime reaches the driver inside its own call: a driver call made while
- * this thread is inside one of our runtime graph wrappers is that same
- * operation and passes through untouched (tp_rt_graph_call), so that one
- * capture is counted once even when the runtime's call fails after the
- * driver's succeeded.  The driver wrappers are handed out by lookups like
- * those of driver.c (tp_graph_entries, preload/procaddr.c).
+ * runtime reaches the driver inside its own call, so a runtime capture is
+ * begun and ended twice on this thread; captures nest (collector/graphs.h),
+ * so that is one capture, its FLOPs written to the graph at the outermost
+ * end.  Each layer's books follow what its own call returned: a runtime
+ * call that failed after the driver's succeeded leaves the capture the
+ * driver made counted, and a thread never stays "capturing" after both
+ * ended.  The driver wrappers are handed out by lookups like those of
+ * driver.c (tp_graph_entries, preload/procaddr.c).
  *
  * cudaStreamBeginCaptureToGraph captures into an existing graph (PyTorch
  * does it for the body of a conditional node, nested in the outer capture):
@@ -37,9 +39,6 @@
 #undef cuGraphInstantiate
 
 #define TP_MISSING cudaErrorSharedObjectSymbolNotFound
-
-/* >0 while this thread is inside a runtime graph wrapper's real call. */
-static __thread int tp_rt_graph_call __attribute__((tls_model("initial-exec")));
 
 /* ---- the bookkeeping, shared by both layers ------------------------------- */
 
@@ -79,9 +78,7 @@ typedef cudaError_t (*tp_inst_params_fn)(cudaGraphExec_t *, cudaGraph_t, cudaGra
 
 static cudaError_t tp_begin(tp_begin_fn real, cudaStream_t s, enum cudaStreamCaptureMode mode)
 {
-    tp_rt_graph_call++;
     cudaError_t rc = real(s, mode);
-    tp_rt_graph_call--;
     if (rc == cudaSuccess)
         tp_begun();
     return rc;
@@ -91,9 +88,7 @@ static cudaError_t tp_begin_to(tp_begin_to_fn real, cudaStream_t s, cudaGraph_t 
                                const cudaGraphNode_t *deps, const cudaGraphEdgeData *data, size_t n,
                                enum cudaStreamCaptureMode mode)
 {
-    tp_rt_graph_call++;
     cudaError_t rc = real(s, g, deps, data, n, mode);
-    tp_rt_graph_call--;
     if (rc == cudaSuccess)
         tp_begun();
     return rc;
@@ -101,18 +96,14 @@ static cudaError_t tp_begin_to(tp_begin_to_fn real, cudaStream_t s, cudaGraph_t 
 
 static cudaError_t tp_end(tp_end_fn real, cudaStream_t s, cudaGraph_t *g)
 {
-    tp_rt_graph_call++;
     cudaError_t rc = real(s, g);
-    tp_rt_graph_call--;
     tp_ended(rc == cudaSuccess && g ? (const void *)*g : NULL);
     return rc;
 }
 
 static cudaError_t tp_inst(tp_inst_fn real, cudaGraphExec_t *e, cudaGraph_t g, unsigned long long fl)
 {
-    tp_rt_graph_call++;
     cudaError_t rc = real(e, g, fl);
-    tp_rt_graph_call--;
     if (rc == cudaSuccess && e)
         tp_instantiated(*e, g);
     return rc;
@@ -121,9 +112,7 @@ static cudaError_t tp_inst(tp_inst_fn real, cudaGraphExec_t *e, cudaGraph_t g, u
 static cudaError_t tp_inst_params(tp_inst_params_fn real, cudaGraphExec_t *e, cudaGraph_t g,
                                   cudaGraphInstantiateParams *p)
 {
-    tp_rt_graph_call++;
     cudaError_t rc = real(e, g, p);
-    tp_rt_graph_call--;
     if (rc == cudaSuccess && e)
         tp_instantiated(*e, g);
     return rc;
@@ -213,12 +202,9 @@ typedef CUresult (*tp_fn_cuGraphInstantiateWithFlags)(CUgraphExec *, CUgraph, un
 typedef CUresult (*tp_fn_cuGraphInstantiateWithParams)(CUgraphExec *, CUgraph, CUDA_GRAPH_INSTANTIATE_PARAMS *);
 typedef tp_fn_cuGraphInstantiateWithParams tp_fn_cuGraphInstantiateWithParams_ptsz;
 
-/* A driver call inside our runtime wrapper is the runtime's operation. */
-#define TP_DRV_BEGUN(rc)   do { if ((rc) == CUDA_SUCCESS && !tp_rt_graph_call) tp_begun(); } while (0)
-#define TP_DRV_ENDED(rc, g) \
-    do { if (!tp_rt_graph_call) tp_ended((rc) == CUDA_SUCCESS && (g) ? (const void *)*(g) : NULL); } while (0)
-#define TP_DRV_INST(rc, e, g) \
-    do { if ((rc) == CUDA_SUCCESS && (e) && !tp_rt_graph_call) tp_instantiated(*(e), g); } while (0)
+#define TP_DRV_BEGUN(rc)   do { if ((rc) == CUDA_SUCCESS) tp_begun(); } while (0)
+#define TP_DRV_ENDED(rc, g) tp_ended((rc) == CUDA_SUCCESS && (g) ? (const void *)*(g) : NULL)
+#define TP_DRV_INST(rc, e, g) do { if ((rc) == CUDA_SUCCESS && (e)) tp_instantiated(*(e), g); } while (0)
 
 static CUresult tp_do_cuStreamBeginCapture(tp_fn_cuStreamBeginCapture real, CUstream s)
 {

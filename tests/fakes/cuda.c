@@ -20,7 +20,8 @@
  * copy and set (2D/3D ones too, between host, device and array memory),
  * synchronizations return at once, host functions run at once on the
  * calling thread, launches validate their handle and dimensions, stream
- * capture keeps one capture per thread and records nothing into its graph.  "Images" given to cuLibraryLoadData or
+ * capture keeps a thread's captures per stream and records nothing into
+ * their graphs.  "Images" given to cuLibraryLoadData or
  * cuModuleLoadData are text: "fakecubin" followed by the mangled kernel
  * names, whitespace separated.  Everything but cuInit, cuDriverGetVersion,
  * the lookups and cuGetErrorString fails with CUDA_ERROR_NOT_INITIALIZED
@@ -1268,12 +1269,20 @@ static CUresult fake_launch_host_func_v2(CUstream s, CUhostFn fn, void *ud, unsi
 
 struct fake_graph { uint32_t magic; };
 
-/* One capture per thread, as cudaStreamCaptureModeThreadLocal allows; the
- * graph is a fresh one, or the one given to cuStreamBeginCaptureToGraph.
- * Captured work is not kept (nothing runs anyway). */
-static __thread CUstream fake_capturing;
-static __thread int fake_capture_open;
-static __thread CUgraph fake_capture_into;
+/* Captures of this thread, one per stream (PyTorch captures a conditional
+ * node's body on a second stream while the first is captured); the graph is
+ * a fresh one, or the one given to cuStreamBeginCaptureToGraph.  Captured
+ * work is not kept (nothing runs anyway). */
+#define FAKE_CAPTURES 4
+static __thread struct { CUstream stream; CUgraph into; } fake_captures[FAKE_CAPTURES];
+
+static int fake_capture_of(CUstream s)
+{
+    for (int i = 0; i < FAKE_CAPTURES; i++)
+        if (fake_captures[i].stream == s)
+            return i;
+    return -1;
+}
 
 static CUgraph fake_new_graph(uint32_t magic)
 {
@@ -1315,17 +1324,18 @@ FAKE_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e)
     return CUDA_SUCCESS;
 }
 
-/* The legacy NULL stream cannot be captured. */
+/* The legacy NULL stream cannot be captured; a stream captured already:
+ * CUDA_ERROR_ILLEGAL_STATE. */
 static CUresult fake_begin(CUstream s, CUgraph into)
 {
     FAKE_READY();
     if (!s)
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    if (fake_capture_open)
+    int i = fake_capture_of(s) < 0 ? fake_capture_of(NULL) : -1;
+    if (i < 0)
         return CUDA_ERROR_ILLEGAL_STATE;
-    fake_capture_open = 1;
-    fake_capturing = s;
-    fake_capture_into = into;
+    fake_captures[i].stream = s;
+    fake_captures[i].into = into;
     return CUDA_SUCCESS;
 }
 
@@ -1379,10 +1389,11 @@ static CUresult fake_end(CUstream s, CUgraph *g)
     FAKE_READY();
     if (!g)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!fake_capture_open || s != fake_capturing)
+    int i = s ? fake_capture_of(s) : -1;
+    if (i < 0)
         return CUDA_ERROR_ILLEGAL_STATE;
-    fake_capture_open = 0;
-    *g = fake_capture_into ? fake_capture_into : fake_new_graph(FAKE_GRAPH_MAGIC);
+    fake_captures[i].stream = NULL;
+    *g = fake_captures[i].into ? fake_captures[i].into : fake_new_graph(FAKE_GRAPH_MAGIC);
     return *g ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 

@@ -879,10 +879,19 @@ FAKE_EXPORT cudaError_t cudaGraphAddNode(cudaGraphNode_t *node, cudaGraph_t g, c
 
 /* Stream capture: the captured work is not kept (nothing runs anyway); the
  * graph ending the capture is a fresh one, or the one given to
- * cudaStreamBeginCaptureToGraph.  One capture per thread. */
-static __thread cudaStream_t capturing;
-static __thread int capture_open;
-static __thread cudaGraph_t capture_into;
+ * cudaStreamBeginCaptureToGraph.  A thread's captures are kept per stream
+ * (PyTorch captures a conditional node's body on a second stream while the
+ * first is captured). */
+#define CAPTURES 4
+static __thread struct { cudaStream_t stream; cudaGraph_t into; int open; } captures[CAPTURES];
+
+static int capture_of(cudaStream_t s, int open)
+{
+    for (int i = 0; i < CAPTURES; i++)
+        if (captures[i].open == open && (!open || captures[i].stream == s))
+            return i;
+    return -1;
+}
 
 static cudaError_t begin_capture(cudaStream_t s, cudaGraph_t into, enum cudaStreamCaptureMode mode, int pt)
 {
@@ -894,11 +903,12 @@ static cudaError_t begin_capture(cudaStream_t s, cudaGraph_t into, enum cudaStre
         if (!into && b)
             return from_driver(b((CUstream)s, (CUstreamCaptureMode)mode));
     }
-    if (capture_open)
+    int i = capture_of(s, 1) < 0 ? capture_of(s, 0) : -1;
+    if (i < 0)
         return fail(cudaErrorIllegalState);
-    capture_open = 1;
-    capturing = s;
-    capture_into = into;
+    captures[i].open = 1;
+    captures[i].stream = s;
+    captures[i].into = into;
     return cudaSuccess;
 }
 
@@ -907,11 +917,12 @@ static cudaError_t end_capture(cudaStream_t s, cudaGraph_t *g, int pt)
     __typeof__(&cuStreamEndCapture) e = pt ? drv.end_pt : drv.end;
     if (lookup_mode && e)
         return from_driver(e((CUstream)s, (CUgraph *)g));
-    if (!capture_open || s != capturing || !g)
+    int i = capture_of(s, 1);
+    if (i < 0 || !g)
         return fail(cudaErrorStreamCaptureInvalidated);
-    capture_open = 0;
-    if (capture_into) {
-        *g = capture_into;
+    captures[i].open = 0;
+    if (captures[i].into) {
+        *g = captures[i].into;
         return cudaSuccess;
     }
     return cudaGraphCreate(g, 0);

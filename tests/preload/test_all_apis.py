@@ -132,3 +132,25 @@ def test_args_follow_the_record_form():
             assert not {"bytes", "kind", "cuda stream", "cuda event"} & set(args), ev
     assert {"TP_R_COPY", "TP_R_SET", "TP_R_SYNC", "TP_R_SYNC_EVENT", "TP_R_STREAM", "TP_R_ALLOC",
             "TP_R_ALLOC3D", "TP_R_FREE", "TP_R_MAP", "TP_R_NONE"} <= seen
+
+
+def test_runtime_reaching_the_driver_records_one_event_per_call():
+    # FAKE_CUDART_LOOKUP=1: the fake runtime's launches (by stub, cudaKernel_t,
+    # launch config, cooperative), graph launches and peer copies call the
+    # driver functions its cuGetProcAddress lookups returned (our slot
+    # wrappers), inside the runtime call, as the real runtime does: one
+    # runtime event per call, no driver event
+    env = {"FAKE_CUDART_LOOKUP": "1"}
+    plain = tputil.run("all_apis", env=env, preload=False)
+    r = tputil.run("all_apis", env=dict(env, TRAINPROF_SCHEDULE="all"))
+    assert plain.rc == 0 and r.rc == 0, r.stderr
+    assert r.stdout == plain.stdout
+    calls = collections.Counter(
+        re.match(r"^([A-Za-z_0-9]+)\(", line).group(1)
+        for line in r.stdout.decode().splitlines() if re.match(r"^[A-Za-z_0-9]+\(", line))
+    trace = tputil.load_trace(r.traces[0])
+    runtime = collections.Counter(ev["name"] for ev in tputil.events(trace, ph="X", cat="cuda_runtime"))
+    assert runtime == calls, (runtime - calls, calls - runtime)
+    assert tputil.events(trace, ph="X", cat="cuda_driver") == []
+    for ev in tputil.launches(trace):
+        assert ev["args"]["kernel"] in ("k_plain(float*)", "ns::k_kernel(float*, int)", "k_cfg()"), ev
