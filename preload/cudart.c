@@ -10,7 +10,11 @@
  */
 /* The batch copies changed ABI in CUDA 13 (cudart.def): their wrappers
  * take libcudart.so.12's longer argument lists, so the header's CUDA 13
- * declarations are kept out of the way under other names. */
+ * declarations are kept out of the way under other names.  For a CUDA 13
+ * caller of cudaMemcpyBatchAsync the ninth argument is a stack slot above
+ * its eight, in its own frame: read, passed on unused, and (by the fast
+ * path's tail call, which stores its stack arguments back where they came
+ * from) rewritten with the value it held. */
 #define cudaMemcpyBatchAsync tp_cuda13_cudaMemcpyBatchAsync
 #define cudaMemcpy3DBatchAsync tp_cuda13_cudaMemcpy3DBatchAsync
 #include <cuda_runtime_api.h>

@@ -154,3 +154,21 @@ def test_runtime_reaching_the_driver_records_one_event_per_call():
     assert tputil.events(trace, ph="X", cat="cuda_driver") == []
     for ev in tputil.launches(trace):
         assert ev["args"]["kernel"] in ("k_plain(float*)", "ns::k_kernel(float*, int)", "k_cfg()"), ev
+
+
+def test_batch_copies_of_cuda_12_keep_their_arguments():
+    # libcudart.so.12 (12.8, 12.9) takes a size_t *failIdx before the stream
+    # (tests/fakes/cudart12.c): the one unversioned wrapper must forward it
+    # and record the stream from where that ABI has it
+    plain = tputil.run("batch12", preload=False)
+    r = tputil.run("batch12", env={"TRAINPROF_SCHEDULE": "all"})
+    assert plain.rc == 0 and r.rc == 0, r.stderr
+    assert r.stdout == plain.stdout
+    assert r.stdout.count(b"rc=0 copied=1 stream intact failIdx intact") == 2, r.stdout
+    stream = int(re.search(rb"^stream (\d+)$", r.stderr, re.M).group(1))
+    trace = tputil.load_trace(r.traces[0])
+    by_name = {ev["name"]: ev["args"] for ev in tputil.events(trace, ph="X", cat="cuda_runtime")}
+    assert by_name["cudaMemcpyBatchAsync"]["bytes"] == 256 + 128
+    assert by_name["cudaMemcpy3DBatchAsync"]["bytes"] == 64
+    for name in ("cudaMemcpyBatchAsync", "cudaMemcpy3DBatchAsync"):
+        assert by_name[name]["cuda stream"] == stream, (name, by_name[name])
