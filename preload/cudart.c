@@ -6,7 +6,8 @@
  * while a window records or a step signal counts calls does it take the
  * clock, call, fill a record and publish it (collector/core.h).  The
  * runtime's own error code is returned when the real function is missing.
- * Registration calls feed the kernel-name table and never activate.
+ * Registration calls (and cudaLibraryGetKernel) feed the kernel-name table
+ * and never activate.
  */
 /* The batch copies changed ABI in CUDA 13 (cudart.def): their wrappers
  * take libcudart.so.12's longer argument lists, so the header's CUDA 13
@@ -265,5 +266,20 @@ TP_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *stub)
     cudaError_t rc = real(kernel, stub);
     if (rc == cudaSuccess && kernel)
         tp_kernels_alias(*kernel, stub);
+    return rc;
+}
+
+/* A kernel of a library loaded at run time (cudaLibraryLoadData): the
+ * cudaKernel_t goes to cudaLaunchKernel as its "func", so it is named here,
+ * as the driver's cuLibraryGetKernel is (the name need not outlive the
+ * call: the table copies it). */
+typedef cudaError_t (*tp_libkernel_fn)(cudaKernel_t *, cudaLibrary_t, const char *);
+
+TP_EXPORT cudaError_t cudaLibraryGetKernel(cudaKernel_t *kernel, cudaLibrary_t lib, const char *name)
+{
+    TP_REAL(tp_libkernel_fn, cudaLibraryGetKernel, TP_MISSING);
+    cudaError_t rc = real(kernel, lib, name);
+    if (rc == cudaSuccess && kernel && *kernel && name)
+        tp_kernels_register_copy(*kernel, name);
     return rc;
 }

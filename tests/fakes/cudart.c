@@ -428,6 +428,7 @@ struct fake_func {
     const void *stub;          /* host stub address */
     char *device_name;         /* mangled device name (copied) */
     CUkernel kernel;           /* lookup mode: its driver handle, made at its first launch */
+    int library;               /* from cudaLibraryGetKernel: not named by cudaFuncGetName */
     void **module;             /* fat binary handle it came from */
     struct fake_func *next;
 };
@@ -556,13 +557,66 @@ FAKE_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *func)
     return cudaSuccess;
 }
 
+/* Libraries loaded at run time: "fakecubin" and mangled names (the fake
+ * driver's image format); each kernel is a registration entry of its own
+ * (stub = the entry), so that cudaLaunchKernel and __cudaLaunchKernel take
+ * the cudaKernel_t.  cudaFuncGetName does not name it: whether the real one
+ * names a cudaKernel_t is not documented, and a profiler must not rely on it. */
+FAKE_EXPORT cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code, enum cudaJitOption *jo,
+                                            void **jv, unsigned int nj, enum cudaLibraryOption *lo, void **lv,
+                                            unsigned int nl)
+{
+    (void)jo, (void)jv, (void)nj, (void)lo, (void)lv, (void)nl;
+    static const char head[] = "fakecubin";
+    if (!library || !code || strncmp(code, head, sizeof head - 1) != 0)
+        return fail(cudaErrorInvalidKernelImage);
+    char *copy = strdup((const char *)code + sizeof head - 1);
+    if (!copy)
+        return fail(cudaErrorMemoryAllocation);
+    *library = (cudaLibrary_t)(void *)copy;
+    return cudaSuccess;
+}
+
+FAKE_EXPORT cudaError_t cudaLibraryGetKernel(cudaKernel_t *kernel, cudaLibrary_t library, const char *name)
+{
+    if (!kernel || !library || !name || !*name)
+        return fail(cudaErrorInvalidValue);
+    const char *names = (const char *)(void *)library;
+    size_t len = strlen(name);
+    int found = 0;
+    for (const char *p = names; (p = strstr(p, name)) != NULL; p += len)
+        if ((p == names || p[-1] == ' ') && (p[len] == ' ' || p[len] == 0)) {
+            found = 1;
+            break;
+        }
+    if (!found)
+        return fail(cudaErrorSymbolNotFound);
+    struct fake_func *f = calloc(1, sizeof *f);
+    char *copy = strdup(name);
+    if (!f || !copy) {
+        free(f);
+        free(copy);
+        return fail(cudaErrorMemoryAllocation);
+    }
+    f->magic = FUNC_MAGIC;
+    f->stub = f;
+    f->device_name = copy;
+    f->library = 1;
+    pthread_mutex_lock(&reg_lock);
+    f->next = funcs;
+    funcs = f;
+    pthread_mutex_unlock(&reg_lock);
+    *kernel = (cudaKernel_t)(void *)f;
+    return cudaSuccess;
+}
+
 FAKE_EXPORT cudaError_t cudaFuncGetName(const char **name, const void *func)
 {
     if (!name || !func)
         return fail(cudaErrorInvalidValue);
     pthread_mutex_lock(&reg_lock);
     struct fake_func *f = find_func_locked(func);
-    const char *n = f ? f->device_name : NULL;
+    const char *n = f && !f->library ? f->device_name : NULL;
     pthread_mutex_unlock(&reg_lock);
     if (!n)
         return fail(cudaErrorInvalidDeviceFunction);

@@ -172,3 +172,13 @@ def test_batch_copies_of_cuda_12_keep_their_arguments():
     assert by_name["cudaMemcpy3DBatchAsync"]["bytes"] == 64
     for name in ("cudaMemcpyBatchAsync", "cudaMemcpy3DBatchAsync"):
         assert by_name[name]["cuda stream"] == stream, (name, by_name[name])
+
+
+def test_kernels_of_a_runtime_library_are_named():
+    # cudaLibraryGetKernel's cudaKernel_t is launched as cudaLaunchKernel's
+    # "func": named from the name it was asked for
+    r = tputil.run("library_kernels", env={"TRAINPROF_SCHEDULE": "all"})
+    assert r.rc == 0, r.stderr
+    trace = tputil.load_trace(r.traces[0])
+    names = collections.Counter(ev["args"].get("kernel") for ev in tputil.launches(trace))
+    assert names == {"k_lib()": 2, "lib::k2(int)": 2}, names
