@@ -14,8 +14,10 @@
  * The variant is chosen by the returned pointer: the exported variant of
  * the request's family at that address (dlsym on the driver's own handle),
  * else, for an internal pointer, by (request, version, flags) among our
- * variants; a pointer that is some other exported symbol (cuMemAlloc, the
- * pre-3020 ABI) passes through untouched.  A slot stays bound to its real
+ * variants, up to the version of the headers our table was checked
+ * against (above it a newer ABI we cannot know may answer); a pointer that
+ * is some other exported symbol (cuMemAlloc, the pre-3020 ABI) or one of
+ * our own wrappers passes through untouched.  A slot stays bound to its real
  * pointer for the life of the process; the same pointer gets the same slot;
  * with every slot taken the real pointer is handed out.  The lookup path
  * takes a mutex, never calls CUDA and never activates the profiler
