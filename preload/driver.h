@@ -1,5 +1,6 @@
 /*
- * driver.h - the driver wrappers that lookups hand out (preload/driver.c),
+ * driver.h - the driver wrappers that lookups hand out (preload/driver.c:
+ * records and name capture; preload/graphs.c: graph capture bookkeeping),
  * and the lookup-side substitution (preload/procaddr.c) that dlsym.c shares.
  */
 #ifndef TRAINPROF_PRELOAD_DRIVER_H
