@@ -25,6 +25,7 @@
 #define TP_R_SET(...)        TP_FORM_SET
 #define TP_R_SYNC(...)       TP_FORM_SYNC_STREAM
 #define TP_R_SYNC_EVENT(...) TP_FORM_SYNC_EVENT
+#define TP_R_STREAM(...)     TP_FORM_SYNC_STREAM
 #define TP_R_ALLOC(...)      TP_FORM_ALLOC
 #define TP_R_FREE(...)       TP_FORM_FREE
 #define TP_R_ALLOC3D(...)    TP_FORM_ALLOC

@@ -6,15 +6,31 @@
  * while a window records or a step signal counts calls does it take the
  * clock, call, fill a record and publish it (collector/core.h).  The
  * runtime's own error code is returned when the real function is missing.
- * Registration calls feed the kernel-name table and never activate.
+ * Registration calls (and cudaLibraryGetKernel) feed the kernel-name table
+ * and never activate.
  */
+/* The batch copies changed ABI in CUDA 13 (cudart.def): their wrappers
+ * take libcudart.so.12's longer argument lists, so the header's CUDA 13
+ * declarations are kept out of the way under other names.  For a CUDA 13
+ * caller of cudaMemcpyBatchAsync the ninth argument is a stack slot above
+ * its eight, in its own frame: read, passed on unused, and (by the fast
+ * path's tail call, which stores its stack arguments back where they came
+ * from) rewritten with the value it held. */
+#define cudaMemcpyBatchAsync tp_cuda13_cudaMemcpyBatchAsync
+#define cudaMemcpy3DBatchAsync tp_cuda13_cudaMemcpy3DBatchAsync
+#include <cuda_runtime_api.h>
+#undef cudaMemcpyBatchAsync
+#undef cudaMemcpy3DBatchAsync
+
 #include "wrap.h"
 #include "../collector/apis.h"
 #include "../collector/core.h"
 #include "../collector/kernels.h"
+#include "../collector/loader.h"
 #include "../collector/memtrack.h"
 
-#include <cuda_runtime_api.h>
+#include <cuda.h>
+#include <dlfcn.h>
 #include <string.h>
 
 #define TP_MISSING cudaErrorSharedObjectSymbolNotFound
@@ -72,6 +88,137 @@ static inline void tp_fill_copy(struct tp_record *r, const void *dst, const void
 #define TP_R_FREE(p, cls)         tp_mem_free_at(tp_r, cls, (uint64_t)(uintptr_t)(p), 0, tp_rc == cudaSuccess)
 #define TP_R_NONE                 (void)tp_r
 
+#define TP_R_STREAM(h)            TP_R_SYNC(h)
+#define TP_R_MAP(p, n, h)         if (tp_r) tp_fill_copy(tp_r, p, (const void *)(uintptr_t)(h), n, 0, 0)
+
+/* TP_AT(p) - "where the address lands" for a call given the address p
+ * itself (cudaHostRegister): TP_R_ALLOC reads *TP_AT(p) == p. */
+static inline void *const *tp_at(void *const *p)
+{
+    return p;
+}
+#define TP_AT(p) tp_at(&(p))
+
+/* ---- copies described by a struct or a batch ---------------------------- */
+
+/* Bytes of one element of CUDA array "a" (a cudaArray_t is a CUarray:
+ * cudaMemcpy3DOperand says so), from the driver's descriptor, a
+ * side-effect-free query (SPEC decision 2); 0 if unknown (no driver, or a
+ * format whose elements are not whole bytes per channel). */
+typedef CUresult (*tp_arraydesc_fn)(CUDA_ARRAY3D_DESCRIPTOR *, CUarray);
+static uint64_t tp_array_elem(const void *a)
+{
+    static _Atomic(tp_arraydesc_fn) desc_fn;
+    tp_arraydesc_fn fn = atomic_load_explicit(&desc_fn, memory_order_acquire);
+    if (!fn) {
+        static const char *const name[] = { "cuArray3DGetDescriptor_v2" };
+        void *f = NULL;
+        if (tp_driver_syms(name, &f, 1) != 0 || !f)
+            return 0;
+        fn = (tp_arraydesc_fn)f;
+        atomic_store_explicit(&desc_fn, fn, memory_order_release);
+    }
+    CUDA_ARRAY3D_DESCRIPTOR d;
+    memset(&d, 0, sizeof d);
+    if (!a || fn(&d, (CUarray)(uintptr_t)a) != CUDA_SUCCESS)
+        return 0;
+    switch (d.Format) {
+    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8:
+        return d.NumChannels;
+    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF:
+        return 2u * d.NumChannels;
+    case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT:
+        return 4u * d.NumChannels;
+    case CU_AD_FORMAT_UNORM_INT8X1: case CU_AD_FORMAT_SNORM_INT8X1: return 1;
+    case CU_AD_FORMAT_UNORM_INT8X2: case CU_AD_FORMAT_SNORM_INT8X2:
+    case CU_AD_FORMAT_UNORM_INT16X1: case CU_AD_FORMAT_SNORM_INT16X1: return 2;
+    case CU_AD_FORMAT_UNORM_INT8X4: case CU_AD_FORMAT_SNORM_INT8X4:
+    case CU_AD_FORMAT_UNORM_INT16X2: case CU_AD_FORMAT_SNORM_INT16X2: return 4;
+    case CU_AD_FORMAT_UNORM_INT16X4: case CU_AD_FORMAT_SNORM_INT16X4: return 8;
+    default:
+        return 0;
+    }
+}
+
+/* A 3D copy's extent is in bytes between pointers, in elements of the
+ * array when one side is an array (cudaMemcpy3D's documentation). */
+static inline uint64_t tp_extent_bytes(struct cudaExtent e, const void *src_array, const void *dst_array)
+{
+    uint64_t n = (uint64_t)e.width * e.height * e.depth;
+    if (!src_array && !dst_array)
+        return n;
+    return n * tp_array_elem(src_array ? src_array : dst_array);
+}
+
+#define TP_3D_DST(p) ((p) ? ((p)->dstArray ? (const void *)(p)->dstArray : (p)->dstPtr.ptr) : NULL)
+#define TP_3D_SRC(p) ((p) ? ((p)->srcArray ? (const void *)(p)->srcArray : (p)->srcPtr.ptr) : NULL)
+
+static uint64_t tp_copy3d_bytes(const struct cudaMemcpy3DParms *p)
+{
+    return p ? tp_extent_bytes(p->extent, p->srcArray, p->dstArray) : 0;
+}
+
+static uint64_t tp_copy3d_peer_bytes(const struct cudaMemcpy3DPeerParms *p)
+{
+    return p ? tp_extent_bytes(p->extent, p->srcArray, p->dstArray) : 0;
+}
+
+/* cudaMemcpyBatchAsync: the bytes of all its copies (saturating). */
+static uint64_t tp_batch_bytes(const size_t *sizes, size_t n)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; sizes && i < n; i++)
+        sum = sum + sizes[i] < sum ? UINT64_MAX : sum + sizes[i];
+    return sum;
+}
+
+static const void *tp_operand_addr(const struct cudaMemcpy3DOperand *o)
+{
+    return o->type == cudaMemcpyOperandTypeArray ? (const void *)o->op.array.array : o->op.ptr.ptr;
+}
+
+/* cudaMemcpy3DBatchAsync: the first copy's destination (dst 1) or source. */
+static const void *tp_batch3d_addr(const struct cudaMemcpy3DBatchOp *ops, size_t n, int dst)
+{
+    return n && ops ? tp_operand_addr(dst ? &ops[0].dst : &ops[0].src) : NULL;
+}
+
+/* ... and the bytes of all its copies: extents in elements, of 1 byte
+ * between pointers, of the array's element otherwise. */
+static uint64_t tp_batch3d_bytes(const struct cudaMemcpy3DBatchOp *ops, size_t n)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; ops && i < n; i++) {
+        const struct cudaMemcpy3DOperand *s = &ops[i].src, *d = &ops[i].dst;
+        uint64_t b = tp_extent_bytes(ops[i].extent,
+                                     s->type == cudaMemcpyOperandTypeArray ? s->op.array.array : NULL,
+                                     d->type == cudaMemcpyOperandTypeArray ? d->op.array.array : NULL);
+        sum = sum + b < sum ? UINT64_MAX : sum + b;
+    }
+    return sum;
+}
+
+/* 1 if function "fn" is libcudart.so.12's (the ABI before CUDA 13). */
+static int tp_cudart12(void *fn)
+{
+    Dl_info info;
+    if (!dladdr(fn, &info) || !info.dli_fname)
+        return 0;
+    const char *base = strrchr(info.dli_fname, '/');
+    return strncmp(base ? base + 1 : info.dli_fname, "libcudart.so.12", 15) == 0;
+}
+
+/* TP_ABI12(real) - in a record expression: 1 if this wrapper's real
+ * function has libcudart.so.12's ABI, found once per wrapper. */
+#define TP_ABI12(real) ({                                                            \
+        static int tp_abi_;                                                          \
+        int a_ = __atomic_load_n(&tp_abi_, __ATOMIC_RELAXED);                         \
+        if (!a_) {                                                                   \
+            a_ = tp_cudart12((void *)(real)) ? 12 : 13;                              \
+            __atomic_store_n(&tp_abi_, a_, __ATOMIC_RELAXED);                        \
+        }                                                                            \
+        a_ == 12; })
+
 /* bytes of a pitched allocation: pitch x height once known, else asked */
 #define TP_PITCHED(pitch, w, h) \
     (tp_rc == cudaSuccess && (pitch) ? (uint64_t)*(pitch) * (h) : (uint64_t)(w) * (h))
@@ -83,6 +230,8 @@ static inline void tp_fill_copy(struct tp_record *r, const void *dst, const void
 #define TP_MEMLINE_TP_R_SET(...)        0
 #define TP_MEMLINE_TP_R_SYNC(...)       0
 #define TP_MEMLINE_TP_R_SYNC_EVENT(...) 0
+#define TP_MEMLINE_TP_R_STREAM(...)     0
+#define TP_MEMLINE_TP_R_MAP(...)        0
 #define TP_MEMLINE_TP_R_ALLOC(...)      1
 #define TP_MEMLINE_TP_R_ALLOC3D(...)    1
 #define TP_MEMLINE_TP_R_FREE(...)       1
@@ -117,5 +266,20 @@ TP_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *stub)
     cudaError_t rc = real(kernel, stub);
     if (rc == cudaSuccess && kernel)
         tp_kernels_alias(*kernel, stub);
+    return rc;
+}
+
+/* A kernel of a library loaded at run time (cudaLibraryLoadData): the
+ * cudaKernel_t goes to cudaLaunchKernel as its "func", so it is named here,
+ * as the driver's cuLibraryGetKernel is (the name need not outlive the
+ * call: the table copies it). */
+typedef cudaError_t (*tp_libkernel_fn)(cudaKernel_t *, cudaLibrary_t, const char *);
+
+TP_EXPORT cudaError_t cudaLibraryGetKernel(cudaKernel_t *kernel, cudaLibrary_t lib, const char *name)
+{
+    TP_REAL(tp_libkernel_fn, cudaLibraryGetKernel, TP_MISSING);
+    cudaError_t rc = real(kernel, lib, name);
+    if (rc == cudaSuccess && kernel && *kernel && name)
+        tp_kernels_register_copy(*kernel, name);
     return rc;
 }

@@ -68,6 +68,7 @@ static inline void tp_dfill_api(struct tp_record *r, uint64_t dst, uint64_t src,
 #define TP_R_SET(d, v, n, st)     if (tp_r) tp_dfill_api(tp_r, TP_U64(d), (uint64_t)(v), n, 0, TP_U64(st))
 #define TP_R_SYNC(h)              if (tp_r) tp_r->u.api.stream = TP_U64(h)
 #define TP_R_SYNC_EVENT(h)        TP_R_SYNC(h)
+#define TP_R_STREAM(h)            TP_R_SYNC(h)
 #define TP_R_ALLOC(p, n, cls) \
     tp_mem_alloc_at(tp_r, cls, tp_rc == CUDA_SUCCESS && (p) ? TP_U64(*(p)) : 0, n, tp_rc == CUDA_SUCCESS)
 #define TP_R_FREE(p, cls)         tp_mem_free_at(tp_r, cls, TP_U64(p), 0, tp_rc == CUDA_SUCCESS)
@@ -77,6 +78,30 @@ static inline void tp_dfill_api(struct tp_record *r, uint64_t dst, uint64_t src,
     (tp_rc == CUDA_SUCCESS && (pitch) ? (uint64_t)*(pitch) * (h) : (uint64_t)(w) * (h))
 #define TP_R_MAP(p, n, h)         if (tp_r) tp_dfill_api(tp_r, TP_U64(p), TP_U64(h), n, 0, 0)
 #define TP_R_NONE                 (void)tp_r
+
+/* Copies described by a CUDA_MEMCPY2D, CUDA_MEMCPY3D or CUDA_MEMCPY3D_PEER
+ * (the same field names): each operand is host, device, array or unified
+ * memory (CUmemorytype); the width is in bytes, arrays included. */
+static inline uint64_t tp_cp_addr(CUmemorytype t, const void *host, CUdeviceptr dev, CUarray array)
+{
+    return t == CU_MEMORYTYPE_HOST ? TP_U64(host) : t == CU_MEMORYTYPE_ARRAY ? TP_U64(array) : (uint64_t)dev;
+}
+
+/* As an enum cudaMemcpyKind: arrays are device memory; unified memory (or
+ * anything unknown) is cudaMemcpyDefault, the runtime's "inferred". */
+static inline int tp_cp_kind(CUmemorytype src, CUmemorytype dst)
+{
+    int sh = src == CU_MEMORYTYPE_HOST, dh = dst == CU_MEMORYTYPE_HOST;
+    int sd = src == CU_MEMORYTYPE_DEVICE || src == CU_MEMORYTYPE_ARRAY;
+    int dd = dst == CU_MEMORYTYPE_DEVICE || dst == CU_MEMORYTYPE_ARRAY;
+    return sh && dh ? 0 : sh && dd ? 1 : sd && dh ? 2 : sd && dd ? 3 : 4;
+}
+
+#define TP_CP_DST(p) ((p) ? tp_cp_addr((p)->dstMemoryType, (p)->dstHost, (p)->dstDevice, (p)->dstArray) : 0)
+#define TP_CP_SRC(p) ((p) ? tp_cp_addr((p)->srcMemoryType, (p)->srcHost, (p)->srcDevice, (p)->srcArray) : 0)
+#define TP_CP_KIND(p) ((p) ? tp_cp_kind((p)->srcMemoryType, (p)->dstMemoryType) : 4)
+#define TP_CP_BYTES2D(p) ((p) ? (uint64_t)(p)->WidthInBytes * (p)->Height : 0)
+#define TP_CP_BYTES3D(p) ((p) ? (uint64_t)(p)->WidthInBytes * (p)->Height * (p)->Depth : 0)
 
 /* cuMemCreate: physical memory, counted by handle on the device (or host)
  * the properties name. */
@@ -101,6 +126,7 @@ static inline void tp_vmm_create(struct tp_record *r, uint64_t h, uint64_t n, co
 #define TP_MEMLINE_TP_R_SET(...)         0
 #define TP_MEMLINE_TP_R_SYNC(...)        0
 #define TP_MEMLINE_TP_R_SYNC_EVENT(...)  0
+#define TP_MEMLINE_TP_R_STREAM(...)      0
 #define TP_MEMLINE_TP_R_MAP(...)         0
 #define TP_MEMLINE_TP_R_NONE             0
 #define TP_MEMLINE_TP_R_ALLOC(...)       1
@@ -136,7 +162,7 @@ static inline void tp_vmm_create(struct tp_record *r, uint64_t h, uint64_t n, co
 #include "../collector/apis/cuda.def"
 #undef TP_DRV_FN
 
-_Static_assert(TP_DRV_SLOTS == 4, "TP_DRV_FN and TP_CAPTURE define four slots");
+_Static_assert(TP_DRV_SLOTS == 4, "TP_DRV_FN and TP_DRV_HOOK define four slots");
 
 /* ---- name capture: kernel handles to names; never activates ------------- */
 
@@ -171,51 +197,22 @@ static CUresult tp_do_cuKernelGetFunction(tp_fn_cuKernelGetFunction real, CUfunc
     return rc;
 }
 
-#define TP_UNPAREN(...) __VA_ARGS__
-#define TP_CAPTURE_SLOT(name, params, args, k)                                        \
-    static CUresult tp_slot_##name##_##k params                                       \
-    {                                                                                 \
-        return tp_do_##name(__atomic_load_n(&tp_sreal_##name[k], __ATOMIC_ACQUIRE),   \
-                            TP_UNPAREN args);                                         \
-    }
-/* TP_CAPTURE - exported wrapper and lookup slots of a name-capture call. */
-#define TP_CAPTURE(name, params, args)                                                \
-    TP_EXPORT CUresult name params                                                    \
-    {                                                                                 \
-        TP_REAL(tp_fn_##name, name, TP_MISSING);                                      \
-        return tp_do_##name(real, TP_UNPAREN args);                                   \
-    }                                                                                 \
-    static tp_fn_##name tp_sreal_##name[TP_DRV_SLOTS];                                \
-    static void tp_bind_##name(int k, void *real)                                     \
-    {                                                                                 \
-        __atomic_store_n(&tp_sreal_##name[k], (tp_fn_##name)real, __ATOMIC_RELEASE);  \
-    }                                                                                 \
-    TP_CAPTURE_SLOT(name, params, args, 0)                                            \
-    TP_CAPTURE_SLOT(name, params, args, 1)                                            \
-    TP_CAPTURE_SLOT(name, params, args, 2)                                            \
-    TP_CAPTURE_SLOT(name, params, args, 3)
-
-TP_CAPTURE(cuLibraryGetKernel, (CUkernel *k, CUlibrary lib, const char *name), (k, lib, name))
-TP_CAPTURE(cuModuleGetFunction, (CUfunction *f, CUmodule mod, const char *name), (f, mod, name))
-TP_CAPTURE(cuKernelGetFunction, (CUfunction *f, CUkernel k), (f, k))
+TP_DRV_HOOK(cuLibraryGetKernel, (CUkernel *k, CUlibrary lib, const char *name), (k, lib, name))
+TP_DRV_HOOK(cuModuleGetFunction, (CUfunction *f, CUmodule mod, const char *name), (f, mod, name))
+TP_DRV_HOOK(cuKernelGetFunction, (CUfunction *f, CUkernel k), (f, k))
 
 /* ---- the table procaddr.c binds slots from ------------------------------- */
 
 /* Names are stringified where they appear in cuda.def: cuda.h defines some
  * request names as macros (cuMemAlloc -> cuMemAlloc_v2). */
-#define TP_ENTRY(name, str, request, version)                                         \
-    { str, request, version, tp_bind_##name,                                          \
-      { (void *)tp_slot_##name##_0, (void *)tp_slot_##name##_1,                       \
-        (void *)tp_slot_##name##_2, (void *)tp_slot_##name##_3 } },
-
 const struct tp_drv_entry tp_drv_entries[] = {
 #define TP_DRV_FN(ret, name, params, args, cbid, rec, request, version) \
-    TP_ENTRY(name, #name, #request, version)
+    TP_DRV_ENTRY(name, #name, #request, version)
 #include "../collector/apis/cuda.def"
 #undef TP_DRV_FN
-    TP_ENTRY(cuLibraryGetKernel, "cuLibraryGetKernel", "cuLibraryGetKernel", 12000)
-    TP_ENTRY(cuModuleGetFunction, "cuModuleGetFunction", "cuModuleGetFunction", 2000)
-    TP_ENTRY(cuKernelGetFunction, "cuKernelGetFunction", "cuKernelGetFunction", 12000)
+    TP_DRV_ENTRY(cuLibraryGetKernel, "cuLibraryGetKernel", "cuLibraryGetKernel", 12000)
+    TP_DRV_ENTRY(cuModuleGetFunction, "cuModuleGetFunction", "cuModuleGetFunction", 2000)
+    TP_DRV_ENTRY(cuKernelGetFunction, "cuKernelGetFunction", "cuKernelGetFunction", 12000)
 };
 
 const unsigned tp_drv_n_entries = sizeof tp_drv_entries / sizeof tp_drv_entries[0];

@@ -1,5 +1,6 @@
 /*
- * driver.h - the driver wrappers that lookups hand out (preload/driver.c),
+ * driver.h - the driver wrappers that lookups hand out (preload/driver.c:
+ * records and name capture; preload/graphs.c: graph capture bookkeeping),
  * and the lookup-side substitution (preload/procaddr.c) that dlsym.c shares.
  */
 #ifndef TRAINPROF_PRELOAD_DRIVER_H
@@ -25,6 +26,48 @@ struct tp_drv_entry {
 /* The variants of preload/driver.c: cuda.def and the name-capture calls. */
 extern const struct tp_drv_entry tp_drv_entries[];
 extern const unsigned tp_drv_n_entries;
+
+/* The variants of preload/graphs.c: graph capture and instantiation. */
+extern const struct tp_drv_entry tp_graph_entries[];
+extern const unsigned tp_graph_n_entries;
+
+/*
+ * TP_DRV_HOOK - a driver entry point whose work is not a record (name
+ * capture, graph bookkeeping): the exported wrapper and TP_DRV_SLOTS slot
+ * wrappers, all calling tp_do_<name>(real, args...), which the file defines
+ * first.  Expand where wrap.h and cuda.h are included, with cuda.h's macro
+ * of the same name (cuStreamBeginCapture -> _v2) undefined.
+ */
+#define TP_UNPAREN(...) __VA_ARGS__
+#define TP_DRV_HOOK_SLOT(name, params, args, k)                                       \
+    static CUresult tp_slot_##name##_##k params                                       \
+    {                                                                                 \
+        return tp_do_##name(__atomic_load_n(&tp_sreal_##name[k], __ATOMIC_ACQUIRE),   \
+                            TP_UNPAREN args);                                         \
+    }
+#define TP_DRV_HOOK(name, params, args)                                               \
+    TP_EXPORT CUresult name params                                                    \
+    {                                                                                 \
+        TP_REAL(tp_fn_##name, name, CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND);       \
+        return tp_do_##name(real, TP_UNPAREN args);                                   \
+    }                                                                                 \
+    static tp_fn_##name tp_sreal_##name[TP_DRV_SLOTS];                                \
+    static void tp_bind_##name(int k, void *real)                                     \
+    {                                                                                 \
+        __atomic_store_n(&tp_sreal_##name[k], (tp_fn_##name)real, __ATOMIC_RELEASE);  \
+    }                                                                                 \
+    TP_DRV_HOOK_SLOT(name, params, args, 0)                                           \
+    TP_DRV_HOOK_SLOT(name, params, args, 1)                                           \
+    TP_DRV_HOOK_SLOT(name, params, args, 2)                                           \
+    TP_DRV_HOOK_SLOT(name, params, args, 3)
+
+/* TP_DRV_ENTRY - the table row of a variant defined by TP_DRV_FN or
+ * TP_DRV_HOOK: exported name "str", lookup request and version strings as
+ * cudaTypedefs.h spells them (cuda.h defines some as macros). */
+#define TP_DRV_ENTRY(name, str, request, version)                                     \
+    { str, request, version, tp_bind_##name,                                          \
+      { (void *)tp_slot_##name##_0, (void *)tp_slot_##name##_1,                       \
+        (void *)tp_slot_##name##_2, (void *)tp_slot_##name##_3 } },
 
 /*
  * tp_procaddr_wrap - what to hand out instead of "real", which a lookup of

@@ -14,20 +14,27 @@
  * The variant is chosen by the returned pointer: the exported variant of
  * the request's family at that address (dlsym on the driver's own handle),
  * else, for an internal pointer, by (request, version, flags) among our
- * variants; a pointer that is some other exported symbol (cuMemAlloc, the
- * pre-3020 ABI) passes through untouched.  A slot stays bound to its real
+ * variants, up to the version of the headers our table was checked
+ * against (above it a newer ABI we cannot know may answer); a pointer that
+ * is some other exported symbol (cuMemAlloc, the pre-3020 ABI) or one of
+ * our own wrappers passes through untouched.  A slot stays bound to its real
  * pointer for the life of the process; the same pointer gets the same slot;
  * with every slot taken the real pointer is handed out.  The lookup path
  * takes a mutex, never calls CUDA and never activates the profiler
  * (decision 3); with TRAINPROF_ENABLED=0 or an excluded rank it substitutes
- * nothing.  cuGetExportTable is not touched.
+ * nothing.  cuGetExportTable is not touched.  The runtime's own lookups of
+ * driver functions (cudaGetDriverEntryPoint*) get the same substitution, at
+ * the end of this file.
  */
 #include "driver.h"
 #include "resolve.h"
 #include "../collector/config.h"
 
 #include <cuda.h>
+#include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -38,8 +45,11 @@ typedef CUresult (*tp_gpa2_fn)(const char *, void **, int, cuuint64_t, CUdriverP
 
 static void tp_substitute(CUresult rc, const char *sym, void **pfn, int version, cuuint64_t flags)
 {
-    if (rc == CUDA_SUCCESS && sym && pfn && *pfn)
+    if (rc == CUDA_SUCCESS && sym && pfn && *pfn) {
+        int saved = errno;
         *pfn = tp_procaddr_wrap(sym, version, (uint64_t)flags, *pfn);
+        errno = saved;
+    }
 }
 
 static CUresult tp_gpa1_serve(tp_gpa1_fn real, const char *sym, void **pfn, int version,
@@ -121,20 +131,24 @@ static const struct tp_drv_entry tp_gpa_entries[] = {
 /* ---- the slot table -------------------------------------------------------- */
 
 #define TP_GPA_N (sizeof tp_gpa_entries / sizeof tp_gpa_entries[0])
-#define TP_MAX_ENTRIES 128
+#define TP_MAX_ENTRIES 256
 
 static pthread_mutex_t tp_slot_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *tp_bound[TP_MAX_ENTRIES][TP_DRV_SLOTS];   /* under tp_slot_lock */
 
 static unsigned tp_n_entries(void)
 {
-    unsigned n = tp_drv_n_entries + (unsigned)TP_GPA_N;
+    unsigned n = (unsigned)TP_GPA_N + tp_drv_n_entries + tp_graph_n_entries;
     return n < TP_MAX_ENTRIES ? n : TP_MAX_ENTRIES;
 }
 
+/* Our variants: the lookups themselves, driver.c's, graphs.c's. */
 static const struct tp_drv_entry *tp_entry(unsigned i)
 {
-    return i < TP_GPA_N ? &tp_gpa_entries[i] : &tp_drv_entries[i - TP_GPA_N];
+    if (i < TP_GPA_N)
+        return &tp_gpa_entries[i];
+    i -= (unsigned)TP_GPA_N;
+    return i < tp_drv_n_entries ? &tp_drv_entries[i] : &tp_graph_entries[i - tp_drv_n_entries];
 }
 
 static int tp_per_thread(const char *name)
@@ -192,9 +206,15 @@ static int tp_by_address(const char *sym, void *real, int *other)
 
 /* For a pointer the driver exports under no name: our variant of "sym" with
  * the highest version <= "version", of the stream class "flags" asks for
- * when the family has one. */
+ * when the family has one.  None for a version above the headers our table
+ * was checked against (CUDA_VERSION; test_driver_audit.py: every variant of
+ * a wrapped family up to it is in the table): a newer ABI may exist there
+ * (cuLaunchHostFunc@13010 is cuLaunchHostFunc_v2, one argument more), and a
+ * wrapper of an older one would drop or garble arguments. */
 static int tp_by_request(const char *sym, int version, uint64_t flags)
 {
+    if (version > CUDA_VERSION)
+        return -1;
     int want_pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
     int best = -1, best_score = -1;
     for (unsigned i = 0; i < tp_n_entries(); i++) {
@@ -210,9 +230,17 @@ static int tp_by_request(const char *sym, int version, uint64_t flags)
     return best;
 }
 
+/* 1 if "p" is in libtrainprof.so: a wrapper we handed out before, which a
+ * runtime may hand on (cudaGetDriverEntryPoint through our lookup slot). */
+static int tp_ours(void *p)
+{
+    Dl_info them, me;
+    return dladdr(p, &them) && dladdr((void *)tp_ours, &me) && them.dli_fbase == me.dli_fbase;
+}
+
 void *tp_procaddr_wrap(const char *sym, int version, uint64_t flags, void *real)
 {
-    if (!real || !sym || !tp_lookup_enabled())
+    if (!real || !sym || !tp_lookup_enabled() || tp_ours(real))
         return real;
     pthread_mutex_lock(&tp_slot_lock);
     int other;
@@ -238,3 +266,70 @@ void *tp_procaddr_wrap_symbol(const char *sym, void *real)
     pthread_mutex_unlock(&tp_slot_lock);
     return out;
 }
+
+/* ---- the runtime's lookups of driver entry points ----------------------------
+ * cudaGetDriverEntryPoint{,ByVersion}{,_ptsz} hand out driver functions
+ * (PyTorch gets cuMemCreate, cuMemMap, ... this way, at version 12000).  A
+ * runtime that answers through the cuGetProcAddress it was given returns
+ * our slot wrapper already (tp_ours: handed on unchanged); one that answers
+ * from elsewhere returns the driver's own pointer, which gets the wrapper a
+ * cuGetProcAddress lookup would.  The runtime's status and driverStatus pass
+ * through; its funcPtr is replaced only when it succeeded with a pointer. */
+
+typedef cudaError_t (*tp_entry_fn)(const char *, void **, unsigned long long,
+                                   enum cudaDriverEntryPointQueryResult *);
+typedef cudaError_t (*tp_entry_ver_fn)(const char *, void **, unsigned int, unsigned long long,
+                                       enum cudaDriverEntryPointQueryResult *);
+
+/* cudaEnable* as CU_GET_PROC_ADDRESS_* (the same values): cudaEnableDefault
+ * is the per-thread search for a --default-stream per-thread caller (the
+ * _ptsz entry points), the legacy one otherwise. */
+static uint64_t tp_entry_flags(unsigned long long flags, int ptsz)
+{
+    return flags == cudaEnableDefault && ptsz ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : flags;
+}
+
+static cudaError_t tp_entry_serve(cudaError_t rc, const char *sym, void **fn, int version, uint64_t flags)
+{
+    if (rc == cudaSuccess && sym && fn && *fn) {
+        int saved = errno;
+        *fn = tp_procaddr_wrap(sym, version, flags, *fn);
+        errno = saved;
+    }
+    return rc;
+}
+
+/* The runtime's own version picks the variant of cudaGetDriverEntryPoint:
+ * unknown here, so the pointer is named by its address only (INT_MAX: no
+ * guess by request, tp_by_request). */
+#define TP_ENTRY_WRAPPER(name, ptsz)                                                        \
+    TP_EXPORT cudaError_t name(const char *sym, void **fn, unsigned long long flags,        \
+                               enum cudaDriverEntryPointQueryResult *st)                    \
+    {                                                                                       \
+        static tp_entry_fn exported;                                                        \
+        tp_entry_fn real = __atomic_load_n(&exported, __ATOMIC_ACQUIRE);                    \
+        if (!real && !(real = (tp_entry_fn)tp_resolve(#name)))                              \
+            return cudaErrorSharedObjectSymbolNotFound;                                     \
+        __atomic_store_n(&exported, real, __ATOMIC_RELEASE);                                \
+        return tp_entry_serve(real(sym, fn, flags, st), sym, fn, INT_MAX,                   \
+                              tp_entry_flags(flags, ptsz));                                 \
+    }
+
+#define TP_ENTRY_VER_WRAPPER(name, ptsz)                                                    \
+    TP_EXPORT cudaError_t name(const char *sym, void **fn, unsigned int version,            \
+                               unsigned long long flags, enum cudaDriverEntryPointQueryResult *st) \
+    {                                                                                       \
+        static tp_entry_ver_fn exported;                                                    \
+        tp_entry_ver_fn real = __atomic_load_n(&exported, __ATOMIC_ACQUIRE);                \
+        if (!real && !(real = (tp_entry_ver_fn)tp_resolve(#name)))                          \
+            return cudaErrorSharedObjectSymbolNotFound;                                     \
+        __atomic_store_n(&exported, real, __ATOMIC_RELEASE);                                \
+        return tp_entry_serve(real(sym, fn, version, flags, st), sym, fn,                   \
+                              version > INT_MAX ? INT_MAX : (int)version,                   \
+                              tp_entry_flags(flags, ptsz));                                 \
+    }
+
+TP_ENTRY_WRAPPER(cudaGetDriverEntryPoint, 0)
+TP_ENTRY_WRAPPER(cudaGetDriverEntryPoint_ptsz, 1)
+TP_ENTRY_VER_WRAPPER(cudaGetDriverEntryPointByVersion, 0)
+TP_ENTRY_VER_WRAPPER(cudaGetDriverEntryPointByVersion_ptsz, 1)

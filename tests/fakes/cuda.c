@@ -8,12 +8,20 @@
  * and cuGetProcAddress_v2 answer from one table of (name, ABI version,
  * per-thread stream, function), choosing the variant by version and flags
  * as the real driver does, with NOT_FOUND and the matching symbolStatus for
- * unknown names, the "" probe and too-old versions.  One entry,
- * ("cuMemsetD8", 3020), hands out an internal, unexported function, as a
- * real driver may: interposers must cope with pointers they cannot name.
+ * unknown names, the "" probe and too-old versions.  The versions are
+ * cudaTypedefs.h's PFN_<name>_v<N>: per-thread variants from 7000, so that
+ * a per-thread request below that gets the legacy function, as the flag's
+ * documentation says ("if a per-thread version is not found, ... the legacy
+ * version").  Two entries hand out internal, unexported functions, as a
+ * real driver may: ("cuMemsetD8", 3020) and ("cuLaunchHostFunc", 13010),
+ * CUDA 13.1's cuLaunchHostFunc_v2 with a fourth argument the headers here
+ * do not know; interposers must cope with pointers they cannot name.
  * There is no device: device memory is host memory, copies and sets really
- * copy and set, synchronizations return at once, launches validate their
- * handle and dimensions.  "Images" given to cuLibraryLoadData or
+ * copy and set (2D/3D ones too, between host, device and array memory),
+ * synchronizations return at once, host functions run at once on the
+ * calling thread, launches validate their handle and dimensions, stream
+ * capture keeps a thread's captures per stream and records nothing into
+ * their graphs.  "Images" given to cuLibraryLoadData or
  * cuModuleLoadData are text: "fakecubin" followed by the mangled kernel
  * names, whitespace separated.  Everything but cuInit, cuDriverGetVersion,
  * the lookups and cuGetErrorString fails with CUDA_ERROR_NOT_INITIALIZED
@@ -35,6 +43,12 @@
 #undef cuGetProcAddress  /* the fake defines the old ABIs under the old names */
 
 #define FAKE_EXPORT __attribute__((visibility("default")))
+
+/* Every entry point trainprof wraps, declared from its list: a prototype
+ * there that disagrees with cuda.h fails to compile here. */
+#define TP_DRV_FN(ret, name, params, args, cbid, rec, request, version) FAKE_EXPORT ret name params;
+#include "../../collector/apis/cuda.def"
+#undef TP_DRV_FN
 
 /* ---- the observer (fakegpu.h) --------------------------------------------- */
 
@@ -808,6 +822,652 @@ FAKE_EXPORT CUresult cuProfilerStop(void)
     return fake_plain(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, FAKEGPU_NONE, 0, 0, 0);
 }
 
+/* ---- more copies and sets: peers, 2D/3D, 16-bit and 2D sets ------------------ */
+
+FAKE_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n)
+{
+    return fake_copy(CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds, FAKE_DPTR(d), FAKE_DPTR(s), n, 4, NULL);
+}
+
+FAKE_EXPORT CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)
+{
+    return fake_copy(CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync, FAKE_DPTR(d), FAKE_DPTR(s), n, 4, st);
+}
+
+FAKE_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)
+{
+    return fake_copy(CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz, FAKE_DPTR(d), FAKE_DPTR(s), n, 4, st);
+}
+
+FAKE_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr d, CUdeviceptr s, size_t n)
+{
+    return fake_copy(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds, FAKE_DPTR(d), FAKE_DPTR(s), n, 3, NULL);
+}
+
+FAKE_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)
+{
+    return fake_copy(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2, FAKE_DPTR(d), FAKE_DPTR(s), n, 3, st);
+}
+
+FAKE_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)
+{
+    return fake_copy(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz, FAKE_DPTR(d), FAKE_DPTR(s), n, 3, st);
+}
+
+/* Peer copies: the one context there is (the primary), else
+ * CUDA_ERROR_INVALID_CONTEXT. */
+static CUresult fake_peer(int cbid, CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n,
+                          CUstream st)
+{
+    if (dc != (CUcontext)(void *)&fake_primary_ctx || sc != (CUcontext)(void *)&fake_primary_ctx) {
+        FAKE_READY();
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    return fake_copy(cbid, FAKE_DPTR(d), FAKE_DPTR(s), n, 3, st);
+}
+
+FAKE_EXPORT CUresult cuMemcpyPeer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n)
+{
+    return fake_peer(CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer, d, dc, s, sc, n, NULL);
+}
+
+FAKE_EXPORT CUresult cuMemcpyPeer_ptds(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n)
+{
+    return fake_peer(CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer_ptds, d, dc, s, sc, n, NULL);
+}
+
+FAKE_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n,
+                                       CUstream st)
+{
+    return fake_peer(CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync, d, dc, s, sc, n, st);
+}
+
+FAKE_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc,
+                                            size_t n, CUstream st)
+{
+    return fake_peer(CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync_ptsz, d, dc, s, sc, n, st);
+}
+
+static struct fakegpu_array *fake_array_of(CUarray a)
+{
+    struct fakegpu_array *f = (struct fakegpu_array *)(void *)a;
+    return f && f->magic == FAKEGPU_ARRAY_MAGIC ? f : NULL;
+}
+
+/* One side of a 2D/3D copy: the byte at (x bytes, y, z) of host, device,
+ * unified or array memory, rows "pitch" apart and layers "height" rows. */
+struct fake_operand {
+    CUmemorytype type;
+    const void *host;
+    CUdeviceptr dev;
+    CUarray array;
+    size_t x, y, z, pitch, height;
+};
+
+static unsigned char *fake_operand_base(struct fake_operand *o, size_t w, size_t h, size_t d)
+{
+    switch (o->type) {
+    case CU_MEMORYTYPE_HOST:
+        return (unsigned char *)(uintptr_t)o->host;
+    case CU_MEMORYTYPE_DEVICE:
+    case CU_MEMORYTYPE_UNIFIED:
+        return FAKE_DPTR(o->dev);
+    case CU_MEMORYTYPE_ARRAY: {
+        struct fakegpu_array *a = fake_array_of(o->array);
+        if (!a || o->x + w > a->width * a->elem || o->y + h > a->height || o->z + d > a->depth)
+            return NULL;
+        o->pitch = a->width * a->elem;
+        o->height = a->height;
+        return a->data;
+    }
+    default:
+        return NULL;
+    }
+}
+
+static int fake_kind_of(CUmemorytype src, CUmemorytype dst)
+{
+    int sh = src == CU_MEMORYTYPE_HOST, dh = dst == CU_MEMORYTYPE_HOST;
+    int sd = src == CU_MEMORYTYPE_DEVICE || src == CU_MEMORYTYPE_ARRAY;
+    int dd = dst == CU_MEMORYTYPE_DEVICE || dst == CU_MEMORYTYPE_ARRAY;
+    return sh && dh ? 0 : sh && dd ? 1 : sd && dh ? 2 : sd && dd ? 3 : 4;
+}
+
+/* Rows of "w" bytes, "h" rows a layer, "d" layers; height 0 with d == 1 is
+ * allowed, as cuMemcpy3D documents. */
+static CUresult fake_copy3d(int cbid, struct fake_operand *src, struct fake_operand *dst, size_t w, size_t h,
+                            size_t d, CUstream st)
+{
+    FAKE_READY();
+    struct fake_rep r;
+    fake_enter(&r, cbid, FAKEGPU_MEMCPY);
+    r.op.bytes = (uint64_t)w * h * d;
+    r.op.copy_kind = fake_kind_of(src->type, dst->type);
+    r.op.stream = (uint64_t)(uintptr_t)st;
+    if (!w || !h || !d)
+        return fake_leave(&r, CUDA_SUCCESS);
+    unsigned char *s = fake_operand_base(src, w, h, d), *t = fake_operand_base(dst, w, h, d);
+    if (!s || !t || src->pitch < src->x + w || dst->pitch < dst->x + w ||
+        (d > 1 && (src->height < src->y + h || dst->height < dst->y + h)))
+        return fake_leave(&r, CUDA_ERROR_INVALID_VALUE);
+    for (size_t z = 0; z < d; z++)
+        for (size_t y = 0; y < h; y++)
+            memmove(t + ((dst->z + z) * dst->height + dst->y + y) * dst->pitch + dst->x,
+                    s + ((src->z + z) * src->height + src->y + y) * src->pitch + src->x, w);
+    return fake_leave(&r, CUDA_SUCCESS);
+}
+
+#define FAKE_SIDE(p, side, zz, hh) { (p)->side##MemoryType, (p)->side##Host, (p)->side##Device, \
+                                     (p)->side##Array, (p)->side##XInBytes, (p)->side##Y, zz, \
+                                     (p)->side##Pitch, hh }
+
+static CUresult fake_copy2d(int cbid, const CUDA_MEMCPY2D *p, CUstream st)
+{
+    if (!p) {
+        FAKE_READY();
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    struct fake_operand s = FAKE_SIDE(p, src, 0, p->Height), d = FAKE_SIDE(p, dst, 0, p->Height);
+    return fake_copy3d(cbid, &s, &d, p->WidthInBytes, p->Height, 1, st);
+}
+
+static CUresult fake_copy3d_of(int cbid, const CUDA_MEMCPY3D *p, CUstream st)
+{
+    if (!p) {
+        FAKE_READY();
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    struct fake_operand s = FAKE_SIDE(p, src, p->srcZ, p->srcHeight), d = FAKE_SIDE(p, dst, p->dstZ, p->dstHeight);
+    return fake_copy3d(cbid, &s, &d, p->WidthInBytes, p->Height, p->Depth, st);
+}
+
+static CUresult fake_copy3d_peer(int cbid, const CUDA_MEMCPY3D_PEER *p, CUstream st)
+{
+    if (!p) {
+        FAKE_READY();
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    struct fake_operand s = FAKE_SIDE(p, src, p->srcZ, p->srcHeight), d = FAKE_SIDE(p, dst, p->dstZ, p->dstHeight);
+    return fake_copy3d(cbid, &s, &d, p->WidthInBytes, p->Height, p->Depth, st);
+}
+
+FAKE_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *p)
+{
+    return fake_copy2d(CUPTI_DRIVER_TRACE_CBID_cuMemcpy2D_v2, p, NULL);
+}
+
+FAKE_EXPORT CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *p)
+{
+    return fake_copy2d(CUPTI_DRIVER_TRACE_CBID_cuMemcpy2D_v2_ptds, p, NULL);
+}
+
+FAKE_EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *p)
+{
+    return fake_copy2d(CUPTI_DRIVER_TRACE_CBID_cuMemcpy2DUnaligned_v2, p, NULL);
+}
+
+FAKE_EXPORT CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *p)
+{
+    return fake_copy2d(CUPTI_DRIVER_TRACE_CBID_cuMemcpy2DUnaligned_v2_ptds, p, NULL);
+}
+
+FAKE_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *p, CUstream st)
+{
+    return fake_copy2d(CUPTI_DRIVER_TRACE_CBID_cuMemcpy2DAsync_v2, p, st);
+}
+
+FAKE_EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *p, CUstream st)
+{
+    return fake_copy2d(CUPTI_DRIVER_TRACE_CBID_cuMemcpy2DAsync_v2_ptsz, p, st);
+}
+
+FAKE_EXPORT CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *p)
+{
+    return fake_copy3d_of(CUPTI_DRIVER_TRACE_CBID_cuMemcpy3D_v2, p, NULL);
+}
+
+FAKE_EXPORT CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *p)
+{
+    return fake_copy3d_of(CUPTI_DRIVER_TRACE_CBID_cuMemcpy3D_v2_ptds, p, NULL);
+}
+
+FAKE_EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *p, CUstream st)
+{
+    return fake_copy3d_of(CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DAsync_v2, p, st);
+}
+
+FAKE_EXPORT CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *p, CUstream st)
+{
+    return fake_copy3d_of(CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DAsync_v2_ptsz, p, st);
+}
+
+FAKE_EXPORT CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *p)
+{
+    return fake_copy3d_peer(CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DPeer, p, NULL);
+}
+
+FAKE_EXPORT CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *p)
+{
+    return fake_copy3d_peer(CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DPeer_ptds, p, NULL);
+}
+
+FAKE_EXPORT CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *p, CUstream st)
+{
+    return fake_copy3d_peer(CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DPeerAsync, p, st);
+}
+
+FAKE_EXPORT CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *p, CUstream st)
+{
+    return fake_copy3d_peer(CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DPeerAsync_ptsz, p, st);
+}
+
+/* Sets of "w" elements of "size" bytes in each of "h" rows "pitch" apart;
+ * the address (and pitch) must be aligned to the element, as cuMemsetD16/32
+ * require (CUDA_ERROR_INVALID_VALUE). */
+static CUresult fake_set2d(int cbid, CUdeviceptr d, size_t pitch, unsigned v, unsigned size, size_t w, size_t h,
+                           CUstream st)
+{
+    FAKE_READY();
+    struct fake_rep r;
+    fake_enter(&r, cbid, FAKEGPU_MEMSET);
+    r.op.bytes = (uint64_t)w * h * size;
+    r.op.stream = (uint64_t)(uintptr_t)st;
+    if (!w || !h)
+        return fake_leave(&r, CUDA_SUCCESS);
+    if (!d || d % size || (h > 1 && (pitch % size || pitch < w * size)))
+        return fake_leave(&r, CUDA_ERROR_INVALID_VALUE);
+    for (size_t y = 0; y < h; y++)
+        for (size_t x = 0; x < w; x++) {
+            unsigned char *e = FAKE_DPTR(d + y * pitch + x * size);
+            if (size == 1)
+                *e = (unsigned char)v;
+            else if (size == 2)
+                memcpy(e, &(uint16_t){ (uint16_t)v }, 2);
+            else
+                memcpy(e, &(uint32_t){ v }, 4);
+        }
+    return fake_leave(&r, CUDA_SUCCESS);
+}
+
+#define FAKE_SET(name, size, d, v, n, st) \
+    fake_set2d(CUPTI_DRIVER_TRACE_CBID_##name, d, (n) * (size), v, size, n, 1, st)
+#define FAKE_SET2D(name, size, d, p, v, w, h, st) \
+    fake_set2d(CUPTI_DRIVER_TRACE_CBID_##name, d, p, v, size, w, h, st)
+
+FAKE_EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
+{
+    return FAKE_SET(cuMemsetD8Async, 1, d, v, n, s);
+}
+
+FAKE_EXPORT CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
+{
+    return FAKE_SET(cuMemsetD8Async_ptsz, 1, d, v, n, s);
+}
+
+FAKE_EXPORT CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n)
+{
+    return FAKE_SET(cuMemsetD16_v2, 2, d, v, n, NULL);
+}
+
+FAKE_EXPORT CUresult cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n)
+{
+    return FAKE_SET(cuMemsetD16_v2_ptds, 2, d, v, n, NULL);
+}
+
+FAKE_EXPORT CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s)
+{
+    return FAKE_SET(cuMemsetD16Async, 2, d, v, n, s);
+}
+
+FAKE_EXPORT CUresult cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream s)
+{
+    return FAKE_SET(cuMemsetD16Async_ptsz, 2, d, v, n, s);
+}
+
+FAKE_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n)
+{
+    return FAKE_SET(cuMemsetD32_v2, 4, d, v, n, NULL);
+}
+
+FAKE_EXPORT CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n)
+{
+    return FAKE_SET(cuMemsetD32_v2_ptds, 4, d, v, n, NULL);
+}
+
+FAKE_EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s)
+{
+    return FAKE_SET(cuMemsetD32Async, 4, d, v, n, s);
+}
+
+FAKE_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream s)
+{
+    return FAKE_SET(cuMemsetD32Async_ptsz, 4, d, v, n, s);
+}
+
+#define FAKE_D2D(bits, ty, size)                                                                     \
+    FAKE_EXPORT CUresult cuMemsetD2D##bits##_v2(CUdeviceptr d, size_t p, ty v, size_t w, size_t h)  \
+    {                                                                                                \
+        return FAKE_SET2D(cuMemsetD2D##bits##_v2, size, d, p, v, w, h, NULL);                       \
+    }                                                                                                \
+    FAKE_EXPORT CUresult cuMemsetD2D##bits##_v2_ptds(CUdeviceptr d, size_t p, ty v, size_t w, size_t h) \
+    {                                                                                                \
+        return FAKE_SET2D(cuMemsetD2D##bits##_v2_ptds, size, d, p, v, w, h, NULL);                  \
+    }                                                                                                \
+    FAKE_EXPORT CUresult cuMemsetD2D##bits##Async(CUdeviceptr d, size_t p, ty v, size_t w, size_t h, \
+                                                  CUstream s)                                        \
+    {                                                                                                \
+        return FAKE_SET2D(cuMemsetD2D##bits##Async, size, d, p, v, w, h, s);                        \
+    }                                                                                                \
+    FAKE_EXPORT CUresult cuMemsetD2D##bits##Async_ptsz(CUdeviceptr d, size_t p, ty v, size_t w,      \
+                                                       size_t h, CUstream s)                         \
+    {                                                                                                \
+        return FAKE_SET2D(cuMemsetD2D##bits##Async_ptsz, size, d, p, v, w, h, s);                   \
+    }
+FAKE_D2D(8, unsigned char, 1)
+FAKE_D2D(16, unsigned short, 2)
+FAKE_D2D(32, unsigned int, 4)
+
+/* ---- arrays (only what 3D copies need) ------------------------------------------ */
+
+static unsigned fake_format_bytes(CUarray_format f)
+{
+    switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT: return 4;
+    default: return 0;
+    }
+}
+
+FAKE_EXPORT CUresult cuArray3DCreate_v2(CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+    FAKE_READY();
+    unsigned fb = d ? fake_format_bytes(d->Format) : 0;
+    if (!out || !d || !fb || (d->NumChannels != 1 && d->NumChannels != 2 && d->NumChannels != 4) ||
+        !d->Width)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t h = d->Height ? d->Height : 1, z = d->Depth ? d->Depth : 1;
+    struct fakegpu_array *a = calloc(1, sizeof *a + d->Width * h * z * fb * d->NumChannels);
+    if (!a)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    a->magic = FAKEGPU_ARRAY_MAGIC;
+    a->format = (unsigned)d->Format;
+    a->channels = d->NumChannels;
+    a->elem = fb * d->NumChannels;
+    a->width = d->Width, a->height = h, a->depth = z;
+    *out = (CUarray)(void *)a;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *d, CUarray array)
+{
+    FAKE_READY();
+    struct fakegpu_array *a = fake_array_of(array);
+    if (!d)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!a)
+        return CUDA_ERROR_INVALID_HANDLE;
+    memset(d, 0, sizeof *d);
+    d->Width = a->width, d->Height = a->height, d->Depth = a->depth;
+    d->Format = (CUarray_format)a->format;
+    d->NumChannels = a->channels;
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuArrayDestroy(CUarray array)
+{
+    FAKE_READY();
+    struct fakegpu_array *a = fake_array_of(array);
+    if (!a)
+        return CUDA_ERROR_INVALID_HANDLE;
+    a->magic = 0;
+    free(a);
+    return CUDA_SUCCESS;
+}
+
+/* ---- host functions ------------------------------------------------------------- */
+
+/* Run at once on the calling thread (nothing is queued: every stream is idle). */
+static CUresult fake_host_func(int cbid, CUstream s, CUhostFn fn, void *ud)
+{
+    FAKE_READY();
+    struct fake_rep r;
+    fake_enter(&r, cbid, FAKEGPU_NONE);
+    r.op.stream = (uint64_t)(uintptr_t)s;
+    if (!fn)
+        return fake_leave(&r, CUDA_ERROR_INVALID_VALUE);
+    fn(ud);
+    return fake_leave(&r, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *ud)
+{
+    return fake_host_func(CUPTI_DRIVER_TRACE_CBID_cuLaunchHostFunc, s, fn, ud);
+}
+
+FAKE_EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void *ud)
+{
+    return fake_host_func(CUPTI_DRIVER_TRACE_CBID_cuLaunchHostFunc_ptsz, s, fn, ud);
+}
+
+/* What ("cuLaunchHostFunc", 13010) gets: CUDA 13.1's cuLaunchHostFunc_v2,
+ * a fourth argument (syncMode: 0 or CU_HOST_TASK_SPINWAIT, 1), newer than the
+ * headers here; handed out as an internal pointer, as a driver may. */
+static CUresult fake_launch_host_func_v2(CUstream s, CUhostFn fn, void *ud, unsigned int sync_mode)
+{
+    if (sync_mode > 1) {
+        FAKE_READY();
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return fake_host_func(CUPTI_DRIVER_TRACE_CBID_cuLaunchHostFunc, s, fn, ud);
+}
+
+/* ---- graphs: capture and instantiation ---------------------------------------- */
+
+#define FAKE_GRAPH_MAGIC 0x67726170u
+#define FAKE_EXEC_MAGIC  0x65786563u
+
+struct fake_graph { uint32_t magic; };
+
+/* Captures of this thread, one per stream (PyTorch captures a conditional
+ * node's body on a second stream while the first is captured); the graph is
+ * a fresh one, or the one given to cuStreamBeginCaptureToGraph.  Captured
+ * work is not kept (nothing runs anyway). */
+#define FAKE_CAPTURES 4
+static __thread struct { CUstream stream; CUgraph into; } fake_captures[FAKE_CAPTURES];
+
+static int fake_capture_of(CUstream s)
+{
+    for (int i = 0; i < FAKE_CAPTURES; i++)
+        if (fake_captures[i].stream == s)
+            return i;
+    return -1;
+}
+
+static CUgraph fake_new_graph(uint32_t magic)
+{
+    struct fake_graph *g = malloc(sizeof *g);
+    if (g)
+        g->magic = magic;
+    return (CUgraph)(void *)g;
+}
+
+static int fake_is(const void *h, uint32_t magic)
+{
+    return h && ((const struct fake_graph *)h)->magic == magic;
+}
+
+FAKE_EXPORT CUresult cuGraphCreate(CUgraph *g, unsigned int flags)
+{
+    FAKE_READY();
+    if (!g || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    *g = fake_new_graph(FAKE_GRAPH_MAGIC);
+    return *g ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+FAKE_EXPORT CUresult cuGraphDestroy(CUgraph g)
+{
+    FAKE_READY();
+    if (!fake_is(g, FAKE_GRAPH_MAGIC))
+        return CUDA_ERROR_INVALID_VALUE;
+    free((void *)g);
+    return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuGraphExecDestroy(CUgraphExec e)
+{
+    FAKE_READY();
+    if (!fake_is(e, FAKE_EXEC_MAGIC))
+        return CUDA_ERROR_INVALID_VALUE;
+    free((void *)e);
+    return CUDA_SUCCESS;
+}
+
+/* The legacy NULL stream cannot be captured; a stream captured already:
+ * CUDA_ERROR_ILLEGAL_STATE. */
+static CUresult fake_begin(CUstream s, CUgraph into)
+{
+    FAKE_READY();
+    if (!s)
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    int i = fake_capture_of(s) < 0 ? fake_capture_of(NULL) : -1;
+    if (i < 0)
+        return CUDA_ERROR_ILLEGAL_STATE;
+    fake_captures[i].stream = s;
+    fake_captures[i].into = into;
+    return CUDA_SUCCESS;
+}
+
+#undef cuStreamBeginCapture
+FAKE_EXPORT CUresult cuStreamBeginCapture(CUstream s)
+{
+    return fake_begin(s, NULL);
+}
+
+FAKE_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream s)
+{
+    return fake_begin(s, NULL);
+}
+
+FAKE_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
+{
+    if (mode > CU_STREAM_CAPTURE_MODE_RELAXED) {
+        FAKE_READY();
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return fake_begin(s, NULL);
+}
+
+FAKE_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode)
+{
+    return cuStreamBeginCapture_v2(s, mode);
+}
+
+FAKE_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode *deps,
+                                                 const CUgraphEdgeData *data, size_t n, CUstreamCaptureMode mode)
+{
+    (void)deps, (void)data;
+    if (!fake_is(g, FAKE_GRAPH_MAGIC) || (n && !deps) || mode > CU_STREAM_CAPTURE_MODE_RELAXED) {
+        FAKE_READY();
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return fake_begin(s, g);
+}
+
+FAKE_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode *deps,
+                                                      const CUgraphEdgeData *data, size_t n,
+                                                      CUstreamCaptureMode mode)
+{
+    return cuStreamBeginCaptureToGraph(s, g, deps, data, n, mode);
+}
+
+/* Not capturing (or another stream): CUDA_ERROR_ILLEGAL_STATE, the capture
+ * left as it was. */
+static CUresult fake_end(CUstream s, CUgraph *g)
+{
+    FAKE_READY();
+    if (!g)
+        return CUDA_ERROR_INVALID_VALUE;
+    int i = s ? fake_capture_of(s) : -1;
+    if (i < 0)
+        return CUDA_ERROR_ILLEGAL_STATE;
+    fake_captures[i].stream = NULL;
+    *g = fake_captures[i].into ? fake_captures[i].into : fake_new_graph(FAKE_GRAPH_MAGIC);
+    return *g ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+FAKE_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *g)
+{
+    return fake_end(s, g);
+}
+
+FAKE_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g)
+{
+    return fake_end(s, g);
+}
+
+static CUresult fake_instantiate(CUgraphExec *e, CUgraph g)
+{
+    FAKE_READY();
+    if (!e || !fake_is(g, FAKE_GRAPH_MAGIC))
+        return CUDA_ERROR_INVALID_VALUE;
+    *e = (CUgraphExec)fake_new_graph(FAKE_EXEC_MAGIC);
+    return *e ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+#undef cuGraphInstantiate
+FAKE_EXPORT CUresult cuGraphInstantiate(CUgraphExec *e, CUgraph g, CUgraphNode *err, char *log, size_t n)
+{
+    (void)err, (void)log, (void)n;
+    return fake_instantiate(e, g);
+}
+
+FAKE_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *e, CUgraph g, CUgraphNode *err, char *log, size_t n)
+{
+    (void)err, (void)log, (void)n;
+    return fake_instantiate(e, g);
+}
+
+FAKE_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags)
+{
+    (void)flags;
+    return fake_instantiate(e, g);
+}
+
+FAKE_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+    if (!p) {
+        FAKE_READY();
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    CUresult rc = fake_instantiate(e, g);
+    p->result_out = rc == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
+    return rc;
+}
+
+FAKE_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *e, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+    return cuGraphInstantiateWithParams(e, g, p);
+}
+
+/* ---- cooperative launches ---------------------------------------------------- */
+
+FAKE_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                               unsigned by, unsigned bz, unsigned sm, CUstream s, void **p)
+{
+    (void)p;
+    return fake_launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, f, gx, gy, gz, bx, by, bz, sm, s);
+}
+
+FAKE_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                                    unsigned bx, unsigned by, unsigned bz, unsigned sm, CUstream s,
+                                                    void **p)
+{
+    (void)p;
+    return fake_launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz, f, gx, gy, gz, bx, by, bz, sm, s);
+}
+
 /* ---- entry-point lookup --------------------------------------------------------- */
 
 FAKE_EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int version, cuuint64_t flags);
@@ -825,6 +1485,9 @@ struct fake_sym {
  * plain reference to an exported function would bind to an interposer's
  * definition (ours, preloaded) instead. */
 #define FAKE_LOCAL(fn) extern __typeof(fn) local_##fn __attribute__((alias(#fn), visibility("hidden")))
+FAKE_LOCAL(cuArray3DCreate_v2);
+FAKE_LOCAL(cuArray3DGetDescriptor_v2);
+FAKE_LOCAL(cuArrayDestroy);
 FAKE_LOCAL(cuCtxGetDevice);
 FAKE_LOCAL(cuCtxSynchronize);
 FAKE_LOCAL(cuCtxSynchronize_v2);
@@ -832,6 +1495,9 @@ FAKE_LOCAL(cuDeviceGet);
 FAKE_LOCAL(cuDeviceGetAttribute);
 FAKE_LOCAL(cuDeviceGetCount);
 FAKE_LOCAL(cuDeviceGetName);
+FAKE_LOCAL(cuDevicePrimaryCtxGetState);
+FAKE_LOCAL(cuDevicePrimaryCtxRelease_v2);
+FAKE_LOCAL(cuDevicePrimaryCtxRetain);
 FAKE_LOCAL(cuDeviceTotalMem_v2);
 FAKE_LOCAL(cuDriverGetVersion);
 FAKE_LOCAL(cuEventSynchronize);
@@ -839,11 +1505,23 @@ FAKE_LOCAL(cuFuncGetName);
 FAKE_LOCAL(cuGetErrorString);
 FAKE_LOCAL(cuGetProcAddress);
 FAKE_LOCAL(cuGetProcAddress_v2);
+FAKE_LOCAL(cuGraphCreate);
+FAKE_LOCAL(cuGraphDestroy);
+FAKE_LOCAL(cuGraphExecDestroy);
+FAKE_LOCAL(cuGraphInstantiate);
+FAKE_LOCAL(cuGraphInstantiateWithFlags);
+FAKE_LOCAL(cuGraphInstantiateWithParams);
+FAKE_LOCAL(cuGraphInstantiateWithParams_ptsz);
+FAKE_LOCAL(cuGraphInstantiate_v2);
 FAKE_LOCAL(cuGraphLaunch);
 FAKE_LOCAL(cuGraphLaunch_ptsz);
 FAKE_LOCAL(cuInit);
 FAKE_LOCAL(cuKernelGetFunction);
 FAKE_LOCAL(cuKernelGetName);
+FAKE_LOCAL(cuLaunchCooperativeKernel);
+FAKE_LOCAL(cuLaunchCooperativeKernel_ptsz);
+FAKE_LOCAL(cuLaunchHostFunc);
+FAKE_LOCAL(cuLaunchHostFunc_ptsz);
 FAKE_LOCAL(cuLaunchKernel);
 FAKE_LOCAL(cuLaunchKernelEx);
 FAKE_LOCAL(cuLaunchKernelEx_ptsz);
@@ -855,24 +1533,42 @@ FAKE_LOCAL(cuLibraryLoadData);
 FAKE_LOCAL(cuMemAlloc);
 FAKE_LOCAL(cuMemAllocAsync);
 FAKE_LOCAL(cuMemAllocAsync_ptsz);
-FAKE_LOCAL(cuMemAlloc_v2);
-FAKE_LOCAL(cuMemCreate);
-FAKE_LOCAL(cuMemAllocPitch_v2);
 FAKE_LOCAL(cuMemAllocFromPoolAsync);
 FAKE_LOCAL(cuMemAllocFromPoolAsync_ptsz);
-FAKE_LOCAL(cuMemAllocManaged);
 FAKE_LOCAL(cuMemAllocHost_v2);
-FAKE_LOCAL(cuMemHostAlloc);
-FAKE_LOCAL(cuMemFreeHost);
-FAKE_LOCAL(cuPointerGetAttribute);
+FAKE_LOCAL(cuMemAllocManaged);
+FAKE_LOCAL(cuMemAllocPitch_v2);
+FAKE_LOCAL(cuMemAlloc_v2);
+FAKE_LOCAL(cuMemCreate);
 FAKE_LOCAL(cuMemFreeAsync);
 FAKE_LOCAL(cuMemFreeAsync_ptsz);
+FAKE_LOCAL(cuMemFreeHost);
 FAKE_LOCAL(cuMemFree_v2);
+FAKE_LOCAL(cuMemHostAlloc);
 FAKE_LOCAL(cuMemMap);
 FAKE_LOCAL(cuMemRelease);
 FAKE_LOCAL(cuMemUnmap);
 FAKE_LOCAL(cuMemcpy);
+FAKE_LOCAL(cuMemcpy2DAsync_v2);
+FAKE_LOCAL(cuMemcpy2DAsync_v2_ptsz);
+FAKE_LOCAL(cuMemcpy2DUnaligned_v2);
+FAKE_LOCAL(cuMemcpy2DUnaligned_v2_ptds);
+FAKE_LOCAL(cuMemcpy2D_v2);
+FAKE_LOCAL(cuMemcpy2D_v2_ptds);
+FAKE_LOCAL(cuMemcpy3DAsync_v2);
+FAKE_LOCAL(cuMemcpy3DAsync_v2_ptsz);
+FAKE_LOCAL(cuMemcpy3DPeer);
+FAKE_LOCAL(cuMemcpy3DPeerAsync);
+FAKE_LOCAL(cuMemcpy3DPeerAsync_ptsz);
+FAKE_LOCAL(cuMemcpy3DPeer_ptds);
+FAKE_LOCAL(cuMemcpy3D_v2);
+FAKE_LOCAL(cuMemcpy3D_v2_ptds);
+FAKE_LOCAL(cuMemcpyAsync);
+FAKE_LOCAL(cuMemcpyAsync_ptsz);
+FAKE_LOCAL(cuMemcpyDtoDAsync_v2);
+FAKE_LOCAL(cuMemcpyDtoDAsync_v2_ptsz);
 FAKE_LOCAL(cuMemcpyDtoD_v2);
+FAKE_LOCAL(cuMemcpyDtoD_v2_ptds);
 FAKE_LOCAL(cuMemcpyDtoHAsync_v2);
 FAKE_LOCAL(cuMemcpyDtoHAsync_v2_ptsz);
 FAKE_LOCAL(cuMemcpyDtoH_v2);
@@ -881,16 +1577,54 @@ FAKE_LOCAL(cuMemcpyHtoDAsync_v2);
 FAKE_LOCAL(cuMemcpyHtoDAsync_v2_ptsz);
 FAKE_LOCAL(cuMemcpyHtoD_v2);
 FAKE_LOCAL(cuMemcpyHtoD_v2_ptds);
+FAKE_LOCAL(cuMemcpyPeer);
+FAKE_LOCAL(cuMemcpyPeerAsync);
+FAKE_LOCAL(cuMemcpyPeerAsync_ptsz);
+FAKE_LOCAL(cuMemcpyPeer_ptds);
+FAKE_LOCAL(cuMemcpy_ptds);
+FAKE_LOCAL(cuMemsetD16Async);
+FAKE_LOCAL(cuMemsetD16Async_ptsz);
+FAKE_LOCAL(cuMemsetD16_v2);
+FAKE_LOCAL(cuMemsetD16_v2_ptds);
+FAKE_LOCAL(cuMemsetD2D16Async);
+FAKE_LOCAL(cuMemsetD2D16Async_ptsz);
+FAKE_LOCAL(cuMemsetD2D16_v2);
+FAKE_LOCAL(cuMemsetD2D16_v2_ptds);
+FAKE_LOCAL(cuMemsetD2D32Async);
+FAKE_LOCAL(cuMemsetD2D32Async_ptsz);
+FAKE_LOCAL(cuMemsetD2D32_v2);
+FAKE_LOCAL(cuMemsetD2D32_v2_ptds);
+FAKE_LOCAL(cuMemsetD2D8Async);
+FAKE_LOCAL(cuMemsetD2D8Async_ptsz);
+FAKE_LOCAL(cuMemsetD2D8_v2);
+FAKE_LOCAL(cuMemsetD2D8_v2_ptds);
+FAKE_LOCAL(cuMemsetD32Async);
+FAKE_LOCAL(cuMemsetD32Async_ptsz);
+FAKE_LOCAL(cuMemsetD32_v2);
+FAKE_LOCAL(cuMemsetD32_v2_ptds);
+FAKE_LOCAL(cuMemsetD8Async);
+FAKE_LOCAL(cuMemsetD8Async_ptsz);
+FAKE_LOCAL(cuMemsetD8_v2);
 FAKE_LOCAL(cuMemsetD8_v2_ptds);
 FAKE_LOCAL(cuModuleGetFunction);
 FAKE_LOCAL(cuModuleLoadData);
+FAKE_LOCAL(cuPointerGetAttribute);
 FAKE_LOCAL(cuProfilerStart);
 FAKE_LOCAL(cuProfilerStop);
+FAKE_LOCAL(cuStreamBeginCapture);
+FAKE_LOCAL(cuStreamBeginCaptureToGraph);
+FAKE_LOCAL(cuStreamBeginCaptureToGraph_ptsz);
+FAKE_LOCAL(cuStreamBeginCapture_ptsz);
+FAKE_LOCAL(cuStreamBeginCapture_v2);
+FAKE_LOCAL(cuStreamBeginCapture_v2_ptsz);
+FAKE_LOCAL(cuStreamEndCapture);
+FAKE_LOCAL(cuStreamEndCapture_ptsz);
 FAKE_LOCAL(cuStreamSynchronize);
 FAKE_LOCAL(cuStreamSynchronize_ptsz);
 
 #define S(name, ver, fn) { name, ver, 0, (void *)(fn) }
 #define PT(name, ver, fn) { name, ver, 1, (void *)(fn) }
+/* (request, version) as cudaTypedefs.h's PFN_<request>_v<version>[_ptsz|_ptds] */
 static const struct fake_sym fake_syms[] = {
     S("cuInit", 2000, local_cuInit),
     S("cuDriverGetVersion", 2020, local_cuDriverGetVersion),
@@ -902,6 +1636,7 @@ static const struct fake_sym fake_syms[] = {
     S("cuDeviceGetName", 2000, local_cuDeviceGetName),
     S("cuDeviceTotalMem", 3020, local_cuDeviceTotalMem_v2),
     S("cuDeviceGetAttribute", 2000, local_cuDeviceGetAttribute),
+    S("cuDevicePrimaryCtxRetain", 7000, local_cuDevicePrimaryCtxRetain),
     S("cuCtxGetDevice", 2000, local_cuCtxGetDevice),
     S("cuLibraryLoadData", 12000, local_cuLibraryLoadData),
     S("cuLibraryGetKernel", 12000, local_cuLibraryGetKernel),
@@ -912,12 +1647,19 @@ static const struct fake_sym fake_syms[] = {
     S("cuModuleLoadData", 2000, local_cuModuleLoadData),
     S("cuModuleGetFunction", 2000, local_cuModuleGetFunction),
     S("cuFuncGetName", 12030, local_cuFuncGetName),
+    /* launches; per-thread variants from 7000, as cudaTypedefs.h's PFN_*_v7000_ptsz */
     S("cuLaunchKernel", 4000, local_cuLaunchKernel),
-    PT("cuLaunchKernel", 4000, local_cuLaunchKernel_ptsz),
+    PT("cuLaunchKernel", 7000, local_cuLaunchKernel_ptsz),
     S("cuLaunchKernelEx", 11060, local_cuLaunchKernelEx),
     PT("cuLaunchKernelEx", 11060, local_cuLaunchKernelEx_ptsz),
+    S("cuLaunchCooperativeKernel", 9000, local_cuLaunchCooperativeKernel),
+    PT("cuLaunchCooperativeKernel", 9000, local_cuLaunchCooperativeKernel_ptsz),
     S("cuGraphLaunch", 10000, local_cuGraphLaunch),
     PT("cuGraphLaunch", 10000, local_cuGraphLaunch_ptsz),
+    S("cuLaunchHostFunc", 10000, local_cuLaunchHostFunc),
+    PT("cuLaunchHostFunc", 10000, local_cuLaunchHostFunc_ptsz),
+    S("cuLaunchHostFunc", 13010, fake_launch_host_func_v2),
+    /* memory */
     S("cuMemAlloc", 2000, local_cuMemAlloc),
     S("cuMemAlloc", 3020, local_cuMemAlloc_v2),
     S("cuMemFree", 3020, local_cuMemFree_v2),
@@ -937,23 +1679,90 @@ static const struct fake_sym fake_syms[] = {
     S("cuMemRelease", 10020, local_cuMemRelease),
     S("cuMemMap", 10020, local_cuMemMap),
     S("cuMemUnmap", 10020, local_cuMemUnmap),
+    S("cuArray3DCreate", 3020, local_cuArray3DCreate_v2),
+    S("cuArray3DGetDescriptor", 3020, local_cuArray3DGetDescriptor_v2),
+    S("cuArrayDestroy", 2000, local_cuArrayDestroy),
+    /* copies and sets */
     S("cuMemcpy", 4000, local_cuMemcpy),
+    PT("cuMemcpy", 7000, local_cuMemcpy_ptds),
+    S("cuMemcpyAsync", 4000, local_cuMemcpyAsync),
+    PT("cuMemcpyAsync", 7000, local_cuMemcpyAsync_ptsz),
     S("cuMemcpyHtoD", 3020, local_cuMemcpyHtoD_v2),
-    PT("cuMemcpyHtoD", 3020, local_cuMemcpyHtoD_v2_ptds),
+    PT("cuMemcpyHtoD", 7000, local_cuMemcpyHtoD_v2_ptds),
     S("cuMemcpyDtoH", 3020, local_cuMemcpyDtoH_v2),
-    PT("cuMemcpyDtoH", 3020, local_cuMemcpyDtoH_v2_ptds),
+    PT("cuMemcpyDtoH", 7000, local_cuMemcpyDtoH_v2_ptds),
     S("cuMemcpyDtoD", 3020, local_cuMemcpyDtoD_v2),
+    PT("cuMemcpyDtoD", 7000, local_cuMemcpyDtoD_v2_ptds),
     S("cuMemcpyHtoDAsync", 3020, local_cuMemcpyHtoDAsync_v2),
-    PT("cuMemcpyHtoDAsync", 3020, local_cuMemcpyHtoDAsync_v2_ptsz),
+    PT("cuMemcpyHtoDAsync", 7000, local_cuMemcpyHtoDAsync_v2_ptsz),
     S("cuMemcpyDtoHAsync", 3020, local_cuMemcpyDtoHAsync_v2),
-    PT("cuMemcpyDtoHAsync", 3020, local_cuMemcpyDtoHAsync_v2_ptsz),
+    PT("cuMemcpyDtoHAsync", 7000, local_cuMemcpyDtoHAsync_v2_ptsz),
+    S("cuMemcpyDtoDAsync", 3020, local_cuMemcpyDtoDAsync_v2),
+    PT("cuMemcpyDtoDAsync", 7000, local_cuMemcpyDtoDAsync_v2_ptsz),
+    S("cuMemcpyPeer", 4000, local_cuMemcpyPeer),
+    PT("cuMemcpyPeer", 7000, local_cuMemcpyPeer_ptds),
+    S("cuMemcpyPeerAsync", 4000, local_cuMemcpyPeerAsync),
+    PT("cuMemcpyPeerAsync", 7000, local_cuMemcpyPeerAsync_ptsz),
+    S("cuMemcpy2D", 3020, local_cuMemcpy2D_v2),
+    PT("cuMemcpy2D", 7000, local_cuMemcpy2D_v2_ptds),
+    S("cuMemcpy2DUnaligned", 3020, local_cuMemcpy2DUnaligned_v2),
+    PT("cuMemcpy2DUnaligned", 7000, local_cuMemcpy2DUnaligned_v2_ptds),
+    S("cuMemcpy2DAsync", 3020, local_cuMemcpy2DAsync_v2),
+    PT("cuMemcpy2DAsync", 7000, local_cuMemcpy2DAsync_v2_ptsz),
+    S("cuMemcpy3D", 3020, local_cuMemcpy3D_v2),
+    PT("cuMemcpy3D", 7000, local_cuMemcpy3D_v2_ptds),
+    S("cuMemcpy3DAsync", 3020, local_cuMemcpy3DAsync_v2),
+    PT("cuMemcpy3DAsync", 7000, local_cuMemcpy3DAsync_v2_ptsz),
+    S("cuMemcpy3DPeer", 4000, local_cuMemcpy3DPeer),
+    PT("cuMemcpy3DPeer", 7000, local_cuMemcpy3DPeer_ptds),
+    S("cuMemcpy3DPeerAsync", 4000, local_cuMemcpy3DPeerAsync),
+    PT("cuMemcpy3DPeerAsync", 7000, local_cuMemcpy3DPeerAsync_ptsz),
     S("cuMemsetD8", 3020, fake_memsetD8_internal),
-    PT("cuMemsetD8", 3020, local_cuMemsetD8_v2_ptds),
+    PT("cuMemsetD8", 7000, local_cuMemsetD8_v2_ptds),
+    S("cuMemsetD16", 3020, local_cuMemsetD16_v2),
+    PT("cuMemsetD16", 7000, local_cuMemsetD16_v2_ptds),
+    S("cuMemsetD32", 3020, local_cuMemsetD32_v2),
+    PT("cuMemsetD32", 7000, local_cuMemsetD32_v2_ptds),
+    S("cuMemsetD8Async", 3020, local_cuMemsetD8Async),
+    PT("cuMemsetD8Async", 7000, local_cuMemsetD8Async_ptsz),
+    S("cuMemsetD16Async", 3020, local_cuMemsetD16Async),
+    PT("cuMemsetD16Async", 7000, local_cuMemsetD16Async_ptsz),
+    S("cuMemsetD32Async", 3020, local_cuMemsetD32Async),
+    PT("cuMemsetD32Async", 7000, local_cuMemsetD32Async_ptsz),
+    S("cuMemsetD2D8", 3020, local_cuMemsetD2D8_v2),
+    PT("cuMemsetD2D8", 7000, local_cuMemsetD2D8_v2_ptds),
+    S("cuMemsetD2D8Async", 3020, local_cuMemsetD2D8Async),
+    PT("cuMemsetD2D8Async", 7000, local_cuMemsetD2D8Async_ptsz),
+    S("cuMemsetD2D16", 3020, local_cuMemsetD2D16_v2),
+    PT("cuMemsetD2D16", 7000, local_cuMemsetD2D16_v2_ptds),
+    S("cuMemsetD2D16Async", 3020, local_cuMemsetD2D16Async),
+    PT("cuMemsetD2D16Async", 7000, local_cuMemsetD2D16Async_ptsz),
+    S("cuMemsetD2D32", 3020, local_cuMemsetD2D32_v2),
+    PT("cuMemsetD2D32", 7000, local_cuMemsetD2D32_v2_ptds),
+    S("cuMemsetD2D32Async", 3020, local_cuMemsetD2D32Async),
+    PT("cuMemsetD2D32Async", 7000, local_cuMemsetD2D32Async_ptsz),
+    /* synchronization, graphs, profiler control */
     S("cuStreamSynchronize", 2000, local_cuStreamSynchronize),
-    PT("cuStreamSynchronize", 2000, local_cuStreamSynchronize_ptsz),
+    PT("cuStreamSynchronize", 7000, local_cuStreamSynchronize_ptsz),
     S("cuCtxSynchronize", 2000, local_cuCtxSynchronize),
     S("cuCtxSynchronize", 13000, local_cuCtxSynchronize_v2),
     S("cuEventSynchronize", 2000, local_cuEventSynchronize),
+    S("cuGraphCreate", 10000, local_cuGraphCreate),
+    S("cuGraphDestroy", 10000, local_cuGraphDestroy),
+    S("cuGraphExecDestroy", 10000, local_cuGraphExecDestroy),
+    S("cuStreamBeginCapture", 10000, local_cuStreamBeginCapture),
+    PT("cuStreamBeginCapture", 10000, local_cuStreamBeginCapture_ptsz),
+    S("cuStreamBeginCapture", 10010, local_cuStreamBeginCapture_v2),
+    PT("cuStreamBeginCapture", 10010, local_cuStreamBeginCapture_v2_ptsz),
+    S("cuStreamBeginCaptureToGraph", 12030, local_cuStreamBeginCaptureToGraph),
+    PT("cuStreamBeginCaptureToGraph", 12030, local_cuStreamBeginCaptureToGraph_ptsz),
+    S("cuStreamEndCapture", 10000, local_cuStreamEndCapture),
+    PT("cuStreamEndCapture", 10000, local_cuStreamEndCapture_ptsz),
+    S("cuGraphInstantiate", 10000, local_cuGraphInstantiate),
+    S("cuGraphInstantiate", 11000, local_cuGraphInstantiate_v2),
+    S("cuGraphInstantiateWithFlags", 11040, local_cuGraphInstantiateWithFlags),
+    S("cuGraphInstantiateWithParams", 12000, local_cuGraphInstantiateWithParams),
+    PT("cuGraphInstantiateWithParams", 12000, local_cuGraphInstantiateWithParams_ptsz),
     S("cuProfilerStart", 4000, local_cuProfilerStart),
     S("cuProfilerStop", 4000, local_cuProfilerStop),
 };
@@ -995,6 +1804,17 @@ FAKE_EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int version, 
 
 FAKE_EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int version, cuuint64_t flags,
                                          CUdriverProcAddressQueryResult *status)
+{
+    return fake_lookup(sym, pfn, version, flags, status);
+}
+
+/* The same table under a name no interposer knows: how the fake runtime
+ * answers cudaGetDriverEntryPoint with FAKE_CUDART_ENTRY=private, as a
+ * runtime that resolves through a private channel (cuGetExportTable) would. */
+FAKE_EXPORT CUresult fakegpu_get_proc_address(const char *sym, void **pfn, int version, cuuint64_t flags,
+                                              CUdriverProcAddressQueryResult *status);
+FAKE_EXPORT CUresult fakegpu_get_proc_address(const char *sym, void **pfn, int version, cuuint64_t flags,
+                                              CUdriverProcAddressQueryResult *status)
 {
     return fake_lookup(sym, pfn, version, flags, status);
 }

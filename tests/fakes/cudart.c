@@ -22,6 +22,19 @@
  * last error and the call-configuration stack are per thread; launches take
  * no lock.
  *
+ * The driver: like the real runtime, the fake dlopens libcuda.so.1 at load,
+ * takes cuGetProcAddress_v2 with one dlsym of that handle and keeps the
+ * pointer its self-lookup ("cuGetProcAddress", 12000) returns;
+ * cudaGetDriverEntryPoint* answer through it (FAKE_CUDART_ENTRY=private:
+ * through the fake driver's fakegpu_get_proc_address, a channel no
+ * interposer sees, as a runtime answering from a private table would).
+ * FAKE_CUDART_LOOKUP=1 makes launches (by stub through a CUkernel of the
+ * driver), graph creation, capture, instantiation and launches, and peer
+ * copies go on to the driver functions those lookups returned, inside the
+ * runtime call, as the real runtime's do.  3D copies work on pitched
+ * pointers and on the fake driver's arrays (fakegpu.h); host functions and
+ * stream callbacks run at once on the calling thread.
+ *
  * Observer (tests/fakes/fakegpu.h): the fake CUPTI registers begin/end
  * callbacks with fakegpu_set_observer(); launches, graph launches, copies,
  * sets, synchronizations (cudaStreamWaitEvent included) and cudaEventRecord
@@ -35,6 +48,7 @@
 #define _GNU_SOURCE   /* dladdr */
 #include "fakegpu.h"
 
+#include <cuda.h>
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #include <cupti_runtime_cbid.h>
@@ -87,6 +101,37 @@ FAKE_EXPORT cudaError_t cudaMemset_ptds(void *d, int v, size_t n);
 FAKE_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *d, int v, size_t n, cudaStream_t s);
 FAKE_EXPORT cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s);
 FAKE_EXPORT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t e, unsigned int fl);
+FAKE_EXPORT cudaError_t cudaStreamQuery_ptsz(cudaStream_t s);
+FAKE_EXPORT cudaError_t cudaEventRecord_ptsz(cudaEvent_t e, cudaStream_t s);
+FAKE_EXPORT cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t e, cudaStream_t s, unsigned int fl);
+FAKE_EXPORT cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t s, cudaHostFn_t fn, void *ud);
+FAKE_EXPORT cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t s, cudaStreamCallback_t cb, void *ud,
+                                                   unsigned int fl);
+FAKE_EXPORT cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t s, enum cudaStreamCaptureMode mode);
+FAKE_EXPORT cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t s, cudaGraph_t g,
+                                                           const cudaGraphNode_t *deps,
+                                                           const cudaGraphEdgeData *data, size_t n,
+                                                           enum cudaStreamCaptureMode mode);
+FAKE_EXPORT cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t s, cudaGraph_t *g);
+FAKE_EXPORT cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t *e, cudaGraph_t g,
+                                                            cudaGraphInstantiateParams *p);
+FAKE_EXPORT cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms *p);
+FAKE_EXPORT cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms *p, cudaStream_t s);
+FAKE_EXPORT cudaError_t cudaMemcpy3DPeer_ptds(const struct cudaMemcpy3DPeerParms *p);
+FAKE_EXPORT cudaError_t cudaMemcpy3DPeerAsync_ptsz(const struct cudaMemcpy3DPeerParms *p, cudaStream_t s);
+FAKE_EXPORT cudaError_t cudaMemcpyBatchAsync_ptsz(void *const *d, const void *const *s, const size_t *n,
+                                                  size_t count, struct cudaMemcpyAttributes *a,
+                                                  size_t *ai, size_t na, cudaStream_t st);
+FAKE_EXPORT cudaError_t cudaMemcpy3DBatchAsync_ptsz(size_t n, struct cudaMemcpy3DBatchOp *ops,
+                                                    unsigned long long flags, cudaStream_t st);
+FAKE_EXPORT cudaError_t cudaMemset3D_ptds(struct cudaPitchedPtr p, int v, struct cudaExtent e);
+FAKE_EXPORT cudaError_t cudaMemset3DAsync_ptsz(struct cudaPitchedPtr p, int v, struct cudaExtent e,
+                                               cudaStream_t st);
+FAKE_EXPORT cudaError_t cudaGetDriverEntryPoint_ptsz(const char *sym, void **fn, unsigned long long flags,
+                                                     enum cudaDriverEntryPointQueryResult *st);
+FAKE_EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *sym, void **fn, unsigned int version,
+                                                              unsigned long long flags,
+                                                              enum cudaDriverEntryPointQueryResult *st);
 
 /* ---- per-thread error state, launch cost -------------------------------- */
 
@@ -102,6 +147,73 @@ static long launch_ns;   /* FAKE_CUDA_LAUNCH_NS, read once */
  * that use the real runtime (tests/preload/test_real_clients.py). */
 typedef int (*fake_cuinit_fn)(unsigned int);
 typedef int (*fake_retain_fn)(void **, int);
+typedef CUresult (*fake_gpa2_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+
+/* The driver as the real runtime holds it: its cuGetProcAddress_v2 from one
+ * dlsym of the handle, then the pointer its self-lookup at 12000 returned;
+ * "private" is the fake driver's fakegpu_get_proc_address, a channel no
+ * interposer sees (cudaGetDriverEntryPoint with FAKE_CUDART_ENTRY=private). */
+static fake_gpa2_fn drv_gpa2, drv_private;
+static CUcontext drv_ctx;
+
+/* FAKE_CUDART_LOOKUP=1: launches, graph calls and peer copies go on to the
+ * driver functions these lookups return, inside the runtime call, as the
+ * real runtime's do (an interposer then sees both layers of one call). */
+static int lookup_mode;
+static struct {
+    __typeof__(&cuLibraryLoadData) lib_load;
+    __typeof__(&cuLibraryGetKernel) lib_kernel;
+    __typeof__(&cuLaunchKernel) launch, launch_pt;
+    __typeof__(&cuLaunchKernelEx) launch_ex, launch_ex_pt;
+    __typeof__(&cuLaunchCooperativeKernel) coop, coop_pt;
+    __typeof__(&cuGraphLaunch) graph_launch, graph_launch_pt;
+    __typeof__(&cuGraphCreate) graph_create;
+    __typeof__(&cuStreamBeginCapture_v2) begin, begin_pt;
+    __typeof__(&cuStreamBeginCaptureToGraph) begin_to, begin_to_pt;
+    __typeof__(&cuStreamEndCapture) end, end_pt;
+    __typeof__(&cuGraphInstantiateWithFlags) inst;
+    __typeof__(&cuGraphInstantiateWithParams) inst_params, inst_params_pt;
+    __typeof__(&cuMemcpyPeer) peer;
+    __typeof__(&cuMemcpyPeerAsync) peer_async;
+} drv;
+
+static void *drv_lookup(const char *name, int version, int per_thread)
+{
+    void *p = NULL;
+    CUdriverProcAddressQueryResult st;
+    if (!drv_gpa2 || drv_gpa2(name, &p, version, per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : 0,
+                              &st) != CUDA_SUCCESS)
+        return NULL;
+    return p;
+}
+
+static void fake_lookup_driver(void)
+{
+    drv.lib_load = drv_lookup("cuLibraryLoadData", 12000, 0);
+    drv.lib_kernel = drv_lookup("cuLibraryGetKernel", 12000, 0);
+    drv.launch = drv_lookup("cuLaunchKernel", 4000, 0);
+    drv.launch_pt = drv_lookup("cuLaunchKernel", 7000, 1);
+    drv.launch_ex = drv_lookup("cuLaunchKernelEx", 11060, 0);
+    drv.launch_ex_pt = drv_lookup("cuLaunchKernelEx", 11060, 1);
+    drv.coop = drv_lookup("cuLaunchCooperativeKernel", 9000, 0);
+    drv.coop_pt = drv_lookup("cuLaunchCooperativeKernel", 9000, 1);
+    drv.graph_launch = drv_lookup("cuGraphLaunch", 10000, 0);
+    drv.graph_launch_pt = drv_lookup("cuGraphLaunch", 10000, 1);
+    drv.graph_create = drv_lookup("cuGraphCreate", 10000, 0);
+    drv.begin = drv_lookup("cuStreamBeginCapture", 10010, 0);
+    drv.begin_pt = drv_lookup("cuStreamBeginCapture", 10010, 1);
+    drv.begin_to = drv_lookup("cuStreamBeginCaptureToGraph", 12030, 0);
+    drv.begin_to_pt = drv_lookup("cuStreamBeginCaptureToGraph", 12030, 1);
+    drv.end = drv_lookup("cuStreamEndCapture", 10000, 0);
+    drv.end_pt = drv_lookup("cuStreamEndCapture", 10000, 1);
+    drv.inst = drv_lookup("cuGraphInstantiateWithFlags", 11040, 0);
+    drv.inst_params = drv_lookup("cuGraphInstantiateWithParams", 12000, 0);
+    drv.inst_params_pt = drv_lookup("cuGraphInstantiateWithParams", 12000, 1);
+    drv.peer = drv_lookup("cuMemcpyPeer", 4000, 0);
+    drv.peer_async = drv_lookup("cuMemcpyPeerAsync", 4000, 0);
+    const char *v = getenv("FAKE_CUDART_LOOKUP");
+    lookup_mode = v && strcmp(v, "1") == 0;
+}
 
 static void fake_load_driver(void)
 {
@@ -116,8 +228,14 @@ static void fake_load_driver(void)
     fake_cuinit_fn init = h ? (fake_cuinit_fn)dlsym(h, "cuInit") : NULL;
     fake_retain_fn retain = h ? (fake_retain_fn)dlsym(h, "cuDevicePrimaryCtxRetain") : NULL;
     void *ctx = NULL;
-    if (init && init(0) == 0 && retain)
-        retain(&ctx, 0);
+    if (init && init(0) == 0 && retain && retain(&ctx, 0) == 0)
+        drv_ctx = ctx;
+    drv_gpa2 = h ? (fake_gpa2_fn)dlsym(h, "cuGetProcAddress_v2") : NULL;
+    drv_private = h ? (fake_gpa2_fn)dlsym(h, "fakegpu_get_proc_address") : NULL;
+    fake_gpa2_fn self = drv_lookup("cuGetProcAddress", 12000, 0);
+    if (self)
+        drv_gpa2 = self;
+    fake_lookup_driver();
 }
 
 __attribute__((constructor)) static void fake_init(void)
@@ -309,6 +427,8 @@ struct fake_func {
     unsigned magic;            /* FUNC_MAGIC: lets a launch check a cudaKernel_t lock-free */
     const void *stub;          /* host stub address */
     char *device_name;         /* mangled device name (copied) */
+    CUkernel kernel;           /* lookup mode: its driver handle, made at its first launch */
+    int library;               /* from cudaLibraryGetKernel: not named by cudaFuncGetName */
     void **module;             /* fat binary handle it came from */
     struct fake_func *next;
 };
@@ -437,13 +557,66 @@ FAKE_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *func)
     return cudaSuccess;
 }
 
+/* Libraries loaded at run time: "fakecubin" and mangled names (the fake
+ * driver's image format); each kernel is a registration entry of its own
+ * (stub = the entry), so that cudaLaunchKernel and __cudaLaunchKernel take
+ * the cudaKernel_t.  cudaFuncGetName does not name it: whether the real one
+ * names a cudaKernel_t is not documented, and a profiler must not rely on it. */
+FAKE_EXPORT cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code, enum cudaJitOption *jo,
+                                            void **jv, unsigned int nj, enum cudaLibraryOption *lo, void **lv,
+                                            unsigned int nl)
+{
+    (void)jo, (void)jv, (void)nj, (void)lo, (void)lv, (void)nl;
+    static const char head[] = "fakecubin";
+    if (!library || !code || strncmp(code, head, sizeof head - 1) != 0)
+        return fail(cudaErrorInvalidKernelImage);
+    char *copy = strdup((const char *)code + sizeof head - 1);
+    if (!copy)
+        return fail(cudaErrorMemoryAllocation);
+    *library = (cudaLibrary_t)(void *)copy;
+    return cudaSuccess;
+}
+
+FAKE_EXPORT cudaError_t cudaLibraryGetKernel(cudaKernel_t *kernel, cudaLibrary_t library, const char *name)
+{
+    if (!kernel || !library || !name || !*name)
+        return fail(cudaErrorInvalidValue);
+    const char *names = (const char *)(void *)library;
+    size_t len = strlen(name);
+    int found = 0;
+    for (const char *p = names; (p = strstr(p, name)) != NULL; p += len)
+        if ((p == names || p[-1] == ' ') && (p[len] == ' ' || p[len] == 0)) {
+            found = 1;
+            break;
+        }
+    if (!found)
+        return fail(cudaErrorSymbolNotFound);
+    struct fake_func *f = calloc(1, sizeof *f);
+    char *copy = strdup(name);
+    if (!f || !copy) {
+        free(f);
+        free(copy);
+        return fail(cudaErrorMemoryAllocation);
+    }
+    f->magic = FUNC_MAGIC;
+    f->stub = f;
+    f->device_name = copy;
+    f->library = 1;
+    pthread_mutex_lock(&reg_lock);
+    f->next = funcs;
+    funcs = f;
+    pthread_mutex_unlock(&reg_lock);
+    *kernel = (cudaKernel_t)(void *)f;
+    return cudaSuccess;
+}
+
 FAKE_EXPORT cudaError_t cudaFuncGetName(const char **name, const void *func)
 {
     if (!name || !func)
         return fail(cudaErrorInvalidValue);
     pthread_mutex_lock(&reg_lock);
     struct fake_func *f = find_func_locked(func);
-    const char *n = f ? f->device_name : NULL;
+    const char *n = f && !f->library ? f->device_name : NULL;
     pthread_mutex_unlock(&reg_lock);
     if (!n)
         return fail(cudaErrorInvalidDeviceFunction);
@@ -487,6 +660,58 @@ FAKE_EXPORT cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim
 
 /* ---- launches ----------------------------------------------------------- */
 
+/* Lookup mode: the CUkernel of a registered stub, from a one-kernel
+ * library (cuLibraryLoadData + cuLibraryGetKernel, as nvcc 13 programs
+ * reach the driver at a kernel's first launch); NULL if none. */
+static CUkernel drv_kernel_of(const void *stub)
+{
+    pthread_mutex_lock(&reg_lock);
+    struct fake_func *f = find_func_locked(stub);
+    if (f && !f->kernel && drv.lib_load && drv.lib_kernel) {
+        char image[512];
+        snprintf(image, sizeof image, "fakecubin %s", f->device_name);
+        CUlibrary lib;
+        if (drv.lib_load(&lib, image, NULL, NULL, 0, NULL, NULL, 0) == CUDA_SUCCESS)
+            drv.lib_kernel(&f->kernel, lib, f->device_name);
+    }
+    CUkernel k = f ? f->kernel : NULL;
+    pthread_mutex_unlock(&reg_lock);
+    return k;
+}
+
+static cudaError_t from_driver(CUresult rc)
+{
+    return rc == CUDA_SUCCESS ? cudaSuccess : fail(rc == CUDA_ERROR_INVALID_HANDLE ? cudaErrorInvalidResourceHandle
+                                                                                  : cudaErrorInvalidValue);
+}
+
+/* Lookup mode: the launch goes on to the driver (cooperative: 1, 2 = Ex). */
+static cudaError_t drv_launch(const void *stub, dim3 g, dim3 b, size_t sm, cudaStream_t s, int pt, int how)
+{
+    CUkernel k = drv_kernel_of(stub);
+    if (!k)
+        return fail(cudaErrorInvalidDeviceFunction);
+    CUfunction f = (CUfunction)(void *)k;
+    if (how == 1) {
+        __typeof__(&cuLaunchCooperativeKernel) c = pt ? drv.coop_pt : drv.coop;
+        return c ? from_driver(c(f, g.x, g.y, g.z, b.x, b.y, b.z, (unsigned)sm, (CUstream)s, NULL))
+                 : fail(cudaErrorNotSupported);
+    }
+    if (how == 2) {
+        CUlaunchConfig cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.gridDimX = g.x, cfg.gridDimY = g.y, cfg.gridDimZ = g.z;
+        cfg.blockDimX = b.x, cfg.blockDimY = b.y, cfg.blockDimZ = b.z;
+        cfg.sharedMemBytes = (unsigned)sm;
+        cfg.hStream = (CUstream)s;
+        __typeof__(&cuLaunchKernelEx) e = pt ? drv.launch_ex_pt : drv.launch_ex;
+        return e ? from_driver(e(&cfg, f, NULL, NULL)) : fail(cudaErrorNotSupported);
+    }
+    __typeof__(&cuLaunchKernel) l = pt ? drv.launch_pt : drv.launch;
+    return l ? from_driver(l(f, g.x, g.y, g.z, b.x, b.y, b.z, (unsigned)sm, (CUstream)s, NULL, NULL))
+             : fail(cudaErrorNotSupported);
+}
+
 static cudaError_t launch_stub(const void *f, dim3 g, dim3 b)
 {
     if (!f)
@@ -502,6 +727,24 @@ static cudaError_t launch_kernel(cudaKernel_t k, dim3 g, dim3 b)
     if (!k || !is_registered_kernel(k))
         return fail(cudaErrorInvalidDeviceFunction);
     return launch_stub((const void *)k, g, b);
+}
+
+/* A launch by stub (how: 0 plain, 1 cooperative, 2 Ex), on to the driver
+ * in lookup mode. */
+static cudaError_t launch_rt(const void *f, dim3 g, dim3 b, size_t sm, cudaStream_t s, int pt, int how)
+{
+    cudaError_t r = launch_stub(f, g, b);
+    if (r != cudaSuccess || !lookup_mode)
+        return r;
+    return drv_launch(f, g, b, sm, s, pt, how);
+}
+
+static cudaError_t launch_kernel_rt(cudaKernel_t k, dim3 g, dim3 b, size_t sm, cudaStream_t s, int pt)
+{
+    cudaError_t r = launch_kernel(k, g, b);
+    if (r != cudaSuccess || !lookup_mode)
+        return r;
+    return drv_launch(((const struct fake_func *)(const void *)k)->stub, g, b, sm, s, pt, 0);
 }
 
 /* Names for the observer only (registration entries are never freed). */
@@ -534,36 +777,36 @@ FAKE_EXPORT cudaError_t cudaLaunchKernel(const void *f, dim3 g, dim3 b, void **a
                                          cudaStream_t s)
 {
     (void)a;
-    OBS_LAUNCH(cudaLaunchKernel_v7000, launch_stub(f, g, b), stub_name(f), g, b, sm, s);
+    OBS_LAUNCH(cudaLaunchKernel_v7000, launch_rt(f, g, b, sm, s, 0, 0), stub_name(f), g, b, sm, s);
 }
 
 FAKE_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *f, dim3 g, dim3 b, void **a, size_t sm,
                                               cudaStream_t s)
 {
     (void)a;
-    OBS_LAUNCH(cudaLaunchKernel_ptsz_v7000, launch_stub(f, g, b), stub_name(f), g, b, sm, s);
+    OBS_LAUNCH(cudaLaunchKernel_ptsz_v7000, launch_rt(f, g, b, sm, s, 1, 0), stub_name(f), g, b, sm, s);
 }
 
 FAKE_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void **a, size_t sm,
                                            cudaStream_t s)
 {
     (void)a;
-    OBS_LAUNCH(__cudaLaunchKernel_v13000, launch_kernel(k, g, b), kernel_name(k), g, b, sm, s);
+    OBS_LAUNCH(__cudaLaunchKernel_v13000, launch_kernel_rt(k, g, b, sm, s, 0), kernel_name(k), g, b, sm, s);
 }
 
 FAKE_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 g, dim3 b, void **a,
                                                 size_t sm, cudaStream_t s)
 {
     (void)a;
-    OBS_LAUNCH(__cudaLaunchKernel_ptsz_v13000, launch_kernel(k, g, b), kernel_name(k), g, b, sm,
-               s);
+    OBS_LAUNCH(__cudaLaunchKernel_ptsz_v13000, launch_kernel_rt(k, g, b, sm, s, 1), kernel_name(k), g, b,
+               sm, s);
 }
 
-static cudaError_t launch_ex(const cudaLaunchConfig_t *c, const void *f)
+static cudaError_t launch_ex(const cudaLaunchConfig_t *c, const void *f, int pt)
 {
     if (!c)
         return fail(cudaErrorInvalidValue);
-    return launch_stub(f, c->gridDim, c->blockDim);
+    return launch_rt(f, c->gridDim, c->blockDim, c->dynamicSmemBytes, c->stream, pt, 2);
 }
 
 static const dim3 dim_zero = { 0, 0, 0 };
@@ -571,7 +814,7 @@ static const dim3 dim_zero = { 0, 0, 0 };
 FAKE_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *c, const void *f, void **a)
 {
     (void)a;
-    OBS_LAUNCH(cudaLaunchKernelExC_v11060, launch_ex(c, f), stub_name(f),
+    OBS_LAUNCH(cudaLaunchKernelExC_v11060, launch_ex(c, f, 0), stub_name(f),
                c ? c->gridDim : dim_zero, c ? c->blockDim : dim_zero,
                c ? c->dynamicSmemBytes : 0, c ? c->stream : NULL);
 }
@@ -580,7 +823,7 @@ FAKE_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *c, co
                                                  void **a)
 {
     (void)a;
-    OBS_LAUNCH(cudaLaunchKernelExC_ptsz_v11060, launch_ex(c, f), stub_name(f),
+    OBS_LAUNCH(cudaLaunchKernelExC_ptsz_v11060, launch_ex(c, f, 1), stub_name(f),
                c ? c->gridDim : dim_zero, c ? c->blockDim : dim_zero,
                c ? c->dynamicSmemBytes : 0, c ? c->stream : NULL);
 }
@@ -589,16 +832,16 @@ FAKE_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *f, dim3 g, dim3 
                                                     size_t sm, cudaStream_t s)
 {
     (void)a;
-    OBS_LAUNCH(cudaLaunchCooperativeKernel_v9000, launch_stub(f, g, b), stub_name(f), g, b, sm,
-               s);
+    OBS_LAUNCH(cudaLaunchCooperativeKernel_v9000, launch_rt(f, g, b, sm, s, 0, 1), stub_name(f), g, b,
+               sm, s);
 }
 
 FAKE_EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *f, dim3 g, dim3 b, void **a,
                                                          size_t sm, cudaStream_t s)
 {
     (void)a;
-    OBS_LAUNCH(cudaLaunchCooperativeKernel_ptsz_v9000, launch_stub(f, g, b), stub_name(f), g, b,
-               sm, s);
+    OBS_LAUNCH(cudaLaunchCooperativeKernel_ptsz_v9000, launch_rt(f, g, b, sm, s, 1, 1), stub_name(f), g,
+               b, sm, s);
 }
 
 /* ---- graphs (dummy handles) --------------------------------------------- */
@@ -608,11 +851,15 @@ struct fake_graph_exec { int magic; };
 #define GRAPH_MAGIC 0x47524150
 #define EXEC_MAGIC  0x45584543
 
+/* In lookup mode graphs are the driver's (cudaGraph_t is a CUgraph): made,
+ * captured, instantiated and launched by it.  Both are malloc'ed, so
+ * cudaGraphDestroy and cudaGraphExecDestroy free either. */
 FAKE_EXPORT cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags)
 {
-    (void)flags;
     if (!pGraph)
         return fail(cudaErrorInvalidValue);
+    if (lookup_mode && drv.graph_create)
+        return from_driver(drv.graph_create((CUgraph *)pGraph, flags));
     struct fake_graph *g = malloc(sizeof(*g));
     if (!g)
         return fail(cudaErrorMemoryAllocation);
@@ -621,12 +868,12 @@ FAKE_EXPORT cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags)
     return cudaSuccess;
 }
 
-FAKE_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
-                                             unsigned long long flags)
+static cudaError_t instantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags)
 {
-    (void)flags;
     if (!pGraphExec || !graph)
         return fail(cudaErrorInvalidValue);
+    if (lookup_mode && drv.inst)
+        return from_driver(drv.inst((CUgraphExec *)pGraphExec, (CUgraph)graph, flags));
     struct fake_graph_exec *e = malloc(sizeof(*e));
     if (!e)
         return fail(cudaErrorMemoryAllocation);
@@ -635,54 +882,149 @@ FAKE_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGr
     return cudaSuccess;
 }
 
+FAKE_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                             unsigned long long flags)
+{
+    return instantiate(pGraphExec, graph, flags);
+}
+
 FAKE_EXPORT cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
                                                       unsigned long long flags)
 {
-    return cudaGraphInstantiate(pGraphExec, graph, flags);
+    return instantiate(pGraphExec, graph, flags);
 }
 
-/* Stream capture: the captured work is not kept (nothing runs anyway); the
- * graph ending the capture is a fresh one.  One capture per thread. */
-static __thread cudaStream_t capturing;
-static __thread int capture_open;
-
-static cudaError_t begin_capture(cudaStream_t s)
+static cudaError_t instantiate_params(cudaGraphExec_t *e, cudaGraph_t g, cudaGraphInstantiateParams *p, int pt)
 {
-    if (capture_open)
-        return fail(cudaErrorIllegalState);
-    capture_open = 1;
-    capturing = s;
+    if (!p)
+        return fail(cudaErrorInvalidValue);
+    __typeof__(&cuGraphInstantiateWithParams) ip = pt ? drv.inst_params_pt : drv.inst_params;
+    cudaError_t r = lookup_mode && ip && e && g
+                        ? from_driver(ip((CUgraphExec *)e, (CUgraph)g, (CUDA_GRAPH_INSTANTIATE_PARAMS *)(void *)p))
+                        : instantiate(e, g, p->flags);
+    p->result_out = r == cudaSuccess ? cudaGraphInstantiateSuccess : cudaGraphInstantiateError;
+    return r;
+}
+
+FAKE_EXPORT cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t *e, cudaGraph_t g,
+                                                       cudaGraphInstantiateParams *p)
+{
+    return instantiate_params(e, g, p, 0);
+}
+
+FAKE_EXPORT cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t *e, cudaGraph_t g,
+                                                            cudaGraphInstantiateParams *p)
+{
+    return instantiate_params(e, g, p, 1);
+}
+
+/* Nodes are not kept: a node is a distinct handle, nothing more. */
+FAKE_EXPORT cudaError_t cudaGraphAddNode(cudaGraphNode_t *node, cudaGraph_t g, const cudaGraphNode_t *deps,
+                                         const cudaGraphEdgeData *data, size_t n,
+                                         struct cudaGraphNodeParams *params)
+{
+    (void)data;
+    static unsigned long nodes;
+    if (!node || !g || !params || (n && !deps))
+        return fail(cudaErrorInvalidValue);
+    *node = (cudaGraphNode_t)(uintptr_t)(0x1000 + 16 * __atomic_add_fetch(&nodes, 1, __ATOMIC_RELAXED));
     return cudaSuccess;
 }
 
-static cudaError_t end_capture(cudaStream_t s, cudaGraph_t *g)
+/* Stream capture: the captured work is not kept (nothing runs anyway); the
+ * graph ending the capture is a fresh one, or the one given to
+ * cudaStreamBeginCaptureToGraph.  A thread's captures are kept per stream
+ * (PyTorch captures a conditional node's body on a second stream while the
+ * first is captured). */
+#define CAPTURES 4
+static __thread struct { cudaStream_t stream; cudaGraph_t into; int open; } captures[CAPTURES];
+
+static int capture_of(cudaStream_t s, int open)
 {
-    if (!capture_open || s != capturing || !g)
+    for (int i = 0; i < CAPTURES; i++)
+        if (captures[i].open == open && (!open || captures[i].stream == s))
+            return i;
+    return -1;
+}
+
+static cudaError_t begin_capture(cudaStream_t s, cudaGraph_t into, enum cudaStreamCaptureMode mode, int pt)
+{
+    if (lookup_mode) {
+        __typeof__(&cuStreamBeginCapture_v2) b = pt ? drv.begin_pt : drv.begin;
+        __typeof__(&cuStreamBeginCaptureToGraph) bt = pt ? drv.begin_to_pt : drv.begin_to;
+        if (into && bt)
+            return from_driver(bt((CUstream)s, (CUgraph)into, NULL, NULL, 0, (CUstreamCaptureMode)mode));
+        if (!into && b)
+            return from_driver(b((CUstream)s, (CUstreamCaptureMode)mode));
+    }
+    int i = capture_of(s, 1) < 0 ? capture_of(s, 0) : -1;
+    if (i < 0)
+        return fail(cudaErrorIllegalState);
+    captures[i].open = 1;
+    captures[i].stream = s;
+    captures[i].into = into;
+    return cudaSuccess;
+}
+
+static cudaError_t end_capture(cudaStream_t s, cudaGraph_t *g, int pt)
+{
+    __typeof__(&cuStreamEndCapture) e = pt ? drv.end_pt : drv.end;
+    if (lookup_mode && e)
+        return from_driver(e((CUstream)s, (CUgraph *)g));
+    int i = capture_of(s, 1);
+    if (i < 0 || !g)
         return fail(cudaErrorStreamCaptureInvalidated);
-    capture_open = 0;
+    captures[i].open = 0;
+    if (captures[i].into) {
+        *g = captures[i].into;
+        return cudaSuccess;
+    }
     return cudaGraphCreate(g, 0);
 }
 
 FAKE_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode)
 {
-    (void)mode;
-    return begin_capture(s);
+    return begin_capture(s, NULL, mode, 0);
 }
 
 FAKE_EXPORT cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t s, enum cudaStreamCaptureMode mode)
 {
-    (void)mode;
-    return begin_capture(s);
+    return begin_capture(s, NULL, mode, 1);
+}
+
+static cudaError_t begin_capture_to(cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t *deps, size_t n,
+                                    enum cudaStreamCaptureMode mode, int pt)
+{
+    if (!g || (n && !deps))
+        return fail(cudaErrorInvalidValue);
+    return begin_capture(s, g, mode, pt);
+}
+
+FAKE_EXPORT cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t *deps,
+                                                      const cudaGraphEdgeData *data, size_t n,
+                                                      enum cudaStreamCaptureMode mode)
+{
+    (void)data;
+    return begin_capture_to(s, g, deps, n, mode, 0);
+}
+
+FAKE_EXPORT cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t s, cudaGraph_t g,
+                                                           const cudaGraphNode_t *deps,
+                                                           const cudaGraphEdgeData *data, size_t n,
+                                                           enum cudaStreamCaptureMode mode)
+{
+    (void)data;
+    return begin_capture_to(s, g, deps, n, mode, 1);
 }
 
 FAKE_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g)
 {
-    return end_capture(s, g);
+    return end_capture(s, g, 0);
 }
 
 FAKE_EXPORT cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t s, cudaGraph_t *g)
 {
-    return end_capture(s, g);
+    return end_capture(s, g, 1);
 }
 
 FAKE_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e)
@@ -701,23 +1043,24 @@ FAKE_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t g)
     return cudaSuccess;
 }
 
-static cudaError_t graph_launch(cudaGraphExec_t e)
+static cudaError_t graph_launch(cudaGraphExec_t e, cudaStream_t s, int pt)
 {
     if (!e)
         return fail(cudaErrorInvalidValue);
     launch_cost();
-    return cudaSuccess;
+    __typeof__(&cuGraphLaunch) l = pt ? drv.graph_launch_pt : drv.graph_launch;
+    return lookup_mode && l ? from_driver(l((CUgraphExec)e, (CUstream)s)) : cudaSuccess;
 }
 
 /* Reported without device work (the fake keeps no graph nodes). */
 FAKE_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s)
 {
-    OBS_NONE(cudaGraphLaunch_v10000, graph_launch(e), s);
+    OBS_NONE(cudaGraphLaunch_v10000, graph_launch(e, s, 0), s);
 }
 
 FAKE_EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t e, cudaStream_t s)
 {
-    OBS_NONE(cudaGraphLaunch_ptsz_v10000, graph_launch(e), s);
+    OBS_NONE(cudaGraphLaunch_ptsz_v10000, graph_launch(e, s, 1), s);
 }
 
 /* ---- copies and sets ---------------------------------------------------- */
@@ -803,23 +1146,356 @@ FAKE_EXPORT cudaError_t cudaMemcpy2DAsync(void *d, size_t dp, const void *s, siz
     OBS_COPY(cudaMemcpy2DAsync_v3020, do_copy2d(d, dp, s, sp, w, h, k), w * h, k, st);
 }
 
-static cudaError_t do_peer(void *d, int dd, const void *s, int sd, size_t n)
+/* Lookup mode: on to cuMemcpyPeer(Async), between the primary context and
+ * itself (one device). */
+static cudaError_t do_peer(void *d, int dd, const void *s, int sd, size_t n, cudaStream_t st, int async)
 {
     if (dd != 0 || sd != 0)
         return fail(cudaErrorInvalidDevice);
+    if (lookup_mode && drv.peer && drv.peer_async)
+        return from_driver(async ? drv.peer_async((CUdeviceptr)(uintptr_t)d, drv_ctx, (CUdeviceptr)(uintptr_t)s,
+                                                  drv_ctx, n, (CUstream)st)
+                                 : drv.peer((CUdeviceptr)(uintptr_t)d, drv_ctx, (CUdeviceptr)(uintptr_t)s,
+                                            drv_ctx, n));
     return do_copy(d, s, n, cudaMemcpyDeviceToDevice);
 }
 
 FAKE_EXPORT cudaError_t cudaMemcpyPeer(void *d, int dd, const void *s, int sd, size_t n)
 {
-    OBS_COPY(cudaMemcpyPeer_v4000, do_peer(d, dd, s, sd, n), n, cudaMemcpyDeviceToDevice, NULL);
+    OBS_COPY(cudaMemcpyPeer_v4000, do_peer(d, dd, s, sd, n, NULL, 0), n, cudaMemcpyDeviceToDevice, NULL);
 }
 
 FAKE_EXPORT cudaError_t cudaMemcpyPeerAsync(void *d, int dd, const void *s, int sd, size_t n,
                                             cudaStream_t st)
 {
-    OBS_COPY(cudaMemcpyPeerAsync_v4000, do_peer(d, dd, s, sd, n), n, cudaMemcpyDeviceToDevice,
+    OBS_COPY(cudaMemcpyPeerAsync_v4000, do_peer(d, dd, s, sd, n, st, 1), n, cudaMemcpyDeviceToDevice,
              st);
+}
+
+/* ---- 3D copies and sets, batches ------------------------------------------
+ * Arrays are the fake driver's (fakegpu.h): cudaMalloc3DArray makes one
+ * itself, as cuArray3DCreate_v2 would.  Extents are in bytes between
+ * pointers, in elements of the array when one side is an array; positions
+ * likewise. */
+
+static struct fakegpu_array *array_of(const void *a)
+{
+    struct fakegpu_array *f = (struct fakegpu_array *)(uintptr_t)a;
+    return f && f->magic == FAKEGPU_ARRAY_MAGIC ? f : NULL;
+}
+
+/* One side of a 3D copy: base, row pitch and rows per layer, in bytes. */
+struct side {
+    unsigned char *base;
+    size_t pitch, rows, x, y, z;
+};
+
+static int side_of(struct side *sd, const void *array, struct cudaPos pos, struct cudaPitchedPtr p, size_t elem)
+{
+    struct fakegpu_array *a = array ? array_of(array) : NULL;
+    if (array && !a)
+        return -1;
+    if (a) {
+        sd->base = a->data, sd->pitch = a->width * a->elem, sd->rows = a->height;
+        sd->x = pos.x * a->elem;
+    } else {
+        if (!p.ptr)
+            return -1;
+        sd->base = p.ptr, sd->pitch = p.pitch, sd->rows = p.ysize ? p.ysize : 1;
+        sd->x = pos.x * elem;
+    }
+    sd->y = pos.y, sd->z = pos.z;
+    return 0;
+}
+
+static cudaError_t copy_sides(struct side *src, struct side *dst, size_t w, size_t h, size_t d)
+{
+    if (src->pitch < src->x + w || dst->pitch < dst->x + w)
+        return fail(cudaErrorInvalidPitchValue);
+    for (size_t z = 0; z < d; z++)
+        for (size_t y = 0; y < h; y++)
+            memmove(dst->base + ((dst->z + z) * dst->rows + dst->y + y) * dst->pitch + dst->x,
+                    src->base + ((src->z + z) * src->rows + src->y + y) * src->pitch + src->x, w);
+    return cudaSuccess;
+}
+
+static size_t elem_of(const void *src_array, const void *dst_array)
+{
+    struct fakegpu_array *a = array_of(src_array ? src_array : dst_array);
+    return a ? a->elem : 1;
+}
+
+static cudaError_t do_copy3d(const void *sa, struct cudaPos sp, struct cudaPitchedPtr spp, const void *da,
+                             struct cudaPos dp, struct cudaPitchedPtr dpp, struct cudaExtent e)
+{
+    size_t elem = elem_of(sa, da);
+    struct side src, dst;
+    if (side_of(&src, sa, sp, spp, elem) || side_of(&dst, da, dp, dpp, elem))
+        return fail(cudaErrorInvalidValue);
+    if (!e.width || !e.height || !e.depth)
+        return cudaSuccess;
+    return copy_sides(&src, &dst, e.width * (sa || da ? elem : 1), e.height, e.depth);
+}
+
+static size_t bytes3d(const void *sa, const void *da, struct cudaExtent e)
+{
+    return e.width * e.height * e.depth * (sa || da ? elem_of(sa, da) : 1);
+}
+
+static cudaError_t copy3d(const struct cudaMemcpy3DParms *p)
+{
+    if (!p)
+        return fail(cudaErrorInvalidValue);
+    if ((unsigned)p->kind > (unsigned)cudaMemcpyDefault)
+        return fail(cudaErrorInvalidMemcpyDirection);
+    return do_copy3d(p->srcArray, p->srcPos, p->srcPtr, p->dstArray, p->dstPos, p->dstPtr, p->extent);
+}
+
+static cudaError_t copy3d_peer(const struct cudaMemcpy3DPeerParms *p)
+{
+    if (!p)
+        return fail(cudaErrorInvalidValue);
+    if (p->srcDevice != 0 || p->dstDevice != 0)
+        return fail(cudaErrorInvalidDevice);
+    return do_copy3d(p->srcArray, p->srcPos, p->srcPtr, p->dstArray, p->dstPos, p->dstPtr, p->extent);
+}
+
+#define P3_BYTES(p) ((p) ? bytes3d((p)->srcArray, (p)->dstArray, (p)->extent) : 0)
+
+FAKE_EXPORT cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms *p)
+{
+    OBS_COPY(cudaMemcpy3D_v3020, copy3d(p), P3_BYTES(p), p ? p->kind : cudaMemcpyDefault, NULL);
+}
+
+FAKE_EXPORT cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms *p)
+{
+    OBS_COPY(cudaMemcpy3D_ptds_v7000, copy3d(p), P3_BYTES(p), p ? p->kind : cudaMemcpyDefault, NULL);
+}
+
+FAKE_EXPORT cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cudaStream_t st)
+{
+    OBS_COPY(cudaMemcpy3DAsync_v3020, copy3d(p), P3_BYTES(p), p ? p->kind : cudaMemcpyDefault, st);
+}
+
+FAKE_EXPORT cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms *p, cudaStream_t st)
+{
+    OBS_COPY(cudaMemcpy3DAsync_ptsz_v7000, copy3d(p), P3_BYTES(p), p ? p->kind : cudaMemcpyDefault, st);
+}
+
+FAKE_EXPORT cudaError_t cudaMemcpy3DPeer(const struct cudaMemcpy3DPeerParms *p)
+{
+    OBS_COPY(cudaMemcpy3DPeer_v4000, copy3d_peer(p), P3_BYTES(p), cudaMemcpyDeviceToDevice, NULL);
+}
+
+FAKE_EXPORT cudaError_t cudaMemcpy3DPeer_ptds(const struct cudaMemcpy3DPeerParms *p)
+{
+    OBS_COPY(cudaMemcpy3DPeer_ptds_v7000, copy3d_peer(p), P3_BYTES(p), cudaMemcpyDeviceToDevice, NULL);
+}
+
+FAKE_EXPORT cudaError_t cudaMemcpy3DPeerAsync(const struct cudaMemcpy3DPeerParms *p, cudaStream_t st)
+{
+    OBS_COPY(cudaMemcpy3DPeerAsync_v4000, copy3d_peer(p), P3_BYTES(p), cudaMemcpyDeviceToDevice, st);
+}
+
+FAKE_EXPORT cudaError_t cudaMemcpy3DPeerAsync_ptsz(const struct cudaMemcpy3DPeerParms *p, cudaStream_t st)
+{
+    OBS_COPY(cudaMemcpy3DPeerAsync_ptsz_v7000, copy3d_peer(p), P3_BYTES(p), cudaMemcpyDeviceToDevice, st);
+}
+
+/* CUDA 13's batches: not on the legacy NULL stream; every copy covered by
+ * attributes whose first index is 0 (cudaErrorInvalidValue otherwise). */
+static cudaError_t copy_batch(void *const *d, const void *const *src, const size_t *n, size_t count,
+                              const struct cudaMemcpyAttributes *a, const size_t *ai, size_t na, cudaStream_t st)
+{
+    if (!st || !count || !d || !src || !n || !a || !ai || !na || na > count || ai[0] != 0)
+        return fail(cudaErrorInvalidValue);
+    for (size_t i = 0; i < count; i++)
+        if (n[i] && (!d[i] || !src[i]))
+            return fail(cudaErrorInvalidValue);
+    for (size_t i = 0; i < count; i++)
+        if (n[i])
+            memmove(d[i], src[i], n[i]);
+    return cudaSuccess;
+}
+
+static size_t batch_bytes(const size_t *n, size_t count)
+{
+    size_t sum = 0;
+    for (size_t i = 0; n && i < count; i++)
+        sum += n[i];
+    return sum;
+}
+
+FAKE_EXPORT cudaError_t cudaMemcpyBatchAsync(void *const *d, const void *const *src, const size_t *n, size_t count,
+                                             struct cudaMemcpyAttributes *a, size_t *ai, size_t na, cudaStream_t st)
+{
+    OBS_COPY(cudaMemcpyBatchAsync_v13000, copy_batch(d, src, n, count, a, ai, na, st), batch_bytes(n, count),
+             cudaMemcpyDefault, st);
+}
+
+FAKE_EXPORT cudaError_t cudaMemcpyBatchAsync_ptsz(void *const *d, const void *const *src, const size_t *n,
+                                                  size_t count, struct cudaMemcpyAttributes *a, size_t *ai,
+                                                  size_t na, cudaStream_t st)
+{
+    OBS_COPY(cudaMemcpyBatchAsync_ptsz_v13000, copy_batch(d, src, n, count, a, ai, na, st),
+             batch_bytes(n, count), cudaMemcpyDefault, st);
+}
+
+/* An operand of a 3D batch: rowLength/layerHeight in elements, 0 for
+ * tightly packed by the extent. */
+static int operand_side(struct side *sd, const struct cudaMemcpy3DOperand *o, struct cudaExtent e, size_t elem)
+{
+    if (o->type == cudaMemcpyOperandTypeArray) {
+        struct fakegpu_array *a = array_of(o->op.array.array);
+        if (!a)
+            return -1;
+        sd->base = a->data, sd->pitch = a->width * a->elem, sd->rows = a->height;
+        sd->x = o->op.array.offset.x * a->elem, sd->y = o->op.array.offset.y, sd->z = o->op.array.offset.z;
+        return 0;
+    }
+    if (o->type != cudaMemcpyOperandTypePointer || !o->op.ptr.ptr)
+        return -1;
+    sd->base = o->op.ptr.ptr;
+    sd->pitch = (o->op.ptr.rowLength ? o->op.ptr.rowLength : e.width) * elem;
+    sd->rows = o->op.ptr.layerHeight ? o->op.ptr.layerHeight : e.height;
+    sd->x = sd->y = sd->z = 0;
+    return 0;
+}
+
+static size_t op_elem(const struct cudaMemcpy3DBatchOp *op)
+{
+    const void *sa = op->src.type == cudaMemcpyOperandTypeArray ? (const void *)op->src.op.array.array : NULL;
+    const void *da = op->dst.type == cudaMemcpyOperandTypeArray ? (const void *)op->dst.op.array.array : NULL;
+    return sa || da ? elem_of(sa, da) : 1;
+}
+
+static cudaError_t copy_batch3d(size_t n, const struct cudaMemcpy3DBatchOp *ops, unsigned long long flags,
+                                cudaStream_t st)
+{
+    if (!st || !n || !ops || flags)
+        return fail(cudaErrorInvalidValue);
+    for (size_t i = 0; i < n; i++) {
+        struct cudaExtent e = ops[i].extent;
+        size_t elem = op_elem(&ops[i]);
+        struct side src, dst;
+        if (!e.width || !e.height || !e.depth || operand_side(&src, &ops[i].src, e, elem) ||
+            operand_side(&dst, &ops[i].dst, e, elem))
+            return fail(cudaErrorInvalidValue);
+        cudaError_t r = copy_sides(&src, &dst, e.width * elem, e.height, e.depth);
+        if (r != cudaSuccess)
+            return r;
+    }
+    return cudaSuccess;
+}
+
+static size_t batch3d_bytes(size_t n, const struct cudaMemcpy3DBatchOp *ops)
+{
+    size_t sum = 0;
+    for (size_t i = 0; ops && i < n; i++)
+        sum += ops[i].extent.width * ops[i].extent.height * ops[i].extent.depth * op_elem(&ops[i]);
+    return sum;
+}
+
+FAKE_EXPORT cudaError_t cudaMemcpy3DBatchAsync(size_t n, struct cudaMemcpy3DBatchOp *ops, unsigned long long flags,
+                                               cudaStream_t st)
+{
+    OBS_COPY(cudaMemcpy3DBatchAsync_v13000, copy_batch3d(n, ops, flags, st), batch3d_bytes(n, ops),
+             cudaMemcpyDefault, st);
+}
+
+FAKE_EXPORT cudaError_t cudaMemcpy3DBatchAsync_ptsz(size_t n, struct cudaMemcpy3DBatchOp *ops,
+                                                    unsigned long long flags, cudaStream_t st)
+{
+    OBS_COPY(cudaMemcpy3DBatchAsync_ptsz_v13000, copy_batch3d(n, ops, flags, st), batch3d_bytes(n, ops),
+             cudaMemcpyDefault, st);
+}
+
+/* width bytes of height rows "pitch" apart, depth layers of ysize rows */
+static cudaError_t set3d(struct cudaPitchedPtr p, int v, struct cudaExtent e)
+{
+    if (!e.width || !e.height || !e.depth)
+        return cudaSuccess;
+    if (!p.ptr || e.width > p.pitch || (e.depth > 1 && e.height > p.ysize))
+        return fail(cudaErrorInvalidValue);
+    for (size_t z = 0; z < e.depth; z++)
+        for (size_t y = 0; y < e.height; y++)
+            memset((char *)p.ptr + (z * p.ysize + y) * p.pitch, v, e.width);
+    return cudaSuccess;
+}
+
+#define E_BYTES(e) ((e).width * (e).height * (e).depth)
+
+FAKE_EXPORT cudaError_t cudaMemset3D(struct cudaPitchedPtr p, int v, struct cudaExtent e)
+{
+    OBS_SET(cudaMemset3D_v3020, set3d(p, v, e), E_BYTES(e), NULL);
+}
+
+FAKE_EXPORT cudaError_t cudaMemset3D_ptds(struct cudaPitchedPtr p, int v, struct cudaExtent e)
+{
+    OBS_SET(cudaMemset3D_ptds_v7000, set3d(p, v, e), E_BYTES(e), NULL);
+}
+
+FAKE_EXPORT cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr p, int v, struct cudaExtent e, cudaStream_t st)
+{
+    OBS_SET(cudaMemset3DAsync_v3020, set3d(p, v, e), E_BYTES(e), st);
+}
+
+FAKE_EXPORT cudaError_t cudaMemset3DAsync_ptsz(struct cudaPitchedPtr p, int v, struct cudaExtent e,
+                                               cudaStream_t st)
+{
+    OBS_SET(cudaMemset3DAsync_ptsz_v7000, set3d(p, v, e), E_BYTES(e), st);
+}
+
+/* 8-, 16- or 32-bit channels of one kind; 1 to 4 of them (x, y, z, w). */
+FAKE_EXPORT cudaError_t cudaMalloc3DArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc,
+                                          struct cudaExtent e, unsigned int flags)
+{
+    (void)flags;
+    if (!array || !desc || !e.width)
+        return fail(cudaErrorInvalidValue);
+    int bits = desc->x, channels = !!desc->x + !!desc->y + !!desc->z + !!desc->w;
+    if ((bits != 8 && bits != 16 && bits != 32) || (desc->y && desc->y != bits) ||
+        (desc->z && desc->z != bits) || (desc->w && desc->w != bits) || channels == 3)
+        return fail(cudaErrorInvalidChannelDescriptor);
+    unsigned format;
+    switch (desc->f) {
+    case cudaChannelFormatKindUnsigned:
+        format = bits == 8 ? CU_AD_FORMAT_UNSIGNED_INT8 : bits == 16 ? CU_AD_FORMAT_UNSIGNED_INT16
+                                                                     : CU_AD_FORMAT_UNSIGNED_INT32;
+        break;
+    case cudaChannelFormatKindSigned:
+        format = bits == 8 ? CU_AD_FORMAT_SIGNED_INT8 : bits == 16 ? CU_AD_FORMAT_SIGNED_INT16
+                                                                   : CU_AD_FORMAT_SIGNED_INT32;
+        break;
+    case cudaChannelFormatKindFloat:
+        if (bits == 8)
+            return fail(cudaErrorInvalidChannelDescriptor);
+        format = bits == 16 ? CU_AD_FORMAT_HALF : CU_AD_FORMAT_FLOAT;
+        break;
+    default:
+        return fail(cudaErrorInvalidChannelDescriptor);
+    }
+    size_t h = e.height ? e.height : 1, d = e.depth ? e.depth : 1, elem = (size_t)bits / 8 * channels;
+    struct fakegpu_array *a = calloc(1, sizeof *a + e.width * h * d * elem);
+    if (!a)
+        return fail(cudaErrorMemoryAllocation);
+    a->magic = FAKEGPU_ARRAY_MAGIC;
+    a->format = format, a->channels = (unsigned)channels, a->elem = (unsigned)elem;
+    a->width = e.width, a->height = h, a->depth = d;
+    *array = (cudaArray_t)(void *)a;
+    return cudaSuccess;
+}
+
+FAKE_EXPORT cudaError_t cudaFreeArray(cudaArray_t array)
+{
+    struct fakegpu_array *a = array_of(array);
+    if (!array)
+        return cudaSuccess;
+    if (!a)
+        return fail(cudaErrorInvalidResourceHandle);
+    a->magic = 0;
+    free(a);
+    return cudaSuccess;
 }
 
 /* A "symbol" is the host shadow variable's address; in the fake it is the
@@ -1165,6 +1841,18 @@ static const struct { cudaError_t code; const char *name, *text; } error_table[]
     { cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle",
       "invalid resource handle" },
     { cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported" },
+    { cudaErrorInvalidPitchValue, "cudaErrorInvalidPitchValue", "invalid pitch argument" },
+    { cudaErrorInvalidChannelDescriptor, "cudaErrorInvalidChannelDescriptor",
+      "invalid channel descriptor" },
+    { cudaErrorInsufficientDriver, "cudaErrorInsufficientDriver",
+      "CUDA driver version is insufficient for CUDA runtime version" },
+    { cudaErrorHostMemoryAlreadyRegistered, "cudaErrorHostMemoryAlreadyRegistered",
+      "part or all of the requested memory range is already mapped" },
+    { cudaErrorHostMemoryNotRegistered, "cudaErrorHostMemoryNotRegistered",
+      "pointer does not correspond to a registered memory region" },
+    { cudaErrorIllegalState, "cudaErrorIllegalState", "the operation cannot be performed in the present state" },
+    { cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",
+      "operation failed due to a previous error during capture" },
 };
 
 FAKE_EXPORT const char *cudaGetErrorString(cudaError_t e)
@@ -1306,4 +1994,239 @@ FAKE_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t e)
         return fail(cudaErrorInvalidResourceHandle);
     free((void *)e);
     return cudaSuccess;
+}
+
+FAKE_EXPORT cudaError_t cudaEventRecord_ptsz(cudaEvent_t e, cudaStream_t s)
+{
+    OBS_EVENT(cudaEventRecord_ptsz_v7000, event_record(e), FAKEGPU_EVENT, s, e);
+}
+
+/* flags: cudaEventRecordDefault or cudaEventRecordExternal */
+static cudaError_t event_record_flags(cudaEvent_t e, unsigned int fl)
+{
+    if (fl & ~(unsigned)cudaEventRecordExternal)
+        return fail(cudaErrorInvalidValue);
+    return event_record(e);
+}
+
+FAKE_EXPORT cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s, unsigned int fl)
+{
+    OBS_EVENT(cudaEventRecordWithFlags_v11010, event_record_flags(e, fl), FAKEGPU_EVENT, s, e);
+}
+
+FAKE_EXPORT cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t e, cudaStream_t s, unsigned int fl)
+{
+    OBS_EVENT(cudaEventRecordWithFlags_ptsz_v11010, event_record_flags(e, fl), FAKEGPU_EVENT, s, e);
+}
+
+/* All work is done at once: a recorded event, or one never recorded, has
+ * completed (cudaSuccess, as the real runtime says of both). */
+FAKE_EXPORT cudaError_t cudaEventQuery(cudaEvent_t e)
+{
+    return e ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
+}
+
+FAKE_EXPORT cudaError_t cudaStreamQuery(cudaStream_t s)
+{
+    (void)s;
+    return cudaSuccess;
+}
+
+FAKE_EXPORT cudaError_t cudaStreamQuery_ptsz(cudaStream_t s)
+{
+    (void)s;
+    return cudaSuccess;
+}
+
+/* ---- host functions: run at once, on the calling thread ------------------ */
+
+static cudaError_t host_func(cudaHostFn_t fn, void *ud)
+{
+    if (!fn)
+        return fail(cudaErrorInvalidValue);
+    fn(ud);
+    return cudaSuccess;
+}
+
+FAKE_EXPORT cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void *ud)
+{
+    (void)s;
+    return host_func(fn, ud);
+}
+
+FAKE_EXPORT cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t s, cudaHostFn_t fn, void *ud)
+{
+    (void)s;
+    return host_func(fn, ud);
+}
+
+/* flags must be 0 */
+static cudaError_t stream_callback(cudaStream_t s, cudaStreamCallback_t cb, void *ud, unsigned int fl)
+{
+    if (!cb || fl)
+        return fail(cudaErrorInvalidValue);
+    cb(s, cudaSuccess, ud);
+    return cudaSuccess;
+}
+
+FAKE_EXPORT cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t cb, void *ud, unsigned int fl)
+{
+    return stream_callback(s, cb, ud, fl);
+}
+
+FAKE_EXPORT cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t s, cudaStreamCallback_t cb, void *ud,
+                                                   unsigned int fl)
+{
+    return stream_callback(s, cb, ud, fl);
+}
+
+/* ---- pinning host memory, IPC, pools ------------------------------------- */
+
+/* Registered ranges by start address: registering one twice is
+ * cudaErrorHostMemoryAlreadyRegistered, unregistering an unknown one
+ * cudaErrorHostMemoryNotRegistered, as the real runtime says. */
+#define HOST_REGS 64
+static pthread_mutex_t host_reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *host_regs[HOST_REGS];
+
+FAKE_EXPORT cudaError_t cudaHostRegister(void *p, size_t n, unsigned int fl)
+{
+    (void)fl;
+    if (!p || !n)
+        return fail(cudaErrorInvalidValue);
+    cudaError_t r = cudaErrorMemoryAllocation;
+    pthread_mutex_lock(&host_reg_lock);
+    int free_slot = -1;
+    for (int i = 0; i < HOST_REGS; i++) {
+        if (host_regs[i] == p) {
+            r = cudaErrorHostMemoryAlreadyRegistered;
+            free_slot = -2;
+            break;
+        }
+        if (!host_regs[i] && free_slot == -1)
+            free_slot = i;
+    }
+    if (free_slot >= 0) {
+        host_regs[free_slot] = p;
+        r = cudaSuccess;
+    }
+    pthread_mutex_unlock(&host_reg_lock);
+    return r == cudaSuccess ? r : fail(r);
+}
+
+FAKE_EXPORT cudaError_t cudaHostUnregister(void *p)
+{
+    cudaError_t r = cudaErrorHostMemoryNotRegistered;
+    pthread_mutex_lock(&host_reg_lock);
+    for (int i = 0; p && i < HOST_REGS; i++)
+        if (host_regs[i] == p) {
+            host_regs[i] = NULL;
+            r = cudaSuccess;
+            break;
+        }
+    pthread_mutex_unlock(&host_reg_lock);
+    return r == cudaSuccess ? r : fail(r);
+}
+
+/* The handle carries the address.  The real runtime opens only another
+ * process's handles; the fake opens its own process's too, so that one
+ * test program can make the whole round trip. */
+FAKE_EXPORT cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p)
+{
+    if (!h || !p)
+        return fail(cudaErrorInvalidValue);
+    memset(h, 0, sizeof *h);
+    memcpy(h->reserved, &p, sizeof p);
+    return cudaSuccess;
+}
+
+/* flags: cudaIpcMemLazyEnablePeerAccess, the one the runtime accepts */
+FAKE_EXPORT cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned int fl)
+{
+    void *addr = NULL;
+    memcpy(&addr, h.reserved, sizeof addr);
+    if (!p || fl != cudaIpcMemLazyEnablePeerAccess || !addr)
+        return fail(cudaErrorInvalidValue);
+    *p = addr;
+    return cudaSuccess;
+}
+
+FAKE_EXPORT cudaError_t cudaIpcCloseMemHandle(void *p)
+{
+    return p ? cudaSuccess : fail(cudaErrorInvalidValue);
+}
+
+static int default_pool;   /* its address is the device's default cudaMemPool_t */
+
+FAKE_EXPORT cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device)
+{
+    if (!pool)
+        return fail(cudaErrorInvalidValue);
+    if (device != 0)
+        return fail(cudaErrorInvalidDevice);
+    *pool = (cudaMemPool_t)(void *)&default_pool;
+    return cudaSuccess;
+}
+
+FAKE_EXPORT cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t keep)
+{
+    (void)keep;
+    return pool == (cudaMemPool_t)(void *)&default_pool ? cudaSuccess : fail(cudaErrorInvalidValue);
+}
+
+/* ---- driver entry points --------------------------------------------------
+ * Answered by the driver's cuGetProcAddress_v2 through the pointer the
+ * runtime was given at load (FAKE_CUDART_ENTRY=private: through the fake
+ * driver's own fakegpu_get_proc_address, which no interposer sees).  As the
+ * real runtime documents: a symbol not found, or not at this version, is
+ * cudaSuccess with *funcPtr NULL and the driver's status; cudaEnableDefault
+ * is the per-thread search for the _ptsz entry points, the legacy one
+ * otherwise; a version above the driver's is cudaErrorInvalidValue. */
+static cudaError_t entry_point(const char *sym, void **fn, unsigned int version, unsigned long long flags,
+                               enum cudaDriverEntryPointQueryResult *st, int ptsz)
+{
+    const char *mode = getenv("FAKE_CUDART_ENTRY");
+    fake_gpa2_fn look = mode && strcmp(mode, "private") == 0 ? drv_private : drv_gpa2;
+    if (!sym || !fn || flags > cudaEnablePerThreadDefaultStream || version > CUDART_VERSION)
+        return fail(cudaErrorInvalidValue);
+    if (!look)
+        return fail(cudaErrorInsufficientDriver);
+    cuuint64_t cu = flags == cudaEnableDefault ? (ptsz ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+                                                       : CU_GET_PROC_ADDRESS_LEGACY_STREAM)
+                                               : flags;
+    CUdriverProcAddressQueryResult ds = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    void *p = NULL;
+    CUresult rc = look(sym, &p, (int)version, cu, &ds);
+    *fn = rc == CUDA_SUCCESS ? p : NULL;
+    if (st)
+        *st = rc == CUDA_SUCCESS ? cudaDriverEntryPointSuccess
+              : ds == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT ? cudaDriverEntryPointVersionNotSufficent
+                                                                : cudaDriverEntryPointSymbolNotFound;
+    return cudaSuccess;
+}
+
+FAKE_EXPORT cudaError_t cudaGetDriverEntryPoint(const char *sym, void **fn, unsigned long long flags,
+                                                enum cudaDriverEntryPointQueryResult *st)
+{
+    return entry_point(sym, fn, CUDART_VERSION, flags, st, 0);
+}
+
+FAKE_EXPORT cudaError_t cudaGetDriverEntryPoint_ptsz(const char *sym, void **fn, unsigned long long flags,
+                                                     enum cudaDriverEntryPointQueryResult *st)
+{
+    return entry_point(sym, fn, CUDART_VERSION, flags, st, 1);
+}
+
+FAKE_EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **fn, unsigned int version,
+                                                         unsigned long long flags,
+                                                         enum cudaDriverEntryPointQueryResult *st)
+{
+    return entry_point(sym, fn, version, flags, st, 0);
+}
+
+FAKE_EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *sym, void **fn, unsigned int version,
+                                                              unsigned long long flags,
+                                                              enum cudaDriverEntryPointQueryResult *st)
+{
+    return entry_point(sym, fn, version, flags, st, 1);
 }

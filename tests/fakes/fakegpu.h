@@ -12,6 +12,7 @@
 #ifndef TRAINPROF_FAKES_FAKEGPU_H
 #define TRAINPROF_FAKES_FAKEGPU_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum fakegpu_domain { FAKEGPU_RUNTIME = 0, FAKEGPU_DRIVER = 1 };
@@ -33,6 +34,17 @@ struct fakegpu_op {
     int status;              /* the call's return code (0: success) */
     uint64_t event;          /* EVENT, and SYNC on an event (cudaEventSynchronize,
                                 cudaStreamWaitEvent): the event handle */
+};
+
+/* A CUDA array of the fake driver (cuArray3DCreate_v2): the CUarray, and
+ * the runtime's cudaArray_t, points at this.  Elements are stored densely,
+ * row after row, layer after layer. */
+#define FAKEGPU_ARRAY_MAGIC 0x61727279u
+struct fakegpu_array {
+    uint32_t magic;
+    unsigned format, channels, elem;   /* CUarray_format, channels, bytes per element */
+    size_t width, height, depth;       /* in elements; height and depth at least 1 */
+    unsigned char data[];
 };
 
 /* begin() returns a token (the fake correlation id) that end() gets back. */

@@ -44,7 +44,7 @@ def test_driver_calls_recorded_once_per_call_with_names():
     assert r.stdout == plain.stdout
     made = _counts(r.stderr)
     assert made == _counts(plain.stderr)
-    assert made["cuLaunchKernel"] == 5 * steps
+    assert made["cuLaunchKernel"] == 6 * steps
     trace = _one_trace(r)
     driver = _by_name(trace, "cuda_driver")
     runtime = _by_name(trace, "cuda_runtime")
@@ -61,9 +61,10 @@ def test_driver_calls_recorded_once_per_call_with_names():
                                    if "status" not in ev["args"])
 
     matmul = "matmul(float*, float*, float*, int)"
-    # legacy pointer, the 4-argument lookup's pointer, a CUfunction from
+    # legacy pointer, the 4-argument lookup's pointer, a per-thread lookup
+    # below 7000 (the legacy function), a CUfunction from
     # cuKernelGetFunction, and a kernel only the driver can name
-    assert kernels("cuLaunchKernel") == {matmul: 3 * steps, "softmax(float*, int)": steps}
+    assert kernels("cuLaunchKernel") == {matmul: 4 * steps, "softmax(float*, int)": steps}
     assert kernels("cuLaunchKernel_ptsz") == {"relu(float*, int)": steps}
     assert kernels("cuLaunchKernelEx") == {matmul: steps}
     assert kernels("cuLaunchKernelEx_ptsz") == {"relu(float*, int)": steps}
@@ -79,8 +80,11 @@ def test_driver_calls_recorded_once_per_call_with_names():
     sizes = {name: sorted({ev["args"]["bytes"] for ev in driver[name]})
              for name in ("cuMemcpyHtoD_v2", "cuMemcpyHtoD_v2_ptds", "cuMemcpyDtoD_v2",
                           "cuMemsetD8_v2", "cuMemAlloc_v2")}
+    # cuMemsetD8_v2: 16 bytes through the legacy lookup's internal pointer,
+    # 8 through the per-thread lookup at 3020, which the driver answers with
+    # that same legacy function (per-thread variants begin at 7000)
     assert sizes == {"cuMemcpyHtoD_v2": [4096], "cuMemcpyHtoD_v2_ptds": [1024],
-                     "cuMemcpyDtoD_v2": [2048], "cuMemsetD8_v2": [16], "cuMemAlloc_v2": [4096]}
+                     "cuMemcpyDtoD_v2": [2048], "cuMemsetD8_v2": [8, 16], "cuMemAlloc_v2": [4096]}
     kinds = {name: {ev["args"]["kind"] for ev in driver[name]}
              for name in ("cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuMemcpyDtoD_v2", "cuMemcpy")}
     assert kinds == {"cuMemcpyHtoD_v2": {"HtoD"}, "cuMemcpyDtoH_v2": {"DtoH"},
@@ -143,9 +147,10 @@ def test_schedule_counts_driver_steps():
 
 def test_call_signal_matches_the_driver_form():
     # call:NAME names the logical call at any layer: cuGraphLaunch is
-    # cudaGraphLaunch; cuMemsetD8_v2 and its _ptds form are cudaMemset
+    # cudaGraphLaunch; cuMemsetD8_v2 (twice a step) and its _ptds form are
+    # cudaMemset
     for item, nsteps in (("call:cudaGraphLaunch", 4), ("call:cuGraphLaunch", 4),
-                         ("call:cuGraphLaunch_ptsz", 4), ("call:cudaMemset", 8)):
+                         ("call:cuGraphLaunch_ptsz", 4), ("call:cudaMemset", 12)):
         r = tputil.run("driver_calls", env={"TRAINPROF_SCHEDULE": "all", "DRIVER_STEPS": 4,
                                             "TRAINPROF_STEP_ON": item})
         trace = _one_trace(r)
@@ -190,3 +195,62 @@ def test_no_preload_same_output():
         b = tputil.run(prog, env={"TRAINPROF_SCHEDULE": "warmup=1,active=2"})
         assert a.rc == 0 and b.rc == 0, (prog, b.stderr)
         assert a.stdout == b.stdout
+
+
+# ---- every entry point of cuda.def (tests/programs/driver_all.c) ------------
+
+DRIVER_DEF = os.path.join(tputil.ROOT, "collector", "apis", "cuda.def")
+
+
+def _driver_def():
+    """name -> record macro of every TP_DRV_FN line."""
+    out = {}
+    with open(DRIVER_DEF) as f:
+        for line in f:
+            m = re.match(r"^TP_DRV_FN\(\s*[^,]+,\s*(\w+)\s*,.*?(TP_R_[A-Z_0-9]+)", line)
+            if m:
+                out[m.group(1)] = m.group(2)
+    return out
+
+
+def test_every_driver_entry_point_recorded_once_per_call():
+    plain = tputil.run("driver_all", preload=False)
+    r = tputil.run("driver_all", env={"TRAINPROF_SCHEDULE": "all"})
+    assert plain.rc == 0 and r.rc == 0, r.stderr
+    assert r.stdout == plain.stdout
+    calls = collections.Counter(
+        m.group(1) for m in re.finditer(r"^(cu\w+) 0$", r.stdout.decode(), re.M))
+    forms = _driver_def()
+    assert set(calls) == set(forms), set(calls) ^ set(forms)
+    driver = _by_name(_one_trace(r), "cuda_driver")
+    got = collections.Counter({name: len(evs) for name, evs in driver.items()})
+    assert got == calls, (got - calls, calls - got)
+
+    def one(name):
+        assert len(driver[name]) == 1, name
+        return driver[name][0]["args"]
+
+    for name, evs in driver.items():
+        for ev in evs:
+            a, form = ev["args"], forms[name]
+            if form == "TP_R_COPY":
+                assert a["bytes"] > 0 and "kind" in a and "cuda stream" in a, ev
+            elif form == "TP_R_SET":
+                assert a["bytes"] > 0 and "kind" not in a and "cuda stream" in a, ev
+            elif form in ("TP_R_SYNC", "TP_R_STREAM"):
+                assert "cuda stream" in a and "bytes" not in a, ev
+    # bytes and kinds of the copies described by a struct, the peer copies
+    # and the sets of 16 bits and of 2D rows (driver_all.c's sizes)
+    for name in ("cuMemcpy2D_v2", "cuMemcpy2D_v2_ptds", "cuMemcpy2DUnaligned_v2", "cuMemcpy2DAsync_v2_ptsz"):
+        assert (one(name)["bytes"], one(name)["kind"]) == (256, "HtoD"), name
+    for name in ("cuMemcpy3D_v2", "cuMemcpy3DAsync_v2_ptsz"):
+        assert (one(name)["bytes"], one(name)["kind"]) == (128, "DtoH"), name
+    for name in ("cuMemcpy3DPeer", "cuMemcpy3DPeerAsync"):
+        assert (one(name)["bytes"], one(name)["kind"]) == (128, "DtoD"), name
+    assert (one("cuMemcpyPeer")["bytes"], one("cuMemcpyPeer")["kind"]) == (1024, "DtoD")
+    assert one("cuMemcpyPeerAsync_ptsz")["cuda stream"] == PER_THREAD_STREAM
+    assert one("cuMemsetD16_v2")["bytes"] == 128 and one("cuMemsetD32Async")["bytes"] == 256
+    assert [one("cuMemsetD2D%d_v2" % b)["bytes"] for b in (8, 16, 32)] == [64, 128, 256]
+    assert one("cuMemsetD2D16Async_ptsz")["cuda stream"] == PER_THREAD_STREAM
+    assert one("cuLaunchHostFunc")["cuda stream"] == 0x5a
+    assert one("cuLaunchCooperativeKernel_ptsz")["grid"] == [4, 2, 1]

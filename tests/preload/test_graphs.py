@@ -1,6 +1,8 @@
 """Library FLOPs inside CUDA graphs (issue 3): GEMMs captured into a graph
 count at every launch of it, not where they were captured."""
 
+import pytest
+
 import tputil
 
 GRAPH = 2 * 64 * 32 * 16 + 2 * 128 * 8 * 4      # the two captured GEMMs
@@ -41,3 +43,26 @@ def test_summary_reports_graph_flops():
     r, trace = _trace({"TRAINPROF_SCHEDULE": "warmup=1,active=3"})
     text = next(pathlib.Path(r.cwd, "test", "reports").glob("*.summary.txt")).read_text()
     assert f"Library FLOPs run by CUDA graph launches: {9 * GRAPH / 1e9:.3f} GFLOP" in text
+
+
+@pytest.mark.parametrize("how,env", [
+    ("driver", {}),                           # captured and launched through the driver alone
+    ("nested", {}),                           # PyTorch's conditional body: a capture into a graph
+    ("runtime", {"FAKE_CUDART_LOOKUP": "1"}),  # the runtime capturing through the driver
+    ("nested", {"FAKE_CUDART_LOOKUP": "1"}),
+    ("driver", {"FAKE_CUDART_LOOKUP": "1"}),
+])
+def test_graph_flops_whatever_layer_captures(how, env):
+    sched = dict(env, TRAINPROF_SCHEDULE="warmup=1,active=3")
+    r, trace = _trace(sched, args=(4, 3, how))
+    assert r.stdout == tputil.run("graph_calls", (4, 3, how), env=env, preload=False).stdout
+    assert b"ended with another graph" not in r.stderr
+    name = "cuGraphLaunch" if how == "driver" else "cudaGraphLaunch"
+    launches = tputil.events(trace, ph="X", name=name)
+    assert len(launches) == 9
+    assert all(ev["args"]["flops"] == GRAPH for ev in launches), launches[0]
+    steps = trace["trainprof"]["steps"]
+    assert [s["flops"] for s in steps] == [3 * GRAPH + DIRECT] * 3
+    if env.get("FAKE_CUDART_LOOKUP") and how != "driver":
+        # the runtime reaches cuGraphLaunch inside cudaGraphLaunch: one event
+        assert tputil.events(trace, ph="X", cat="cuda_driver") == []

@@ -32,11 +32,53 @@ cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t e, unsigned int
 cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s);
 cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s);
 cudaError_t cudaMallocFromPoolAsync_ptsz(void **p, size_t n, cudaMemPool_t pool, cudaStream_t s);
+cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms *p);
+cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms *p, cudaStream_t s);
+cudaError_t cudaMemcpy3DPeer_ptds(const struct cudaMemcpy3DPeerParms *p);
+cudaError_t cudaMemcpy3DPeerAsync_ptsz(const struct cudaMemcpy3DPeerParms *p, cudaStream_t s);
+cudaError_t cudaMemcpyBatchAsync_ptsz(void *const *d, const void *const *s, const size_t *n, size_t count,
+                                      struct cudaMemcpyAttributes *a, size_t *ai, size_t na, cudaStream_t st);
+cudaError_t cudaMemcpy3DBatchAsync_ptsz(size_t n, struct cudaMemcpy3DBatchOp *ops, unsigned long long flags,
+                                        cudaStream_t st);
+cudaError_t cudaMemset3D_ptds(struct cudaPitchedPtr p, int v, struct cudaExtent e);
+cudaError_t cudaMemset3DAsync_ptsz(struct cudaPitchedPtr p, int v, struct cudaExtent e, cudaStream_t st);
+cudaError_t cudaStreamQuery_ptsz(cudaStream_t s);
+cudaError_t cudaEventRecord_ptsz(cudaEvent_t e, cudaStream_t s);
+cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t e, cudaStream_t s, unsigned int fl);
+cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t s, cudaHostFn_t fn, void *ud);
+cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t s, cudaStreamCallback_t cb, void *ud, unsigned int fl);
 
 #define CALL(x) do { cudaError_t e_ = (x); printf("%-36s %s\n", #x, cudaGetErrorName(e_)); \
                      if (e_ != cudaSuccess) bad++; } while (0)
 
 static char symbol_storage[256];
+static char registered[8192];
+static int host_calls;
+
+static void host_fn(void *ud)
+{
+    ++*(int *)ud;
+}
+
+static void stream_cb(cudaStream_t s, cudaError_t status, void *ud)
+{
+    (void)s;
+    if (status == cudaSuccess)
+        ++*(int *)ud;
+}
+
+static struct cudaExtent ext(size_t w, size_t h, size_t d)
+{
+    struct cudaExtent e = { w, h, d };
+    return e;
+}
+
+/* A pitched pointer of w x h bytes rows, "pitch" apart. */
+static struct cudaPitchedPtr pitched(void *p, size_t pitch, size_t w, size_t h)
+{
+    struct cudaPitchedPtr pp = { p, pitch, w, h };
+    return pp;
+}
 
 int main(void)
 {
@@ -100,6 +142,59 @@ int main(void)
     CALL(cudaMemcpyFromSymbol(host, symbol_storage, 64, 0, cudaMemcpyDeviceToHost));
     CALL(cudaMemcpyToSymbolAsync(symbol_storage, host, 32, 8, cudaMemcpyHostToDevice, s));
     CALL(cudaMemcpyFromSymbolAsync(host, symbol_storage, 32, 8, cudaMemcpyDeviceToHost, s));
+    {
+        /* 16 x 4 x 2 bytes between pitched pointers (pitch 64, 8 rows a
+         * layer); 8 x 2 floats into a CUDA array (64 bytes) */
+        struct cudaMemcpy3DParms p3;
+        memset(&p3, 0, sizeof p3);
+        p3.srcPtr = pitched(d, 64, 64, 8);
+        p3.dstPtr = pitched(d2, 64, 64, 8);
+        p3.extent = ext(16, 4, 2);
+        p3.kind = cudaMemcpyDeviceToDevice;
+        CALL(cudaMemcpy3D(&p3));
+        CALL(cudaMemcpy3DAsync(&p3, s));
+        CALL(cudaMemcpy3DAsync_ptsz(&p3, s));
+        struct cudaChannelFormatDesc fd = { 32, 0, 0, 0, cudaChannelFormatKindFloat };
+        cudaArray_t arr;
+        PROG_CHECK(cudaMalloc3DArray(&arr, &fd, ext(8, 2, 0), 0));
+        struct cudaMemcpy3DParms pa;
+        memset(&pa, 0, sizeof pa);
+        pa.srcPtr = pitched(host, 32, 32, 2);
+        pa.dstArray = arr;
+        pa.extent = ext(8, 2, 1);
+        pa.kind = cudaMemcpyHostToDevice;
+        CALL(cudaMemcpy3D_ptds(&pa));
+        struct cudaMemcpy3DPeerParms pp;
+        memset(&pp, 0, sizeof pp);
+        pp.srcPtr = p3.srcPtr, pp.dstPtr = p3.dstPtr, pp.extent = p3.extent;
+        CALL(cudaMemcpy3DPeer(&pp));
+        CALL(cudaMemcpy3DPeer_ptds(&pp));
+        CALL(cudaMemcpy3DPeerAsync(&pp, s));
+        CALL(cudaMemcpy3DPeerAsync_ptsz(&pp, s));
+        /* a batch of two copies (1024 + 512 bytes), one set of attributes */
+        void *dsts[2] = { d2, d2 + 2048 };
+        const void *srcs[2] = { d, host };
+        size_t sizes[2] = { 1024, 512 }, idx[1] = { 0 };
+        struct cudaMemcpyAttributes attr;
+        memset(&attr, 0, sizeof attr);
+        attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+        CALL(cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, &attr, idx, 1, s));
+        CALL(cudaMemcpyBatchAsync_ptsz(dsts, srcs, sizes, 1, &attr, idx, 1, s));
+        /* a 3D batch: 32 x 2 bytes between pointers, 4 floats into the array */
+        struct cudaMemcpy3DBatchOp ops[2];
+        memset(ops, 0, sizeof ops);
+        ops[0].src.type = ops[0].dst.type = cudaMemcpyOperandTypePointer;
+        ops[0].src.op.ptr.ptr = d, ops[0].dst.op.ptr.ptr = d2;
+        ops[0].extent = ext(32, 2, 1);
+        ops[0].srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+        ops[1].src.type = cudaMemcpyOperandTypePointer, ops[1].src.op.ptr.ptr = host;
+        ops[1].dst.type = cudaMemcpyOperandTypeArray, ops[1].dst.op.array.array = arr;
+        ops[1].extent = ext(4, 1, 1);
+        ops[1].srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+        CALL(cudaMemcpy3DBatchAsync(2, ops, 0, s));
+        CALL(cudaMemcpy3DBatchAsync_ptsz(1, ops, 0, s));
+        PROG_CHECK(cudaFreeArray(arr));
+    }
 
     CALL(cudaMemset(d, 1, 4096));
     CALL(cudaMemset_ptds(d, 2, 2048));
@@ -107,6 +202,10 @@ int main(void)
     CALL(cudaMemsetAsync_ptsz(d, 4, 512, s));
     CALL(cudaMemset2D(d, 64, 5, 32, 8));
     CALL(cudaMemset2DAsync(d, 64, 6, 32, 8, s));
+    CALL(cudaMemset3D(pitched(d, 64, 64, 8), 7, ext(16, 4, 2)));
+    CALL(cudaMemset3D_ptds(pitched(d, 64, 64, 8), 8, ext(16, 4, 2)));
+    CALL(cudaMemset3DAsync(pitched(d, 64, 64, 8), 9, ext(16, 4, 2), s));
+    CALL(cudaMemset3DAsync_ptsz(pitched(d, 64, 64, 8), 10, ext(16, 4, 2), s));
 
     CALL(cudaDeviceSynchronize());
     CALL(cudaStreamSynchronize(s));
@@ -114,6 +213,18 @@ int main(void)
     CALL(cudaEventSynchronize(ev));
     CALL(cudaStreamWaitEvent(s, ev, 0));
     CALL(cudaStreamWaitEvent_ptsz(s, ev, 0));
+
+    CALL(cudaStreamQuery(s));
+    CALL(cudaStreamQuery_ptsz(s));
+    CALL(cudaEventRecord(ev, s));
+    CALL(cudaEventRecord_ptsz(ev, s));
+    CALL(cudaEventRecordWithFlags(ev, s, cudaEventRecordDefault));
+    CALL(cudaEventRecordWithFlags_ptsz(ev, s, cudaEventRecordDefault));
+    CALL(cudaEventQuery(ev));
+    CALL(cudaLaunchHostFunc(s, host_fn, &host_calls));
+    CALL(cudaLaunchHostFunc_ptsz(s, host_fn, &host_calls));
+    CALL(cudaStreamAddCallback(s, stream_cb, &host_calls, 0));
+    CALL(cudaStreamAddCallback_ptsz(s, stream_cb, &host_calls, 0));
 
     CALL(cudaFree(d2));
     CALL(cudaMallocAsync(&ma, 512, s));
@@ -136,6 +247,23 @@ int main(void)
     CALL(cudaMallocManaged(&mm, 512, cudaMemAttachGlobal));
     CALL(cudaHostAlloc(&ha, 512, cudaHostAllocDefault));
     CALL(cudaFreeHost(ha));
+    CALL(cudaHostRegister(registered, sizeof registered, cudaHostRegisterDefault));
+    CALL(cudaHostUnregister(registered));
+    {
+        cudaIpcMemHandle_t ih;
+        void *mapped = NULL;
+        PROG_CHECK(cudaIpcGetMemHandle(&ih, d));
+        CALL(cudaIpcOpenMemHandle(&mapped, ih, cudaIpcMemLazyEnablePeerAccess));
+        CALL(cudaIpcCloseMemHandle(mapped));
+        cudaMemPool_t pool;
+        PROG_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
+        CALL(cudaMemPoolTrimTo(pool, 0));
+        cudaGraphNode_t node;
+        struct cudaGraphNodeParams np;
+        memset(&np, 0, sizeof np);
+        np.type = cudaGraphNodeTypeEmpty;
+        CALL(cudaGraphAddNode(&node, g, NULL, NULL, 0, &np));
+    }
     CALL(cudaMalloc(&m, 256));
     CALL(cudaFree(m));
     CALL(cudaFree(mm));
@@ -148,7 +276,7 @@ int main(void)
     unsigned sum = 0;
     for (size_t i = 0; i < sizeof host; i++)
         sum = sum * 31 + (unsigned char)host[i];
-    printf("host checksum %08x\n", sum);
+    printf("host checksum %08x, host functions run %d\n", sum, host_calls);
     tp_call_step();
 
     PROG_CHECK(cudaGraphExecDestroy(ge));

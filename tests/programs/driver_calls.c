@@ -4,7 +4,9 @@
  * dlsym(h, "cuGetProcAddress_v2"), through it the probe ("", 0), cuInit and
  * the self-lookups ("cuGetProcAddress", 11030 / 12000), then every other
  * entry point through the 12000 pointer (some through the 11030 one), with
- * flags 0 and CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM.  Then steps of
+ * flags 0 and CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, the per-thread
+ * ones at version 7000 as cudart 12.x and 13.x ask (and two below it, which
+ * get the legacy function).  Then steps of
  * launches (CUkernels from cuLibraryGetKernel passed as CUfunctions, legacy
  * and per-thread pointers, cuLaunchKernelEx), allocations, copies, sets and
  * synchronizations, each step ended with trainprof_step().
@@ -48,6 +50,21 @@ typedef CUresult (*csync_fn)(CUcontext);
 typedef CUresult (*void_fn)(void);
 
 static const char image[] = "fakecubin _Z6matmulPfS_S_i _Z4reluPfi _Z7softmaxPfi";
+
+/* CUDA 13.1's cuLaunchHostFunc_v2 (not in these headers): syncMode last */
+typedef CUresult (*hostfunc_v2_fn)(CUstream, CUhostFn, void *, unsigned int);
+typedef CUresult (*hostfunc_fn)(CUstream, CUhostFn, void *);
+
+static void host_fn(void *ud)
+{
+    ++*(int *)ud;
+}
+
+static const char *file_of(void *p)
+{
+    Dl_info where;
+    return dladdr(p, &where) && where.dli_fname ? where.dli_fname : "?";
+}
 
 
 static gpa2_fn gpa2;
@@ -131,7 +148,7 @@ int main(void)
     kenum_fn kenum = (kenum_fn)need("cuLibraryEnumerateKernels", 12040, 0);
     kfunc_fn kfunc = (kfunc_fn)need("cuKernelGetFunction", 12000, 0);
     launch_fn launch = (launch_fn)need("cuLaunchKernel", 4000, 0);
-    launch_fn launch_pt = (launch_fn)need("cuLaunchKernel", 4000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+    launch_fn launch_pt = (launch_fn)need("cuLaunchKernel", 7000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
     launch_fn launch4 = (launch_fn)need4("cuLaunchKernel", 4000, 0);
     launchex_fn launchex = (launchex_fn)need("cuLaunchKernelEx", 11060, 0);
     launchex_fn launchex_pt = (launchex_fn)need("cuLaunchKernelEx", 11060, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
@@ -139,22 +156,31 @@ int main(void)
     alloc_fn alloc = (alloc_fn)need4("cuMemAlloc", 3020, 0);
     free_fn dfree = (free_fn)need("cuMemFree", 3020, 0);
     htod_fn htod = (htod_fn)need("cuMemcpyHtoD", 3020, 0);
-    htod_fn htod_pt = (htod_fn)need("cuMemcpyHtoD", 3020, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+    htod_fn htod_pt = (htod_fn)need("cuMemcpyHtoD", 7000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
     htod_async_fn htod_async = (htod_async_fn)need("cuMemcpyHtoDAsync", 3020, 0);
     dtoh_fn dtoh = (dtoh_fn)need("cuMemcpyDtoH", 3020, 0);
     dtod_fn dtod = (dtod_fn)need("cuMemcpyDtoD", 3020, 0);
     dtod_fn copy = (dtod_fn)need("cuMemcpy", 4000, 0);
     set_fn set = (set_fn)need("cuMemsetD8", 3020, 0);
-    set_fn set_pt = (set_fn)need("cuMemsetD8", 3020, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+    set_fn set_pt = (set_fn)need("cuMemsetD8", 7000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+    /* per-thread asked below 7000: the legacy function (an internal one here) */
+    set_fn set_pt_old = (set_fn)need("cuMemsetD8", 3020, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+    launch_fn launch_pt_old = (launch_fn)need("cuLaunchKernel", 4000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
     ssync_fn ssync = (ssync_fn)need("cuStreamSynchronize", 2000, 0);
-    ssync_fn ssync_pt = (ssync_fn)need("cuStreamSynchronize", 2000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+    ssync_fn ssync_pt = (ssync_fn)need("cuStreamSynchronize", 7000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
     csync_fn csync = (csync_fn)need("cuCtxSynchronize", 13000, 0);
     void_fn pstart = (void_fn)need("cuProfilerStart", 4000, 0);
     void_fn pstop = (void_fn)need("cuProfilerStop", 4000, 0);
 
-    Dl_info where;
-    fprintf(stderr, "launch pointer in: %s\n",
-            dladdr((void *)launch, &where) && where.dli_fname ? where.dli_fname : "?");
+    /* the same request at 10000 and at 13010 (a newer ABI) */
+    hostfunc_fn hostfunc = (hostfunc_fn)need("cuLaunchHostFunc", 10000, 0);
+    hostfunc_v2_fn hostfunc_v2 = (hostfunc_v2_fn)need("cuLaunchHostFunc", 13010, 0);
+
+    fprintf(stderr, "launch pointer in: %s\n", file_of((void *)launch));
+    fprintf(stderr, "cuLaunchHostFunc@10000 pointer in: %s\n", file_of((void *)hostfunc));
+    fprintf(stderr, "cuLaunchHostFunc@13010 pointer in: %s\n", file_of((void *)hostfunc_v2));
+    int host_runs = 0;
+    CUresult host_rc = CUDA_SUCCESS;
 
     PROG_CU_CHECK(cuInit_(0));
     CUlibrary lib;
@@ -181,6 +207,8 @@ int main(void)
         PROG_CU_CHECK(launch_pt((CUfunction)relu, 8, 1, 1, 256, 1, 1, 64, pts, NULL, NULL));
         count("cuLaunchKernel_ptsz");
         PROG_CU_CHECK(launch4((CUfunction)matmul, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+        count("cuLaunchKernel");
+        PROG_CU_CHECK(launch_pt_old((CUfunction)matmul, 1, 1, 1, 16, 1, 1, 0, NULL, NULL, NULL));
         count("cuLaunchKernel");
         PROG_CU_CHECK(launch(matmul_fn, 2, 1, 1, 64, 1, 1, 0, NULL, NULL, NULL));
         count("cuLaunchKernel");
@@ -222,6 +250,8 @@ int main(void)
         count("cuMemsetD8_v2");
         PROG_CU_CHECK(set_pt(d2 + 16, 0x5a, 16));
         count("cuMemsetD8_v2_ptds");
+        PROG_CU_CHECK(set_pt_old(d2 + 32, 0x5b, 8));
+        count("cuMemsetD8_v2");
         PROG_CU_CHECK(dtoh(back, d2, 4096));
         count("cuMemcpyDtoH_v2");
         PROG_CU_CHECK(dfree(d));
@@ -237,6 +267,11 @@ int main(void)
         count("cuCtxSynchronize_v2");
         PROG_CHECK(cudaDeviceSynchronize());
         count("cudaDeviceSynchronize");
+        PROG_CU_CHECK(hostfunc(NULL, host_fn, &host_runs));
+        count("cuLaunchHostFunc");
+        CUresult rc2 = hostfunc_v2(NULL, host_fn, &host_runs, 1);   /* CU_HOST_TASK_SPINWAIT */
+        if (rc2 != CUDA_SUCCESS)
+            host_rc = rc2;
         unsigned sum = 0;
         for (size_t i = 0; i < sizeof back; i++)
             sum = sum * 31 + back[i];
@@ -247,6 +282,7 @@ int main(void)
     }
     PROG_CU_CHECK(pstop());
     count("cuProfilerStop");
+    printf("host functions v2 rc=%d run=%d\n", (int)host_rc, host_runs);
     for (int i = 0; i < 64 && counts[i].name; i++)
         fprintf(stderr, "count %s %ld\n", counts[i].name, counts[i].n);
     return 0;
