@@ -68,8 +68,8 @@ static __thread int tp_ext_depth __attribute__((tls_model("initial-exec")));
 static uint64_t tp_started_ns;          /* tp_clock_ns() when the kinds first went on */
 
 /* Other clients (tp_cupti_foreign, any thread). */
-static _Atomic unsigned tp_foreign_seen;        /* TP_FOREIGN_* bits seen, ever */
-static const void *_Atomic tp_foreign_first;    /* a code address of the first one */
+static atomic_int tp_foreign_buffers;           /* one registered its buffer callbacks */
+static const void *_Atomic tp_foreign_buffers_by; /* a code address of the first that did */
 static _Atomic uint64_t tp_lost_tick;           /* when CUPTI stopped being ours; 0: it is */
 static _Atomic unsigned tp_lost_what;
 static const void *_Atomic tp_lost_caller;
@@ -115,13 +115,10 @@ static const char *tp_kind_name(CUpti_ActivityKind k)
 void tp_cupti_foreign(unsigned what, int kind, const void *caller)
 {
     uint64_t bit = kind >= 0 && kind < 64 ? 1ull << kind : 0;
-    if (what & TP_FOREIGN_ENABLE)
-        return;                         /* more records of the kinds we decode: harmless */
     if ((what & TP_FOREIGN_DISABLE) && !(atomic_load(&tp_kinds_enabled) & bit))
         return;                         /* a kind we do not use */
-    const void *none = NULL;
-    atomic_fetch_or(&tp_foreign_seen, what);
-    atomic_compare_exchange_strong(&tp_foreign_first, &none, caller);
+    if ((what & TP_FOREIGN_BUFFERS) && !atomic_exchange(&tp_foreign_buffers, 1))
+        atomic_store(&tp_foreign_buffers_by, caller);
     if (__atomic_load_n(&tp_state, __ATOMIC_RELAXED) != ST_ACTIVE)
         return;
     uint64_t zero = 0;
@@ -244,10 +241,10 @@ static void tp_unavailable(const char *why)
 static int tp_load(void)
 {
     char why[128];
-    if (atomic_load(&tp_foreign_seen) & TP_FOREIGN_BUFFERS) {
+    if (atomic_load(&tp_foreign_buffers)) {
         /* Taking the buffer callbacks back would hand us its buffers in
          * flight and leave it none: the activity API stays its own. */
-        const char *who = tp_client_name(atomic_load(&tp_foreign_first));
+        const char *who = tp_client_name(atomic_load(&tp_foreign_buffers_by));
         snprintf(why, sizeof why, "in use by another CUPTI client in this process (%s)", who);
         TP_WARN("CUPTI's activity API is in use by another client in this process (%s called "
                 "cuptiActivityRegisterCallbacks); recording host-side only", who);

@@ -196,14 +196,13 @@ int tp_cupti_decode(const void *record);
 enum tp_cupti_foreign_what {
     TP_FOREIGN_BUFFERS = 1u << 0,   /* cuptiActivityRegisterCallbacks */
     TP_FOREIGN_CLOCK = 1u << 1,     /* cuptiActivityRegisterTimestampCallback */
-    TP_FOREIGN_ENABLE = 1u << 2,    /* cuptiActivityEnable */
-    TP_FOREIGN_DISABLE = 1u << 3,   /* cuptiActivityDisable */
-    TP_FOREIGN_FINALIZE = 1u << 4,  /* cuptiFinalize */
-    TP_FOREIGN_TIMES = 1u << 5,     /* records timed outside our clock's range */
+    TP_FOREIGN_DISABLE = 1u << 2,   /* cuptiActivityDisable */
+    TP_FOREIGN_FINALIZE = 1u << 3,  /* cuptiFinalize */
+    TP_FOREIGN_TIMES = 1u << 4,     /* records timed outside our clock's range */
 };
 
 /* tp_cupti_foreign - another client made the CUPTI call "what" (one bit)
- * and it succeeded; "kind" is the activity kind of ENABLE/DISABLE, "caller"
+ * and it succeeded; "kind" is the activity kind of DISABLE, "caller"
  * a code address in the client (named with dladdr, for the message).  While
  * CUPTI is ours, a call that takes something we rely on (buffers, clock,
  * finalize, a kind we enabled) makes CUPTI lost from that moment: the hot
