@@ -29,16 +29,6 @@
 
 #include "prog.h"
 
-#define DNN_CHECK(call)                                                              \
-    do {                                                                             \
-        cudnnStatus_t s_ = (call);                                                   \
-        if (s_ != CUDNN_STATUS_SUCCESS) {                                            \
-            fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call,     \
-                    (int)s_);                                                        \
-            exit(1);                                                                 \
-        }                                                                            \
-    } while (0)
-
 typedef cudnnBackendDescriptor_t bd_t;
 
 struct conv_shape { int64_t n, c, k, g, h, w, r, s, pad, stride; };
@@ -52,19 +42,19 @@ struct chain { bd_t d[MAXD]; int n; bd_t plan; };
 static bd_t create(struct chain *ch, cudnnBackendDescriptorType_t t)
 {
     bd_t d;
-    DNN_CHECK(cudnnBackendCreateDescriptor(t, &d));
+    PROG_STATUS_CHECK(cudnnBackendCreateDescriptor(t, &d));
     ch->d[ch->n++] = d;
     return d;
 }
 
 static void set_i64(bd_t d, cudnnBackendAttributeName_t a, int64_t n, const int64_t *v)
 {
-    DNN_CHECK(cudnnBackendSetAttribute(d, a, CUDNN_TYPE_INT64, n, v));
+    PROG_STATUS_CHECK(cudnnBackendSetAttribute(d, a, CUDNN_TYPE_INT64, n, v));
 }
 
 static void set_desc(bd_t d, cudnnBackendAttributeName_t a, int64_t n, bd_t *v)
 {
-    DNN_CHECK(cudnnBackendSetAttribute(d, a, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, v));
+    PROG_STATUS_CHECK(cudnnBackendSetAttribute(d, a, CUDNN_TYPE_BACKEND_DESCRIPTOR, n, v));
 }
 
 static int64_t next_uid = 1;
@@ -77,12 +67,12 @@ static bd_t tensor(struct chain *ch, int nd, const int64_t *dims)
     strides[nd - 1] = 1;
     for (int i = nd - 2; i >= 0; i--)
         strides[i] = strides[i + 1] * dims[i + 1];
-    DNN_CHECK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt));
+    PROG_STATUS_CHECK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt));
     set_i64(t, CUDNN_ATTR_TENSOR_DIMENSIONS, nd, dims);
     set_i64(t, CUDNN_ATTR_TENSOR_STRIDES, nd, strides);
     set_i64(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, 1, &uid);
     set_i64(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, 1, &align);
-    DNN_CHECK(cudnnBackendFinalize(t));
+    PROG_STATUS_CHECK(cudnnBackendFinalize(t));
     return t;
 }
 
@@ -121,14 +111,14 @@ static void build_conv(struct chain *ch, const struct conv_shape *cs, int all)
     int nops = 0;
 
     bd_t cv = create(ch, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
-    DNN_CHECK(cudnnBackendSetAttribute(cv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp));
-    DNN_CHECK(cudnnBackendSetAttribute(cv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode));
+    PROG_STATUS_CHECK(cudnnBackendSetAttribute(cv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp));
+    PROG_STATUS_CHECK(cudnnBackendSetAttribute(cv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode));
     set_i64(cv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, 1, &sp);
     set_i64(cv, CUDNN_ATTR_CONVOLUTION_DILATIONS, 2, dil);
     set_i64(cv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, 2, str);
     set_i64(cv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, 2, pads);
     set_i64(cv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, 2, pads);
-    DNN_CHECK(cudnnBackendFinalize(cv));
+    PROG_STATUS_CHECK(cudnnBackendFinalize(cv));
 
     static const cudnnBackendDescriptorType_t types[3] = {
         CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
@@ -154,9 +144,9 @@ static void build_conv(struct chain *ch, const struct conv_shape *cs, int all)
         set_desc(op, attrs[i][1], 1, &w);
         set_desc(op, attrs[i][2], 1, &y);
         set_desc(op, attrs[i][3], 1, &cv);
-        DNN_CHECK(cudnnBackendSetAttribute(op, attrs[i][4], CUDNN_TYPE_FLOAT, 1, &alpha));
-        DNN_CHECK(cudnnBackendSetAttribute(op, attrs[i][5], CUDNN_TYPE_FLOAT, 1, &beta));
-        DNN_CHECK(cudnnBackendFinalize(op));
+        PROG_STATUS_CHECK(cudnnBackendSetAttribute(op, attrs[i][4], CUDNN_TYPE_FLOAT, 1, &alpha));
+        PROG_STATUS_CHECK(cudnnBackendSetAttribute(op, attrs[i][5], CUDNN_TYPE_FLOAT, 1, &beta));
+        PROG_STATUS_CHECK(cudnnBackendFinalize(op));
         ops[nops++] = op;
     }
     finish(ch, nops, ops);
@@ -168,21 +158,21 @@ static void build_matmul(struct chain *ch)
     cudnnDataType_t comp = CUDNN_DATA_FLOAT;
     bd_t a = tensor(ch, 3, ad), b = tensor(ch, 3, bdm), c = tensor(ch, 3, cd);
     bd_t mm = create(ch, CUDNN_BACKEND_MATMUL_DESCRIPTOR);
-    DNN_CHECK(cudnnBackendSetAttribute(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp));
-    DNN_CHECK(cudnnBackendFinalize(mm));
+    PROG_STATUS_CHECK(cudnnBackendSetAttribute(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp));
+    PROG_STATUS_CHECK(cudnnBackendFinalize(mm));
     bd_t op = create(ch, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
     set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, 1, &a);
     set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, 1, &b);
     set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, 1, &c);
     set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, 1, &mm);
-    DNN_CHECK(cudnnBackendFinalize(op));
+    PROG_STATUS_CHECK(cudnnBackendFinalize(op));
     finish(ch, 1, &op);
 }
 
 static void destroy(struct chain *ch)
 {
     for (int i = ch->n - 1; i >= 0; i--)
-        DNN_CHECK(cudnnBackendDestroyDescriptor(ch->d[i]));
+        PROG_STATUS_CHECK(cudnnBackendDestroyDescriptor(ch->d[i]));
     ch->n = 0;
 }
 
@@ -200,9 +190,9 @@ int main(void)
     static struct chain conv, mm, conv2;
     bd_t vp;
     PROG_CHECK(cudaStreamCreate(&stream));
-    DNN_CHECK(cudnnCreate(&h));
-    DNN_CHECK(cudnnSetStream(h, stream));
-    DNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp));
+    PROG_STATUS_CHECK(cudnnCreate(&h));
+    PROG_STATUS_CHECK(cudnnSetStream(h, stream));
+    PROG_STATUS_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp));
     build_conv(&conv, &CONV, 1);
     build_matmul(&mm);
 
@@ -246,8 +236,8 @@ int main(void)
     destroy(&conv);
     destroy(&conv2);
     destroy(&mm);
-    DNN_CHECK(cudnnBackendDestroyDescriptor(vp));
-    DNN_CHECK(cudnnDestroy(h));
+    PROG_STATUS_CHECK(cudnnBackendDestroyDescriptor(vp));
+    PROG_STATUS_CHECK(cudnnDestroy(h));
     PROG_CHECK(cudaStreamDestroy(stream));
     return 0;
 }

@@ -50,23 +50,13 @@ struct conv_descs {
     cudnnConvolutionDescriptor_t conv;
 };
 
-#define DNN_CHECK(call)                                                              \
-    do {                                                                             \
-        cudnnStatus_t s_ = (call);                                                   \
-        if (s_ != CUDNN_STATUS_SUCCESS) {                                            \
-            fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call,     \
-                    (int)s_);                                                        \
-            exit(1);                                                                 \
-        }                                                                            \
-    } while (0)
-
 static void set_tensor(cudnnTensorDescriptor_t d, cudnnDataType_t t, int nb, const int *dims)
 {
     int strides[CUDNN_DIM_MAX];
     strides[nb - 1] = 1;
     for (int i = nb - 2; i >= 0; i--)
         strides[i] = strides[i + 1] * dims[i + 1];
-    DNN_CHECK(cudnnSetTensorNdDescriptor(d, t, nb, dims, strides));
+    PROG_STATUS_CHECK(cudnnSetTensorNdDescriptor(d, t, nb, dims, strides));
 }
 
 static void print_dims(const char *what, int nb, const int *d)
@@ -88,17 +78,17 @@ static void make_case(const struct conv_case *cc, struct conv_descs *d, int prin
         xd[2 + i] = cc->in[i];
         wd[2 + i] = cc->filt[i];
     }
-    DNN_CHECK(cudnnCreateTensorDescriptor(&d->x));
-    DNN_CHECK(cudnnCreateTensorDescriptor(&d->y));
-    DNN_CHECK(cudnnCreateFilterDescriptor(&d->w));
-    DNN_CHECK(cudnnCreateConvolutionDescriptor(&d->conv));
+    PROG_STATUS_CHECK(cudnnCreateTensorDescriptor(&d->x));
+    PROG_STATUS_CHECK(cudnnCreateTensorDescriptor(&d->y));
+    PROG_STATUS_CHECK(cudnnCreateFilterDescriptor(&d->w));
+    PROG_STATUS_CHECK(cudnnCreateConvolutionDescriptor(&d->conv));
     set_tensor(d->x, cc->type, nb, xd);
-    DNN_CHECK(cudnnSetFilterNdDescriptor(d->w, cc->type, CUDNN_TENSOR_NCHW, nb, wd));
-    DNN_CHECK(cudnnSetConvolutionNdDescriptor(d->conv, cc->nsp, cc->pad, cc->stride, cc->dil,
+    PROG_STATUS_CHECK(cudnnSetFilterNdDescriptor(d->w, cc->type, CUDNN_TENSOR_NCHW, nb, wd));
+    PROG_STATUS_CHECK(cudnnSetConvolutionNdDescriptor(d->conv, cc->nsp, cc->pad, cc->stride, cc->dil,
                                               CUDNN_CROSS_CORRELATION, cc->compute));
-    DNN_CHECK(cudnnSetConvolutionGroupCount(d->conv, cc->groups));
-    DNN_CHECK(cudnnSetConvolutionMathType(d->conv, cc->math));
-    DNN_CHECK(cudnnGetConvolutionNdForwardOutputDim(d->conv, d->x, d->w, nb, yd));
+    PROG_STATUS_CHECK(cudnnSetConvolutionGroupCount(d->conv, cc->groups));
+    PROG_STATUS_CHECK(cudnnSetConvolutionMathType(d->conv, cc->math));
+    PROG_STATUS_CHECK(cudnnGetConvolutionNdForwardOutputDim(d->conv, d->x, d->w, nb, yd));
     set_tensor(d->y, cc->type, nb, yd);
     if (print) {
         printf("case %s:", cc->name);
@@ -150,8 +140,8 @@ int main(void)
     cudaStream_t stream;
     struct conv_descs d[NCASES];
     PROG_CHECK(cudaStreamCreate(&stream));
-    DNN_CHECK(cudnnCreate(&h));
-    DNN_CHECK(cudnnSetStream(h, stream));
+    PROG_STATUS_CHECK(cudnnCreate(&h));
+    PROG_STATUS_CHECK(cudnnSetStream(h, stream));
     for (int i = 0; i < NCASES; i++)
         make_case(&cases[i], &d[i], !bench);
 
@@ -181,7 +171,7 @@ int main(void)
 
     for (int i = 0; i < NCASES; i++)
         free_case(&d[i]);
-    DNN_CHECK(cudnnDestroy(h));
+    PROG_STATUS_CHECK(cudnnDestroy(h));
     PROG_CHECK(cudaStreamDestroy(stream));
     return 0;
 }

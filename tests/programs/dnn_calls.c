@@ -20,16 +20,6 @@
 
 #include "prog.h"
 
-#define DNN_CHECK(call)                                                              \
-    do {                                                                             \
-        cudnnStatus_t s_ = (call);                                                   \
-        if (s_ != CUDNN_STATUS_SUCCESS) {                                            \
-            fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call,     \
-                    (int)s_);                                                        \
-            exit(1);                                                                 \
-        }                                                                            \
-    } while (0)
-
 #define SHOW(name, call) printf("%s -> %d\n", name, (int)(call))
 
 /* Buffers are never touched by the fake: any distinct addresses do. */
@@ -42,13 +32,13 @@ static void set_tensor(cudnnTensorDescriptor_t d, cudnnDataType_t t, int nb, con
     strides[nb - 1] = 1;
     for (int i = nb - 2; i >= 0; i--)
         strides[i] = strides[i + 1] * dims[i + 1];
-    DNN_CHECK(cudnnSetTensorNdDescriptor(d, t, nb, dims, strides));
+    PROG_STATUS_CHECK(cudnnSetTensorNdDescriptor(d, t, nb, dims, strides));
 }
 
 static cudnnTensorDescriptor_t tensor(cudnnDataType_t t, int nb, const int *dims)
 {
     cudnnTensorDescriptor_t d;
-    DNN_CHECK(cudnnCreateTensorDescriptor(&d));
+    PROG_STATUS_CHECK(cudnnCreateTensorDescriptor(&d));
     set_tensor(d, t, nb, dims);
     return d;
 }
@@ -91,17 +81,17 @@ static void run_rnn(cudnnHandle_t h, cudnnDropoutDescriptor_t dropout, const str
     int dirs = c->dir == CUDNN_BIDIRECTIONAL ? 2 : 1;
     cudnnRNNDescriptor_t rd;
     cudnnRNNDataDescriptor_t xd, yd;
-    DNN_CHECK(cudnnCreateRNNDescriptor(&rd));
-    DNN_CHECK(cudnnSetRNNDescriptor_v8(rd, CUDNN_RNN_ALGO_STANDARD, c->cell,
+    PROG_STATUS_CHECK(cudnnCreateRNNDescriptor(&rd));
+    PROG_STATUS_CHECK(cudnnSetRNNDescriptor_v8(rd, CUDNN_RNN_ALGO_STANDARD, c->cell,
                                        CUDNN_RNN_DOUBLE_BIAS, c->dir, c->in_mode, c->type,
                                        c->math_prec, c->math, c->input, c->hidden, c->proj,
                                        c->layers, dropout, 0));
     double fill = 0;
-    DNN_CHECK(cudnnCreateRNNDataDescriptor(&xd));
-    DNN_CHECK(cudnnCreateRNNDataDescriptor(&yd));
-    DNN_CHECK(cudnnSetRNNDataDescriptor(xd, c->type, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED,
+    PROG_STATUS_CHECK(cudnnCreateRNNDataDescriptor(&xd));
+    PROG_STATUS_CHECK(cudnnCreateRNNDataDescriptor(&yd));
+    PROG_STATUS_CHECK(cudnnSetRNNDataDescriptor(xd, c->type, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED,
                                         c->seq, c->batch, c->input, c->lens, &fill));
-    DNN_CHECK(cudnnSetRNNDataDescriptor(yd, c->type, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED,
+    PROG_STATUS_CHECK(cudnnSetRNNDataDescriptor(yd, c->type, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED,
                                         c->seq, c->batch, c->proj * dirs, c->lens, &fill));
     int hdims[3] = { c->layers * dirs, c->batch, c->proj };
     int cdims[3] = { c->layers * dirs, c->batch, c->hidden };
@@ -169,8 +159,8 @@ static void run_pool(cudnnHandle_t h)
 {
     static const int xdims[4] = { 2, 3, 8, 8 }, ydims[4] = { 2, 3, 4, 4 };
     cudnnPoolingDescriptor_t p;
-    DNN_CHECK(cudnnCreatePoolingDescriptor(&p));
-    DNN_CHECK(cudnnSetPooling2dDescriptor(p, CUDNN_POOLING_MAX, CUDNN_NOT_PROPAGATE_NAN, 2, 2, 0,
+    PROG_STATUS_CHECK(cudnnCreatePoolingDescriptor(&p));
+    PROG_STATUS_CHECK(cudnnSetPooling2dDescriptor(p, CUDNN_POOLING_MAX, CUDNN_NOT_PROPAGATE_NAN, 2, 2, 0,
                                           0, 2, 2));
     cudnnTensorDescriptor_t x = tensor(CUDNN_DATA_FLOAT, 4, xdims);
     cudnnTensorDescriptor_t y = tensor(CUDNN_DATA_FLOAT, 4, ydims);
@@ -187,8 +177,8 @@ static void run_spatial(cudnnHandle_t h)
 {
     static const int out[4] = { 2, 3, 6, 6 }, xdims[4] = { 2, 3, 10, 10 };
     cudnnSpatialTransformerDescriptor_t st;
-    DNN_CHECK(cudnnCreateSpatialTransformerDescriptor(&st));
-    DNN_CHECK(cudnnSetSpatialTransformerNdDescriptor(st, CUDNN_SAMPLER_BILINEAR, CUDNN_DATA_FLOAT,
+    PROG_STATUS_CHECK(cudnnCreateSpatialTransformerDescriptor(&st));
+    PROG_STATUS_CHECK(cudnnSetSpatialTransformerNdDescriptor(st, CUDNN_SAMPLER_BILINEAR, CUDNN_DATA_FLOAT,
                                                      4, out));
     cudnnTensorDescriptor_t x = tensor(CUDNN_DATA_FLOAT, 4, xdims);
     cudnnTensorDescriptor_t y = tensor(CUDNN_DATA_FLOAT, 4, out);
@@ -214,8 +204,8 @@ static void run_ctc(cudnnHandle_t h)
     static const int pdims[3] = { 10, 2, 5 };   /* T, N, A */
     static const int labels[4] = { 1, 2, 3, 1 }, label_lens[2] = { 2, 2 }, input_lens[2] = { 10, 8 };
     cudnnCTCLossDescriptor_t cd;
-    DNN_CHECK(cudnnCreateCTCLossDescriptor(&cd));
-    DNN_CHECK(cudnnSetCTCLossDescriptor_v9(cd, CUDNN_DATA_FLOAT, CUDNN_LOSS_NORMALIZATION_SOFTMAX,
+    PROG_STATUS_CHECK(cudnnCreateCTCLossDescriptor(&cd));
+    PROG_STATUS_CHECK(cudnnSetCTCLossDescriptor_v9(cd, CUDNN_DATA_FLOAT, CUDNN_LOSS_NORMALIZATION_SOFTMAX,
                                            CUDNN_CTC_ZERO_OOB_GRADIENTS, 2));
     cudnnTensorDescriptor_t p = tensor(CUDNN_DATA_FLOAT, 3, pdims);
     printf("ctc:");
@@ -241,12 +231,12 @@ static void run_find(cudnnHandle_t h)
     cudnnFilterDescriptor_t w;
     cudnnConvolutionDescriptor_t conv;
     cudnnTensorDescriptor_t x = tensor(CUDNN_DATA_FLOAT, 4, xdims);
-    DNN_CHECK(cudnnCreateFilterDescriptor(&w));
-    DNN_CHECK(cudnnSetFilterNdDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 4, wdims));
-    DNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
-    DNN_CHECK(cudnnSetConvolutionNdDescriptor(conv, 2, pad, stride, dil, CUDNN_CROSS_CORRELATION,
+    PROG_STATUS_CHECK(cudnnCreateFilterDescriptor(&w));
+    PROG_STATUS_CHECK(cudnnSetFilterNdDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 4, wdims));
+    PROG_STATUS_CHECK(cudnnCreateConvolutionDescriptor(&conv));
+    PROG_STATUS_CHECK(cudnnSetConvolutionNdDescriptor(conv, 2, pad, stride, dil, CUDNN_CROSS_CORRELATION,
                                               CUDNN_DATA_FLOAT));
-    DNN_CHECK(cudnnGetConvolutionNdForwardOutputDim(conv, x, w, 4, ydims));
+    PROG_STATUS_CHECK(cudnnGetConvolutionNdForwardOutputDim(conv, x, w, 4, ydims));
     cudnnTensorDescriptor_t y = tensor(CUDNN_DATA_FLOAT, 4, ydims);
     printf("find:");
     print_dims("x", 4, xdims);
@@ -279,9 +269,9 @@ int main(void)
     cudnnDropoutDescriptor_t dropout;
     PROG_CHECK(cudaStreamCreate(&stream));
     SHOW("cudnnCreate", cudnnCreate(&h));
-    DNN_CHECK(cudnnSetStream(h, stream));
+    PROG_STATUS_CHECK(cudnnSetStream(h, stream));
 
-    DNN_CHECK(cudnnCreateDropoutDescriptor(&dropout));
+    PROG_STATUS_CHECK(cudnnCreateDropoutDescriptor(&dropout));
     SHOW("cudnnSetDropoutDescriptor",
          cudnnSetDropoutDescriptor(dropout, h, 0.25f, buf_ws, sizeof buf_ws, 42));
     for (int i = 0; i < NRNN; i++)
@@ -296,7 +286,7 @@ int main(void)
     run_find(h);
 
     cudnnDestroyDropoutDescriptor(dropout);
-    DNN_CHECK(cudnnDestroy(h));
+    PROG_STATUS_CHECK(cudnnDestroy(h));
     PROG_CHECK(cudaStreamDestroy(stream));
     return 0;
 }

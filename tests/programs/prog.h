@@ -122,8 +122,10 @@ static inline uint64_t prog_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* PROG_CU_CHECK - PROG_CHECK for driver calls (CUresult; needs <cuda.h>). */
-#define PROG_CU_CHECK(call)                                                           \
+/* PROG_STATUS_CHECK - PROG_CHECK for libraries whose status 0 is success
+ * (CUresult, cudnnStatus_t); PROG_CU_CHECK is its name for driver calls. */
+#define PROG_CU_CHECK(call) PROG_STATUS_CHECK(call)
+#define PROG_STATUS_CHECK(call)                                                       \
     do {                                                                              \
         int r_ = (int)(call);                                                         \
         if (r_ != 0) {                                                                \

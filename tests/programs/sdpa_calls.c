@@ -38,16 +38,6 @@
 
 #include "prog.h"
 
-#define DNN_CHECK(call)                                                              \
-    do {                                                                             \
-        cudnnStatus_t s_ = (call);                                                   \
-        if (s_ != CUDNN_STATUS_SUCCESS) {                                            \
-            fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call,     \
-                    (int)s_);                                                        \
-            exit(1);                                                                 \
-        }                                                                            \
-    } while (0)
-
 typedef cudnnBackendDescriptor_t bd_t;
 
 #define PAGE    64
@@ -74,24 +64,24 @@ static bd_t create(struct plan *p, cudnnBackendDescriptorType_t t)
         fprintf(stderr, "sdpa_calls: too many descriptors\n");
         exit(1);
     }
-    DNN_CHECK(cudnnBackendCreateDescriptor(t, &d));
+    PROG_STATUS_CHECK(cudnnBackendCreateDescriptor(t, &d));
     p->d[p->nd++] = d;
     return d;
 }
 
 static void set_desc(bd_t d, cudnnBackendAttributeName_t a, bd_t v)
 {
-    DNN_CHECK(cudnnBackendSetAttribute(d, a, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &v));
+    PROG_STATUS_CHECK(cudnnBackendSetAttribute(d, a, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &v));
 }
 
 static void set_i64(bd_t d, cudnnBackendAttributeName_t a, int64_t n, const int64_t *v)
 {
-    DNN_CHECK(cudnnBackendSetAttribute(d, a, CUDNN_TYPE_INT64, n, v));
+    PROG_STATUS_CHECK(cudnnBackendSetAttribute(d, a, CUDNN_TYPE_INT64, n, v));
 }
 
 static void set_dt(bd_t d, cudnnBackendAttributeName_t a, cudnnDataType_t v)
 {
-    DNN_CHECK(cudnnBackendSetAttribute(d, a, CUDNN_TYPE_DATA_TYPE, 1, &v));
+    PROG_STATUS_CHECK(cudnnBackendSetAttribute(d, a, CUDNN_TYPE_DATA_TYPE, 1, &v));
 }
 
 /* A 4-d tensor of dims "dm" and strides "st" (NULL: packed). */
@@ -108,12 +98,12 @@ static bd_t tensor_s(struct plan *p, const int64_t dm[4], const int64_t *st, cud
     set_i64(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, 1, &uid);
     set_i64(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, 1, &align);
     if (flags & T_VIRT)
-        DNN_CHECK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &yes));
+        PROG_STATUS_CHECK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &yes));
     if (flags & T_VALUE)
-        DNN_CHECK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &yes));
+        PROG_STATUS_CHECK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &yes));
     if (ragged)
         set_desc(t, CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC, ragged);
-    DNN_CHECK(cudnnBackendFinalize(t));
+    PROG_STATUS_CHECK(cudnnBackendFinalize(t));
     return t;
 }
 
@@ -131,7 +121,7 @@ static bd_t scalar(struct plan *p)
 
 static void add_op(struct plan *p, bd_t op)
 {
-    DNN_CHECK(cudnnBackendFinalize(op));
+    PROG_STATUS_CHECK(cudnnBackendFinalize(op));
     if (p->nops == MAXOPS) {
         fprintf(stderr, "sdpa_calls: too many ops\n");
         exit(1);
@@ -145,11 +135,11 @@ static bd_t pw_axis(struct plan *p, cudnnPointwiseMode_t mode, int64_t axis, bd_
 {
     cudnnDataType_t prec = CUDNN_DATA_FLOAT;
     bd_t pw = create(p, CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
-    DNN_CHECK(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode));
+    PROG_STATUS_CHECK(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode));
     set_dt(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, prec);
     if (axis >= 0)
         set_i64(pw, CUDNN_ATTR_POINTWISE_AXIS, 1, &axis);
-    DNN_CHECK(cudnnBackendFinalize(pw));
+    PROG_STATUS_CHECK(cudnnBackendFinalize(pw));
     bd_t op = create(p, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
     set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw);
     set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x);
@@ -171,10 +161,10 @@ static void reduce(struct plan *p, cudnnReduceTensorOp_t how, bd_t x, bd_t y)
 {
     cudnnDataType_t comp = CUDNN_DATA_FLOAT;
     bd_t r = create(p, CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
-    DNN_CHECK(cudnnBackendSetAttribute(r, CUDNN_ATTR_REDUCTION_OPERATOR,
+    PROG_STATUS_CHECK(cudnnBackendSetAttribute(r, CUDNN_ATTR_REDUCTION_OPERATOR,
                                        CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &how));
     set_dt(r, CUDNN_ATTR_REDUCTION_COMP_TYPE, comp);
-    DNN_CHECK(cudnnBackendFinalize(r));
+    PROG_STATUS_CHECK(cudnnBackendFinalize(r));
     bd_t op = create(p, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
     set_desc(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x);
     set_desc(op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y);
@@ -187,7 +177,7 @@ static void matmul(struct plan *p, bd_t a, bd_t b, bd_t c)
     cudnnDataType_t comp = CUDNN_DATA_FLOAT;
     bd_t mm = create(p, CUDNN_BACKEND_MATMUL_DESCRIPTOR);
     set_dt(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, comp);
-    DNN_CHECK(cudnnBackendFinalize(mm));
+    PROG_STATUS_CHECK(cudnnBackendFinalize(mm));
     bd_t op = create(p, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
     set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, a);
     set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, b);
@@ -211,10 +201,10 @@ static bd_t rng(struct plan *p, const int64_t dm[4])
     cudnnRngDistribution_t dist = CUDNN_RNG_DISTRIBUTION_BERNOULLI;
     double keep = 0.9;
     bd_t r = create(p, CUDNN_BACKEND_RNG_DESCRIPTOR);
-    DNN_CHECK(cudnnBackendSetAttribute(r, CUDNN_ATTR_RNG_DISTRIBUTION, CUDNN_TYPE_RNG_DISTRIBUTION, 1, &dist));
-    DNN_CHECK(cudnnBackendSetAttribute(r, CUDNN_ATTR_RNG_BERNOULLI_DIST_PROBABILITY, CUDNN_TYPE_DOUBLE, 1,
+    PROG_STATUS_CHECK(cudnnBackendSetAttribute(r, CUDNN_ATTR_RNG_DISTRIBUTION, CUDNN_TYPE_RNG_DISTRIBUTION, 1, &dist));
+    PROG_STATUS_CHECK(cudnnBackendSetAttribute(r, CUDNN_ATTR_RNG_BERNOULLI_DIST_PROBABILITY, CUDNN_TYPE_DOUBLE, 1,
                                        &keep));
-    DNN_CHECK(cudnnBackendFinalize(r));
+    PROG_STATUS_CHECK(cudnnBackendFinalize(r));
     bd_t seed = tensor(p, 1, 1, 1, 1, CUDNN_DATA_INT64, 0);
     bd_t off = tensor(p, 1, 1, 1, 1, CUDNN_DATA_INT64, 0);
     bd_t y = tensor_s(p, dm, NULL, CUDNN_DATA_FLOAT, T_VIRT, NULL);
@@ -232,7 +222,7 @@ static void finish(struct plan *p)
 {
     int64_t zero = 0;
     bd_t g = create(p, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-    DNN_CHECK(cudnnBackendSetAttribute(g, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+    PROG_STATUS_CHECK(cudnnBackendSetAttribute(g, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
                                        p->nops, p->ops));
     (void)cudnnBackendFinalize(g);
     bd_t e = create(p, CUDNN_BACKEND_ENGINE_DESCRIPTOR);
@@ -474,13 +464,13 @@ static void conv_bias_relu(struct plan *p, const int64_t *v)
     float alpha = 1.0f, beta = 0.0f;
     bd_t cv = create(p, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
     set_dt(cv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, F32);
-    DNN_CHECK(cudnnBackendSetAttribute(cv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode));
+    PROG_STATUS_CHECK(cudnnBackendSetAttribute(cv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode));
     set_i64(cv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, 1, &sp);
     set_i64(cv, CUDNN_ATTR_CONVOLUTION_DILATIONS, 2, dil);
     set_i64(cv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, 2, str);
     set_i64(cv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, 2, pads);
     set_i64(cv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, 2, pads);
-    DNN_CHECK(cudnnBackendFinalize(cv));
+    PROG_STATUS_CHECK(cudnnBackendFinalize(cv));
     int64_t ho = h + 2 * (r / 2) - r + 1, wo = w + 2 * (s / 2) - s + 1;
     bd_t x = tensor(p, n, c, h, w, BF16, 0), f = tensor(p, k, c, r, s, BF16, 0);
     bd_t y = tensor(p, n, k, ho, wo, F32, T_VIRT);
@@ -489,8 +479,8 @@ static void conv_bias_relu(struct plan *p, const int64_t *v)
     set_desc(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, f);
     set_desc(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y);
     set_desc(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, cv);
-    DNN_CHECK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha));
-    DNN_CHECK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta));
+    PROG_STATUS_CHECK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha));
+    PROG_STATUS_CHECK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta));
     add_op(p, op);
     bd_t yb = pw(p, CUDNN_POINTWISE_ADD, y, tensor(p, 1, k, 1, 1, BF16, 0), tensor(p, n, k, ho, wo, F32, T_VIRT));
     pw(p, CUDNN_POINTWISE_RELU_FWD, yb, NULL, tensor(p, n, k, ho, wo, BF16, 0));
@@ -510,8 +500,8 @@ static void layer_norm(struct plan *p, const int64_t *v)
     cudnnBackendNormMode_t mode = CUDNN_LAYER_NORM;
     cudnnBackendNormFwdPhase_t phase = CUDNN_NORM_FWD_TRAINING;
     bd_t op = create(p, CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR);
-    DNN_CHECK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_FWD_MODE, CUDNN_TYPE_NORM_MODE, 1, &mode));
-    DNN_CHECK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_FWD_PHASE, CUDNN_TYPE_NORM_FWD_PHASE, 1, &phase));
+    PROG_STATUS_CHECK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_FWD_MODE, CUDNN_TYPE_NORM_MODE, 1, &mode));
+    PROG_STATUS_CHECK(cudnnBackendSetAttribute(op, CUDNN_ATTR_OPERATION_NORM_FWD_PHASE, CUDNN_TYPE_NORM_FWD_PHASE, 1, &phase));
     set_desc(op, CUDNN_ATTR_OPERATION_NORM_FWD_XDESC, tensor(p, n, d, 1, 1, BF16, 0));
     set_desc(op, CUDNN_ATTR_OPERATION_NORM_FWD_MEAN_DESC, tensor(p, n, 1, 1, 1, F32, 0));
     set_desc(op, CUDNN_ATTR_OPERATION_NORM_FWD_INV_VARIANCE_DESC, tensor(p, n, 1, 1, 1, F32, 0));
@@ -590,9 +580,9 @@ int main(int argc, char **argv)
         return 64;
     }
     PROG_CHECK(cudaStreamCreate(&stream));
-    DNN_CHECK(cudnnCreate(&h));
-    DNN_CHECK(cudnnSetStream(h, stream));
-    DNN_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp));
+    PROG_STATUS_CHECK(cudnnCreate(&h));
+    PROG_STATUS_CHECK(cudnnSetStream(h, stream));
+    PROG_STATUS_CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &vp));
     for (int i = 0; i < n; i++)
         build(&plans[i], argv[i + 1]);
     for (int step = 0; step < 2; step++) {
@@ -604,9 +594,9 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < n; i++)
         for (int j = plans[i].nd - 1; j >= 0; j--)
-            DNN_CHECK(cudnnBackendDestroyDescriptor(plans[i].d[j]));
-    DNN_CHECK(cudnnBackendDestroyDescriptor(vp));
-    DNN_CHECK(cudnnDestroy(h));
+            PROG_STATUS_CHECK(cudnnBackendDestroyDescriptor(plans[i].d[j]));
+    PROG_STATUS_CHECK(cudnnBackendDestroyDescriptor(vp));
+    PROG_STATUS_CHECK(cudnnDestroy(h));
     PROG_CHECK(cudaStreamDestroy(stream));
     return 0;
 }
