@@ -2,22 +2,13 @@
 per call, under its own name, with the launch details of each launch form."""
 
 import collections
-import os
 import re
 
 import tputil
 
-DEF = os.path.join(tputil.ROOT, "collector", "apis", "cudart.def")
-
 
 def _def_names():
-    names = []
-    with open(DEF) as f:
-        for line in f:
-            m = re.match(r"^TP_FN\(\s*[^,]+,\s*([A-Za-z_0-9]+)\s*,", line)
-            if m:
-                names.append(m.group(1))
-    return names
+    return list(tputil.def_entries("cudart.def"))
 
 
 def test_every_entry_point_recorded_once_per_call():
@@ -94,11 +85,10 @@ def test_every_entry_point_recorded_once_per_call():
 def _def_forms():
     """name -> record form (the TP_R_* macro of its .def line)."""
     forms = {}
-    with open(DEF) as f:
-        for line in f:
-            m = re.match(r"^TP_FN\(\s*[^,]+,\s*([A-Za-z_0-9]+)\s*,.*(TP_R_[A-Z_0-9]+)", line)
-            if m:
-                forms[m.group(1)] = m.group(2)
+    for name, line in tputil.def_entries("cudart.def").items():
+        m = re.match(r".*(TP_R_[A-Z_0-9]+)", line)
+        if m:
+            forms[name] = m.group(1)
     return forms
 
 

@@ -6,14 +6,12 @@ counts for the sizes the program prints, its precision class, its own sizes
 The summary counts their FLOPs in its totals."""
 
 import collections
-import os
 import pathlib
 import re
 from fractions import Fraction as F
 
 import tputil
 
-DEF = os.path.join(tputil.ROOT, "collector", "apis", "cublas.def")
 U32 = 2 ** 32 - 1
 U64 = 2 ** 64 - 1
 
@@ -28,13 +26,8 @@ ELEM = {"S": 4, "D": 8, "C": 8, "Z": 16}
 
 def _def_names():
     """cublas.def's entry points that are not GEMMs (test_gemm.py has those)."""
-    names = []
-    with open(DEF) as f:
-        for line in f:
-            m = re.match(r"^TP_LIB_FN\(\s*[^,]+,\s*([A-Za-z_0-9]+)\s*,", line)
-            if m and not re.search(r"TP_R_GEMM\((one|grouped32|grouped64),", line):
-                names.append(m.group(1))
-    return names
+    return [name for name, line in tputil.def_entries("cublas.def").items()
+            if not re.search(r"TP_R_GEMM\((one|grouped32|grouped64),", line)]
 
 
 def _routine(name):

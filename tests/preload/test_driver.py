@@ -199,17 +199,14 @@ def test_no_preload_same_output():
 
 # ---- every entry point of cuda.def (tests/programs/driver_all.c) ------------
 
-DRIVER_DEF = os.path.join(tputil.ROOT, "collector", "apis", "cuda.def")
-
 
 def _driver_def():
     """name -> record macro of every TP_DRV_FN line."""
     out = {}
-    with open(DRIVER_DEF) as f:
-        for line in f:
-            m = re.match(r"^TP_DRV_FN\(\s*[^,]+,\s*(\w+)\s*,.*?(TP_R_[A-Z_0-9]+)", line)
-            if m:
-                out[m.group(1)] = m.group(2)
+    for name, line in tputil.def_entries("cuda.def").items():
+        m = re.search(r"(TP_R_[A-Z_0-9]+)", line)
+        if m:
+            out[name] = m.group(1)
     return out
 
 

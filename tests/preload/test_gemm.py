@@ -4,12 +4,10 @@ FLOPs computed here by hand from the shapes the program prints, the
 precision class, and the sizes with TRAINPROF_RECORD_SHAPES=1."""
 
 import collections
-import os
 import re
 
 import tputil
 
-DEFS = [os.path.join(tputil.ROOT, "collector", "apis", f) for f in ("cublas.def", "cublaslt.def")]
 
 # The data type each call of gemm_calls.c uses decides complex or not.
 COMPLEX = re.compile(r"^cublas(C|Z)gemm|^cublasGemmEx_64$")
@@ -48,15 +46,8 @@ def _def_names():
     """The matrix products: cublas.def's lines of the GEMM record forms (one,
     grouped32, grouped64; the other routines are test_blas.py's) and
     cublaslt.def's."""
-    names = []
-    for path in DEFS:
-        with open(path) as f:
-            for line in f:
-                m = re.match(r"^TP_LIB_FN\(\s*[^,]+,\s*([A-Za-z_0-9]+)\s*,.*"
-                             r"(TP_R_GEMM\((one|grouped32|grouped64),|cublasLtMatmul)", line)
-                if m:
-                    names.append(m.group(1))
-    return names
+    return [name for name, line in tputil.def_entries("cublas.def", "cublaslt.def").items()
+            if re.search(r"TP_R_GEMM\((one|grouped32|grouped64),|cublasLtMatmul", line)]
 
 
 def _expected(stdout):

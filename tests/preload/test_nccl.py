@@ -21,7 +21,6 @@ import pytest
 import tputil
 
 PROG = "nccl_calls"
-DEF = os.path.join(tputil.ROOT, "collector", "apis", "nccl.def")
 NCCL_INVALID_ARGUMENT = 4
 MEM_BYTES = 3 << 20     # nccl_calls.c's ncclMemAlloc
 
@@ -112,9 +111,7 @@ KERNEL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096u
 
 
 def _def_names():
-    with open(DEF) as f:
-        return {m.group(1) for m in
-                (re.match(r"^TP_LIB_FN\(\s*[^,]+,\s*([A-Za-z_0-9]+)\s*,", l) for l in f) if m}
+    return set(tputil.def_entries("nccl.def"))
 
 
 PG_KEYS = ("In split size", "Out split size", "Process Group Name", "Process Group Description",

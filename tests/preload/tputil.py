@@ -103,6 +103,19 @@ def find_traces(cwd, run_name="test"):
                   if not f.endswith(".tmp"))
 
 
+def def_entries(*names):
+    """name -> line of every entry point of the X-macro files collector/apis/<names>
+    (TP_FN, TP_LIB_FN, TP_DRV_FN lines), in file order."""
+    out = {}
+    for n in names:
+        with open(os.path.join(ROOT, "collector", "apis", n)) as f:
+            for line in f:
+                m = re.match(r"^TP_\w*FN\(\s*[^,]+,\s*(\w+)\s*,", line)
+                if m:
+                    out[m.group(1)] = line
+    return out
+
+
 def run(prog, args=(), env=None, preload=True, cwd=None, timeout=60, stdin=None):
     """Run build/programs/<prog> (or an absolute path) with `args`.
 
