@@ -51,12 +51,7 @@ def _run(shapes):
     env = {"TRAINPROF_SCHEDULE": SCHEDULE}
     if shapes:
         env["TRAINPROF_RECORD_SHAPES"] = "1"
-    plain = tputil.run(PROG, preload=False)
-    r = tputil.run(PROG, env=env)
-    assert plain.rc == 0 and r.rc == 0, r.stderr
-    assert r.stdout == plain.stdout
-    assert len(r.traces) == 1, r.traces
-    return tputil.load_trace(r.traces[0])
+    return tputil.run_beside_plain(PROG, env)[1]
 
 
 def test_each_call_once_with_flops_precision_and_shapes():

@@ -77,12 +77,7 @@ def _run(shapes=True):
     env = {"TRAINPROF_SCHEDULE": "all"}
     if shapes:
         env["TRAINPROF_RECORD_SHAPES"] = "1"
-    plain = tputil.run(PROG, preload=False)
-    r = tputil.run(PROG, env=env)
-    assert plain.rc == 0 and r.rc == 0, r.stderr
-    assert r.stdout == plain.stdout
-    assert len(r.traces) == 1, r.traces
-    return r, tputil.load_trace(r.traces[0])
+    return tputil.run_beside_plain(PROG, env)
 
 
 def _expected_rnn(ctx):

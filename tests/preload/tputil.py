@@ -137,6 +137,17 @@ def run(prog, args=(), env=None, preload=True, cwd=None, timeout=60, stdin=None)
     return res
 
 
+def run_beside_plain(prog, env, args=()):
+    """Run "prog" without and with the library: both succeed, stdout is the
+    same, one trace is written.  Returns (the preloaded Result, its trace)."""
+    plain = run(prog, args, preload=False)
+    r = run(prog, args, env=env)
+    assert plain.rc == 0 and r.rc == 0, r.stderr
+    assert r.stdout == plain.stdout
+    assert len(r.traces) == 1, r.traces
+    return r, load_trace(r.traces[0])
+
+
 def read_raw(path):
     """The text of a trace, gunzipped if it is gzip (by magic, not by name)."""
     with open(path, "rb") as f:

@@ -50,15 +50,6 @@ struct conv_descs {
     cudnnConvolutionDescriptor_t conv;
 };
 
-static void set_tensor(cudnnTensorDescriptor_t d, cudnnDataType_t t, int nb, const int *dims)
-{
-    int strides[CUDNN_DIM_MAX];
-    strides[nb - 1] = 1;
-    for (int i = nb - 2; i >= 0; i--)
-        strides[i] = strides[i + 1] * dims[i + 1];
-    PROG_STATUS_CHECK(cudnnSetTensorNdDescriptor(d, t, nb, dims, strides));
-}
-
 static void print_dims(const char *what, int nb, const int *d)
 {
     printf(" %s=[", what);
@@ -82,14 +73,14 @@ static void make_case(const struct conv_case *cc, struct conv_descs *d, int prin
     PROG_STATUS_CHECK(cudnnCreateTensorDescriptor(&d->y));
     PROG_STATUS_CHECK(cudnnCreateFilterDescriptor(&d->w));
     PROG_STATUS_CHECK(cudnnCreateConvolutionDescriptor(&d->conv));
-    set_tensor(d->x, cc->type, nb, xd);
+    prog_dnn_tensor(d->x, cc->type, nb, xd);
     PROG_STATUS_CHECK(cudnnSetFilterNdDescriptor(d->w, cc->type, CUDNN_TENSOR_NCHW, nb, wd));
     PROG_STATUS_CHECK(cudnnSetConvolutionNdDescriptor(d->conv, cc->nsp, cc->pad, cc->stride, cc->dil,
                                               CUDNN_CROSS_CORRELATION, cc->compute));
     PROG_STATUS_CHECK(cudnnSetConvolutionGroupCount(d->conv, cc->groups));
     PROG_STATUS_CHECK(cudnnSetConvolutionMathType(d->conv, cc->math));
     PROG_STATUS_CHECK(cudnnGetConvolutionNdForwardOutputDim(d->conv, d->x, d->w, nb, yd));
-    set_tensor(d->y, cc->type, nb, yd);
+    prog_dnn_tensor(d->y, cc->type, nb, yd);
     if (print) {
         printf("case %s:", cc->name);
         print_dims("x", nb, xd);

@@ -26,20 +26,11 @@
 static double buf_a[8], buf_b[8], buf_c[8], buf_d[8], buf_e[8], buf_f[8], buf_ws[8];
 static const float one = 1.0f, zero = 0.0f;
 
-static void set_tensor(cudnnTensorDescriptor_t d, cudnnDataType_t t, int nb, const int *dims)
-{
-    int strides[CUDNN_DIM_MAX];
-    strides[nb - 1] = 1;
-    for (int i = nb - 2; i >= 0; i--)
-        strides[i] = strides[i + 1] * dims[i + 1];
-    PROG_STATUS_CHECK(cudnnSetTensorNdDescriptor(d, t, nb, dims, strides));
-}
-
 static cudnnTensorDescriptor_t tensor(cudnnDataType_t t, int nb, const int *dims)
 {
     cudnnTensorDescriptor_t d;
     PROG_STATUS_CHECK(cudnnCreateTensorDescriptor(&d));
-    set_tensor(d, t, nb, dims);
+    prog_dnn_tensor(d, t, nb, dims);
     return d;
 }
 

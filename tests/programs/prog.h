@@ -134,6 +134,20 @@ static inline uint64_t prog_now_ns(void)
         }                                                                             \
     } while (0)
 
+#ifdef CUDNN_MAJOR
+/* prog_dnn_tensor - set cuDNN tensor descriptor "d" to packed dims (a
+ * program that includes <cudnn.h> before this header). */
+static inline void prog_dnn_tensor(cudnnTensorDescriptor_t d, cudnnDataType_t t, int nb,
+                                   const int *dims)
+{
+    int strides[CUDNN_DIM_MAX];
+    strides[nb - 1] = 1;
+    for (int i = nb - 2; i >= 0; i--)
+        strides[i] = strides[i + 1] * dims[i + 1];
+    PROG_STATUS_CHECK(cudnnSetTensorNdDescriptor(d, t, nb, dims, strides));
+}
+#endif
+
 /* prog_sym - dlsym(h, name), or exit(3) saying which symbol is missing. */
 static inline void *prog_sym(void *h, const char *name)
 {
