@@ -108,28 +108,6 @@ static pthread_mutex_t tp_bd_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t tp_bd_epoch = 1;
 static uint64_t tp_bd_age;
 
-static int tp_bd_kept(int type)
-{
-    switch (type) {
-    case CUDNN_BACKEND_TENSOR_DESCRIPTOR:
-    case CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR:
-    case CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR:
-    case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR:
-    case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR:
-    case CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR:
-    case CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR:
-    case CUDNN_BACKEND_OPERATION_SDPA_BWD_DESCRIPTOR:
-    case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
-    case CUDNN_BACKEND_ENGINE_DESCRIPTOR:
-    case CUDNN_BACKEND_ENGINECFG_DESCRIPTOR:
-    case CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR:
-    case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 /* The op types that carry FLOPs (the rest of a graph counts nothing). */
 static int tp_bd_flop_op(int type)
 {
@@ -143,6 +121,24 @@ static int tp_bd_flop_op(int type)
         return 1;
     default:
         return 0;
+    }
+}
+
+/* The descriptor types whose attributes are kept: the ops above and what
+ * leads from a plan to them. */
+static int tp_bd_kept(int type)
+{
+    switch (type) {
+    case CUDNN_BACKEND_TENSOR_DESCRIPTOR:
+    case CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR:
+    case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
+    case CUDNN_BACKEND_ENGINE_DESCRIPTOR:
+    case CUDNN_BACKEND_ENGINECFG_DESCRIPTOR:
+    case CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR:
+    case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
+        return 1;
+    default:
+        return tp_bd_flop_op(type);
     }
 }
 
