@@ -37,7 +37,9 @@ struct tp_dev_record {
     int32_t  grid[3], block[3]; /* KERNEL */
     int32_t  static_smem, dynamic_smem;
     uint16_t registers;         /* KERNEL: registers per thread */
-    uint16_t pad;
+    uint8_t  launch_type;       /* KERNEL: CUpti_ActivityLaunchType (1, 2: cooperative) */
+    uint8_t  pad;
+    uint32_t cluster[3];        /* KERNEL: thread block cluster dimensions (0 or 1: none) */
     uint32_t graph_id;          /* KERNEL/MEMCPY/MEMSET launched by a graph, else 0 */
     uint64_t graph_node_id;
     uint32_t event_id;          /* SYNC: CUPTI's cudaEventId of the event waited on,

@@ -229,6 +229,9 @@ int tp_cupti_record_decode(const CUpti_Activity *a, struct tp_cupti_item *out)
         r->static_smem = TP_K(staticSharedMemory);
         r->dynamic_smem = TP_K(dynamicSharedMemory);
         r->registers = TP_K(registersPerThread);
+        r->launch_type = TP_K(launchType);
+        r->cluster[0] = TP_K(clusterX), r->cluster[1] = TP_K(clusterY);
+        r->cluster[2] = TP_K(clusterZ);
         r->graph_id = TP_K(graphId);
         r->graph_node_id = TP_K(graphNodeId);
         return TP_CUPTI_GOT_REC;

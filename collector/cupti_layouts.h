@@ -41,7 +41,7 @@
     X(T, start) X(T, end) X(T, deviceId) X(T, contextId) X(T, streamId) X(T, correlationId) \
     X(T, name) X(T, gridX) X(T, gridY) X(T, gridZ) X(T, blockX) X(T, blockY) X(T, blockZ) \
     X(T, staticSharedMemory) X(T, dynamicSharedMemory) X(T, registersPerThread) \
-    X(T, graphId) X(T, graphNodeId)
+    X(T, graphId) X(T, graphNodeId) X(T, launchType) X(T, clusterX) X(T, clusterY) X(T, clusterZ)
 #define TP_CUPTI_MEMCPY_FIELDS(X, T) \
     X(T, copyKind) X(T, srcKind) X(T, dstKind) X(T, bytes) X(T, start) X(T, end) \
     X(T, deviceId) X(T, contextId) X(T, streamId) X(T, correlationId) X(T, graphId) \

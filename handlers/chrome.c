@@ -925,6 +925,12 @@ static void put_device(struct chrome *c, const struct tp_event *ev)
             put_key_u64(j, ", \"graph id\": ", d->graph_id);
             put_key_u64(j, ", \"graph node id\": ", d->graph_node_id);
         }
+        if ((uint64_t)d->cluster[0] * d->cluster[1] * d->cluster[2] > 1) {
+            LIT(j, ", \"cluster\": ");  /* cuLaunchKernelEx's cluster dimension attribute */
+            put_triple(j, d->cluster[0], d->cluster[1], d->cluster[2]);
+        }
+        if (d->launch_type == 1 || d->launch_type == 2)   /* CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_* */
+            put_key_str(j, ", \"launch type\": ", d->launch_type == 1 ? "cooperative" : "cooperative multi-device");
         if (ev->issuer && ev->form == TP_FORM_COLL)
             put_coll(c, ev->issuer);     /* as Kineto copies record_param_comms' */
     } else if (d->kind == TP_DEV_MEMCPY || d->kind == TP_DEV_MEMSET) {

@@ -438,6 +438,24 @@ FAKE_EXPORT CUresult cuFuncGetName(const char **name, CUfunction fn)
 
 /* ---- launches ---------------------------------------------------------- */
 
+static __thread const CUlaunchConfig *fake_launch_attrs;
+
+static void fake_take_attrs(struct fakegpu_op *op, int cbid)
+{
+    const CUlaunchConfig *c = fake_launch_attrs;
+    op->cooperative = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel ||
+                      cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
+    for (unsigned i = 0; c && c->attrs && i < c->numAttrs; i++) {
+        const CUlaunchAttribute *a = &c->attrs[i];
+        if (a->id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+            op->cluster[0] = a->value.clusterDim.x, op->cluster[1] = a->value.clusterDim.y;
+            op->cluster[2] = a->value.clusterDim.z;
+        } else if (a->id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && a->value.cooperative) {
+            op->cooperative = 1;
+        }
+    }
+}
+
 static CUresult fake_launch(int cbid, CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                             unsigned by, unsigned bz, unsigned smem, CUstream s)
 {
@@ -454,6 +472,7 @@ static CUresult fake_launch(int cbid, CUfunction fn, unsigned gx, unsigned gy, u
     r.op.block[0] = bx, r.op.block[1] = by, r.op.block[2] = bz;
     r.op.smem = smem;
     r.op.stream = (uint64_t)(uintptr_t)s;
+    fake_take_attrs(&r.op, cbid);
     return fake_leave(&r, CUDA_SUCCESS);
 }
 
@@ -477,8 +496,13 @@ static CUresult fake_launch_ex(int cbid, const CUlaunchConfig *c, CUfunction f)
         FAKE_READY();
         return CUDA_ERROR_INVALID_VALUE;
     }
-    return fake_launch(cbid, f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
-                       c->blockDimZ, c->sharedMemBytes, c->hStream);
+    /* The attributes the real CUPTI shows in the kernel record (clusterX/Y/Z,
+     * launchType): kept by fake_launch_attrs for fake_launch to copy. */
+    fake_launch_attrs = c;
+    CUresult rc = fake_launch(cbid, f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
+                              c->blockDimY, c->blockDimZ, c->sharedMemBytes, c->hStream);
+    fake_launch_attrs = NULL;
+    return rc;
 }
 
 FAKE_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **p, void **x)

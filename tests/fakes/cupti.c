@@ -660,6 +660,9 @@ static void fake_end(uint64_t token, const struct fakegpu_op *op)
                 k->correlationId = corr;                                                        \
                 k->gridId = corr;                                                               \
                 k->name = kname;                                                                \
+                k->launchType = (uint8_t)op->cooperative;                                       \
+                k->clusterX = op->cluster[0], k->clusterY = op->cluster[1];                     \
+                k->clusterZ = op->cluster[2];                                                   \
             } while (0)
             if (era >= ERA_13_0)
                 FILL_KERNEL(CUpti_ActivityKernel10);

@@ -28,6 +28,8 @@ struct fakegpu_op {
     const char *kernel;      /* KERNEL: mangled name, NULL if unknown */
     unsigned grid[3], block[3];
     unsigned smem;           /* KERNEL: dynamic shared memory */
+    unsigned cluster[3];     /* KERNEL: cluster dimension attribute (0: none) */
+    int cooperative;         /* KERNEL: CUpti_ActivityLaunchType (1: cooperative) */
     uint64_t stream;         /* stream handle as passed (0: default stream) */
     uint64_t bytes;          /* MEMCPY, MEMSET */
     int copy_kind;           /* MEMCPY: enum cudaMemcpyKind */

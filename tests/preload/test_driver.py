@@ -137,6 +137,33 @@ def test_triton_like_launches_recorded():
     assert driver["cuLaunchKernelEx"][0]["args"]["grid"] == [16, 1, 1]
 
 
+def test_launch_attributes_reach_the_kernel_events():
+    """cuLaunchKernelEx's cluster dimension and cooperative attributes, as
+    CUPTI's kernel record gives them (clusterX/Y/Z, launchType), are on each
+    device kernel event, and on no kernel of a launch without them."""
+    cupti = os.path.join(tputil.build_dir(), "fakes", "libcupti.so")
+    env = {"TRITON_STEPS": 6, "TRITON_LAUNCHES": 3, "TRITON_SLEEP_US": 20000, "TRAINPROF_CUPTI_PATH": cupti,
+           "TRAINPROF_SCHEDULE": "wait=1,warmup=1,active=3"}
+    events = _one_trace(tputil.run("triton_like", env=env))["traceEvents"]
+    launches = sorted((e for e in events if e.get("cat") == "cuda_driver" and "kernel" in e["args"]),
+                      key=lambda e: e["ts"])
+    want, first = {}, set()
+    for ev in launches:          # per step: Ex cooperative, Ex cluster, Ex cluster, plain
+        step = ev["args"]["External id"]
+        if ev["name"] == "cuLaunchKernelEx" and step not in first:
+            first.add(step)
+            want[ev["args"]["correlation"]] = ("cooperative", None)
+        elif ev["name"] == "cuLaunchKernelEx":
+            want[ev["args"]["correlation"]] = (None, [2, 1, 1])
+        else:
+            want[ev["args"]["correlation"]] = (None, None)
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    assert len(kernels) >= 8, kernels
+    got = {k["args"]["correlation"]: (k["args"].get("launch type"), k["args"].get("cluster")) for k in kernels}
+    assert {c: want.get(c) for c in got} == got
+    assert sorted(v for v in got.values() if v[1]) and [v for v in got.values() if v[0]]
+
+
 def test_schedule_counts_driver_steps():
     # windows of the default schedule (warmup 1, active 4) from driver-only steps
     r = tputil.run("triton_like", env={"TRITON_STEPS": 6, "TRAINPROF_SCHEDULE": "warmup=1,active=4"})
