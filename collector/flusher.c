@@ -16,6 +16,14 @@
  * thread and waits, bounded, until it has closed the open window (through
  * the steps' term hook) and written it.
  *
+ * Warmup and windows must not begin before CUPTI is on: the kinds are
+ * turned on here, and a step shorter than tp-flush's reaction (a loaded
+ * machine, or no warmup at all) left the first calls of the window
+ * without CUPTI records (unlinked launches, coverage below 1: issue 14's
+ * "linking miss").  The step that turns the schedule on waits, bounded,
+ * until this thread has followed it (tp_flusher_await_on); once followed,
+ * the check is two atomic loads.
+ *
  * This file knows nothing of steps: the steps call down into it, and it
  * reaches them only through the hooks given at start.
  */
@@ -48,6 +56,9 @@ static int tp_wake_fd[2] = { -1, -1 };
 static pthread_t tp_flusher;
 
 static _Atomic int tp_sched_on = -1;       /* the current step warms up or records */
+static _Atomic uint64_t tp_on_asked;       /* times tp_sched_on turned on */
+static _Atomic uint64_t tp_on_followed;    /* of those, followed by tp-flush (set under tp_q_lock) */
+static pthread_cond_t tp_f_done = PTHREAD_COND_INITIALIZER;
 static _Atomic uint64_t tp_steps_done;
 static _Atomic int tp_final;               /* no window will open again, no capture open */
 
@@ -88,8 +99,33 @@ int tp_flusher_queue(const struct tp_handoff *w)
 
 void tp_flusher_schedule(int on)
 {
-    if (atomic_exchange(&tp_sched_on, on) != on)
+    if (atomic_exchange(&tp_sched_on, on) != on) {
+        if (on > 0)
+            atomic_fetch_add(&tp_on_asked, 1);
         tp_wake();      /* tp-flush starts or stops CUPTI (decision 6) and the sampler */
+    }
+}
+
+int tp_flusher_await_on(int ms)
+{
+    uint64_t asked = atomic_load(&tp_on_asked);
+    if (atomic_load(&tp_on_followed) >= asked)
+        return 0;
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += ms / 1000;
+    dl.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
+    int rc = 0;
+    pthread_mutex_lock(&tp_q_lock);
+    while (atomic_load(&tp_on_followed) < asked && !atomic_load(&tp_exiting) && rc == 0)
+        rc = pthread_cond_timedwait(&tp_f_done, &tp_q_lock, &dl);
+    int done = atomic_load(&tp_on_followed) >= asked;
+    pthread_mutex_unlock(&tp_q_lock);
+    return done ? 0 : -1;
 }
 
 void tp_flusher_progress(uint64_t steps, int final)
@@ -149,6 +185,7 @@ void tp_flusher_term(void)
  * and CUPTI keep running while windows wait to be written. */
 static void tp_follow(int queued)
 {
+    uint64_t asked = atomic_load(&tp_on_asked);
     pthread_mutex_lock(&tp_load_lock);
     if (!atomic_load(&tp_exiting)) {
         struct tp_follow f = {
@@ -159,6 +196,12 @@ static void tp_follow(int queued)
         tp_modules_follow(&f);
     }
     pthread_mutex_unlock(&tp_load_lock);
+    pthread_mutex_lock(&tp_q_lock);
+    if (asked > atomic_load(&tp_on_followed)) {
+        atomic_store(&tp_on_followed, asked);
+        pthread_cond_broadcast(&tp_f_done);
+    }
+    pthread_mutex_unlock(&tp_q_lock);
 }
 
 /* Wait until the device side of "w" is complete (decision 5): every launch

@@ -31,6 +31,11 @@ int tp_flusher_queue(const struct tp_handoff *w);
  * up or records; wakes tp-flush when that changed. */
 void tp_flusher_schedule(int on);
 
+/* tp_flusher_await_on - wait up to "ms" until tp-flush has followed the
+ * latest turn of tp_flusher_schedule to "on" (CUPTI and the sampler are
+ * started); 0 if it has, -1 at the bound or once exit has begun. */
+int tp_flusher_await_on(int ms);
+
 /* tp_flusher_progress - steps completed so far, and whether no window will
  * open again with no capture open (CUPTI may then be finalized). */
 void tp_flusher_progress(uint64_t steps, int final);

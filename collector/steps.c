@@ -40,6 +40,8 @@ static uint8_t tp_gen;
 static uint64_t tp_dropped_mark;
 static int tp_captures;                    /* open stream captures */
 static int tp_recording;                   /* a window is open */
+static int tp_warned_start;                /* the window-start wait timed out once */
+#define TP_START_WAIT_MS 500
 static int tp_finished;                    /* the schedule has finished */
 static _Atomic int tp_signal_kind = -1;    /* the signal that counts steps (decision 4) */
 static uint32_t tp_signal_flags;           /* TP_HOT_LAUNCH_SIG | TP_HOT_CALL_SIG, while steps matter */
@@ -121,6 +123,26 @@ static void tp_enter_step(uint64_t now)
     tp_hot_mode(flags, tp_gen);
 }
 
+/* If the step about to begin warms up or records (a window's warmup, or a
+ * window with no warmup), let tp-flush start CUPTI and the sampler first,
+ * bounded, so that the warmup runs with them on and the window's first
+ * calls have their device records.  The wait falls in the step that ends
+ * here, before its end tick; it is nothing once they are on. */
+static void tp_await_on(void)
+{
+    enum tp_action next = tp_schedule_action(&tp_cfg.schedule, tp_steps + 1);
+    if (next == TP_NONE || tp_finished)
+        return;
+    /* the step ending here counts as done for a window still waiting for
+     * its device records (2 steps, flusher.c), which would hold tp-flush */
+    tp_flusher_progress(tp_steps + 1, 0);
+    tp_flusher_schedule(1);
+    if (tp_flusher_await_on(TP_START_WAIT_MS) != 0 && !tp_warned_start++)
+        TP_WARN("the profiler's GPU side was not started within %d ms of step %llu, where "
+                "recording starts: its first calls may lack GPU records",
+                TP_START_WAIT_MS, (unsigned long long)tp_steps + 1);
+}
+
 void tp_core_step(enum tp_signal_kind kind)
 {
     if (!tp_core_active() || tp_depth > 0)
@@ -131,6 +153,7 @@ void tp_core_step(enum tp_signal_kind kind)
     tp_depth++;
     pthread_mutex_lock(&tp_step_lock);
     if (!tp_flusher_exiting()) {
+        tp_await_on();
         uint64_t now = tp_clock_now();
         enum tp_action a = tp_schedule_action(&tp_cfg.schedule, tp_steps);
         if (a == TP_RECORD || a == TP_RECORD_AND_SAVE) {
