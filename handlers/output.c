@@ -334,7 +334,7 @@ int tp_output_open(struct tp_output *o, const char *path, size_t stem, int overw
     tp_output_clean_stale(o->final);
     if (open_tmp(o) != 0) {
         int e = errno;
-        TP_ERROR("cannot create %s: %s", o->tmp, strerror(e));
+        TP_ERROR("cannot write %s: %s", o->final, strerror(e));
         o->tmp[0] = '\0';
         return -1;
     }

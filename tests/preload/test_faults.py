@@ -161,3 +161,143 @@ def test_sigkill_during_save_then_next_run_cleans_up():
     assert not [f for f in after if f.endswith(".tmp")], after
     assert [os.path.basename(p) for p in r.traces] == ["rank0.3.pt.trace.json.gz"], after
     assert _parses(r.traces[0])
+
+
+# ---- the output folder: missing, unwritable, full; a file already there ------------
+
+FS_ARGS = ["--steps=400", "--launches=8"]       # a trace of some 100 KiB, gzipped
+FS_ENV = {"TRAINPROF_SCHEDULE": "all", "TRAINPROF_LOG": "warn"}
+FS_TRACE = "rank0.400.pt.trace.json.gz"
+
+
+def _plain():
+    return tputil.run("train_loop", FS_ARGS, preload=False)
+
+
+def _check_fault(plain, rc, out, err, cwd, line_re):
+    """Same status and stdout as without the library, exactly one stderr line
+    (matching line_re), no temporary file left, every file of ours parses."""
+    assert rc == plain.rc == 0, err
+    assert out == plain.stdout
+    lines = err.decode("utf-8", errors="replace").splitlines()
+    assert len(lines) == 1, lines
+    assert re.match(line_re, lines[0]), lines[0]
+    files = _listing(cwd)
+    assert not [f for f in files if ".tmp" in f], files
+    for f in files:
+        if f.startswith("test/") and not f.endswith(" -> link"):
+            assert _parses(os.path.join(cwd, f)), f
+    return files
+
+
+def test_path_component_is_a_file():
+    plain = _plain()
+    cwd = tputil.new_dir()
+    with open(os.path.join(cwd, "test"), "w") as f:
+        f.write("keep")
+    r = tputil.run("train_loop", FS_ARGS, env=FS_ENV, cwd=cwd)
+    files = _check_fault(plain, r.rc, r.stdout, r.stderr, cwd,
+                         r"^trainprof: error: cannot create folder test/traces: Not a directory$")
+    assert files == ["test"]
+    with open(os.path.join(cwd, "test")) as f:
+        assert f.read() == "keep"
+
+
+def test_unwritable_folder():
+    """The trace folder exists but cannot be written: as root, the program runs
+    as nobody (root writes anywhere), else the folder is made read-only."""
+    plain = _plain()
+    cwd = tputil.new_dir()
+    traces = os.path.join(cwd, "test", "traces")
+    os.makedirs(traces)
+    os.chmod(traces, 0o555)
+    preexec = None
+    if os.geteuid() == 0:
+        for d in (os.path.dirname(cwd), cwd, os.path.join(cwd, "test")):
+            os.chmod(d, 0o755)
+
+        def preexec():
+            os.setgid(65534)
+            os.setuid(65534)
+    env = tputil.base_env(FS_ENV)
+    p = subprocess.run([tputil.program("train_loop")] + FS_ARGS, cwd=cwd, env=env,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       preexec_fn=preexec, timeout=60)
+    files = _check_fault(plain, p.returncode, p.stdout, p.stderr, cwd,
+                         r"^trainprof: error: cannot write test/traces/%s: Permission denied$"
+                         % re.escape(FS_TRACE))
+    assert files == []
+
+
+def _fsize_limit():
+    import resource
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (16384, 16384))
+
+
+def _tmpfs_usable():
+    try:
+        return subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+                               "mount -t tmpfs -o size=16k tmpfs /mnt"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@pytest.mark.parametrize("how", ["tmpfs", "fsize"])
+def test_disk_full_mid_write(how):
+    """tmpfs: the trace folder is a 16 KiB tmpfs (mounted in a user and mount
+    namespace of the run's own), so the write fails with ENOSPC part way.
+    fsize: RLIMIT_FSIZE of 16 KiB with SIGXFSZ ignored, as the program's
+    parent set it (EFBIG; the library must leave the disposition alone, or
+    the program would die of SIGXFSZ)."""
+    plain = _plain()
+    cwd = tputil.new_dir()
+    traces = os.path.join(cwd, "test", "traces")
+    os.makedirs(traces)
+    env = tputil.base_env(FS_ENV)
+    argv = [tputil.program("train_loop")] + FS_ARGS
+    preexec = None
+    if how == "tmpfs":
+        if not _tmpfs_usable():
+            pytest.skip("no user+mount namespace here to mount a tmpfs (the fsize case runs)")
+        argv = ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+                'mount -t tmpfs -o size=16k tmpfs "$0" && exec "$@"', traces] + argv
+        error = "No space left on device"
+    else:
+        preexec = _fsize_limit
+        error = "File too large"
+    p = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=preexec,
+                       timeout=60)
+    files = _check_fault(plain, p.returncode, p.stdout, p.stderr, cwd,
+                         r"^trainprof: error: cannot write test/traces/%s: %s$"
+                         % (re.escape(FS_TRACE), error))
+    assert files == []
+
+
+@pytest.mark.parametrize("overwrite", [0, 1])
+def test_file_already_present(overwrite):
+    plain = _plain()
+    cwd = tputil.new_dir()
+    traces = os.path.join(cwd, "test", "traces")
+    os.makedirs(traces)
+    old = os.path.join(traces, FS_TRACE)
+    with open(old, "wb") as f:
+        f.write(gzip.compress(b'{"old": true}'))
+    env = dict(FS_ENV, TRAINPROF_OVERWRITE=overwrite)
+    r = tputil.run("train_loop", FS_ARGS, env=env, cwd=cwd)
+    if overwrite:
+        assert r.rc == 0 and r.stdout == plain.stdout
+        assert r.stderr == b"", r.stderr
+        assert [os.path.basename(p) for p in r.traces] == [FS_TRACE]
+        assert tputil.steps(tputil.load_trace(old)) == list(range(400))
+        return
+    new = FS_TRACE.replace(".pt.trace", "-1.pt.trace")
+    _check_fault(plain, r.rc, r.stdout, r.stderr, cwd,
+                 r"^trainprof: warning: test/traces/%s exists; saved as test/traces/%s "
+                 r"\(TRAINPROF_OVERWRITE=0\)$" % (re.escape(FS_TRACE), re.escape(new)))
+    assert tputil.load_trace(old) == {"old": True}
+    assert sorted(os.path.basename(p) for p in r.traces) == sorted([FS_TRACE, new])
+    assert tputil.steps(tputil.load_trace(os.path.join(traces, new))) == list(range(400))
