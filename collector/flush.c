@@ -10,6 +10,10 @@
  * are reached through the sink (sink.h) only: the window they see is
  * read-only, what they saved comes back in a struct tp_saved, and the
  * sink's post-save stage (TRAINPROF_EXEC, TRAINPROF_KEEP) runs after them.
+ * A partial window (closed at exit) whose {batch} is the one of the window
+ * written before it holds no step: only the calls made between the last
+ * save and exit.  It is discarded, rather than saved as an empty trace
+ * under the previous window's name.
  */
 #include "apis.h"
 #include "buffer.h"
@@ -45,6 +49,7 @@
 #define TP_TRIMONTH_S 7889238ll
 
 static uint64_t tp_next_corr = 1;          /* correlation ids of our own, flush thread only */
+static int64_t tp_last_batch = -1;         /* {batch} of the last window handled, flush thread only */
 
 struct tp_dispatch {
     const struct tp_handler *h[TP_MAX_HANDLERS];
@@ -341,6 +346,16 @@ static int tp_expand(const char *what, const char *fmt, const struct tp_format_v
     return -1;
 }
 
+/* Drop window "w" unsaved: its records and its memory accounting. */
+static void tp_flush_discard(const struct tp_handoff *w)
+{
+    uint64_t late = 0;
+    tp_buf_drain(w->gen, NULL, NULL, &late, 1);
+    struct tp_mem_usage *mem = NULL;
+    tp_mem_window_take(w->gen, NULL, &mem);
+    free(mem);
+}
+
 void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
 {
     static char *config_json;
@@ -355,13 +370,18 @@ void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
     };
     char folder[4096], filename[1024], reports[4096];
     uint64_t late = 0;
+    int repeat = w->partial && (int64_t)w->batch == tp_last_batch;
+    tp_last_batch = (int64_t)w->batch;
+    if (repeat) {
+        TP_DEBUG("partial window at exit: no step since the window of batch %llu; not saved",
+                 (unsigned long long)w->batch);
+        tp_flush_discard(w);
+        return;
+    }
     if (tp_expand("TRAINPROF_FOLDER", tp_cfg.folder, &v, folder, sizeof folder) ||
         tp_expand("TRAINPROF_FILENAME", tp_cfg.filename, &v, filename, sizeof filename) ||
         tp_expand("TRAINPROF_REPORTS", tp_cfg.reports, &v, reports, sizeof reports)) {
-        tp_buf_drain(w->gen, NULL, NULL, &late, 1);
-        struct tp_mem_usage *mem = NULL;
-        tp_mem_window_take(w->gen, NULL, &mem);
-        free(mem);
+        tp_flush_discard(w);
         return;
     }
 

@@ -1,8 +1,8 @@
 /*
  * output.h - atomic creation of output files for handlers (SPEC 7).
  *
- * A file is written under "<final>.tmp" in its final folder and renamed
- * when complete, so that no reader ever sees half a file.  With
+ * A file is written under "<final>.<host>.<pid>.tmp" in its final folder
+ * (created exclusively, never through a link) and renamed when complete, so that no reader ever sees half a file.  With
  * TRAINPROF_OVERWRITE=0 an existing file is never replaced: the new one
  * gets "-1", "-2", ... before its extension and a warning says so.
  * Every failure prints one error line naming the path and strerror, and
@@ -15,6 +15,8 @@
 
 #define TP_PATH_MAX 4096
 #define TP_OUTPUT_MAX_SUFFIX 100000
+#define TP_OUTPUT_TMP_TRIES 100      /* temporary names tried for one file */
+#define TP_OUTPUT_HOST_MAX 32        /* bytes of the host name in temporary names */
 
 struct tp_output {
     int fd;                      /* open on tmp; -1 when closed */
@@ -23,7 +25,7 @@ struct tp_output {
     size_t stem;                 /* where "-n" goes in "requested" */
     char requested[TP_PATH_MAX]; /* the path the caller asked for */
     char final[TP_PATH_MAX];     /* the path the file has (after commit) or will get */
-    char tmp[TP_PATH_MAX + 32];  /* the temporary path, ends in ".tmp" */
+    char tmp[TP_PATH_MAX + 64];  /* the temporary path, ends in ".tmp" */
 };
 
 /*
@@ -93,6 +95,28 @@ int tp_output_report_path(char *out, size_t n, const char *reports_folder,
  */
 int tp_output_open_report(struct tp_output *o, const char *reports_folder, const char *trace_path,
                           const char *ext, int overwrite, const char *what);
+
+/*
+ * tp_output_tmp_host - this host's name as temporary names carry it
+ * (bytes other than [A-Za-z0-9_-] as '_', at most TP_OUTPUT_HOST_MAX).
+ */
+const char *tp_output_tmp_host(void);
+
+/*
+ * tp_output_tmp_writer - the pid of the writer of a temporary file, if the
+ * file name "name" (no folder) is one of ours written on this host:
+ * "<final>.<host>.<pid>.tmp" or "<final>.<host>.<pid>-<k>.tmp".  -1 if not.
+ */
+long tp_output_tmp_writer(const char *name);
+
+/*
+ * tp_output_clean_stale - once per folder and process (tp_output_open calls
+ * it): remove the temporary files in the folder of "path" that
+ * tp_output_tmp_writer names, whose writer is gone (kill: ESRCH), that are
+ * regular files (links not followed) of our effective uid.  Returns how
+ * many it removed.
+ */
+int tp_output_clean_stale(const char *path);
 
 struct tp_saved;
 

@@ -18,6 +18,7 @@ typedef cudaError_t (*sync_fn)(void);
 typedef int (*drv_sync_fn)(void);
 
 static int spy_calls;
+static int spy_launches;
 static void spy_report(void);
 
 cudaError_t cudaDeviceSynchronize(void)
@@ -44,9 +45,24 @@ cudaError_t cudaDeviceSynchronize(void)
     return real();
 }
 
+typedef cudaError_t (*launch_fn)(const void *, dim3, dim3, void **, size_t, cudaStream_t);
+
+cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t shmem,
+                             cudaStream_t stream)
+{
+    static launch_fn real;
+    if (!real)
+        real = (launch_fn)dlsym(RTLD_NEXT, "cudaLaunchKernel");
+    if (!real)
+        return cudaErrorUnknown;
+    __atomic_fetch_add(&spy_launches, 1, __ATOMIC_RELAXED);
+    return real(func, grid, block, args, shmem, stream);
+}
+
 __attribute__((destructor)) static void spy_report(void)
 {
     const char *r = getenv("DLSYM_SPY_REPORT");
     if (r && r[0] == '1')
-        fprintf(stderr, "dlsym_spy: cudaDeviceSynchronize calls=%d\n", spy_calls);
+        fprintf(stderr, "dlsym_spy: cudaDeviceSynchronize calls=%d cudaLaunchKernel calls=%d\n",
+                spy_calls, spy_launches);
 }

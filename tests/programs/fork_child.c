@@ -9,10 +9,20 @@
  * write traces.  Prints "parent PID" and "child PID" so a test can tell the
  * two apart in the trace.
  *
- * Usage: fork_child [steps before fork] [steps after fork]   (default 2 2)
+ * With a third argument HOW other than "fork", the child runs the program
+ * PATH (the fourth argument, with no arguments) instead of launching: HOW
+ * is "exec" (fork then execv), "vfork" (vfork then execv) or "spawn"
+ * (posix_spawn); the parent then prints "child exit N" for it.
+ *
+ * Usage: fork_child [steps before fork] [steps after fork] [HOW PATH]
+ *        (default 2 2 fork)
  */
+#include <spawn.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 #include "prog.h"
 
@@ -37,9 +47,31 @@ int main(int argc, char **argv)
     prog_register(module, PROG_STUB(1), "_Z12child_kernelv");
     __cudaRegisterFatBinaryEnd(module);
 
+    const char *how = argc > 3 ? argv[3] : "fork";
+    char *const child_argv[] = { argc > 4 ? argv[4] : "/bin/true", NULL };
+
     do_steps(before, PROG_STUB(0));
     fflush(stdout);
-    pid_t pid = fork();
+    pid_t pid;
+    if (strcmp(how, "spawn") == 0) {
+        int e = posix_spawn(&pid, child_argv[0], NULL, NULL, child_argv, environ);
+        if (e != 0) {
+            fprintf(stderr, "posix_spawn: %s\n", strerror(e));
+            return 1;
+        }
+    } else if (strcmp(how, "vfork") == 0) {
+        pid = vfork();
+        if (pid == 0) {
+            execv(child_argv[0], child_argv);
+            _exit(127);
+        }
+    } else {
+        pid = fork();
+        if (pid == 0 && strcmp(how, "exec") == 0) {
+            execv(child_argv[0], child_argv);
+            _exit(127);
+        }
+    }
     if (pid < 0) {
         perror("fork");
         return 1;

@@ -8,11 +8,14 @@
  * barrier so that they really run concurrently; they exit before the main
  * thread does, so their per-thread buffers must outlive them.  The main
  * thread signals steps (trainprof_step) while they run, and once more after
- * joining them.  Prints the total number of successful launches.
+ * joining them.  Prints the total number of successful launches.  With a
+ * third argument "alloc", each thread also allocates and frees 256 bytes
+ * with cudaMalloc/cudaFree every 8 launches.
  *
- * Usage: threads [N] [K]
+ * Usage: threads [N] [K] [alloc]
  */
 #include <pthread.h>
+#include <string.h>
 #include <time.h>
 
 #include "prog.h"
@@ -20,6 +23,7 @@
 #define MAX_THREADS 256
 
 static long per_thread = 2000;
+static int alloc;
 static pthread_barrier_t start;
 static long done_count;
 
@@ -36,6 +40,11 @@ static void *worker(void *arg)
         if (cudaLaunchKernel(PROG_STUB(t), prog_dim3(1 + (unsigned)(i % 7), 1, 1),
                              prog_dim3(64, 1, 1), args, 0, s) == cudaSuccess)
             ok++;
+        if (alloc && i % 8 == 0) {
+            void *p = NULL;
+            PROG_CHECK(cudaMalloc(&p, 256));
+            PROG_CHECK(cudaFree(p));
+        }
     }
     PROG_CHECK(cudaStreamSynchronize(s));
     PROG_CHECK(cudaStreamDestroy(s));
@@ -48,6 +57,7 @@ int main(int argc, char **argv)
     long n = argc > 1 ? atol(argv[1]) : 16;
     if (argc > 2)
         per_thread = atol(argv[2]);
+    alloc = argc > 3 && strcmp(argv[3], "alloc") == 0;
     if (n < 1 || n > MAX_THREADS || per_thread < 0) {
         fprintf(stderr, "usage: %s [threads 1..%d] [launches per thread]\n", argv[0],
                 MAX_THREADS);

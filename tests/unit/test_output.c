@@ -2,7 +2,9 @@
  * test_output.c - atomic output files: suffix placement, never replacing
  * with TRAINPROF_OVERWRITE=0 (also when another writer takes the name
  * between open and commit), replacing with 1, folders made as needed, and
- * nothing half-written left after a failure, with one error line.
+ * nothing half-written left after a failure, with one error line; links
+ * planted at the temporary or final names never written through, and the
+ * temporary files of dead writers removed (only those).
  */
 #include <check.h>
 #include <dirent.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "handlers/output.h"
@@ -340,6 +343,135 @@ START_TEST(test_stale_tmp)
 }
 END_TEST
 
+/* "<path>.<host>.<pid>[-k].tmp" */
+static void tmp_name(char *out, size_t n, const char *path, long pid, int k)
+{
+    if (k)
+        snprintf(out, n, "%s.%s.%ld-%d.tmp", path, tp_output_tmp_host(), pid, k);
+    else
+        snprintf(out, n, "%s.%s.%ld.tmp", path, tp_output_tmp_host(), pid);
+}
+
+static int is_link(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+START_TEST(test_planted_links_not_followed)
+{
+    make_root();
+    char path[256], victim[256], link_path[400], final[TP_PATH_MAX];
+    snprintf(path, sizeof path, "%s/rank0.3.pt.trace.json.gz", root);
+    snprintf(victim, sizeof victim, "%s/victim", root);
+    put(victim, "precious");
+    /* every name this process will try first, and the old fixed names */
+    for (int k = 0; k < 4; k++) {
+        tmp_name(link_path, sizeof link_path, path, (long)getpid(), k);
+        ck_assert_int_eq(symlink(victim, link_path), 0);
+    }
+    snprintf(link_path, sizeof link_path, "%s.tmp", path);
+    ck_assert_int_eq(symlink(victim, link_path), 0);
+    snprintf(link_path, sizeof link_path, "%s.%ld.tmp", path, (long)getpid());
+    ck_assert_int_eq(symlink(victim, link_path), 0);
+
+    ck_assert_int_eq(write_file(path, 0, 0, "trace", final, sizeof final), 0);
+    ck_assert_str_eq(final, path);
+    ck_assert_str_eq(slurp(victim), "precious");
+    ck_assert_str_eq(slurp(path), "trace");
+    ck_assert(!is_link(path));
+    tmp_name(link_path, sizeof link_path, path, (long)getpid(), 0);
+    ck_assert(is_link(link_path));           /* not ours: left alone */
+}
+END_TEST
+
+START_TEST(test_link_at_final_name)
+{
+    make_root();
+    char path[256], victim[256], final[TP_PATH_MAX], p1[256];
+    snprintf(path, sizeof path, "%s/r.json", root);
+    snprintf(p1, sizeof p1, "%s/r-1.json", root);
+    snprintf(victim, sizeof victim, "%s/victim", root);
+    put(victim, "precious");
+    ck_assert_int_eq(symlink(victim, path), 0);
+    /* OVERWRITE=0: the link counts as a taken name */
+    ck_assert_int_eq(write_file(path, 0, 0, "new", final, sizeof final), 0);
+    ck_assert_str_eq(final, p1);
+    ck_assert(is_link(path));
+    ck_assert_str_eq(slurp(victim), "precious");
+    /* OVERWRITE=1: the link itself is replaced, its target untouched */
+    ck_assert_int_eq(write_file(path, 0, 1, "newer", final, sizeof final), 0);
+    ck_assert_str_eq(final, path);
+    ck_assert(!is_link(path));
+    ck_assert_str_eq(slurp(path), "newer");
+    ck_assert_str_eq(slurp(victim), "precious");
+}
+END_TEST
+
+START_TEST(test_tmp_writer)
+{
+    char name[400];
+    const char *host = tp_output_tmp_host();
+    ck_assert_int_gt((int)strlen(host), 0);
+    ck_assert_ptr_null(strchr(host, '.'));
+    snprintf(name, sizeof name, "rank0.5.pt.trace.json.gz.%s.1234.tmp", host);
+    ck_assert_int_eq(tp_output_tmp_writer(name), 1234);
+    snprintf(name, sizeof name, "x.%s.77-3.tmp", host);
+    ck_assert_int_eq(tp_output_tmp_writer(name), 77);
+    static const char *const bad[] = {
+        "rank0.5.pt.trace.json.gz.tmp", "rank0.5.pt.trace.json.gz.1234.tmp",
+        "x.otherhost-that-is-not-this.12.tmp", "x.%s.12", "x.%s.12-.tmp", "x.%s.-3.tmp",
+        "x.%s.1-2-3.tmp", "x.%s..tmp", ".%s.12.tmp", "x.%s.0.tmp", "x.%s.12a.tmp",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(name, sizeof name, bad[i], host);
+        ck_assert_msg(tp_output_tmp_writer(name) == -1, "%s taken for ours", name);
+    }
+}
+END_TEST
+
+START_TEST(test_clean_stale_of_dead_writers)
+{
+    make_root();
+    pid_t dead = fork();
+    ck_assert_int_ge(dead, 0);
+    if (dead == 0)
+        _exit(0);
+    ck_assert_int_eq(waitpid(dead, NULL, 0), dead);
+    char path[256], victim[256], stale[400], stale_k[400], alive[400], link_path[400];
+    char other[400], foreign[400];
+    snprintf(path, sizeof path, "%s/rank0.5.pt.trace.json.gz", root);
+    snprintf(victim, sizeof victim, "%s/victim", root);
+    put(victim, "precious");
+    tmp_name(stale, sizeof stale, path, (long)dead, 0);
+    tmp_name(stale_k, sizeof stale_k, path, (long)dead, 2);
+    tmp_name(alive, sizeof alive, path, (long)getppid(), 0);     /* a live writer */
+    snprintf(link_path, sizeof link_path, "%s/l.json.%s.%ld.tmp", root, tp_output_tmp_host(),
+             (long)dead);
+    snprintf(other, sizeof other, "%s/o.json.otherhost.%ld.tmp", root, (long)dead);
+    snprintf(foreign, sizeof foreign, "%s/notes.%ld.tmp", root, (long)dead);
+    put(stale, "half");
+    put(stale_k, "half");
+    put(alive, "writing");
+    put(other, "another node's");
+    put(foreign, "not ours");
+    ck_assert_int_eq(symlink(victim, link_path), 0);
+
+    ck_assert_int_eq(tp_output_clean_stale(path), 2);
+    ck_assert_int_eq(access(stale, F_OK), -1);
+    ck_assert_int_eq(access(stale_k, F_OK), -1);
+    ck_assert_str_eq(slurp(alive), "writing");
+    ck_assert_str_eq(slurp(other), "another node's");
+    ck_assert_str_eq(slurp(foreign), "not ours");
+    ck_assert(is_link(link_path));
+    ck_assert_str_eq(slurp(victim), "precious");
+    /* once per folder and process */
+    put(stale, "half");
+    ck_assert_int_eq(tp_output_clean_stale(path), 0);
+    ck_assert_str_eq(slurp(stale), "half");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("output");
@@ -355,6 +487,10 @@ int main(void)
     tcase_add_test(tc, test_unwritable_folder);
     tcase_add_test(tc, test_disk_full_leaves_nothing);
     tcase_add_test(tc, test_stale_tmp);
+    tcase_add_test(tc, test_planted_links_not_followed);
+    tcase_add_test(tc, test_link_at_final_name);
+    tcase_add_test(tc, test_tmp_writer);
+    tcase_add_test(tc, test_clean_stale_of_dead_writers);
     suite_add_tcase(s, tc);
     return tp_test_run(s);
 }
