@@ -5,7 +5,8 @@
  * CUPTI is told ZEROED_OUT_ACTIVITY_BUFFER = 1 and never zeroes on
  * application threads).  16 are mapped at the first start; "requested"
  * (any thread) takes one from a free bitmap with a CAS, maps a new one up
- * to 32, then recycles the oldest completed-but-undecoded buffer (its
+ * to 32 (both fewer when TRAINPROF_BUFFER_MB is under 256: an eighth of
+ * it, at least 2), then recycles the oldest completed-but-undecoded buffer (its
  * records counted as lost), then maps more up to 256; it returns NULL only
  * when mmap fails or 256 buffers are out (refusing can crash CUPTI < 12.9:
  * Kineto's note).  "completed" (a CUPTI thread) pushes (buffer, validSize)
@@ -16,6 +17,7 @@
  */
 #include "cupti_impl.h"
 
+#include "config.h"
 #include "log.h"
 
 #include <pthread.h>
@@ -25,7 +27,7 @@
 
 #define TP_BUF_SIZE   (4u << 20)
 #define TP_POOL_INIT  16
-#define TP_POOL_SOFT  32
+#define TP_POOL_SOFT  32                 /* with the default TRAINPROF_BUFFER_MB (256) */
 #define TP_POOL_MAX   256
 #define TP_POOL_WORDS (TP_POOL_MAX / 64)
 
@@ -46,17 +48,26 @@ static uint8_t *tp_map(size_t n)
     return p == MAP_FAILED ? NULL : p;
 }
 
+/* The soft cap follows TRAINPROF_BUFFER_MB: an eighth of it in 4 MiB
+ * buffers (32 at the default 256), at least 2; the first mapping is at
+ * most that.  Set once, before CUPTI can ask for a buffer. */
+static unsigned tp_pool_soft = TP_POOL_SOFT;
+
 static int tp_pool_init(void)
 {
     if (atomic_load(&tp_slots_claimed))
         return 0;
-    uint8_t *base = tp_map((size_t)TP_POOL_INIT * TP_BUF_SIZE);
+    long soft = tp_cfg.buffer_mb / 8;
+    tp_pool_soft = soft < 2 ? 2 : soft > TP_POOL_SOFT ? TP_POOL_SOFT : (unsigned)soft;
+    unsigned init = tp_pool_soft < TP_POOL_INIT ? tp_pool_soft : TP_POOL_INIT;
+    uint8_t *base = tp_map((size_t)init * TP_BUF_SIZE);
     if (!base)
         return -1;
-    for (unsigned i = 0; i < TP_POOL_INIT; i++)
+    for (unsigned i = 0; i < init; i++)
         atomic_store(&tp_slot[i], base + (size_t)i * TP_BUF_SIZE);
-    atomic_store(&tp_slots_claimed, TP_POOL_INIT);
-    atomic_fetch_or(&tp_free[0], (TP_POOL_INIT >= 64 ? ~0ull : (1ull << TP_POOL_INIT) - 1));
+    atomic_store(&tp_slots_claimed, init);
+    atomic_fetch_or(&tp_free[0], (init >= 64 ? ~0ull : (1ull << init) - 1));
+    tp_cupti_pending_budget((size_t)tp_cfg.buffer_mb << 20);
     return 0;
 }
 
@@ -127,7 +138,7 @@ static void CUPTIAPI tp_buf_requested(uint8_t **buffer, size_t *size, size_t *ma
     *max_records = 0;
     int i = tp_pool_take_free();
     if (i < 0)
-        i = tp_pool_grow(TP_POOL_SOFT);
+        i = tp_pool_grow(tp_pool_soft);
     if (i < 0) {
         size_t valid = 0;
         i = tp_done_pop(&valid);

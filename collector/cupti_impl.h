@@ -163,6 +163,10 @@ void tp_cupti_layout_use(const struct tp_cupti_layout *l);
 
 /* ---- cupti_window.c: the pending lists ----------------------------------- */
 
+/* tp_cupti_pending_budget - bound the pending records to about "bytes"
+ * (TRAINPROF_BUFFER_MB): over it they are dropped and counted. */
+void tp_cupti_pending_budget(size_t bytes);
+
 /* tp_cupti_pending_drop - count "n" more records as dropped; the next
  * tp_cupti_take() reports them.  Flush thread. */
 void tp_cupti_pending_drop(uint64_t n);

@@ -2,7 +2,9 @@
  * cupti_window.c - DESIGN: the decoded records waiting for a window, and
  * the cut of a window out of them.  The pending arrays belong to the flush
  * thread (no locks) and are bounded: 1 M device records, 2 M API and 2 M
- * external-correlation records; beyond that, and for device records
+ * external-correlation records, fewer when TRAINPROF_BUFFER_MB is small
+ * (half of it for device records, a quarter each for the others, at least
+ * 4096 of each: tp_cupti_pending_budget); beyond that, and for device records
  * without timing, records are counted as dropped.  tp_cupti_take() moves a
  * window out and discards what is older than the window and was not taken;
  * the joins it needs (a window's launches to their device records, taken
@@ -50,6 +52,7 @@ static size_t tp_n_awaited;
 static size_t tp_n_ext, tp_cap_ext;
 static struct tp_dev_cuda_event *tp_cev; /* CUDA event records, kept across takes */
 static size_t tp_n_cev, tp_cap_cev;
+static size_t tp_max_rec = TP_MAX_REC, tp_max_api = TP_MAX_API, tp_max_ext = TP_MAX_EXT;
 static uint64_t tp_dropped;             /* since the last take */
 static uint32_t tp_max_api_corr;        /* highest API correlation decoded */
 static uint64_t tp_clock_lo, tp_clock_hi = UINT64_MAX;  /* where our records start */
@@ -60,6 +63,22 @@ static uint64_t tp_off_clock;           /* records refused: outside [lo, hi] */
 static void *tp_room(void *v, size_t *cap, size_t n, size_t size, size_t max)
 {
     return n < max ? tp_grow(v, cap, n + 1, size, 4096) : NULL;
+}
+
+/* The largest power of two <= bytes / size, within [4096, max]. */
+static size_t tp_cap_for(size_t bytes, size_t size, size_t max)
+{
+    size_t n = 4096;
+    while (n * 2 <= max && n * 2 * size <= bytes)
+        n *= 2;
+    return n;
+}
+
+void tp_cupti_pending_budget(size_t bytes)
+{
+    tp_max_rec = tp_cap_for(bytes / 2, sizeof *tp_rec, TP_MAX_REC);
+    tp_max_api = tp_cap_for(bytes / 4, sizeof *tp_api, TP_MAX_API);
+    tp_max_ext = tp_cap_for(bytes / 4, sizeof *tp_ext, TP_MAX_EXT);
 }
 
 void tp_cupti_pending_drop(uint64_t n)
@@ -98,13 +117,13 @@ int tp_cupti_decode(const void *record)
         return 0;
     switch (got) {
     case TP_CUPTI_GOT_REC:
-        if (!(p = tp_room(tp_rec, &tp_cap_rec, tp_n_rec, sizeof *tp_rec, TP_MAX_REC)))
+        if (!(p = tp_room(tp_rec, &tp_cap_rec, tp_n_rec, sizeof *tp_rec, tp_max_rec)))
             break;
         tp_rec = p;
         tp_rec[tp_n_rec++] = it.u.rec;
         return 1;
     case TP_CUPTI_GOT_API:
-        if (!(p = tp_room(tp_api, &tp_cap_api, tp_n_api, sizeof *tp_api, TP_MAX_API)))
+        if (!(p = tp_room(tp_api, &tp_cap_api, tp_n_api, sizeof *tp_api, tp_max_api)))
             break;
         tp_api = p;
         tp_api[tp_n_api++] = it.u.api;
@@ -112,7 +131,7 @@ int tp_cupti_decode(const void *record)
             tp_max_api_corr = it.u.api.correlation;
         return 1;
     case TP_CUPTI_GOT_EXT:
-        if (!(p = tp_room(tp_ext, &tp_cap_ext, tp_n_ext, sizeof *tp_ext, TP_MAX_EXT)))
+        if (!(p = tp_room(tp_ext, &tp_cap_ext, tp_n_ext, sizeof *tp_ext, tp_max_ext)))
             break;
         tp_ext = p;
         tp_ext[tp_n_ext++] = it.u.ext;
