@@ -3,7 +3,8 @@
  * (SPEC 8; handlers/handlers.c).  After the handlers have saved the
  * window's trace and reports, TRAINPROF_EXEC is
  * expanded once per saved file ({path} = that file, the trace first, plus
- * the SPEC 7 variables) and started as "/bin/sh -c CMD" with
+ * the SPEC 7 variables), each value quoted for the shell so that it is
+ * data, never code (collector/format.c, tp_format_expand_sh), and started as "/bin/sh -c CMD" with
  * posix_spawn from tp-flush: the training thread never waits for it.  The
  * child reads /dev/null, writes its standard output to our stderr (so that
  * the program's standard output carries only its own), and gets our
@@ -176,7 +177,7 @@ static int exec_one(const struct tp_window *w, const char *trace, const char *fi
         .pid = (int)w->pid, .batch = (int64_t)w->batch, .path = file,
     };
     char cmd[8192], err[256];
-    if (tp_format_expand(w->exec, &v, cmd, sizeof cmd, err, sizeof err) < 0) {
+    if (tp_format_expand_sh(w->exec, &v, cmd, sizeof cmd, err, sizeof err) < 0) {
         TP_ERROR("TRAINPROF_EXEC=\"%.160s\": %s: not run for %s", w->exec, err, file);
         return -1;
     }
