@@ -7,7 +7,8 @@
  * the variable is unset, a parser and a printer.  tp_config_parse() walks
  * the table with a lookup function, so tests drive it without touching the
  * environment; tp_config_init() runs it once over getenv()/environ, which
- * appear in this file and nowhere else (make lint).  Parsing is silent
+ * appear in this file and nowhere else (make lint), and there copies the
+ * environment for TRAINPROF_EXEC's children, once.  Parsing is silent
  * (decision 3): a bad value stores one line, "trainprof: error: VAR="value":
  * what is accepted", keeps the default in its place and counts an error;
  * tp_config_report() prints the lines at activation, honours TRAINPROF_LOG,
@@ -268,9 +269,37 @@ static const char *env_get(const char *name)
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
+/* Copied once, at activation (strings included), because a program
+ * thread may call setenv while tp-flush starts a command, and environ is
+ * then reallocated under its reader. */
+char **tp_config_exec_env(void)
+{
+    static const char name[] = "TRAINPROF_ENABLED=";
+    size_t n = 0;
+    for (char **e = environ; e && *e; e++)
+        n++;
+    char **env = calloc(n + 2, sizeof *env);
+    if (!env)
+        return NULL;
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], name, sizeof name - 1) != 0 && !(env[j++] = strdup(environ[i])))
+            goto fail;
+    if (!(env[j] = strdup("TRAINPROF_ENABLED=0")))
+        goto fail;
+    return env;
+fail:
+    for (size_t i = 0; env[i]; i++)
+        free(env[i]);
+    free(env);
+    return NULL;
+}
+
 static void init_run(void)
 {
     tp_config_parse(&tp_cfg, env_get, (const char *const *)environ);
+    if (tp_cfg.exec[0] && tp_cfg.enabled)
+        tp_cfg.exec_env = tp_config_exec_env();
     const char *home = getenv("CUDA_HOME");
     snprintf(tp_cfg.cuda_home, sizeof tp_cfg.cuda_home, "%s", home && home[0] ? home : "/usr/local/cuda");
     tp_cfg.cuda_visible = getenv("CUDA_VISIBLE_DEVICES");

@@ -211,3 +211,17 @@ def test_hostile_hostnames_are_data():
 
 def _sh_quote(b):
     return b"'" + b.replace(b"'", b"'\\''") + b"'"
+
+
+def test_program_changing_its_environment():
+    """A thread of the program calls setenv/unsetenv in a loop while every
+    step is a saved window with TRAINPROF_EXEC (issue 14: the child's
+    environment was built from environ on tp-flush, a use-after-free)."""
+    for _ in range(5):
+        r = tputil.run("setenv_loop", ["20"], env={
+            "TRAINPROF_SCHEDULE": "warmup=0,active=1,repeat=0", "TRAINPROF_HANDLERS": "chrome",
+            "TRAINPROF_EXEC": "echo $TRAINPROF_ENABLED >> ran"})
+        assert r.rc == 0, (r.rc, r.stderr.decode(errors="replace"))
+        assert r.stdout == b"setenv_loop 20 steps\n"
+        assert r.traces
+        assert _lines(r, "ran") == ["0"] * len(r.traces)
