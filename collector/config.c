@@ -312,9 +312,7 @@ void tp_config_init(void)
 
 static void write_line(const char *line)
 {
-    struct iovec iov[2] = { { (void *)line, strlen(line) }, { (void *)"\n", 1 } };
-    ssize_t w = writev(STDERR_FILENO, iov, 2);
-    (void)w;
+    tp_log_line(line, strlen(line));
 }
 
 static pthread_once_t report_once = PTHREAD_ONCE_INIT;
@@ -325,10 +323,15 @@ static void report_run(void)
     const struct tp_config *c = &tp_cfg;
     int saved = errno;
     tp_log_level = c->enabled ? c->log : TP_LOG_QUIET;
+    /* the errors that make TRAINPROF_STRICT end the program are printed at
+     * any TRAINPROF_LOG: an exit with status 2 always says why */
+    int shown = c->n_errors && c->strict && c->enabled ? TP_LOG_ERROR : tp_log_level;
+    if (tp_log_level > shown)
+        shown = tp_log_level;
     for (int i = 0; i < c->n_messages; i++) {
         int level = strncmp(c->messages[i], "trainprof: error:", 17) == 0 ? TP_LOG_ERROR
                                                                            : TP_LOG_WARN;
-        if (level <= tp_log_level)
+        if (level <= shown)
             write_line(c->messages[i]);
     }
     if (c->n_dropped_messages && tp_log_level >= TP_LOG_WARN) {
@@ -341,14 +344,7 @@ static void report_run(void)
         char buf[4096], esc[8192];
         for (size_t i = 0; i < N_VARS; i++) {
             const char *v = opts[i].show(c, &opts[i], buf, sizeof buf);
-            size_t len = 0;
-            for (const unsigned char *p = (const unsigned char *)v; *p && len + 5 < sizeof esc; p++) {
-                if (*p < 0x20 || *p == 0x7f)
-                    len += (size_t)snprintf(esc + len, sizeof esc - len, "\\x%02x", *p);
-                else
-                    esc[len++] = (char)*p;
-            }
-            esc[len] = '\0';
+            size_t len = tp_log_escape(v, strlen(v), esc, sizeof esc);
             struct iovec iov[5] = {
                 { (void *)"trainprof: config: ", 19 }, { (void *)opts[i].name, strlen(opts[i].name) },
                 { (void *)"=", 1 }, { esc, len }, { (void *)"\n", 1 },
