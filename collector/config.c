@@ -7,7 +7,8 @@
  * the variable is unset, a parser and a printer.  tp_config_parse() walks
  * the table with a lookup function, so tests drive it without touching the
  * environment; tp_config_init() runs it once over getenv()/environ, which
- * appear in this file and nowhere else (make lint).  Parsing is silent
+ * appear in this file and nowhere else (make lint), and there copies the
+ * environment for TRAINPROF_EXEC's children, once.  Parsing is silent
  * (decision 3): a bad value stores one line, "trainprof: error: VAR="value":
  * what is accepted", keeps the default in its place and counts an error;
  * tp_config_report() prints the lines at activation, honours TRAINPROF_LOG,
@@ -268,9 +269,37 @@ static const char *env_get(const char *name)
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
+/* Copied once, at activation (strings included), because a program
+ * thread may call setenv while tp-flush starts a command, and environ is
+ * then reallocated under its reader. */
+char **tp_config_exec_env(void)
+{
+    static const char name[] = "TRAINPROF_ENABLED=";
+    size_t n = 0;
+    for (char **e = environ; e && *e; e++)
+        n++;
+    char **env = calloc(n + 2, sizeof *env);
+    if (!env)
+        return NULL;
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], name, sizeof name - 1) != 0 && !(env[j++] = strdup(environ[i])))
+            goto fail;
+    if (!(env[j] = strdup("TRAINPROF_ENABLED=0")))
+        goto fail;
+    return env;
+fail:
+    for (size_t i = 0; env[i]; i++)
+        free(env[i]);
+    free(env);
+    return NULL;
+}
+
 static void init_run(void)
 {
     tp_config_parse(&tp_cfg, env_get, (const char *const *)environ);
+    if (tp_cfg.exec[0] && tp_cfg.enabled)
+        tp_cfg.exec_env = tp_config_exec_env();
     const char *home = getenv("CUDA_HOME");
     snprintf(tp_cfg.cuda_home, sizeof tp_cfg.cuda_home, "%s", home && home[0] ? home : "/usr/local/cuda");
     tp_cfg.cuda_visible = getenv("CUDA_VISIBLE_DEVICES");
@@ -283,9 +312,7 @@ void tp_config_init(void)
 
 static void write_line(const char *line)
 {
-    struct iovec iov[2] = { { (void *)line, strlen(line) }, { (void *)"\n", 1 } };
-    ssize_t w = writev(STDERR_FILENO, iov, 2);
-    (void)w;
+    tp_log_line(line, strlen(line));
 }
 
 static pthread_once_t report_once = PTHREAD_ONCE_INIT;
@@ -296,10 +323,15 @@ static void report_run(void)
     const struct tp_config *c = &tp_cfg;
     int saved = errno;
     tp_log_level = c->enabled ? c->log : TP_LOG_QUIET;
+    /* the errors that make TRAINPROF_STRICT end the program are printed at
+     * any TRAINPROF_LOG: an exit with status 2 always says why */
+    int shown = c->n_errors && c->strict && c->enabled ? TP_LOG_ERROR : tp_log_level;
+    if (tp_log_level > shown)
+        shown = tp_log_level;
     for (int i = 0; i < c->n_messages; i++) {
         int level = strncmp(c->messages[i], "trainprof: error:", 17) == 0 ? TP_LOG_ERROR
                                                                            : TP_LOG_WARN;
-        if (level <= tp_log_level)
+        if (level <= shown)
             write_line(c->messages[i]);
     }
     if (c->n_dropped_messages && tp_log_level >= TP_LOG_WARN) {
@@ -312,14 +344,7 @@ static void report_run(void)
         char buf[4096], esc[8192];
         for (size_t i = 0; i < N_VARS; i++) {
             const char *v = opts[i].show(c, &opts[i], buf, sizeof buf);
-            size_t len = 0;
-            for (const unsigned char *p = (const unsigned char *)v; *p && len + 5 < sizeof esc; p++) {
-                if (*p < 0x20 || *p == 0x7f)
-                    len += (size_t)snprintf(esc + len, sizeof esc - len, "\\x%02x", *p);
-                else
-                    esc[len++] = (char)*p;
-            }
-            esc[len] = '\0';
+            size_t len = tp_log_escape(v, strlen(v), esc, sizeof esc);
             struct iovec iov[5] = {
                 { (void *)"trainprof: config: ", 19 }, { (void *)opts[i].name, strlen(opts[i].name) },
                 { (void *)"=", 1 }, { esc, len }, { (void *)"\n", 1 },

@@ -62,6 +62,8 @@ struct tp_config {
     char handlers[TP_MAX_HANDLERS][TP_HANDLER_NAME_MAX];
     char reports[1024];            /* TRAINPROF_REPORTS (format string) */
     char exec[1024];               /* TRAINPROF_EXEC, "" if unset */
+    char **exec_env;               /* TRAINPROF_EXEC's environment: a copy of ours taken at
+                                      activation, TRAINPROF_ENABLED=0 (NULL: none) */
     unsigned activities;           /* TRAINPROF_ACTIVITIES, enum tp_activity bits */
     int record_shapes;             /* TRAINPROF_RECORD_SHAPES */
     int profile_memory;            /* TRAINPROF_PROFILE_MEMORY */
@@ -103,6 +105,14 @@ extern struct tp_config tp_cfg;
  * TRAINPROF_HANDLERS accepts, comma-separated, in the order they run
  * (collector/handlers.def). */
 const char *tp_config_handler_names(void);
+
+/*
+ * tp_config_exec_env - a copy of the environment (array and strings, the
+ * caller's to keep) with TRAINPROF_ENABLED=0 in place of any other value:
+ * TRAINPROF_EXEC's children get it.  tp_config_init() takes it once, into
+ * tp_cfg.exec_env, when TRAINPROF_EXEC is set.  NULL if out of memory.
+ */
+char **tp_config_exec_env(void);
 
 /*
  * tp_config_init - parse the environment into tp_cfg, silently (decision 3).

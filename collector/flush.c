@@ -420,6 +420,7 @@ void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
     win.overwrite = tp_cfg.overwrite;
     win.record_shapes = tp_cfg.record_shapes;
     win.exec = tp_cfg.exec;
+    win.exec_env = tp_cfg.exec_env;
     win.with_stack = tp_cfg.with_stack;
     win.keep = tp_cfg.keep;
     struct tp_comm_info comms[TP_COMMS_LISTED];

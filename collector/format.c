@@ -11,6 +11,22 @@
  * surprise at the first save.  {path} exists only for TRAINPROF_EXEC.
  * Output never overflows: a result that does not fit is an error, never a
  * silently truncated path.
+ *
+ * For TRAINPROF_EXEC (tp_format_expand_sh) every value must reach /bin/sh
+ * as data, never as code, whatever quotes the user put around the
+ * variable: the scanner follows the shell's quoting through the literal
+ * text (outside quotes, '...', "...", backslash escapes, # comments,
+ * $(...) and `...` with their own quoting inside, nested) and writes each
+ * value so that it reads back as exactly its bytes in that place:
+ * outside quotes as 'value'; inside '...' as the value with each ' written
+ * '\''; inside "..." as "'value'" (the double quotes closed around a
+ * single-quoted value, then reopened).  A value made only of characters no
+ * shell treats specially (letters, digits, _ . / , : + @ % -) is written as
+ * it is, so the common path reads the same in every context, here-documents
+ * included.  Not followed: here-document bodies, $'...', and a case
+ * pattern's unmatched ')' inside $(...); a value there is quoted as if
+ * outside quotes.  Values quoted here are data for this shell; a command
+ * that evaluates them again (eval, sh -c '... {path}') must quote again.
  */
 #include "format.h"
 
@@ -58,11 +74,105 @@ static void accepted_list(char *buf, size_t n, int with_path)
     }
 }
 
+/* The shell's quoting at a point of the command (TRAINPROF_EXEC). */
+enum sh_quote { SH_NONE, SH_SINGLE, SH_DOUBLE };
+enum sh_frame_kind { SH_TOP, SH_DOLLAR_PAREN, SH_BACKTICK };
+#define SH_DEPTH 16
+
+struct sh_frame {
+    enum sh_frame_kind kind;
+    enum sh_quote quote;
+    int parens;                  /* open '(' of this frame, outside quotes */
+    int escaped;                 /* the last byte was an unquoted or "-quoted '\' */
+    int comment;                 /* in a # comment, until the newline */
+    int word_start;              /* the next byte starts a word (a # there is a comment) */
+    int dollar;                  /* the last byte was an unquoted or "-quoted '$' */
+};
+
 struct sink {
     char *out;
     size_t size, len;
     int overflow;
+    int sh;                      /* quote values for /bin/sh */
+    int depth;                   /* frames in use, frame[depth - 1] the current one */
+    int too_deep;
+    struct sh_frame frame[SH_DEPTH];
 };
+
+static void sh_push(struct sink *s, enum sh_frame_kind kind)
+{
+    if (s->depth >= SH_DEPTH) {
+        s->too_deep = 1;
+        return;
+    }
+    s->frame[s->depth++] = (struct sh_frame){ .kind = kind, .quote = SH_NONE, .word_start = 1 };
+}
+
+/* Follows the quoting through one byte of the command's literal text. */
+static void sh_track(struct sink *s, char c)
+{
+    struct sh_frame *f = &s->frame[s->depth - 1];
+    int dollar = f->dollar;
+    f->dollar = 0;
+    if (f->escaped) {
+        f->escaped = 0;
+        f->word_start = 0;
+        return;
+    }
+    if (f->quote == SH_SINGLE) {
+        if (c == '\'')
+            f->quote = SH_NONE;
+        return;
+    }
+    if (f->quote == SH_NONE && f->comment) {
+        if (c == '\n') {
+            f->comment = 0;
+            f->word_start = 1;
+        }
+        return;
+    }
+    int word_start = f->word_start;
+    f->word_start = 0;
+    switch (c) {
+    case '\\': f->escaped = 1; return;
+    case '$': f->dollar = 1; return;
+    case '"': f->quote = f->quote == SH_DOUBLE ? SH_NONE : SH_DOUBLE; return;
+    case '`':
+        if (f->kind == SH_BACKTICK && f->quote == SH_NONE && s->depth > 1)
+            s->depth--;
+        else
+            sh_push(s, SH_BACKTICK);
+        return;
+    case '(':
+        if (dollar)
+            sh_push(s, SH_DOLLAR_PAREN);
+        else if (f->quote == SH_NONE)
+            f->parens++;
+        f->word_start = 1;
+        return;
+    default: break;
+    }
+    if (f->quote == SH_DOUBLE)
+        return;
+    switch (c) {
+    case '\'': f->quote = SH_SINGLE; return;
+    case ')':
+        if (f->parens > 0)
+            f->parens--;
+        else if (f->kind == SH_DOLLAR_PAREN && s->depth > 1)
+            s->depth--;
+        f->word_start = 1;
+        return;
+    case '#':
+        if (word_start)
+            f->comment = 1;
+        return;
+    case ' ': case '\t': case '\n': case ';': case '&': case '|': case '<': case '>':
+        f->word_start = 1;
+        return;
+    default: return;
+    }
+}
 
 static void put(struct sink *s, const char *p, size_t n)
 {
@@ -75,6 +185,44 @@ static void put(struct sink *s, const char *p, size_t n)
     memcpy(s->out + s->len, p, n);
     s->len += n;
     s->out[s->len] = '\0';
+}
+
+/* Literal text of the format: copied, and followed for its quoting. */
+static void put_text(struct sink *s, const char *p, size_t n)
+{
+    if (s->sh)
+        for (size_t i = 0; i < n; i++)
+            sh_track(s, p[i]);
+    put(s, p, n);
+}
+
+/* A value, so that the shell reads back exactly its bytes where it stands. */
+static void put_value(struct sink *s, const char *str)
+{
+    size_t n = strlen(str);
+    if (!s->sh || (n && strspn(str, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                   "0123456789_./,:+@%-") == n)) {
+        put(s, str, n);
+        return;
+    }
+    enum sh_quote q = s->frame[s->depth - 1].quote;
+    if (q == SH_DOUBLE)
+        put(s, "\"", 1);
+    if (q != SH_SINGLE)
+        put(s, "'", 1);
+    for (const char *p = str; *p;) {
+        size_t run = strcspn(p, "'");
+        put(s, p, run);
+        p += run;
+        if (*p == '\'') {
+            put(s, "'\\''", 4);
+            p++;
+        }
+    }
+    if (q != SH_SINGLE)
+        put(s, "'", 1);
+    if (q == SH_DOUBLE)
+        put(s, "\"", 1);
 }
 
 static int put_var(struct sink *s, enum fmt_var var, const struct tp_format_vars *v,
@@ -105,7 +253,7 @@ static int put_var(struct sink *s, enum fmt_var var, const struct tp_format_vars
     }
     if (!str)
         str = "";
-    put(s, str, strlen(str));
+    put_value(s, str);
     return 0;
 }
 
@@ -120,7 +268,7 @@ static int scan(const char *fmt, const struct tp_format_vars *v, int with_path,
     const char *p = fmt;
     while (*p) {
         if (*p == '{' && p[1] == '{') {
-            put(s, "{", 1);
+            put_text(s, "{", 1);
             p += 2;
             continue;
         }
@@ -130,7 +278,7 @@ static int scan(const char *fmt, const struct tp_format_vars *v, int with_path,
                         (size_t)(p - fmt));
                 return -1;
             }
-            put(s, "}", 1);
+            put_text(s, "}", 1);
             p += 2;
             continue;
         }
@@ -138,7 +286,7 @@ static int scan(const char *fmt, const struct tp_format_vars *v, int with_path,
             const char *q = p;
             while (*q && *q != '{' && *q != '}')
                 q++;
-            put(s, p, (size_t)(q - p));
+            put_text(s, p, (size_t)(q - p));
             p = q;
             continue;
         }
@@ -171,8 +319,33 @@ static int scan(const char *fmt, const struct tp_format_vars *v, int with_path,
             return -1;
         p = close + 1;
     }
+    if (s->too_deep) {
+        set_err(err, errsz, "$(...) and `...` nested more than %d deep", SH_DEPTH - 1);
+        return -1;
+    }
     if (s->overflow) {
         set_err(err, errsz, "expanded result longer than %zu bytes", s->size ? s->size - 1 : 0);
+        return -1;
+    }
+    return 0;
+}
+
+static int expand(const char *fmt, const struct tp_format_vars *v, int sh,
+                  char *out, size_t outsz, char *err, size_t errsz)
+{
+    if (!out || !outsz || !v) {
+        set_err(err, errsz, "no output buffer");
+        return -1;
+    }
+    out[0] = '\0';
+    static struct sink zero;
+    struct sink s = zero;
+    s.out = out;
+    s.size = outsz;
+    s.sh = sh;
+    sh_push(&s, SH_TOP);
+    if (scan(fmt, v, v->path != NULL, &s, err, errsz) < 0) {
+        out[0] = '\0';
         return -1;
     }
     return 0;
@@ -181,27 +354,23 @@ static int scan(const char *fmt, const struct tp_format_vars *v, int with_path,
 int tp_format_expand(const char *fmt, const struct tp_format_vars *v,
                      char *out, size_t outsz, char *err, size_t errsz)
 {
-    if (!out || !outsz || !v) {
-        set_err(err, errsz, "no output buffer");
-        return -1;
-    }
-    out[0] = '\0';
-    struct sink s = { out, outsz, 0, 0 };
-    if (scan(fmt, v, v->path != NULL, &s, err, errsz) < 0) {
-        out[0] = '\0';
-        return -1;
-    }
-    return 0;
+    return expand(fmt, v, 0, out, outsz, err, errsz);
+}
+
+int tp_format_expand_sh(const char *fmt, const struct tp_format_vars *v,
+                        char *out, size_t outsz, char *err, size_t errsz)
+{
+    return expand(fmt, v, 1, out, outsz, err, errsz);
 }
 
 int tp_format_check(const char *fmt, char *err, size_t errsz)
 {
-    struct sink s = { NULL, 0, 0, 0 };
+    struct sink s = { .out = NULL };
     return scan(fmt, NULL, 0, &s, err, errsz);
 }
 
 int tp_format_check_exec(const char *fmt, char *err, size_t errsz)
 {
-    struct sink s = { NULL, 0, 0, 0 };
+    struct sink s = { .out = NULL };
     return scan(fmt, NULL, 1, &s, err, errsz);
 }

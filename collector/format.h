@@ -26,6 +26,15 @@ int tp_format_expand(const char *fmt, const struct tp_format_vars *v,
                      char *out, size_t outsz, char *err, size_t errsz);
 
 /*
+ * tp_format_expand_sh - as tp_format_expand, for a /bin/sh command
+ * (TRAINPROF_EXEC): each value is written so that the shell reads exactly
+ * its bytes as data where it stands, bare, in '...', in "..." or in a
+ * $(...) or `...` (format.c says how).
+ */
+int tp_format_expand_sh(const char *fmt, const struct tp_format_vars *v,
+                        char *out, size_t outsz, char *err, size_t errsz);
+
+/*
  * tp_format_check - validate "fmt" without expanding (configuration time).
  * Returns 0 or -1 with a reason in "err".
  */

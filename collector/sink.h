@@ -149,6 +149,7 @@ struct tp_window {
     int overwrite;
     int record_shapes;            /* TRAINPROF_RECORD_SHAPES */
     const char *exec;             /* TRAINPROF_EXEC template, "" if unset */
+    char *const *exec_env;        /* its commands' environment (taken at activation), or NULL */
     int with_stack;               /* TRAINPROF_WITH_STACK */
     int keep;                     /* TRAINPROF_KEEP, -1: keep all */
 };

@@ -3,12 +3,15 @@
  * (SPEC 8; handlers/handlers.c).  After the handlers have saved the
  * window's trace and reports, TRAINPROF_EXEC is
  * expanded once per saved file ({path} = that file, the trace first, plus
- * the SPEC 7 variables) and started as "/bin/sh -c CMD" with
+ * the SPEC 7 variables), each value quoted for the shell so that it is
+ * data, never code (collector/format.c, tp_format_expand_sh), and started as "/bin/sh -c CMD" with
  * posix_spawn from tp-flush: the training thread never waits for it.  The
  * child reads /dev/null, writes its standard output to our stderr (so that
  * the program's standard output carries only its own), and gets our
  * environment with TRAINPROF_ENABLED=0, so the preloaded library stays inert
- * in it (decision 10).  tp-flush runs with every signal blocked and a
+ * in it (decision 10): the copy config.c took at activation (w->exec_env),
+ * never environ itself, which a program thread's setenv may reallocate
+ * while tp-flush reads it.  tp-flush runs with every signal blocked and a
  * Python host ignores SIGPIPE; the child gets an empty mask and SIGPIPE's
  * default, as if started from a shell.
  * Children are reaped by pid with WNOHANG at the next window, on the flush
@@ -110,36 +113,17 @@ int tp_exec_busy(const char *path)
     return busy;
 }
 
-/* Our environment with TRAINPROF_ENABLED=0 in place of any other value. */
-static char **tp_exec_env(void)
-{
-    static char disabled[] = "TRAINPROF_ENABLED=0";
-    static const char name[] = "TRAINPROF_ENABLED=";
-    size_t n = 0;
-    for (char **e = environ; e && *e; e++)
-        n++;
-    char **env = malloc((n + 2) * sizeof *env);
-    if (!env)
-        return NULL;
-    size_t j = 0;
-    for (size_t i = 0; i < n; i++)
-        if (strncmp(environ[i], name, sizeof name - 1) != 0)
-            env[j++] = environ[i];
-    env[j++] = disabled;
-    env[j] = NULL;
-    return env;
-}
-
-/* Starts "cmd"; returns its pid, or -1 with errno set. */
-static pid_t tp_exec_spawn(const char *cmd)
+/* Starts "cmd" with environment "env"; returns its pid, or -1 with errno set. */
+static pid_t tp_exec_spawn(const char *cmd, char *const *env)
 {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     sigset_t none, dfl;
     pid_t pid = -1;
-    char **env = tp_exec_env();
-    if (!env)
+    if (!env) {
+        errno = ENOMEM;
         return -1;
+    }
     sigemptyset(&none);
     sigemptyset(&dfl);
     sigaddset(&dfl, SIGPIPE);
@@ -157,7 +141,6 @@ static pid_t tp_exec_spawn(const char *cmd)
         }
         posix_spawn_file_actions_destroy(&fa);
     }
-    free(env);
     if (rc != 0) {
         errno = rc;
         return -1;
@@ -176,7 +159,7 @@ static int exec_one(const struct tp_window *w, const char *trace, const char *fi
         .pid = (int)w->pid, .batch = (int64_t)w->batch, .path = file,
     };
     char cmd[8192], err[256];
-    if (tp_format_expand(w->exec, &v, cmd, sizeof cmd, err, sizeof err) < 0) {
+    if (tp_format_expand_sh(w->exec, &v, cmd, sizeof cmd, err, sizeof err) < 0) {
         TP_ERROR("TRAINPROF_EXEC=\"%.160s\": %s: not run for %s", w->exec, err, file);
         return -1;
     }
@@ -193,7 +176,7 @@ static int exec_one(const struct tp_window *w, const char *trace, const char *fi
                  strlen(cmd) > TP_EXEC_SHOWN ? "..." : "");
         snprintf(k->path, sizeof k->path, "%s", trace);
         snprintf(k->file, sizeof k->file, "%s", file);
-        pid_t pid = tp_exec_spawn(cmd);
+        pid_t pid = tp_exec_spawn(cmd, w->exec_env);
         if (pid > 0) {
             k->pid = pid;
             rc = 0;

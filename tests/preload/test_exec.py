@@ -108,3 +108,120 @@ def test_keep_deletes_the_reports_it_wrote():
     reports = sorted(os.listdir(os.path.join(d, "reports")))
     assert reports == ["rank0.%d.pt.trace.summary.txt" % i for i in (1, 2)] + \
         ["rank0.3.pt.trace-1.summary.txt", "rank0.3.pt.trace.summary.txt"], reports
+
+
+# ---- values reach the shell as data (issue 14 §1) ---------------------------
+
+# Each holds something /bin/sh would run or split if it were pasted raw; the
+# last is a byte that is not UTF-8 (os.fsencode gives 0xff back).
+HOSTILE = ["x$(touch PWNED)", "x`touch PWNED`", "x;touch PWNED", "x&&touch PWNED #",
+           "it's", 'say "$(touch PWNED)"', "'$(touch PWNED)'", "two  words\tand\na line",
+           "-n", "x\\", "tail\xff".encode("latin-1").decode("utf-8", "surrogateescape")]
+
+# The same value written bare, in single quotes, in double quotes, in a
+# command substitution inside double quotes, and as case's word (README).
+TEMPLATES = ["printf '%s' {v} > got", "printf '%s' '{v}' > got", 'printf "%s" "{v}" > got',
+             "printf '%s' \"$(printf '%s' {v}; printf .)\" > got",
+             "case {v} in *) printf '%s' {v} > got;; esac"]
+
+
+def _files_named(top, name):
+    return [os.path.join(d, name) for d, _, files in os.walk(top) if name in files]
+
+
+def _sees_exactly(template, var, want, env, prog=None):
+    """Runs one window with TRAINPROF_EXEC = template with {v} -> {var};
+    the command must have written `want` (bytes) and nothing else ran."""
+    e = {"TRAINPROF_SCHEDULE": "warmup=0,active=1", "TRAINPROF_HANDLERS": "chrome",
+         "TRAINPROF_EXEC": template.replace("{v}", "{%s}" % var)}
+    e.update(env)
+    r = tputil.run(prog or "train_loop", ["--steps=2"], env=e)
+    err = r.stderr.decode(errors="replace")
+    assert r.rc == 0, err
+    assert _files_named(r.cwd, "PWNED") == [], (template, err)
+    traces = [os.path.join(d, f) for d, _, fs in os.walk(r.cwd) for f in fs
+              if f.endswith(".json.gz")]
+    assert len(traces) == 1, (traces, err)
+    if want is None:                      # {path}: the trace, as the library named it
+        want = os.fsencode(os.path.relpath(traces[0], r.cwd))
+    with open(os.path.join(r.cwd, "got"), "rb") as f:
+        got = f.read()
+    if "$(" in template:
+        want += b"."
+    assert got == want, (template, err)
+    return r
+
+
+def test_hostile_run_names_are_data():
+    # a run name is one path component: '/' and control bytes become '_'
+    for value in HOSTILE:
+        for t in TEMPLATES:
+            _sees_exactly(t, "path", None, {"TRAINPROF_RUN_NAME": value})
+        _sees_exactly(TEMPLATES[0], "run_name",
+                      os.fsencode(value.replace("\n", "_").replace("\t", "_")),
+                      {"TRAINPROF_RUN_NAME": value})
+
+
+def test_hostile_launcher_run_names_are_data():
+    for var in ("TORCHELASTIC_RUN_ID", "SLURM_JOB_ID"):
+        for value in HOSTILE:
+            _sees_exactly(TEMPLATES[0], "path", None,
+                          {"TRAINPROF_RUN_NAME": None, var: value})
+            _sees_exactly(TEMPLATES[2], "run_name",
+                          os.fsencode(value.replace("\n", "_").replace("\t", "_")),
+                          {"TRAINPROF_RUN_NAME": None, var: value})
+
+
+def test_hostile_folders_are_data():
+    # TRAINPROF_FOLDER keeps newlines and '/'; "-n" is a folder named -n
+    for value in HOSTILE + ["sub/$(touch PWNED)/dir"]:
+        for t in TEMPLATES:
+            if "$(" in t and value.endswith("\n"):
+                continue
+            _sees_exactly(t, "path", None, {"TRAINPROF_FOLDER": value})
+
+
+def test_hostile_hostnames_are_data():
+    """gethostname() in a UTS namespace of our own (unshare -Ur -u); the
+    library is preloaded only into the program, after sethostname."""
+    import shutil
+    import subprocess
+    import sys
+    unshare = shutil.which("unshare")
+    if not unshare or subprocess.run([unshare, "-Ur", "-u", "true"]).returncode != 0:
+        import pytest
+        pytest.skip("no user and UTS namespaces here (unshare -Ur -u)")
+    for value in HOSTILE:
+        name = os.fsencode(value)
+        if b"\n" in name or b"\t" in name:
+            continue                      # sethostname takes them; the library writes '_'
+        script = ("import os, socket, sys; socket.sethostname(os.fsencode(sys.argv[1])); "
+                  "os.environ['LD_PRELOAD'] = os.environ.pop('TP_LATER_PRELOAD'); "
+                  "os.execv(sys.argv[2], sys.argv[2:])")
+        wrapper = os.path.join(tputil.new_dir(), "in_uts")
+        with open(wrapper, "wb") as f:
+            f.write(b"#!/bin/sh\nexec " + b" ".join(_sh_quote(os.fsencode(a)) for a in (
+                unshare, "-Ur", "-u", sys.executable, "-c", script, value,
+                tputil.program("train_loop"))) + b' "$@"\n')
+        os.chmod(wrapper, 0o755)
+        env = {"LD_PRELOAD": None, "TP_LATER_PRELOAD": tputil.preload_value()}
+        for t in TEMPLATES:
+            _sees_exactly(t, "hostname", name, env, prog=wrapper)
+
+
+def _sh_quote(b):
+    return b"'" + b.replace(b"'", b"'\\''") + b"'"
+
+
+def test_program_changing_its_environment():
+    """A thread of the program calls setenv/unsetenv in a loop while every
+    step is a saved window with TRAINPROF_EXEC (issue 14: the child's
+    environment was built from environ on tp-flush, a use-after-free)."""
+    for _ in range(5):
+        r = tputil.run("setenv_loop", ["20"], env={
+            "TRAINPROF_SCHEDULE": "warmup=0,active=1,repeat=0", "TRAINPROF_HANDLERS": "chrome",
+            "TRAINPROF_EXEC": "echo $TRAINPROF_ENABLED >> ran"})
+        assert r.rc == 0, (r.rc, r.stderr.decode(errors="replace"))
+        assert r.stdout == b"setenv_loop 20 steps\n"
+        assert r.traces
+        assert _lines(r, "ran") == ["0"] * len(r.traces)

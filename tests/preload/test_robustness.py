@@ -106,6 +106,43 @@ def test_bad_value_is_one_error_line(var, value):
     assert pre.traces == []
 
 
+# A value that would split the line, forge a line of ours, colour the
+# terminal and put a byte that is not UTF-8 into the log, were it echoed raw.
+FORGE = "\x1b[31m\ntrainprof: forged\xff"
+FORGED_VALUES = [
+    ("TRAINPROF_ACTIVITIES", "cpu,%s"),
+    ("TRAINPROF_SYS", "cpu,%s"),
+    ("TRAINPROF_STEP_ON", "api,%s"),
+    ("TRAINPROF_SCHEDULE", "%s=1"),
+    ("TRAINPROF_HANDLERS", "chrome,%s"),
+    ("TRAINPROF_RANKS", "0,%s"),
+    ("TRAINPROF_FILENAME", "rank{%s}.json"),
+    ("TRAINPROF_FOLDER", "{run_name}/%s}"),
+    ("TRAINPROF_METADATA", '{"a": 1%s}'),          # jansson's "near '...'" holds the ESC
+    ("TRAINPROF_METADATA", '{"a": "%s"}'),
+    ("TRAINPROF_NOT_A_VARIABLE%s", "1"),           # the unknown-name warning
+]
+
+
+@pytest.mark.parametrize("var,value", FORGED_VALUES, ids=[v[0] for v in FORGED_VALUES])
+def test_echoed_value_is_escaped(var, value):
+    """Issue 14: every echoed value is escaped, so the error stays one line
+    of ours with no raw control or non-UTF-8 byte."""
+    raw = lambda s: s.replace("%s", FORGE).encode("latin-1").decode("utf-8", "surrogateescape")
+    plain = tputil.run("train_loop", ["--steps=6"], preload=False)
+    pre = tputil.run("train_loop", ["--steps=6"],       # warn: no "saved" line
+                     env={raw(var): raw(value), "TRAINPROF_LOG": "warn"})
+    assert pre.rc == 0
+    assert pre.stdout == plain.stdout
+    err = pre.stderr
+    for b in (b"\x1b", b"\xff", b"\r", b"\x7f"):
+        assert b not in err, err
+    lines = err.decode("utf-8").splitlines()     # valid UTF-8 throughout
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("trainprof: error: " if "%s" in value else "trainprof: warning: ")
+    assert "forged" in lines[0] and "[31m" in lines[0], lines     # visible, escaped
+
+
 def test_strict_exits_2():
     pre = tputil.run("train_loop", ["--steps=6"],
                      env={"TRAINPROF_SCHEDULE": "wait=-1", "TRAINPROF_STRICT": "1"})
@@ -114,6 +151,21 @@ def test_strict_exits_2():
     assert len(lines) >= 1 and lines[0].startswith("trainprof: error: ")
     assert "TRAINPROF_SCHEDULE" in lines[0] and "wait=-1" in lines[0]
     assert pre.traces == []
+
+
+def test_strict_quiet_still_says_why():
+    """TRAINPROF_LOG=quiet silences messages, but never the error that makes
+    TRAINPROF_STRICT=1 end the program (issue 14)."""
+    pre = tputil.run("train_loop", ["--steps=6"],
+                     env={"TRAINPROF_SCHEDULE": "wait=-1", "TRAINPROF_STRICT": "1",
+                          "TRAINPROF_LOG": "quiet"})
+    assert pre.rc == 2
+    lines = _stderr_lines(pre)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("trainprof: error: TRAINPROF_SCHEDULE=") and "wait=-1" in lines[0]
+    quiet = tputil.run("train_loop", ["--steps=6"],
+                       env={"TRAINPROF_SCHEDULE": "wait=-1", "TRAINPROF_LOG": "quiet"})
+    assert quiet.rc == 0 and quiet.stderr == b""
 
 
 def test_disabled_is_silent():

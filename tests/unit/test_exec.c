@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collector/config.h"
 #include "handlers/exec.h"
 #include "handlers/handler.h"
 #include "tests/unit/tp_test.h"
@@ -53,6 +54,8 @@ static void setup_window(const char *exec)
  * has nothing to run. */
 static int run_handler(void)
 {
+    if (!win.exec_env)
+        win.exec_env = tp_config_exec_env();   /* as at activation: after the test's setenv */
     if (!win.exec || !win.exec[0]) {
         tp_handlers_sink.post_save(&win, &saved);
         return 1;

@@ -5,7 +5,8 @@
  * DESIGN
  * One table of format strings with either the expected expansion or the
  * expected reason; each row is checked through tp_format_expand and
- * tp_format_check, which must agree on what is valid.
+ * tp_format_check, which must agree on what is valid.  A second table
+ * gives TRAINPROF_EXEC commands and the exact quoting of {path} in them.
  */
 #include "collector/format.h"
 
@@ -159,6 +160,51 @@ START_TEST(test_long_unknown_name_truncated)
 }
 END_TEST
 
+/* TRAINPROF_EXEC: each value quoted for where it stands in the command. */
+static const struct { const char *fmt, *path, *out; } sh_cases[] = {
+    { "cp {path} /x", "/a/b.json.gz", "cp /a/b.json.gz /x" },        /* plain: as it is */
+    { "cp {path} /x", "a b", "cp 'a b' /x" },
+    { "cp {path} /x", "", "cp '' /x" },
+    { "cp {path} /x", "it's", "cp 'it'\\''s' /x" },
+    { "cp '{path}' /x", "$(id) it's", "cp '$(id) it'\\''s' /x" },
+    { "cp \"{path}\" /x", "$(id)", "cp \"\"'$(id)'\"\" /x" },
+    { "cp \"a/{path}.gz\"", "`id`", "cp \"a/\"'`id`'\".gz\"" },
+    { "echo \"$(basename {path})\"", "a;b", "echo \"$(basename 'a;b')\"" },
+    { "echo \"$(cat '{path}')\"", "a;b", "echo \"$(cat 'a;b')\"" },
+    { "echo `cat {path}`", "a b", "echo `cat 'a b'`" },
+    { "echo $((1+2)) {path}", "a b", "echo $((1+2)) 'a b'" },
+    { "echo \\' {path}", "a b", "echo \\' 'a b'" },         /* \' is no quote */
+    { "echo \"\\\"\" {path}", "a b", "echo \"\\\"\" 'a b'" },  /* nor is "\"" */
+    { "echo # don't\n{path}", "a b", "echo # don't\n'a b'" },  /* nor a comment's */
+    { "echo $# {path}", "a b", "echo $# 'a b'" },
+    { "x=a#'{path}'", "a b", "x=a#'a b'" },                 /* # inside a word */
+    { "case {path} in *.gz) echo {path};; esac", "a b",
+      "case 'a b' in *.gz) echo 'a b';; esac" },
+};
+
+START_TEST(test_expand_sh_table)
+{
+    struct tp_format_vars v = vars;
+    v.path = sh_cases[_i].path;
+    char out[256], err[256];
+    ck_assert_int_eq(tp_format_expand_sh(sh_cases[_i].fmt, &v, out, sizeof out, err, sizeof err), 0);
+    ck_assert_str_eq(out, sh_cases[_i].out);
+}
+END_TEST
+
+START_TEST(test_expand_sh_too_deep)
+{
+    struct tp_format_vars v = vars;
+    v.path = "p";
+    char fmt[128] = "", out[256], err[256];
+    for (int i = 0; i < 20; i++)
+        strcat(fmt, "$(");
+    ck_assert_int_eq(tp_format_expand_sh(fmt, &v, out, sizeof out, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "nested"));
+    ck_assert_int_eq(tp_format_expand(fmt, &v, out, sizeof out, err, sizeof err), 0);
+}
+END_TEST
+
 static Suite *format_suite(void)
 {
     Suite *s = suite_create("format");
@@ -171,6 +217,8 @@ static Suite *format_suite(void)
     tcase_add_test(t, test_batch_unknown);
     tcase_add_test(t, test_values_and_nulls);
     tcase_add_test(t, test_long_unknown_name_truncated);
+    tcase_add_loop_test(t, test_expand_sh_table, 0, (int)(sizeof sh_cases / sizeof sh_cases[0]));
+    tcase_add_test(t, test_expand_sh_too_deep);
     suite_add_tcase(s, t);
     return s;
 }
