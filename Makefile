@@ -159,8 +159,10 @@ $(VENV)/.ok: tests/requirements.txt tests/requirements-torch.txt
 	$(VENV)/bin/pip install -q -r tests/requirements.txt -r tests/requirements-torch.txt
 	touch $@
 
+# TP_TEST_NEED_FAKES: the tests that load the fakes fail, rather than skip,
+# when they are missing.
 check-unit: unit fakes
-	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; CK_FORK=yes $$t; done
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; CK_FORK=yes TP_TEST_NEED_FAKES=1 $$t; done
 
 check-preload: lib fakes programs cuda-programs venv unit
 	@scripts/modgraph --check --build $(B) >/dev/null || { scripts/modgraph --build $(B); exit 1; }
@@ -174,9 +176,10 @@ check-all: lint check-unit check-fuzz check-preload
 # AddressSanitizer + UndefinedBehaviorSanitizer over the unit and preload tests.
 # The preloaded library needs the ASan runtime first in LD_PRELOAD; the tests
 # read TP_TEST_ASAN to do that.
+# Everything is built before the first test runs (the unit tests load the fakes).
 check-sanitize:
+	$(MAKE) B=build/asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" lib fakes programs cuda-programs unit
 	$(MAKE) B=build/asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" check-unit
-	$(MAKE) B=build/asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" lib fakes programs cuda-programs
 	$(MAKE) venv
 	TP_TEST_BUILD=build/asan TP_TEST_ASAN=$$($(CC) -print-file-name=libasan.so) \
 	    ASAN_OPTIONS=detect_leaks=0 $(VENV)/bin/python -m pytest -q tests/preload
