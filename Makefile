@@ -46,7 +46,8 @@ PROG_SRC    := $(wildcard tests/programs/*.c)
 PROG_BIN    := $(PROG_SRC:tests/programs/%.c=$(B)/programs/%)
 
 .PHONY: all lib fakes programs unit check check-all check-unit check-preload check-sanitize \
-        check-tsan demo demo-run bench bench-torch install lint deps clean venv cuda-programs gpu-bundle
+        check-tsan demo demo-run bench bench-torch install lint deps clean venv cuda-programs gpu-bundle \
+        fuzz fuzz-build check-fuzz
 
 all: lib
 lib: $(B)/libtrainprof.so
@@ -158,8 +159,10 @@ $(VENV)/.ok: tests/requirements.txt tests/requirements-torch.txt
 	$(VENV)/bin/pip install -q -r tests/requirements.txt -r tests/requirements-torch.txt
 	touch $@
 
+# TP_TEST_NEED_FAKES: the tests that load the fakes fail, rather than skip,
+# when they are missing.
 check-unit: unit fakes
-	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; CK_FORK=yes $$t; done
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; CK_FORK=yes TP_TEST_NEED_FAKES=1 $$t; done
 
 check-preload: lib fakes programs cuda-programs venv unit
 	@scripts/modgraph --check --build $(B) >/dev/null || { scripts/modgraph --build $(B); exit 1; }
@@ -168,14 +171,15 @@ check-preload: lib fakes programs cuda-programs venv unit
 check: deps
 	@$(MAKE) --no-print-directory check-all
 
-check-all: lint check-unit check-preload
+check-all: lint check-unit check-fuzz check-preload
 
 # AddressSanitizer + UndefinedBehaviorSanitizer over the unit and preload tests.
 # The preloaded library needs the ASan runtime first in LD_PRELOAD; the tests
 # read TP_TEST_ASAN to do that.
+# Everything is built before the first test runs (the unit tests load the fakes).
 check-sanitize:
+	$(MAKE) B=build/asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" lib fakes programs cuda-programs unit
 	$(MAKE) B=build/asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" check-unit
-	$(MAKE) B=build/asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" lib fakes programs cuda-programs
 	$(MAKE) venv
 	TP_TEST_BUILD=build/asan TP_TEST_ASAN=$$($(CC) -print-file-name=libasan.so) \
 	    ASAN_OPTIONS=detect_leaks=0 $(VENV)/bin/python -m pytest -q tests/preload
@@ -189,6 +193,46 @@ check-tsan:
 	    LD_PRELOAD="$$($(CC) -print-file-name=libtsan.so) $(CURDIR)/build/tsan/libtrainprof.so" \
 	    $(CURDIR)/build/tsan/programs/threads && ls tsan/traces/*.gz >/dev/null && rm -rf $$d && \
 	    echo "check-tsan: 16 threads recording under the preload: no race reported"
+
+# ---- fuzzing (libFuzzer; clang and libclang-rt-dev from Debian) ------------
+# tests/fuzz/X.c -> build/fuzz/bin/X, linked with the collector and handlers
+# built by clang under ASan + UBSan with libFuzzer's coverage.  Each runs
+# FUZZ_SECONDS from its seeds in tests/fuzz/corpus/X (what it learns goes to
+# build/fuzz/corpus/X); a crash, a sanitizer report, a leak or a harness's
+# own check fails the target, the input kept in build/fuzz/crashes/ and the
+# log in build/fuzz/X.log.  `make check` runs each 20 s when CI is set
+# (.ci/run sets it), else 3 s.
+FUZZ_CC      ?= clang
+FUZZ_SAN     := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+                -fno-sanitize-recover=all
+FUZZ_NAMES   := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/*.c))
+FUZZ_SECONDS ?= 60
+CHECK_FUZZ_SECONDS := $(if $(filter-out false 0,$(CI)),20,3)
+
+$(B)/bin/fuzz_%: tests/fuzz/fuzz_%.c $(B)/libtrainprof_core.a
+	@mkdir -p $(dir $@)
+	$(CC) $(TP_CFLAGS) $(SAN) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/libtrainprof_core.a $(TP_LIBS)
+
+fuzz-build:
+	@$(MAKE) --no-print-directory B=build/fuzz CC=$(FUZZ_CC) SAN="$(FUZZ_SAN)" \
+	    $(FUZZ_NAMES:%=build/fuzz/bin/%)
+
+fuzz: fuzz-build
+	@fail=; for h in $(FUZZ_NAMES); do \
+	    mkdir -p build/fuzz/corpus/$$h build/fuzz/crashes; \
+	    if ASAN_OPTIONS=detect_leaks=1 build/fuzz/bin/$$h -max_total_time=$(FUZZ_SECONDS) \
+	        -print_final_stats=1 -artifact_prefix=build/fuzz/crashes/$$h- \
+	        build/fuzz/corpus/$$h tests/fuzz/corpus/$$h >build/fuzz/$$h.log 2>&1; then \
+	        awk -v h=$$h '/^stat::number_of_executed_units/ {n=$$2} \
+	            /^stat::average_exec_per_sec/ {r=$$2} \
+	            END {printf "fuzz: %-16s %10d runs (%d/s), no crash\n", h, n, r}' build/fuzz/$$h.log; \
+	    else \
+	        tail -40 build/fuzz/$$h.log; echo "fuzz: $$h FAILED: build/fuzz/$$h.log"; fail="$$fail $$h"; \
+	    fi; \
+	done; test -z "$$fail" || { echo "fuzz: failed:$$fail"; exit 1; }
+
+check-fuzz:
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)
 
 lint:
 	@scripts/lint
@@ -241,4 +285,4 @@ deps:
 clean:
 	rm -rf build
 
--include $(shell find $(B)/obj $(B)/tests -name '*.d' 2>/dev/null)
+-include $(shell find $(B)/obj $(B)/tests $(B)/bin -name '*.d' 2>/dev/null)

@@ -32,6 +32,9 @@ enum tp_activity { TP_ACT_CPU = 1u << 0, TP_ACT_CUDA = 1u << 1 };
 enum tp_sys_stat { TP_SYS_CPU = 1u << 0, TP_SYS_MEMORY = 1u << 1, TP_SYS_DISK = 1u << 2, TP_SYS_NET = 1u << 3 };
 
 #define TP_MAX_HANDLERS 8
+/* TRAINPROF_METADATA: most levels of nested objects and arrays, the object
+ * itself counted (Python's json, the trace readers' parser, reads ~990). */
+#define TP_METADATA_MAX_DEPTH 64
 #define TP_HANDLER_NAME_MAX 16
 
 /* The schedule's keys in TRAINPROF_SCHEDULE's order, each with its

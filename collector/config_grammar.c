@@ -31,7 +31,7 @@ int tp_opt_parse_schedule(struct tp_config *c, const struct opt *o, const char *
     static const long long least[] = { TP_SCHEDULE_KEYS(LEAST) };
     struct tp_schedule s = { TP_SCHEDULE_KEYS(DEFAULT) };
     uint64_t *slot[] = { TP_SCHEDULE_KEYS(SLOT) };
-    const char *accepted = TP_SCHEDULE_KEYS(LISTED) + 2;
+    const char *accepted = &TP_SCHEDULE_KEYS(LISTED)[2];
 #undef NAME
 #undef LEAST
 #undef DEFAULT

@@ -34,7 +34,7 @@ struct opt {
 /* The schedule's defaults as TRAINPROF_SCHEDULE text, from the one list
  * in config.h ("skip_first=0,wait=0,warmup=1,active=4,repeat=1"). */
 #define TP_SCHED_TEXT(key, def, min) "," #key "=" #def
-#define TP_SCHEDULE_DEFAULT_TEXT (TP_SCHEDULE_KEYS(TP_SCHED_TEXT) + 1)
+#define TP_SCHEDULE_DEFAULT_TEXT (&TP_SCHEDULE_KEYS(TP_SCHED_TEXT)[1])
 
 /* ---- values (config_values.c) ---- */
 const void *tp_opt_cfield(const struct tp_config *c, const struct opt *o);

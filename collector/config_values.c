@@ -241,6 +241,30 @@ static const char *const reserved_keys[] = {
     "displayTimeUnit", "baseTimeNanoseconds", "traceEvents", "traceName",
 };
 
+/* Levels of arrays and objects in "j" (a scalar is 0, {} is 1); jansson's
+ * parser stops at 2048 levels, which bounds the recursion. */
+static int json_depth(json_t *j)
+{
+    int most = 0;
+    size_t i;
+    const char *key;
+    json_t *item;
+    if (json_is_object(j)) {
+        json_object_foreach(j, key, item) {
+            int d = json_depth(item);
+            most = d > most ? d : most;
+        }
+    } else if (json_is_array(j)) {
+        json_array_foreach(j, i, item) {
+            int d = json_depth(item);
+            most = d > most ? d : most;
+        }
+    } else {
+        return 0;
+    }
+    return most + 1;
+}
+
 int tp_opt_parse_metadata(struct tp_config *c, const struct opt *o, const char *val,
                           char *why, size_t whysz)
 {
@@ -252,6 +276,14 @@ int tp_opt_parse_metadata(struct tp_config *c, const struct opt *o, const char *
     if (!json_is_object(j)) {
         json_decref(j);
         return WHY("must be a JSON object {...}, not another JSON value");
+    }
+    /* The trace holds the object one level down; Python's json (HTA,
+     * TensorBoard) gives up near 990 levels, so keep far below that. */
+    int depth = json_depth(j);
+    if (depth > TP_METADATA_MAX_DEPTH) {
+        json_decref(j);
+        return WHY("nested %d levels deep; at most %d are accepted (readers of the trace "
+                   "such as Python's json cannot load deeper ones)", depth, TP_METADATA_MAX_DEPTH);
     }
     for (size_t i = 0; i < sizeof reserved_keys / sizeof reserved_keys[0]; i++) {
         if (json_object_get(j, reserved_keys[i])) {

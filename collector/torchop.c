@@ -34,12 +34,16 @@ static int read_u64(const char **p, uint64_t *out)
     return 1;
 }
 
-/* A decimal with an optional minus at *p; advances *p. */
+/* A decimal with an optional minus at *p, written as a JSON integer (no
+ * leading zero: the shapes are pasted into the trace as they are);
+ * advances *p. */
 static int read_i64(const char **p)
 {
     uint64_t v;
     if (**p == '-')
         (*p)++;
+    if ((*p)[0] == '0' && (*p)[1] >= '0' && (*p)[1] <= '9')
+        return 0;
     return read_u64(p, &v);
 }
 

@@ -339,7 +339,7 @@ void tp_sumagg_event(void *state, const struct tp_event *ev)
         s->host_ns += dur;
         agg_add(s, &s->apis, ev->name && ev->name[0] ? ev->name : "unknown", dur);
         break;
-    case TP_REC_STEP:
+    case TP_REC_STEP: {
         struct step_row *v = tp_grow(s->steps, &s->capsteps, s->nsteps + 1, sizeof *v, 64);
         if (!v) {
             s->oom = 1;
@@ -350,6 +350,7 @@ void tp_sumagg_event(void *state, const struct tp_event *ev)
         s->steps[s->nsteps].dur_ns = dur;
         s->nsteps++;
         break;
+    }
     default:
         break;
     }

@@ -12,7 +12,8 @@
  * is loaded) all start fresh.  With CK_FORK=no the lifecycle tests skip.
  * The fakes are found next to this binary: <build>/tests/test_cupti ->
  * <build>/fakes/; if they were not built (`make fakes`), those tests skip
- * with a message.
+ * with a message, or fail where TP_TEST_NEED_FAKES is set (make check-unit,
+ * which builds them first).
  */
 #include "collector/clock.h"
 #include "collector/config.h"
@@ -899,6 +900,8 @@ static int have_fakes(void)
     char p[PATH_MAX + 32];
     snprintf(p, sizeof p, "%s/libcupti.so", fakes_dir);
     if (access(p, R_OK) != 0) {
+        /* make check-unit builds the fakes first: missing there is a failure */
+        ck_assert_msg(!getenv("TP_TEST_NEED_FAKES"), "%s missing: the fakes were not built", p);
         fprintf(stderr, "test_cupti: %s missing (make fakes): lifecycle test skipped\n", p);
         return 0;
     }
