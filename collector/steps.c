@@ -124,15 +124,16 @@ static void tp_enter_step(uint64_t now)
 }
 
 /* If the step about to begin warms up or records (a window's warmup, or a
- * window with no warmup), let tp-flush start CUPTI and the sampler first,
+ * window with no warmup) and the GPU side is wanted, let tp-flush start
+ * CUPTI first,
  * bounded, so that the warmup runs with them on and the window's first
  * calls have their device records.  The wait falls in the step that ends
  * here, before its end tick; it is nothing once they are on. */
 static void tp_await_on(void)
 {
     enum tp_action next = tp_schedule_action(&tp_cfg.schedule, tp_steps + 1);
-    if (next == TP_NONE || tp_finished)
-        return;
+    if (next == TP_NONE || tp_finished || !(tp_cfg.activities & TP_ACT_CUDA))
+        return;         /* the sampler's start is not worth a wait */
     /* the step ending here counts as done for a window still waiting for
      * its device records (2 steps, flusher.c), which would hold tp-flush */
     tp_flusher_progress(tp_steps + 1, 0);

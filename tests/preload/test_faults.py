@@ -357,18 +357,22 @@ def test_256_threads_launching_allocating_and_exiting_mid_window():
     a window: the same stdout as without us, nothing lost unless counted."""
     args = [256, 200, "alloc"]
     plain = tputil.run("threads", args, preload=False, timeout=120)
-    r = tputil.run("threads", args, env={"TRAINPROF_SCHEDULE": "warmup=1,active=3,repeat=0"},
-                   timeout=120)
+    # host side only: the step that opens recording waits (bounded) for
+    # tp-flush to start CUPTI, while these threads would finish meanwhile
+    r = tputil.run("threads", args, env={"TRAINPROF_SCHEDULE": "warmup=1,active=3,repeat=0",
+                                         "TRAINPROF_ACTIVITIES": "cpu"}, timeout=120)
     assert r.rc == plain.rc == 0, r.stderr
     assert r.stdout == plain.stdout
     assert r.traces, r.stderr
+    # windows after the threads are done hold the main thread's calls only:
+    # the threads' work is checked over all windows
+    tids, mallocs = set(), 0
     for p in r.traces:
         t = tputil.load_trace(p)
-        la = tputil.launches(t)
-        mallocs = tputil.events(t, ph="X", cat="cuda_runtime", name="cudaMalloc")
-        assert len({x["tid"] for x in la}) > 1
+        tids |= {x["tid"] for x in tputil.launches(t)}
+        mallocs += len(tputil.events(t, ph="X", cat="cuda_runtime", name="cudaMalloc"))
         assert t["trainprof"]["dropped_events"] == 0
-        assert mallocs
+    assert len(tids) > 1 and mallocs > 0, (tids, mallocs)
 
 
 def _maxrss_kib(args, env):
