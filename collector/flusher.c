@@ -215,6 +215,7 @@ static void tp_write_window(const struct tp_handoff *w)
 static void *tp_flush_main(void *arg)
 {
     (void)arg;
+    int term_closed = 0;        /* the term hook ran */
     tp_depth = 1;
     tp_flush_tid = gettid();
     prctl(PR_SET_NAME, "tp-flush", 0, 0, 0);
@@ -223,9 +224,10 @@ static void *tp_flush_main(void *arg)
         if (poll(&p, 1, 1000) > 0)
             tp_drain_pipe();
         int sig = tp_term_pending;
-        if (sig && !tp_term_saved) {
+        if (sig && !term_closed) {
             tp_hooks.term(sig);
             atomic_store(&tp_exiting, 1);
+            term_closed = 1;
         }
         for (;;) {
             struct tp_handoff w;
@@ -245,8 +247,8 @@ static void *tp_flush_main(void *arg)
             pthread_cond_broadcast(&tp_q_done);
             pthread_mutex_unlock(&tp_q_lock);
         }
-        if (tp_term_pending)
-            tp_term_saved = 1;
+        if (term_closed)
+            tp_term_saved = 1;      /* not before: a signal may come while a window is written */
         pthread_mutex_lock(&tp_q_lock);
         int queued = tp_q_head != tp_q_tail;
         pthread_mutex_unlock(&tp_q_lock);

@@ -140,3 +140,17 @@ def test_exit_mid_window_names_exit():
     assert len(r.traces) == 1
     meta = tputil.load_trace(r.traces[0])["trainprof"]
     assert meta["partial"] is True and meta["partial_reason"] == "exit"
+
+
+def test_fault_while_the_previous_window_is_written():
+    """Every step is a window of 20,000 launches: the fault of step K comes
+    while tp-flush still writes the window of step K-1 (formatting a record
+    costs more than making one); the open window is saved after it, not
+    forgotten.  A race, so 2 runs."""
+    for _ in range(2):
+        r = run("segv", env={"TRAINPROF_SCHEDULE": "warmup=0,active=1,repeat=0",
+                             "FATAL_LAUNCHES": 20000})
+        assert r.rc == -signal.SIGSEGV, (r.rc, r.stderr)
+        metas = [tputil.load_trace(t)["trainprof"] for t in r.traces]
+        assert len(metas) == CRASH_AT + 1, (r.traces, r.stderr)
+        assert [m["partial_reason"] for m in metas if m["partial"]] == ["SIGSEGV"]

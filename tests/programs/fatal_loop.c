@@ -4,7 +4,8 @@
  *
  * DESIGN
  * Usage: fatal_loop STEPS K:HOW [HANDLER]
- * Each step: an H2D copy, 3 launches, a stream synchronization, "step N" on
+ * Each step: an H2D copy, L launches (FATAL_LAUNCHES, default 3), a stream
+ * synchronization, "step N" on
  * stdout, then trainprof_step().  In step K, after its launches and before
  * its step signal, the program faults as HOW says, with a real fault where
  * there is one:
@@ -124,6 +125,7 @@ int main(int argc, char **argv)
     }
     long steps = atol(argv[1]), crash_at = atol(argv[2]);
     const char *how = strchr(argv[2], ':') + 1;
+    long launches = prog_env_long("FATAL_LAUNCHES", 3);
     if (argc > 3)
         install(argv[3]);
 
@@ -137,7 +139,7 @@ int main(int argc, char **argv)
     void *args[] = { &dev, &n };
     for (long s = 0; s < steps; s++) {
         PROG_CHECK(cudaMemcpy(dev, host, sizeof host, cudaMemcpyHostToDevice));
-        for (int l = 0; l < 3; l++)
+        for (long l = 0; l < launches; l++)
             PROG_CHECK(cudaLaunchKernel(PROG_STUB(0), prog_dim3(4, 1, 1), prog_dim3(64, 1, 1),
                                         args, 0, 0));
         PROG_CHECK(cudaStreamSynchronize(0));
