@@ -5,6 +5,7 @@ of the same signal) or the program's own handler, chained (its output and
 exit status are the program's).  The program is tests/programs/fatal_loop.c;
 core dumps are off (RLIMIT_CORE 0) so that the tests leave none."""
 
+import os
 import resource
 import signal
 import subprocess
@@ -154,3 +155,29 @@ def test_fault_while_the_previous_window_is_written():
         metas = [tputil.load_trace(t)["trainprof"] for t in r.traces]
         assert len(metas) == CRASH_AT + 1, (r.traces, r.stderr)
         assert [m["partial_reason"] for m in metas if m["partial"]] == ["SIGSEGV"]
+
+
+def test_stuck_flush_thread_is_given_up():
+    """tp-flush cannot finish the save: its "saved" line blocks on a stderr
+    pipe that is full and never read.  The handler gives up at its bound
+    (10 s) and the original disposition runs; without a bound the process
+    would hang (the subprocess timeout catches that)."""
+    r_fd, w_fd = os.pipe()
+    try:
+        os.set_blocking(w_fd, False)
+        for chunk in (b"x" * 4096, b"x"):
+            try:
+                while True:
+                    os.write(w_fd, chunk)
+            except BlockingIOError:
+                pass
+        os.set_blocking(w_fd, True)
+        cwd = tputil.new_dir()
+        args = [tputil.program("fatal_loop"), "20", "%d:segv" % CRASH_AT]
+        p = subprocess.run(args, cwd=cwd, env=tputil.base_env({"TRAINPROF_SCHEDULE": SCHEDULE}),
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=w_fd,
+                           timeout=60, preexec_fn=_no_core)
+    finally:
+        os.close(w_fd)
+        os.close(r_fd)
+    assert p.returncode == -signal.SIGSEGV
