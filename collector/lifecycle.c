@@ -7,8 +7,9 @@
  * activate): report configuration problems, calibrate the clock, reserve
  * the record pool, start the flush thread (flusher.c: signals blocked,
  * named tp-flush), initialise the modules (modules.def), register
- * pthread_atfork and install SIGTERM/SIGINT handlers over default
- * dispositions only, then enter step 0 (steps.c).  The exit flush is
+ * pthread_atfork, install SIGTERM/SIGINT handlers over default
+ * dispositions only and the fatal signals' handlers (below), then enter
+ * step 0 (steps.c).  The exit flush is
  * registered with atexit() after the first real CUDA call has returned, so
  * that it runs before CUDA's own atexit teardown (LIFO order), and once at
  * activation, so that it runs before _dl_fini when no such call came (the
