@@ -197,14 +197,15 @@ static void tp_close_final(int wait_lock, const char *reason)
     atomic_store(&tp_phase, -1);
     uint32_t hot = tp_hot_off();
     if (hot & TP_HOT_RECORDING)
-        tp_window_close(tp_clock_now(), tp_cfg.schedule.all ? NULL : reason);
+        tp_window_close(tp_clock_now(), reason);
     if (locked)
         pthread_mutex_unlock(&tp_step_lock);
 }
 
 void tp_steps_close_final(int wait_lock)
 {
-    tp_close_final(wait_lock, "exit");
+    /* TRAINPROF_SCHEDULE=all: the one window ends at exit by design */
+    tp_close_final(wait_lock, tp_cfg.schedule.all ? NULL : "exit");
 }
 
 void tp_steps_close_on_signal(const char *signame)

@@ -29,13 +29,14 @@ void tp_core_step(enum tp_signal_kind kind);
 void tp_core_capturing(int delta);
 
 /* tp_steps_close_final - close the open window at exit (partial_reason
- * "exit").  "wait_lock": 0 where the interrupted thread may hold the step
- * lock (then tried for 200 ms). */
+ * "exit"; not partial with TRAINPROF_SCHEDULE=all).  "wait_lock": 0 where
+ * the interrupted thread may hold the step lock (then tried for 200 ms). */
 void tp_steps_close_final(int wait_lock);
 
 /* tp_steps_close_on_signal - close the open window on signal "signame"
- * ("SIGTERM", "SIGSEGV", ...: its partial_reason), on tp-flush; the
- * interrupted thread may hold the step lock (tried for 200 ms). */
+ * ("SIGTERM", "SIGSEGV", ...: its partial_reason, whatever the schedule),
+ * on tp-flush; the interrupted thread may hold the step lock (tried for
+ * 200 ms). */
 void tp_steps_close_on_signal(const char *signame);
 
 /* tp_steps_warn_unseen - warn (at most twice) that no step signal was seen

@@ -181,3 +181,17 @@ def test_stuck_flush_thread_is_given_up():
         os.close(w_fd)
         os.close(r_fd)
     assert p.returncode == -signal.SIGSEGV
+
+
+def test_schedule_all_is_partial_on_a_signal_only():
+    """TRAINPROF_SCHEDULE=all: the one window ends at exit by design (not
+    partial), but a fatal signal cuts it short (partial, named)."""
+    r = run("segv", env={"TRAINPROF_SCHEDULE": "all"})
+    assert r.rc == -signal.SIGSEGV, (r.rc, r.stderr)
+    assert len(r.traces) == 1, r.stderr
+    meta = tputil.load_trace(r.traces[0])["trainprof"]
+    assert meta["partial"] is True and meta["partial_reason"] == "SIGSEGV"
+    ok = tputil.run("fatal_loop", ["6", "99:segv"], env={"TRAINPROF_SCHEDULE": "all"})
+    assert ok.rc == 0 and len(ok.traces) == 1, ok.stderr
+    meta = tputil.load_trace(ok.traces[0])["trainprof"]
+    assert meta["partial"] is False and meta["partial_reason"] is None
