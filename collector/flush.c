@@ -406,6 +406,7 @@ void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
     win.steps_recorded = w->steps;
     win.last_step = w->steps ? w->first_step + w->steps - 1 : w->first_step;
     win.partial = w->partial;
+    win.partial_reason = w->partial ? w->partial_reason : NULL;
     win.step_signal = w->step_signal ? w->step_signal : "";
     win.start_ns = tp_clock_to_unix_ns(&d.map, w->start_tick);
     win.end_ns = tp_clock_to_unix_ns(&d.map, w->end_tick);

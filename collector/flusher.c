@@ -12,9 +12,13 @@
  * under the load lock, so a load under way finishes first and none starts
  * after.
  *
- * Termination signals: the handler (lifecycle.c) sets a flag, wakes this
- * thread and waits, bounded, until it has closed the open window (through
- * the steps' term hook) and written it.
+ * Termination and fatal signals: the handler (lifecycle.c) records the
+ * signal (the first one wins), wakes this thread through the pipe (write(2)
+ * is async-signal-safe) and sleeps in steps of 10 ms until this thread has
+ * closed the open window (through the steps' term hook) and written it, or
+ * the bound has passed (then it gives up, and so do later handlers: the
+ * interrupted thread may hold a lock this thread needs).  A handler running
+ * on this thread itself (an abort() here) must not wait: tp_flusher_is_self.
  *
  * Warmup and windows must not begin before CUPTI is on: the kinds are
  * turned on here, and a step shorter than tp-flush's reaction (a loaded
@@ -41,6 +45,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -65,8 +70,10 @@ static _Atomic int tp_final;               /* no window will open again, no capt
 static _Atomic int tp_exiting;
 static pthread_mutex_t tp_load_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static volatile sig_atomic_t tp_term_pending;
+static volatile sig_atomic_t tp_term_pending;   /* the signal number, first one wins */
 static volatile sig_atomic_t tp_term_saved;
+static volatile sig_atomic_t tp_term_given_up;
+static volatile pid_t tp_flush_tid;             /* tp-flush's thread id */
 
 static void tp_wake(void)
 {
@@ -170,15 +177,24 @@ int tp_flusher_wait_written(int ms)
     return done;
 }
 
-void tp_flusher_term(void)
+int tp_flusher_term(int sig, int ms)
 {
-    tp_term_pending = 1;
+    int none = 0;
+    __atomic_compare_exchange_n(&tp_term_pending, &none, sig, 0, __ATOMIC_SEQ_CST,
+                                __ATOMIC_SEQ_CST);
     tp_wake();
-    /* bounded: torchrun sends SIGKILL 30 s after SIGTERM */
-    for (int i = 0; i < 2000 && !tp_term_saved; i++) {
+    for (int i = 0; i < ms / 10 && !tp_term_saved && !tp_term_given_up; i++) {
         struct timespec ts = { 0, 10 * 1000 * 1000 };
         nanosleep(&ts, NULL);
     }
+    if (!tp_term_saved)
+        tp_term_given_up = 1;
+    return tp_term_saved;
+}
+
+int tp_flusher_is_self(void)
+{
+    return tp_flush_tid != 0 && gettid() == tp_flush_tid;
 }
 
 /* Run the modules' follow hooks (no lock of the steps held).  The sampler
@@ -242,15 +258,19 @@ static void tp_write_window(const struct tp_handoff *w)
 static void *tp_flush_main(void *arg)
 {
     (void)arg;
+    int term_closed = 0;        /* the term hook ran */
     tp_depth = 1;
+    tp_flush_tid = gettid();
     prctl(PR_SET_NAME, "tp-flush", 0, 0, 0);
     for (;;) {
         struct pollfd p = { tp_wake_fd[0], POLLIN, 0 };
         if (poll(&p, 1, 1000) > 0)
             tp_drain_pipe();
-        if (tp_term_pending && !tp_term_saved) {
-            tp_hooks.term();
+        int sig = tp_term_pending;
+        if (sig && !term_closed) {
+            tp_hooks.term(sig);
             atomic_store(&tp_exiting, 1);
+            term_closed = 1;
         }
         for (;;) {
             struct tp_handoff w;
@@ -270,8 +290,8 @@ static void *tp_flush_main(void *arg)
             pthread_cond_broadcast(&tp_q_done);
             pthread_mutex_unlock(&tp_q_lock);
         }
-        if (tp_term_pending)
-            tp_term_saved = 1;
+        if (term_closed)
+            tp_term_saved = 1;      /* not before: a signal may come while a window is written */
         pthread_mutex_lock(&tp_q_lock);
         int queued = tp_q_head != tp_q_tail;
         pthread_mutex_unlock(&tp_q_lock);

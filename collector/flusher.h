@@ -12,9 +12,9 @@
 #include "handoff.h"
 
 struct tp_flusher_hooks {
-    /* On tp-flush when a SIGTERM/SIGINT arrived: close the open window now
-     * (the interrupted thread may hold any lock). */
-    void (*term)(void);
+    /* On tp-flush when signal "sig" arrived (a termination or fatal one):
+     * close the open window now (the interrupted thread may hold any lock). */
+    void (*term)(int sig);
     /* On tp-flush after each wake-up. */
     void (*idle)(void);
 };
@@ -51,8 +51,14 @@ int tp_flusher_exiting(void);
  * window, at most "ms" milliseconds; 1 if it has. */
 int tp_flusher_wait_written(int ms);
 
-/* tp_flusher_term - from a SIGTERM/SIGINT handler (async-signal-safe):
- * have tp-flush save the open window and wait for it, bounded. */
-void tp_flusher_term(void);
+/* tp_flusher_term - from a handler of signal "sig" (async-signal-safe):
+ * have tp-flush save the open window and the windows not yet written, and
+ * wait for it, at most "ms" milliseconds (less when an earlier handler
+ * already gave up).  1 if saved.  Only the first signal is saved; never
+ * call it on tp-flush itself (tp_flusher_is_self). */
+int tp_flusher_term(int sig, int ms);
+
+/* tp_flusher_is_self - 1 on tp-flush (async-signal-safe). */
+int tp_flusher_is_self(void);
 
 #endif

@@ -17,6 +17,7 @@ struct tp_handoff {
     uint64_t start_tick, end_tick;
     uint64_t dropped;           /* records dropped during the window */
     int partial;
+    const char *partial_reason; /* "exit", "SIGTERM", "SIGSEGV", ... (static), NULL if not partial */
     const char *step_signal;    /* the step signal that counted its steps ("" if none) */
 };
 

@@ -7,8 +7,9 @@
  * activate): report configuration problems, calibrate the clock, reserve
  * the record pool, start the flush thread (flusher.c: signals blocked,
  * named tp-flush), initialise the modules (modules.def), register
- * pthread_atfork and install SIGTERM/SIGINT handlers over default
- * dispositions only, then enter step 0 (steps.c).  The exit flush is
+ * pthread_atfork, install SIGTERM/SIGINT handlers over default
+ * dispositions only and the fatal signals' handlers (below), then enter
+ * step 0 (steps.c).  The exit flush is
  * registered with atexit() after the first real CUDA call has returned, so
  * that it runs before CUDA's own atexit teardown (LIFO order), and once at
  * activation, so that it runs before _dl_fini when no such call came (the
@@ -18,6 +19,28 @@
  * waits (bounded), then restores the default disposition, re-raises and
  * returns, so the process dies of the same signal with the signal unblocked.
  * A forked child goes passive at once; handlers check the owner pid.
+ *
+ * Fatal signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT): installed at
+ * activation over the default disposition or a handler of the program's
+ * (kept, and chained: never over SIG_IGN).  Ours takes the program's mask
+ * and its SA_NODEFER, SA_RESETHAND, SA_RESTART and SA_ONSTACK flags, so the
+ * kernel treats the signal as it would have (SA_ONSTACK always over
+ * SIG_DFL).  The handler uses only async-signal-safe calls: it has tp-flush
+ * save the open window as partial (partial_reason: the signal's name) and
+ * waits at most 10 s (the faulting thread may hold a lock tp-flush needs:
+ * then it gives up), then runs the original disposition: the program's
+ * handler, called as the kernel would (siginfo and context, or the signal
+ * alone), returning when it returns; or the default, restored, with a
+ * re-raise for a signal that was sent (si_code <= 0, and abort()) or a
+ * return for a fault, whose instruction faults again, so that the process
+ * dies of the same fault with the same core dump.  No save on tp-flush
+ * itself, nor in a nested fault of the same thread while it waits; a fault
+ * on tp-flush (all signals blocked there) goes to the default disposition
+ * at once (the kernel's rule for a blocked fault).  Stack overflow: the
+ * activating thread gets an alternate signal stack of ours if it had none;
+ * on another thread without one the kernel cannot run the handler and the
+ * process dies as it would have, without a save.  A handler the program
+ * installs after activation replaces ours (no save then).
  */
 #include "lifecycle.h"
 #include "buffer.h"
@@ -38,6 +61,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static pthread_once_t tp_activate_once = PTHREAD_ONCE_INIT;
@@ -53,6 +77,17 @@ static __thread uint64_t tp_outer_t0 __attribute__((tls_model("initial-exec")));
 
 static int tp_term_installed[2];           /* SIGTERM, SIGINT */
 static const int tp_term_nums[2] = { SIGTERM, SIGINT };
+
+#define TP_N_FATAL 5
+#define TP_FATAL_WAIT_MS 10000
+#define TP_ALTSTACK_BYTES (64 * 1024)
+static const int tp_fatal_nums[TP_N_FATAL] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+static const char *const tp_fatal_names[TP_N_FATAL] = { "SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL",
+                                                        "SIGABRT" };
+static struct sigaction tp_fatal_old[TP_N_FATAL];   /* the program's dispositions */
+static int tp_fatal_installed[TP_N_FATAL];
+/* This thread is in our fatal handler, waiting for the save. */
+static __thread int tp_in_fatal __attribute__((tls_model("initial-exec")));
 
 /* ---- exit, termination signals, fork ------------------------------------ */
 
@@ -73,8 +108,9 @@ static void tp_atexit(void)
 static void tp_term_handler(int sig)
 {
     int saved = errno;
+    /* bounded: torchrun sends SIGKILL 30 s after SIGTERM */
     if (getpid() == tp_owner && tp_core_active())
-        tp_flusher_term();
+        tp_flusher_term(sig, 20000);
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
@@ -99,6 +135,77 @@ static void tp_term_install(void)
     }
 }
 
+static void tp_fatal_handler(int sig, siginfo_t *si, void *ctx)
+{
+    int saved = errno, i = 0;
+    while (i < TP_N_FATAL - 1 && tp_fatal_nums[i] != sig)
+        i++;
+    if (!tp_in_fatal && getpid() == tp_owner && tp_core_active() && !tp_flusher_is_self()) {
+        tp_in_fatal = 1;
+        tp_flusher_term(sig, TP_FATAL_WAIT_MS);
+        tp_in_fatal = 0;
+    }
+    errno = saved;
+    const struct sigaction *old = &tp_fatal_old[i];
+    if (old->sa_handler != SIG_DFL) {     /* never SIG_IGN: not installed over it */
+        if (old->sa_flags & SA_SIGINFO)
+            old->sa_sigaction(sig, si, ctx);
+        else
+            old->sa_handler(sig);
+        return;
+    }
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(sig, &dfl, NULL);
+    if (!si || si->si_code <= 0 || sig == SIGABRT)
+        raise(sig);         /* sent, not a fault: pending until this handler returns */
+    errno = saved;          /* a fault: its instruction runs again and faults again */
+}
+
+/* An alternate signal stack for this (the activating) thread if it has
+ * none, so that a stack overflow here still reaches the fatal handler. */
+static void tp_altstack(void)
+{
+    stack_t cur;
+    if (sigaltstack(NULL, &cur) != 0 || !(cur.ss_flags & SS_DISABLE))
+        return;
+    void *mem = mmap(NULL, TP_ALTSTACK_BYTES, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (mem == MAP_FAILED)
+        return;
+    stack_t st = { .ss_sp = mem, .ss_flags = 0, .ss_size = TP_ALTSTACK_BYTES };
+    if (sigaltstack(&st, NULL) != 0)
+        munmap(mem, TP_ALTSTACK_BYTES);
+}
+
+static void tp_fatal_install(void)
+{
+    int any = 0;
+    for (int i = 0; i < TP_N_FATAL; i++) {
+        struct sigaction old;
+        if (sigaction(tp_fatal_nums[i], NULL, &old) != 0 || old.sa_handler == SIG_IGN)
+            continue;
+        int dfl = old.sa_handler == SIG_DFL;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = tp_fatal_handler;
+        if (dfl) {
+            sigemptyset(&sa.sa_mask);
+            sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        } else {
+            sa.sa_mask = old.sa_mask;
+            sa.sa_flags = SA_SIGINFO |
+                          (old.sa_flags & (SA_NODEFER | SA_RESETHAND | SA_RESTART | SA_ONSTACK));
+        }
+        tp_fatal_old[i] = old;
+        tp_fatal_installed[i] = sigaction(tp_fatal_nums[i], &sa, NULL) == 0;
+        any |= tp_fatal_installed[i];
+    }
+    if (any)
+        tp_altstack();
+}
+
 static void tp_atfork_child(void)
 {
     tp_hot_off();
@@ -112,14 +219,22 @@ static void tp_atfork_child(void)
         dfl.sa_handler = SIG_DFL;
         sigaction(tp_term_nums[i], &dfl, NULL);
     }
+    for (int i = 0; i < TP_N_FATAL; i++)
+        if (tp_fatal_installed[i])
+            sigaction(tp_fatal_nums[i], &tp_fatal_old[i], NULL);
 }
 
 /* ---- activation ---------------------------------------------------------- */
 
-/* tp-flush closes the open window when a termination signal arrived. */
-static void tp_term_close(void)
+/* tp-flush closes the open window when a termination or fatal signal
+ * arrived (partial_reason: the signal's name). */
+static void tp_term_close(int sig)
 {
-    tp_steps_close_final(0);
+    const char *name = sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "signal";
+    for (int i = 0; i < TP_N_FATAL; i++)
+        if (tp_fatal_nums[i] == sig)
+            name = tp_fatal_names[i];
+    tp_steps_close_on_signal(name);
 }
 
 static void tp_activate(void)
@@ -151,6 +266,7 @@ static void tp_activate(void)
      * again (preload/dlsym.c). */
     atexit(tp_atexit);
     tp_term_install();
+    tp_fatal_install();
     uint64_t now = tp_clock_now(), first = atomic_load(&tp_first_call_tick);
     tp_steps_begin(first && first <= now ? first : now);
     tp_depth--;

@@ -110,9 +110,11 @@ struct tp_window {
     const struct tp_window_step *steps; /* the recorded steps in time order */
     uint64_t flops;               /* library FLOPs of the whole window */
     double peak_tflops;           /* TRAINPROF_PEAK_TFLOPS, 0 if unknown */
-    int partial;                  /* cut short by exit or a signal (not with
-                                     TRAINPROF_SCHEDULE=all, whose one window
-                                     ends at exit by design) */
+    int partial;                  /* cut short by exit or a signal (not by exit
+                                     with TRAINPROF_SCHEDULE=all, whose one
+                                     window ends at exit by design) */
+    const char *partial_reason;   /* why, when partial: "exit" or the signal's
+                                     name ("SIGTERM", "SIGSEGV", ...); else NULL */
     const char *step_signal;      /* the signal that counted steps, "" if none */
     int64_t base_time_ns;         /* Kineto's baseTimeNanoseconds */
     int64_t start_ns, end_ns;     /* window bounds, Unix ns */

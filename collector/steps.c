@@ -87,12 +87,15 @@ static void tp_window_open(uint64_t now)
     tp_modules_window_begin(tp_gen, now);
 }
 
-static void tp_window_close(uint64_t now, int partial)
+/* "partial_reason": why the window was cut short ("exit", "SIGSEGV", ...),
+ * NULL when it ended as the schedule says. */
+static void tp_window_close(uint64_t now, const char *partial_reason)
 {
     tp_recording = 0;
     tp_cur.batch = tp_steps;
     tp_cur.end_tick = now;
-    tp_cur.partial = partial;
+    tp_cur.partial = partial_reason != NULL;
+    tp_cur.partial_reason = partial_reason;
     tp_cur.dropped = tp_buf_dropped() - tp_dropped_mark;
     tp_cur.step_signal = tp_signal_text();
     tp_modules_window_end(tp_cur.gen, now);
@@ -175,7 +178,7 @@ void tp_core_step(enum tp_signal_kind kind)
         tp_step_start = now;
         if (a == TP_RECORD_AND_SAVE) {
             tp_hot_mode(tp_signal_flags, tp_gen);
-            tp_window_close(now, 0);
+            tp_window_close(now, NULL);
         }
         tp_enter_step(now);
     }
@@ -200,7 +203,7 @@ void tp_core_capturing(int delta)
     pthread_mutex_unlock(&tp_step_lock);
 }
 
-void tp_steps_close_final(int wait_lock)
+static void tp_close_final(int wait_lock, const char *reason)
 {
     int locked = 0;
     if (wait_lock) {
@@ -218,9 +221,20 @@ void tp_steps_close_final(int wait_lock)
     atomic_store(&tp_phase, -1);
     uint32_t hot = tp_hot_off();
     if (hot & TP_HOT_RECORDING)
-        tp_window_close(tp_clock_now(), !tp_cfg.schedule.all);
+        tp_window_close(tp_clock_now(), reason);
     if (locked)
         pthread_mutex_unlock(&tp_step_lock);
+}
+
+void tp_steps_close_final(int wait_lock)
+{
+    /* TRAINPROF_SCHEDULE=all: the one window ends at exit by design */
+    tp_close_final(wait_lock, tp_cfg.schedule.all ? NULL : "exit");
+}
+
+void tp_steps_close_on_signal(const char *signame)
+{
+    tp_close_final(0, signame);
 }
 
 void tp_steps_warn_unseen(const char *when)

@@ -28,10 +28,16 @@ void tp_core_step(enum tp_signal_kind kind);
  * keeps TP_HOT_CAPTURE set while any capture is open. */
 void tp_core_capturing(int delta);
 
-/* tp_steps_close_final - close the open window at exit or on a signal.
- * "wait_lock": 0 from a signal path, where the interrupted thread may hold
- * the step lock (then tried for 200 ms). */
+/* tp_steps_close_final - close the open window at exit (partial_reason
+ * "exit"; not partial with TRAINPROF_SCHEDULE=all).  "wait_lock": 0 where
+ * the interrupted thread may hold the step lock (then tried for 200 ms). */
 void tp_steps_close_final(int wait_lock);
+
+/* tp_steps_close_on_signal - close the open window on signal "signame"
+ * ("SIGTERM", "SIGSEGV", ...: its partial_reason, whatever the schedule),
+ * on tp-flush; the interrupted thread may hold the step lock (tried for
+ * 200 ms). */
+void tp_steps_close_on_signal(const char *signame);
 
 /* tp_steps_warn_unseen - warn (at most twice) that no step signal was seen
  * "when" ("before exit"), unless steps were counted or the schedule is all. */

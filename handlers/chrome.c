@@ -290,6 +290,11 @@ static void put_header(struct chrome *c, const struct tp_window *w)
         LIT(j, ", \"partial\": true");
     else
         LIT(j, ", \"partial\": false");
+    LIT(j, ", \"partial_reason\": ");
+    if (w->partial && w->partial_reason)
+        tp_jsonw_str(j, w->partial_reason);
+    else
+        LIT(j, "null");
     LIT(j, ", \"records\": ");
     tp_jsonw_u64(j, w->records);
     LIT(j, ", \"dropped_events\": ");

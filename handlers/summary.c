@@ -523,9 +523,11 @@ static void put_header(struct tp_jsonw *j, const struct tp_window *w, const char
         tp_jsonw_printf(j, "Steps:        none recorded, batch %llu\n", (unsigned long long)w->batch);
     tp_jsonw_printf(j, "Step signal:  %s\n",
                     w->step_signal && w->step_signal[0] ? w->step_signal : "(none fired)");
-    tp_jsonw_printf(j, "Window (ms):  %s wall time%s\n",
+    tp_jsonw_printf(j, "Window (ms):  %s wall time%s%s%s\n",
                     tp_fmt3(buf, sizeof buf, w->end_ns > w->start_ns ? w->end_ns - w->start_ns : 0, 1000000),
-                    w->partial ? ", partial (saved at exit or on a signal)" : "");
+                    w->partial ? ", partial (cut short by " : "",
+                    w->partial ? (w->partial_reason ? w->partial_reason : "exit or a signal") : "",
+                    w->partial ? ")" : "");
     tp_jsonw_printf(j, "Trace:        %s\n", trace);
 }
 

@@ -218,6 +218,7 @@ def test_signal_mid_window_saves_partial_trace(sig):
     assert len(traces) == 1, (traces, err)
     trace = tputil.load_trace(traces[0])
     assert trace["trainprof"]["partial"] is True
+    assert trace["trainprof"]["partial_reason"] == sig.name
     got = tputil.steps(trace)
     assert got[:5] == [1, 2, 3, 4, 5], got          # step 0 warms up
     assert got == list(range(1, got[-1] + 1)), got

@@ -95,6 +95,7 @@ def test_trainprof_metadata(traced):
     assert meta["steps_recorded"] == 4
     assert meta["dropped_events"] == 0
     assert meta["partial"] is False
+    assert meta["partial_reason"] is None
 
 
 def test_base_time_is_kinetos(traced):

@@ -333,6 +333,7 @@ static void check_sample(const char *text)
     ck_assert_int_eq(json_integer_value(json_object_get(tp, "last_step")), 4);
     ck_assert_int_eq(json_integer_value(json_object_get(tp, "batch")), 5);
     ck_assert(json_is_false(json_object_get(tp, "partial")));
+    ck_assert(json_is_null(json_object_get(tp, "partial_reason")));
     ck_assert_int_eq(json_integer_value(json_object_get(tp, "records")), 1000);
     ck_assert_int_eq(json_integer_value(json_object_get(tp, "dropped_events")), 2);
     ck_assert_int_eq(json_integer_value(json_object_get(tp, "late_events")), 1);
