@@ -93,6 +93,9 @@ struct tp_dev_batch {
     size_t n_cuda_event;
     uint64_t dropped;           /* records CUPTI dropped (cuptiActivityGetNumDroppedRecords)
                                    plus records we could not store, since the last take */
+    uint32_t first_corr;        /* lowest correlation of the window's API records, 0 if
+                                   none: device work of an older one was launched
+                                   before the window (it ran into it) */
 };
 
 /* tp_cupti_start - load and subscribe on first use, register the buffer and

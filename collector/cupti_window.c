@@ -338,6 +338,7 @@ void tp_cupti_take(uint64_t t0, uint64_t t1, struct tp_dev_batch *out)
     tp_n_api = kept;
     size_t n_w;
     win = tp_sorted_set(win, n_win, &n_w);
+    out->first_corr = win && n_w ? win[0] : 0;
 
     /* Device records: of the window's launches or starting in it -> out. */
     out->rec = malloc((tp_n_rec ? tp_n_rec : 1) * sizeof *out->rec);

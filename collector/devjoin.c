@@ -207,6 +207,10 @@ void tp_devjoin_finish(struct tp_devjoin *j, struct tp_window *w)
     for (size_t i = 0; i < d->n_rec; i++) {
         if (d->rec[i].kind != TP_DEV_KERNEL)
             continue;
+        /* launched before the window (CUPTI numbers calls in order) and still
+         * running in it: shown, but no launch of this window can claim it */
+        if (d->rec[i].correlation && d->first_corr && d->rec[i].correlation < d->first_corr)
+            continue;
         kernels++;
         linked += u32_has(j->joined, j->n_joined, d->rec[i].correlation);
     }

@@ -124,6 +124,13 @@ def analyze(trace):
         if c is not None:
             host_by_corr.setdefault(c, e)
     launch_corr = {_corr(e) for e in launches} - {None}
+    # kernels launched before the window and still running in it (CUPTI
+    # numbers calls in order: below every host call of the window) are not
+    # this window's work: shown in the trace, not counted here, as trainprof's
+    # own coverage does
+    first = min((c for c in host_by_corr if c < 1 << 32), default=None)
+    kernels = [k for k in kernels
+               if first is None or _corr(k) is None or not 0 < _corr(k) < first]
     kernel_corr = collections.Counter(_corr(e) for e in kernels)
 
     linked = 0

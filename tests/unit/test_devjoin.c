@@ -4,7 +4,8 @@
  * on its thread, preferring one with device work over a nested call without
  * any; another thread's record is never taken while one of ours fits; a
  * library call's own id reaches the kernels it issued through the external
- * correlation; coverage counts kernels linked to host launches; device
+ * correlation; coverage counts kernels linked to host launches, not those
+ * launched before the window; device
  * records become events with Kineto's names; a sync on a CUDA event waits
  * on the last cudaEventRecord of that event (same context) before it.
  */
@@ -115,6 +116,34 @@ START_TEST(test_join)
 }
 END_TEST
 
+/* A kernel launched before the window (its correlation below every API
+ * record of the window) that runs into it is not counted: no launch of the
+ * window could claim it, and the coverage would read a miss. */
+START_TEST(test_kernel_from_before_the_window_not_counted)
+{
+    struct tp_dev_batch dev = window();
+    recs[3] = (struct tp_dev_record){ .kind = TP_DEV_KERNEL, .correlation = 7, .start = 90, .end = 110,
+                                      .stream = 7, .name = tp_intern("carried", (size_t)-1) };
+    dev.first_corr = 11;
+    uint64_t next_own = 1;
+    struct tp_devjoin *j = tp_devjoin_new(&dev, &next_own);
+    struct tp_record launch = { .kind = TP_REC_LAUNCH, .api = TP_API_cudaLaunchKernel, .t0 = 100, .t1 = 200 };
+    tp_devjoin_host(j, &thread5, &launch);
+    struct tp_window w;
+    memset(&w, 0, sizeof w);
+    tp_devjoin_finish(j, &w);
+    ck_assert_uint_eq(w.gpu_kernels, 2);            /* gemm (11) and other (13), not 7 */
+    ck_assert_uint_eq(w.gpu_kernels_linked, 1);
+    dev.first_corr = 0;                             /* no API record in the window: all count */
+    tp_devjoin_free(j);
+    j = tp_devjoin_new(&dev, &next_own);
+    memset(&w, 0, sizeof w);
+    tp_devjoin_finish(j, &w);
+    ck_assert_uint_eq(w.gpu_kernels, 3);
+    tp_devjoin_free(j);
+}
+END_TEST
+
 /* A thread moved between cores can read CUPTI's start a tick before ours
  * (TSCs a few ticks apart): a record just outside the call is still its
  * own, one far outside is not. */
@@ -215,6 +244,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_join);
     tcase_add_test(tc, test_join_clock_slack);
+    tcase_add_test(tc, test_kernel_from_before_the_window_not_counted);
     tcase_add_test(tc, test_wait_on_event);
     suite_add_tcase(s, tc);
     return tp_test_run(s);
