@@ -370,14 +370,22 @@ void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
     };
     char folder[4096], filename[1024], reports[4096];
     uint64_t late = 0;
+    /* A partial window with no step since the last save: at a normal exit
+     * it holds the teardown's calls only (not saved: an empty trace under
+     * "-1" before); cut by a signal it holds the step under way, the most
+     * useful part of a crash, saved as batch + 1 (the step it reached). */
+    uint64_t batch = w->batch;
     int repeat = w->partial && (int64_t)w->batch == tp_last_batch;
-    tp_last_batch = (int64_t)w->batch;
-    if (repeat) {
+    if (repeat && (!w->partial_reason || strcmp(w->partial_reason, "exit") == 0)) {
         TP_DEBUG("partial window at exit: no step since the window of batch %llu; not saved",
                  (unsigned long long)w->batch);
         tp_flush_discard(w);
         return;
     }
+    if (repeat)
+        batch = w->batch + 1;
+    tp_last_batch = (int64_t)batch;
+    v.batch = (int64_t)batch;
     if (tp_expand("TRAINPROF_FOLDER", tp_cfg.folder, &v, folder, sizeof folder) ||
         tp_expand("TRAINPROF_FILENAME", tp_cfg.filename, &v, filename, sizeof filename) ||
         tp_expand("TRAINPROF_REPORTS", tp_cfg.reports, &v, reports, sizeof reports)) {
@@ -401,7 +409,7 @@ void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
     win.world_size = tp_cfg.world_size;
     win.local_world_size = tp_cfg.local_world_size;
     win.node_rank = tp_cfg.node_rank;
-    win.batch = w->batch;
+    win.batch = batch;
     win.first_step = w->first_step;
     win.steps_recorded = w->steps;
     win.last_step = w->steps ? w->first_step + w->steps - 1 : w->first_step;
