@@ -11,7 +11,8 @@
  * re-parse, the messages and the spell-check are reached.  Checks beyond
  * the sanitizers: the effective configuration (tp_config_json, every
  * printer) is a JSON object with one string per variable, the stored
- * messages are NUL-terminated inside their slots, and tp_config_free
+ * messages are NUL-terminated inside their slots, one line of valid UTF-8
+ * without control bytes (values echoed in them are escaped), and tp_config_free
  * releases everything (LeakSanitizer).
  */
 #include "collector/config.h"
@@ -75,9 +76,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     static struct tp_config cfg;
     tp_config_parse(&cfg, fake_get, (const char *const *)env);
-    for (int m = 0; m < cfg.n_messages; m++)
-        if (!memchr(cfg.messages[m], '\0', sizeof cfg.messages[m]))
+    for (int m = 0; m < cfg.n_messages; m++) {
+        const char *msg = cfg.messages[m];
+        const char *nul = memchr(msg, '\0', sizeof cfg.messages[m]);
+        if (!nul)
             abort();
+        /* one line, nothing for a terminal to act on (issue 14's log
+         * injection): no control byte, valid UTF-8 (jansson checks it) */
+        for (const char *c = msg; c < nul; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+                fprintf(stderr, "raw control byte 0x%02x in message: %s\n", (unsigned char)*c, msg);
+                abort();
+            }
+        json_t *u = json_stringn(msg, (size_t)(nul - msg));
+        if (!u) {
+            fprintf(stderr, "message is not UTF-8: %s\n", msg);
+            abort();
+        }
+        json_decref(u);
+    }
     char *js = tp_config_json(&cfg);
     if (!js)
         abort();
