@@ -286,6 +286,7 @@ static int tp_load(void)
     /* Before any kind is enabled, so that every record uses our ticks. */
     if (tp_cupti_fn.cuptiActivityRegisterTimestampCallback(tp_timestamp) != CUPTI_SUCCESS)
         TP_WARN("CUPTI timestamp callback refused; device times may be off");
+    tp_cupti_pending_budget((size_t)tp_cfg.buffer_mb << 20);   /* TRAINPROF_BUFFER_MB bounds these too */
     if (tp_cupti_buf_register() != 0) {
         tp_cupti_fn.cuptiUnsubscribe(tp_subscriber);
         tp_unavailable("cannot register activity buffers");

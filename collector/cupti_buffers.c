@@ -67,7 +67,6 @@ static int tp_pool_init(void)
         atomic_store(&tp_slot[i], base + (size_t)i * TP_BUF_SIZE);
     atomic_store(&tp_slots_claimed, init);
     atomic_fetch_or(&tp_free[0], (init >= 64 ? ~0ull : (1ull << init) - 1));
-    tp_cupti_pending_budget((size_t)tp_cfg.buffer_mb << 20);
     return 0;
 }
 
