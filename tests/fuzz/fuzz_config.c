@@ -11,11 +11,13 @@
  * re-parse, the messages and the spell-check are reached.  Checks beyond
  * the sanitizers: the effective configuration (tp_config_json, every
  * printer) is a JSON object with one string per variable, the stored
- * messages are NUL-terminated inside their slots, one line of valid UTF-8
- * without control bytes (values echoed in them are escaped), and tp_config_free
+ * messages are NUL-terminated inside their slots and, as printed
+ * (tp_log_escape), one line of valid UTF-8 without control bytes, and
+ * tp_config_free
  * releases everything (LeakSanitizer).
  */
 #include "collector/config.h"
+#include "collector/log.h"
 
 #include <jansson.h>
 #include <stdint.h>
@@ -81,16 +83,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const char *nul = memchr(msg, '\0', sizeof cfg.messages[m]);
         if (!nul)
             abort();
-        /* one line, nothing for a terminal to act on (issue 14's log
-         * injection): no control byte, valid UTF-8 (jansson checks it) */
-        for (const char *c = msg; c < nul; c++)
-            if ((unsigned char)*c < 0x20 || *c == 0x7f) {
-                fprintf(stderr, "raw control byte 0x%02x in message: %s\n", (unsigned char)*c, msg);
+        /* as printed (tp_log_line escapes the line): one line, nothing for
+         * a terminal to act on (issue 14's log injection): no control
+         * byte, valid UTF-8 (jansson checks it) */
+        static char esc[4 * sizeof cfg.messages[0] + 1];
+        size_t n_esc = tp_log_escape(msg, (size_t)(nul - msg), esc, sizeof esc);
+        for (size_t c = 0; c < n_esc; c++)
+            if ((unsigned char)esc[c] < 0x20 || esc[c] == 0x7f) {
+                fprintf(stderr, "control byte 0x%02x in printed message: %s\n", (unsigned char)esc[c], esc);
                 abort();
             }
-        json_t *u = json_stringn(msg, (size_t)(nul - msg));
+        json_t *u = json_stringn(esc, n_esc);
         if (!u) {
-            fprintf(stderr, "message is not UTF-8: %s\n", msg);
+            fprintf(stderr, "printed message is not UTF-8: %s\n", esc);
             abort();
         }
         json_decref(u);
