@@ -32,6 +32,7 @@
 #define TP_R_VMM_CREATE(...) TP_FORM_ALLOC
 #define TP_R_VMM_RELEASE(...) TP_FORM_FREE
 #define TP_R_NONE            TP_FORM_NONE
+#define TP_R_PROFILER(...)   TP_FORM_NONE
 #define TP_R_GEMM(...)       TP_FORM_GEMM
 #define TP_R_COLL(...)       TP_FORM_COLL
 #define TP_R_CONV(...)       TP_FORM_CONV

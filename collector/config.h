@@ -48,6 +48,8 @@ struct tp_schedule {
     TP_SCHEDULE_KEYS(TP_SCHED_FIELD)
 #undef TP_SCHED_FIELD
     int all;                       /* TRAINPROF_SCHEDULE=all */
+    int profiler_api;              /* TRAINPROF_SCHEDULE=profiler-api: windows are
+                                      cudaProfilerStart..Stop (steps.c) */
 };
 
 struct tp_config {

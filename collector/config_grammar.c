@@ -1,7 +1,8 @@
 /*
  * config_grammar.c - DESIGN: the small languages of the configuration:
  * TRAINPROF_SCHEDULE (SPEC 5: keys from schedule.h's one list of keys,
- * defaults and minimums, or "all"), TRAINPROF_STEP_ON (step signals:
+ * defaults and minimums, or "all", or "profiler-api": windows from
+ * cudaProfilerStart to cudaProfilerStop), TRAINPROF_STEP_ON (step signals:
  * api, nvtx:GLOB, launch:GLOB, call:NAME, each with an optional /N),
  * TRAINPROF_HANDLERS (names from collector/handlers.def, whole names
  * only) and TRAINPROF_RANKS (lists and ranges of global ranks).  Parsers
@@ -43,6 +44,11 @@ int tp_opt_parse_schedule(struct tp_config *c, const struct opt *o, const char *
     if (strcasecmp(val, "all") == 0) {
         memset(&c->schedule, 0, sizeof c->schedule);
         c->schedule.all = 1;
+        return 0;
+    }
+    if (strcasecmp(val, "profiler-api") == 0) {
+        c->schedule = s;            /* the keys keep their defaults, unused */
+        c->schedule.profiler_api = 1;
         return 0;
     }
     char buf[512], *items[16];
@@ -229,6 +235,8 @@ const char *tp_opt_show_schedule(const struct tp_config *c, const struct opt *o,
     (void)o;
     if (s->all)
         return "all";
+    if (s->profiler_api)
+        return "profiler-api";
     size_t len = 0;
     b[0] = '\0';
 #define SHOW(key, def, min) \

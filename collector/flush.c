@@ -13,7 +13,9 @@
  * A partial window (closed at exit) whose {batch} is the one of the window
  * written before it holds no step: only the calls made between the last
  * save and exit.  It is discarded, rather than saved as an empty trace
- * under the previous window's name.
+ * under the previous window's name.  Not so with profiler-API windows,
+ * opened by the program's cudaProfilerStart: there a {batch} that repeats
+ * (two windows in one step) takes output.c's "-1" suffix.
  */
 #include "apis.h"
 #include "buffer.h"
@@ -375,7 +377,8 @@ void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
      * "-1" before); cut by a signal it holds the step under way, the most
      * useful part of a crash, saved as batch + 1 (the step it reached). */
     uint64_t batch = w->batch;
-    int repeat = w->partial && (int64_t)w->batch == tp_last_batch;
+    int repeat = w->partial && (int64_t)w->batch == tp_last_batch &&
+                 !tp_cfg.schedule.profiler_api;     /* a window the program asked for */
     if (repeat && (!w->partial_reason || strcmp(w->partial_reason, "exit") == 0)) {
         TP_DEBUG("partial window at exit: no step since the window of batch %llu; not saved",
                  (unsigned long long)w->batch);

@@ -4,6 +4,9 @@
  * repeat with step and n as reals), so that our windows fall on exactly the
  * steps a PyTorch user expects.  The division is done in integers as
  * step >= repeat * n, which is the same predicate without rounding.
+ * With TRAINPROF_SCHEDULE=profiler-api no step records by itself and the
+ * schedule never finishes: cudaProfilerStart/Stop open and close windows
+ * (steps.c).
  */
 #include "schedule.h"
 
@@ -11,6 +14,8 @@ enum tp_action tp_schedule_action(const struct tp_schedule *s, uint64_t step)
 {
     if (s->all)
         return TP_RECORD;
+    if (s->profiler_api)
+        return TP_NONE;         /* windows follow the profiler API (steps.c) */
     if (step < s->skip_first)
         return TP_NONE;
     step -= s->skip_first;
@@ -27,7 +32,7 @@ enum tp_action tp_schedule_action(const struct tp_schedule *s, uint64_t step)
 
 int tp_schedule_finished(const struct tp_schedule *s, uint64_t step)
 {
-    if (s->all || s->repeat == 0)
+    if (s->all || s->profiler_api || s->repeat == 0)
         return 0;
     return step >= s->skip_first &&
            step - s->skip_first >= s->repeat * (s->wait + s->warmup + s->active);

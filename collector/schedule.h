@@ -10,7 +10,8 @@
 enum tp_action { TP_NONE = 0, TP_WARMUP, TP_RECORD, TP_RECORD_AND_SAVE };
 
 /* tp_schedule_action - the action for global step "step" (0-based).
- * With s->all every step records and none saves (the save happens at exit). */
+ * With s->all every step records and none saves (the save happens at exit);
+ * with s->profiler_api it is TP_NONE (the profiler API opens windows). */
 enum tp_action tp_schedule_action(const struct tp_schedule *s, uint64_t step);
 
 /* tp_schedule_finished - 1 if no step >= "step" will ever record or warm up. */

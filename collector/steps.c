@@ -10,6 +10,16 @@
  * The modules (modules.def) hear of each window's start and end.
  * launch:GLOB and call:NAME signals are counted here too, from the slow
  * path of tp_call_finish (protocol.h).
+ *
+ * Profiler-API windows (TRAINPROF_SCHEDULE=profiler-api, nsys's
+ * --capture-range=cudaProfilerApi): cudaProfilerStart/cuProfilerStart opens
+ * a window, cudaProfilerStop/cuProfilerStop closes it (tp_steps_profiler_api,
+ * from preload/cudart.c and driver.c); steps are still counted by the step
+ * signal.  As torch.profiler's start() and stop() do with ProfilerStep#N,
+ * the steps that overlap the window are listed, each cut to the window: the
+ * one under way at Start from Start, the one under way at Stop up to Stop.
+ * {batch} is then one past the last step listed, as for the schedule's
+ * windows (the steps begun at Stop); at exit, the steps completed.
  */
 #include "steps.h"
 #include "apis.h"
@@ -89,10 +99,10 @@ static void tp_window_open(uint64_t now)
 
 /* "partial_reason": why the window was cut short ("exit", "SIGSEGV", ...),
  * NULL when it ended as the schedule says. */
-static void tp_window_close(uint64_t now, const char *partial_reason)
+static void tp_window_close(uint64_t now, const char *partial_reason, uint64_t batch)
 {
     tp_recording = 0;
-    tp_cur.batch = tp_steps;
+    tp_cur.batch = batch;
     tp_cur.end_tick = now;
     tp_cur.partial = partial_reason != NULL;
     tp_cur.partial_reason = partial_reason;
@@ -104,10 +114,19 @@ static void tp_window_close(uint64_t now, const char *partial_reason)
                  (unsigned long long)tp_cur.first_step, (unsigned long long)tp_steps);
 }
 
+/* The action of step "step": the schedule's; with profiler-API windows,
+ * RECORD while one is open. */
+static enum tp_action tp_action(uint64_t step)
+{
+    if (tp_cfg.schedule.profiler_api)
+        return tp_recording ? TP_RECORD : TP_NONE;
+    return tp_schedule_action(&tp_cfg.schedule, step);
+}
+
 /* Set the hot word for the action of the step now beginning. */
 static void tp_enter_step(uint64_t now)
 {
-    enum tp_action a = tp_schedule_action(&tp_cfg.schedule, tp_steps);
+    enum tp_action a = tp_action(tp_steps);
     int record = a == TP_RECORD || a == TP_RECORD_AND_SAVE;
     if (record && !tp_recording)
         tp_window_open(now);
@@ -134,7 +153,7 @@ static void tp_enter_step(uint64_t now)
  * here, before its end tick; it is nothing once they are on. */
 static void tp_await_on(void)
 {
-    enum tp_action next = tp_schedule_action(&tp_cfg.schedule, tp_steps + 1);
+    enum tp_action next = tp_action(tp_steps + 1);
     if (next == TP_NONE || tp_finished || !(tp_cfg.activities & TP_ACT_CUDA))
         return;         /* the sampler's start is not worth a wait */
     /* the step ending here counts as done for a window still waiting for
@@ -145,6 +164,24 @@ static void tp_await_on(void)
         TP_WARN("the profiler's GPU side was not started within %d ms of step %llu, where "
                 "recording starts: its first calls may lack GPU records",
                 TP_START_WAIT_MS, (unsigned long long)tp_steps + 1);
+}
+
+/* Record step "index" of the open window, from "t0" (not before the
+ * window's start) to "t1". */
+static void tp_step_record(uint64_t index, uint64_t t0, uint64_t t1, uint32_t signal)
+{
+    struct tp_record *r = tp_buf_reserve();
+    if (r) {
+        memset(r, 0, sizeof *r);
+        r->kind = TP_REC_STEP;
+        r->gen = tp_gen;
+        r->t0 = t0 > tp_cur.start_tick ? t0 : tp_cur.start_tick;
+        r->t1 = t1;
+        r->u.step.index = index;
+        r->u.step.signal = signal;
+        tp_buf_commit();
+    }
+    tp_cur.steps++;
 }
 
 void tp_core_step(enum tp_signal_kind kind)
@@ -159,29 +196,71 @@ void tp_core_step(enum tp_signal_kind kind)
     if (!tp_flusher_exiting()) {
         tp_await_on();
         uint64_t now = tp_clock_now();
-        enum tp_action a = tp_schedule_action(&tp_cfg.schedule, tp_steps);
-        if (a == TP_RECORD || a == TP_RECORD_AND_SAVE) {
-            struct tp_record *r = tp_buf_reserve();
-            if (r) {
-                memset(r, 0, sizeof *r);
-                r->kind = TP_REC_STEP;
-                r->gen = tp_gen;
-                r->t0 = tp_step_start;
-                r->t1 = now;
-                r->u.step.index = tp_steps;
-                r->u.step.signal = (uint32_t)kind;
-                tp_buf_commit();
-            }
-            tp_cur.steps++;
-        }
+        enum tp_action a = tp_action(tp_steps);
+        if (a == TP_RECORD || a == TP_RECORD_AND_SAVE)
+            tp_step_record(tp_steps, tp_step_start, now, (uint32_t)kind);
         tp_steps++;
         tp_step_start = now;
         if (a == TP_RECORD_AND_SAVE) {
             tp_hot_mode(tp_signal_flags, tp_gen);
-            tp_window_close(now, NULL);
+            tp_window_close(now, NULL, tp_steps);
         }
         tp_enter_step(now);
     }
+    pthread_mutex_unlock(&tp_step_lock);
+    tp_depth--;
+}
+
+/* ---- profiler-API windows (TRAINPROF_SCHEDULE=profiler-api) -------------- */
+
+/* cudaProfilerStart: open a window now, CUPTI on first (bounded, as at a
+ * warmup boundary: tp_await_on), so that the window's first calls have
+ * their device records. */
+static void tp_papi_start(void)
+{
+    if (tp_cfg.activities & TP_ACT_CUDA) {
+        tp_flusher_progress(tp_steps, 0);
+        tp_flusher_schedule(1);
+        if (tp_flusher_await_on(TP_START_WAIT_MS) != 0 && !tp_warned_start++)
+            TP_WARN("the profiler's GPU side was not started within %d ms of cudaProfilerStart "
+                    "(step %llu): the window's first calls may lack GPU records",
+                    TP_START_WAIT_MS, (unsigned long long)tp_steps);
+    }
+    uint64_t now = tp_clock_now();
+    tp_window_open(now);
+    tp_enter_step(now);
+}
+
+/* cudaProfilerStop: the step under way is listed up to now, and the window
+ * is saved with {batch} one past it. */
+static void tp_papi_stop(void)
+{
+    uint64_t now = tp_clock_now();
+    int kind = atomic_load(&tp_signal_kind);
+    tp_step_record(tp_steps, tp_step_start, now, kind < 0 ? 0u : (uint32_t)kind);
+    tp_hot_mode(tp_signal_flags, tp_gen);
+    tp_window_close(now, NULL, tp_steps + 1);
+    tp_enter_step(now);
+}
+
+void tp_steps_profiler_api(int start)
+{
+    if (!tp_cfg.schedule.profiler_api || !tp_core_active())
+        return;
+    tp_depth++;
+    pthread_mutex_lock(&tp_step_lock);
+    if (tp_flusher_exiting())
+        ;
+    else if (start && tp_recording)
+        TP_DEBUG("profiler API start in step %llu ignored: already recording",
+                 (unsigned long long)tp_steps);
+    else if (!start && !tp_recording)
+        TP_DEBUG("profiler API stop in step %llu ignored: not recording",
+                 (unsigned long long)tp_steps);
+    else if (start)
+        tp_papi_start();
+    else
+        tp_papi_stop();
     pthread_mutex_unlock(&tp_step_lock);
     tp_depth--;
 }
@@ -221,7 +300,7 @@ static void tp_close_final(int wait_lock, const char *reason)
     atomic_store(&tp_phase, -1);
     uint32_t hot = tp_hot_off();
     if (hot & TP_HOT_RECORDING)
-        tp_window_close(tp_clock_now(), reason);
+        tp_window_close(tp_clock_now(), reason, tp_steps);
     if (locked)
         pthread_mutex_unlock(&tp_step_lock);
 }
@@ -239,7 +318,8 @@ void tp_steps_close_on_signal(const char *signame)
 
 void tp_steps_warn_unseen(const char *when)
 {
-    if (tp_warned_unseen >= 2 || tp_cfg.schedule.all || atomic_load(&tp_signal_kind) >= 0)
+    if (tp_warned_unseen >= 2 || tp_cfg.schedule.all || tp_cfg.schedule.profiler_api ||
+        atomic_load(&tp_signal_kind) >= 0)
         return;
     tp_warned_unseen++;
     char list[512] = "";

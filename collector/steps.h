@@ -24,6 +24,13 @@ int tp_steps_phase(void);
 /* tp_core_step - a step signal of kind "kind" fired on this thread. */
 void tp_core_step(enum tp_signal_kind kind);
 
+/* tp_steps_profiler_api - cudaProfilerStart ("start" 1) or Stop (0) was
+ * called (the outermost of the runtime and driver calls; Start after it
+ * succeeded, Stop before the real call): with TRAINPROF_SCHEDULE=profiler-api
+ * opens or closes a window (a Start while recording or a Stop while not is
+ * ignored, with a debug line); nothing otherwise. */
+void tp_steps_profiler_api(int start);
+
 /* tp_core_capturing - a thread began (+1) or ended (-1) a stream capture:
  * keeps TP_HOT_CAPTURE set while any capture is open. */
 void tp_core_capturing(int delta);

@@ -34,14 +34,48 @@
  * Allocation lines: a wrapper file's TP_FN pastes its record expression's
  * first token onto TP_MEMLINE_ (TP_MEMLINE_##rec, in the X-macro itself so
  * that "rec" is not expanded first) and defines TP_MEMLINE_<macro> as 1 for
- * allocation and free records, 0 for the others; that constant is "mem".
+ * allocation and free records, 2 for the profiler API's Start and Stop
+ * (TP_R_PROFILER), 0 for the others; that constant is "mem".
  */
 /* The fast-path test of a wrapper: "mem" (a constant) adds tp_mem_on, so
- * that allocation calls reach collector/memtrack.c between windows too, while
- * every other wrapper keeps its one load. */
+ * that allocation calls reach collector/memtrack.c between windows too, and
+ * for the profiler API TRAINPROF_SCHEDULE=profiler-api, so that Start
+ * reaches the steps between windows, while every other wrapper keeps its
+ * one load. */
 #define TP_PASS(mem) \
-    (!tp_hot_load() && !((mem) && atomic_load_explicit(&tp_mem_on, memory_order_relaxed)))
-#define TP_BEGIN(mem, begin) ((mem) ? tp_mem_begin : (begin))
+    (!tp_hot_load() && !((mem) == 1 && atomic_load_explicit(&tp_mem_on, memory_order_relaxed)) && \
+     !((mem) == 2 && tp_cfg.schedule.profiler_api))
+#define TP_BEGIN(mem, begin) ((mem) == 1 ? tp_mem_begin : (mem) == 2 ? tp_papi_begin : (begin))
+
+/*
+ * tp_papi_begin - tp_call_begin for cudaProfilerStart/Stop and
+ * cuProfilerStart/Stop: the outermost call only (the runtime's reaches the
+ * driver's inside it: one Start, one Stop), held also between windows.  A
+ * Stop ends the window before the real call (collector/steps.h); a Start
+ * opens one after it succeeded (TP_R_PROFILER), so that neither is an
+ * event of the window it bounds.
+ */
+static inline int tp_papi_begin(struct tp_call *c, uint16_t api)
+{
+    if (tp_depth > 0)
+        return 0;
+    if (api == TP_API_cudaProfilerStop || api == TP_API_cuProfilerStop)
+        tp_steps_profiler_api(0);
+    if (tp_call_begin(c, api))
+        return 1;
+    c->depth = &tp_depth;   /* tp_hot is 0: no record, the re-entry still folded */
+    c->hot = 0;
+    c->api = api;
+    c->t0 = 0;
+    c->ext = 0;
+    tp_depth++;
+    return 1;
+}
+
+/* TP_R_PROFILER(start) - the record expression of the profiler API. */
+#define TP_R_PROFILER(start) \
+    (void)tp_r; if ((start) && tp_rc == 0) tp_steps_profiler_api(1)
+#define TP_MEMLINE_TP_R_PROFILER(...) 2
 
 /* TP_WRAP_GATED - TP_WRAP with "mem": 1 for an allocation line. */
 #define TP_WRAP_GATED(mem, ret, name, params, args, missing, on_resolve, on_entry, begin, rec) \

@@ -49,6 +49,7 @@
 #include "fakegpu.h"
 
 #include <cuda.h>
+#include <cudaProfiler.h>
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #include <cupti_runtime_cbid.h>
@@ -175,6 +176,7 @@ static struct {
     __typeof__(&cuGraphInstantiateWithParams) inst_params, inst_params_pt;
     __typeof__(&cuMemcpyPeer) peer;
     __typeof__(&cuMemcpyPeerAsync) peer_async;
+    __typeof__(&cuProfilerStart) prof_start, prof_stop;
 } drv;
 
 static void *drv_lookup(const char *name, int version, int per_thread)
@@ -211,6 +213,8 @@ static void fake_lookup_driver(void)
     drv.inst_params_pt = drv_lookup("cuGraphInstantiateWithParams", 12000, 1);
     drv.peer = drv_lookup("cuMemcpyPeer", 4000, 0);
     drv.peer_async = drv_lookup("cuMemcpyPeerAsync", 4000, 0);
+    drv.prof_start = drv_lookup("cuProfilerStart", 4000, 0);
+    drv.prof_stop = drv_lookup("cuProfilerStop", 4000, 0);
     const char *v = getenv("FAKE_CUDART_LOOKUP");
     lookup_mode = v && strcmp(v, "1") == 0;
 }
@@ -1799,13 +1803,20 @@ FAKE_EXPORT cudaError_t cudaFreeHost(void *p)
 
 /* ---- profiler control --------------------------------------------------- */
 
+/* The real runtime's cudaProfilerStart/Stop are the driver's cuProfilerStart/
+ * Stop, reached inside the call (always, whatever FAKE_CUDART_LOOKUP says:
+ * the runtime has no profiler control of its own). */
 FAKE_EXPORT cudaError_t cudaProfilerStart(void)
 {
+    if (drv.prof_start && drv.prof_start() != CUDA_SUCCESS)
+        return fail(cudaErrorUnknown);
     return cudaSuccess;
 }
 
 FAKE_EXPORT cudaError_t cudaProfilerStop(void)
 {
+    if (drv.prof_stop && drv.prof_stop() != CUDA_SUCCESS)
+        return fail(cudaErrorUnknown);
     return cudaSuccess;
 }
 

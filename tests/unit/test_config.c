@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -526,6 +527,8 @@ static const struct sched_case sched_cases[] = {
     { "skip_first=0,wait=0,warmup=1,active=4,repeat=1", 0, 0, 1, 4, 1, 0 },
     { "all", 0, 0, 0, 0, 0, 1 },
     { "All", 0, 0, 0, 0, 0, 1 },
+    { "profiler-api", 0, 0, 1, 4, 1, 0 },
+    { "Profiler-API", 0, 0, 1, 4, 1, 0 },
 };
 
 START_TEST(test_schedule)
@@ -534,6 +537,7 @@ START_TEST(test_schedule)
     struct tp_config c;
     ck_assert_int_eq(parse1(&c, "TRAINPROF_SCHEDULE", s->value), 0);
     ck_assert_int_eq(c.schedule.all, s->all);
+    ck_assert_int_eq(c.schedule.profiler_api, strcasecmp(s->value, "profiler-api") == 0);
     if (!s->all) {
         ck_assert_uint_eq(c.schedule.skip_first, s->skip_first);
         ck_assert_uint_eq(c.schedule.wait, s->wait);

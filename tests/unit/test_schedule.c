@@ -77,6 +77,19 @@ START_TEST(test_all_and_repeat_zero)
 }
 END_TEST
 
+/* TRAINPROF_SCHEDULE=profiler-api, as parsed (the keys keep their
+ * defaults): no step records or warms up by itself, and the schedule never
+ * finishes (a cudaProfilerStart may come at any step: steps.c). */
+START_TEST(test_profiler_api)
+{
+    struct tp_schedule p = { 0, 0, 1, 4, 1, 0, 1 };
+    for (uint64_t i = 0; i < 1000; i++) {
+        ck_assert_int_eq(tp_schedule_action(&p, i), TP_NONE);
+        ck_assert(!tp_schedule_finished(&p, i));
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("schedule");
@@ -84,6 +97,7 @@ int main(void)
     tcase_add_test(tc, test_against_model);
     tcase_add_test(tc, test_composer_defaults);
     tcase_add_test(tc, test_all_and_repeat_zero);
+    tcase_add_test(tc, test_profiler_api);
     suite_add_tcase(s, tc);
     return tp_test_run(s);
 }
