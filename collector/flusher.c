@@ -113,11 +113,9 @@ void tp_flusher_schedule(int on)
     }
 }
 
-int tp_flusher_await_on(int ms)
+/* CLOCK_REALTIME "ms" from now, for pthread_cond_timedwait. */
+static struct timespec tp_deadline(int ms)
 {
-    uint64_t asked = atomic_load(&tp_on_asked);
-    if (atomic_load(&tp_on_followed) >= asked)
-        return 0;
     struct timespec dl;
     clock_gettime(CLOCK_REALTIME, &dl);
     dl.tv_sec += ms / 1000;
@@ -126,6 +124,15 @@ int tp_flusher_await_on(int ms)
         dl.tv_sec++;
         dl.tv_nsec -= 1000000000L;
     }
+    return dl;
+}
+
+int tp_flusher_await_on(int ms)
+{
+    uint64_t asked = atomic_load(&tp_on_asked);
+    if (atomic_load(&tp_on_followed) >= asked)
+        return 0;
+    struct timespec dl = tp_deadline(ms);
     int rc = 0;
     pthread_mutex_lock(&tp_q_lock);
     while (atomic_load(&tp_on_followed) < asked && !atomic_load(&tp_exiting) && rc == 0)
@@ -160,14 +167,7 @@ void tp_flusher_exit_begin(void)
 
 int tp_flusher_wait_written(int ms)
 {
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += ms / 1000;
-    dl.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000L;
-    }
+    struct timespec dl = tp_deadline(ms);
     int rc = 0;
     pthread_mutex_lock(&tp_q_lock);
     while ((tp_q_head != tp_q_tail || tp_q_busy) && rc == 0)

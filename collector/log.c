@@ -19,9 +19,7 @@
 
 int tp_log_level = TP_LOG_INFO;
 
-/* Length of the valid UTF-8 character at p (at most n bytes), 0 if none:
- * no overlong forms, no surrogates, nothing above U+10FFFF (RFC 3629). */
-static size_t utf8_char(const unsigned char *p, size_t n)
+size_t tp_utf8_len(const unsigned char *p, size_t n)
 {
     size_t len;
     uint32_t cp, min;
@@ -58,7 +56,7 @@ size_t tp_log_escape(const char *s, size_t n, char *out, size_t outsz)
     for (size_t i = 0; i < n;) {
         char esc[16];
         size_t elen = 0, used = 1;
-        size_t c = utf8_char(p + i, n - i);
+        size_t c = tp_utf8_len(p + i, n - i);
         if (c == 1 && p[i] >= 0x20 && p[i] != 0x7f) {
             esc[elen++] = (char)p[i];
         } else if (c > 1 && !(p[i] == 0xc2 && p[i + 1] < 0xa0)) {

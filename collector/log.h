@@ -28,6 +28,11 @@ void tp_log_write(int level, const char *fmt, ...) __attribute__((format(printf,
  */
 size_t tp_log_escape(const char *s, size_t n, char *out, size_t outsz);
 
+/* tp_utf8_len - length of the valid UTF-8 character at "p" (at most "n"
+ * bytes, n >= 1), 0 if none: no overlong forms, no surrogates, nothing
+ * above U+10FFFF (RFC 3629). */
+size_t tp_utf8_len(const unsigned char *p, size_t n);
+
 /* tp_log_line - write "text" ("n" bytes) escaped, and a newline, to stderr
  * with one write(2), whatever the level (config.c's stored lines). */
 void tp_log_line(const char *text, size_t n);

@@ -16,6 +16,7 @@
  * tokenizer rejects those and JSON.parse rejects raw controls.
  */
 #include "jsonw.h"
+#include "../collector/log.h"
 
 #include <errno.h>
 #include <math.h>
@@ -423,36 +424,6 @@ static const uint8_t jw_class[256] = {
     [0x00 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1, [0x7f] = 1, [0x80 ... 0xff] = 2,
 };
 
-/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
-static size_t jw_utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    unsigned lo = 0x80, hi = 0xbf;
-    size_t len;
-    if (c >= 0xc2 && c <= 0xdf)
-        len = 2;
-    else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        if (c == 0xe0)
-            lo = 0xa0;
-        else if (c == 0xed)
-            hi = 0x9f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        if (c == 0xf0)
-            lo = 0x90;
-        else if (c == 0xf4)
-            hi = 0x8f;
-    } else
-        return 0;
-    if (n < len || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if (s[i] < 0x80 || s[i] > 0xbf)
-            return 0;
-    return len;
-}
-
 void tp_jsonw_strbody(struct tp_jsonw *w, const char *str, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
@@ -488,7 +459,7 @@ void tp_jsonw_strbody(struct tp_jsonw *w, const char *str, size_t n)
             i++;
             continue;
         }
-        size_t len = jw_utf8_len(s + i, n - i);
+        size_t len = tp_utf8_len(s + i, n - i);
         if (len) {
             memcpy(p, s + i, len);
             jw_commit(w, len);
