@@ -35,6 +35,12 @@ static void setup_window(const char *exec)
 {
     if (!root[0])
         tp_test_mkdtemp(root, sizeof root, "exec");
+    if (win.exec_env) {          /* the copy run_handler took for the last window */
+        char **env = (char **)win.exec_env;
+        for (char **e = env; *e; e++)
+            free(*e);
+        free(env);
+    }
     memset(&win, 0, sizeof win);
     memset(&saved, 0, sizeof saved);
     win.run_name = "myrun";
