@@ -5,10 +5,16 @@
  * the pair with the narrowest bracket of a few tries is kept.  The rate is
  * the slope between the first anchor and a fresh one; before 10 ms have
  * passed it falls back to a 10 ms calibration against CLOCK_MONOTONIC.
+ * A triple (tick, CLOCK_REALTIME, CLOCK_MONOTONIC) is read the same way, at
+ * window start and end, for the trace metadata that `trainprof merge`
+ * aligns ranks on; the boot id names the kernel whose clocks they are.
  */
 #include "clock.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <string.h>
+#include <unistd.h>
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
@@ -117,4 +123,56 @@ struct tp_clock_map tp_clock_map_now(void)
     m.tick0 = tick;
     m.unix0_ns = unix_ns;
     return m;
+}
+
+void tp_clock_read_triple(struct tp_clock_triple *t)
+{
+    uint64_t best = UINT64_MAX;
+    memset(t, 0, sizeof *t);
+    for (int i = 0; i < 3; i++) {
+        uint64_t a = tp_clock_now();
+        int64_t r = tp_ts_ns(CLOCK_REALTIME);
+        int64_t m = tp_ts_ns(CLOCK_MONOTONIC);
+        uint64_t b = tp_clock_now();
+        if (b - a < best) {
+            best = b - a;
+            t->tick = a + (b - a) / 2;
+            t->realtime_ns = r;
+            t->monotonic_ns = m;
+        }
+    }
+    /* ns per tick: the calibration if there is one (ticks are ns otherwise) */
+    t->bracket_ns = (int64_t)((double)best * (tp_clock_use_tsc ? tp_ns_per_tick_cal : 1.0)) + 1;
+}
+
+const char *tp_clock_source(void)
+{
+    return tp_clock_use_tsc ? "tsc" : "monotonic";
+}
+
+static char tp_boot_id[40];
+static pthread_once_t tp_boot_once = PTHREAD_ONCE_INIT;
+
+static void tp_boot_read(void)
+{
+    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, tp_boot_id, sizeof tp_boot_id - 1);
+    close(fd);
+    if (n <= 0)
+        n = 0;
+    tp_boot_id[n] = '\0';
+    for (ssize_t i = 0; i < n; i++)           /* keep [0-9a-f-] only */
+        if (!((tp_boot_id[i] >= '0' && tp_boot_id[i] <= '9') ||
+              (tp_boot_id[i] >= 'a' && tp_boot_id[i] <= 'f') || tp_boot_id[i] == '-')) {
+            tp_boot_id[i] = '\0';
+            break;
+        }
+}
+
+const char *tp_clock_boot_id(void)
+{
+    pthread_once(&tp_boot_once, tp_boot_read);
+    return tp_boot_id;
 }

@@ -53,6 +53,31 @@ void tp_clock_init(void);
 /* tp_clock_map_now - a map from the first anchor to a fresh one. */
 struct tp_clock_map tp_clock_map_now(void);
 
+/* A reading of the three clocks at one instant: a window's start and end
+ * (trace metadata "clock", which `trainprof merge` aligns ranks on).
+ * bracket_ns is how far apart the first and last of the reads were (an
+ * upper bound on the pairing error); tick 0: not taken. */
+struct tp_clock_triple {
+    uint64_t tick;
+    int64_t  realtime_ns;
+    int64_t  monotonic_ns;
+    int64_t  bracket_ns;
+};
+
+/* tp_clock_read_triple - read tick, CLOCK_REALTIME and CLOCK_MONOTONIC
+ * together (the narrowest of a few tries; a few hundred ns, no lock, no
+ * allocation; async-signal-safe). */
+void tp_clock_read_triple(struct tp_clock_triple *t);
+
+/* tp_clock_source - "tsc" or "monotonic", what ticks count. */
+const char *tp_clock_source(void);
+
+/* tp_clock_boot_id - the kernel's boot id (/proc/sys/kernel/random/boot_id):
+ * processes that share it share CLOCK_REALTIME and CLOCK_MONOTONIC (one
+ * kernel, containers included); "" if unknown.  Read once, not on the hot
+ * path (flush thread). */
+const char *tp_clock_boot_id(void);
+
 /* tp_clock_to_unix_ns - convert ticks with "m". */
 static inline int64_t tp_clock_to_unix_ns(const struct tp_clock_map *m, uint64_t tick)
 {

@@ -421,6 +421,13 @@ void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
     win.step_signal = w->step_signal ? w->step_signal : "";
     win.start_ns = tp_clock_to_unix_ns(&d.map, w->start_tick);
     win.end_ns = tp_clock_to_unix_ns(&d.map, w->end_tick);
+    win.clock_start = w->start_clock;
+    win.clock_end = w->end_clock;
+    win.clock_start_trace_ns = tp_clock_to_unix_ns(&d.map, w->start_clock.tick);
+    win.clock_end_trace_ns = tp_clock_to_unix_ns(&d.map, w->end_clock.tick);
+    win.ns_per_tick = d.map.ns_per_tick;
+    win.clock_source = tp_clock_source();
+    win.boot_id = tp_clock_boot_id();
     win.base_time_ns = win.start_ns / (TP_TRIMONTH_S * 1000000000ll) * (TP_TRIMONTH_S * 1000000000ll);
     win.dropped = w->dropped;
     win.config_json = config_json ? config_json : "{}";

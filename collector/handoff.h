@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "clock.h"
 #include "cupti.h"
 
 struct tp_handoff {
@@ -15,6 +16,7 @@ struct tp_handoff {
     uint64_t first_step;        /* first recorded step */
     uint64_t steps;             /* recorded steps that ended inside the window */
     uint64_t start_tick, end_tick;
+    struct tp_clock_triple start_clock, end_clock; /* the clocks read at start and end */
     uint64_t dropped;           /* records dropped during the window */
     int partial;
     const char *partial_reason; /* "exit", "SIGTERM", "SIGSEGV", ... (static), NULL if not partial */

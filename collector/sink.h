@@ -20,6 +20,7 @@
 
 #include <stdint.h>
 
+#include "clock.h"
 #include "record.h"
 
 struct tp_dev_record;
@@ -118,6 +119,14 @@ struct tp_window {
     const char *step_signal;      /* the signal that counted steps, "" if none */
     int64_t base_time_ns;         /* Kineto's baseTimeNanoseconds */
     int64_t start_ns, end_ns;     /* window bounds, Unix ns */
+    /* the clocks read at window start and end (tick 0: not read), and the
+     * Unix ns the trace gives those ticks (its tick->time map, calibrated
+     * per window): `trainprof merge` aligns ranks on them */
+    struct tp_clock_triple clock_start, clock_end;
+    int64_t clock_start_trace_ns, clock_end_trace_ns;
+    double ns_per_tick;
+    const char *clock_source;     /* "tsc" or "monotonic" */
+    const char *boot_id;          /* tp_clock_boot_id(), "" unknown */
     uint64_t records;             /* records in the window */
     uint64_t dropped;             /* records lost to a full buffer */
     uint64_t late;                /* records that arrived after their window was written */

@@ -92,6 +92,7 @@ static void tp_window_open(uint64_t now)
     tp_cur.gen = tp_gen;
     tp_cur.first_step = tp_steps;
     tp_cur.start_tick = now;
+    tp_clock_read_triple(&tp_cur.start_clock);
     tp_dropped_mark = tp_buf_dropped();
     tp_recording = 1;
     tp_modules_window_begin(tp_gen, now);
@@ -104,6 +105,7 @@ static void tp_window_close(uint64_t now, const char *partial_reason, uint64_t b
     tp_recording = 0;
     tp_cur.batch = batch;
     tp_cur.end_tick = now;
+    tp_clock_read_triple(&tp_cur.end_clock);
     tp_cur.partial = partial_reason != NULL;
     tp_cur.partial_reason = partial_reason;
     tp_cur.dropped = tp_buf_dropped() - tp_dropped_mark;

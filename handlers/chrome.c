@@ -255,6 +255,47 @@ static void put_distributed(struct tp_jsonw *j, const struct tp_window *w)
     tp_jsonw_char(j, '}');
 }
 
+static void put_clock_triple(struct tp_jsonw *j, const struct tp_clock_triple *t, int64_t trace_ns)
+{
+    if (!t->tick) {
+        LIT(j, "null");
+        return;
+    }
+    LIT(j, "{\"tick\": ");
+    tp_jsonw_u64(j, t->tick);
+    LIT(j, ", \"realtime_ns\": ");
+    tp_jsonw_i64(j, t->realtime_ns);
+    LIT(j, ", \"monotonic_ns\": ");
+    tp_jsonw_i64(j, t->monotonic_ns);
+    LIT(j, ", \"bracket_ns\": ");
+    tp_jsonw_i64(j, t->bracket_ns);
+    LIT(j, ", \"trace_ns\": ");
+    tp_jsonw_i64(j, trace_ns);
+    tp_jsonw_char(j, '}');
+}
+
+/* "clock": the clocks read at the window's start and end, and the Unix ns
+ * the trace gives those instants (trace_ns = baseTimeNanoseconds + ts x
+ * 1000): `trainprof merge` corrects each rank's calibration by
+ * trace_ns - realtime_ns, and aligns ranks of one boot_id (one kernel,
+ * shared clocks) through CLOCK_MONOTONIC. */
+static void put_clock(struct tp_jsonw *j, const struct tp_window *w)
+{
+    LIT(j, ", \"clock\": {\"source\": ");
+    tp_jsonw_str(j, w->clock_source ? w->clock_source : "");
+    LIT(j, ", \"ns_per_tick\": ");
+    tp_jsonw_double(j, w->ns_per_tick);
+    LIT(j, ", \"host\": ");
+    tp_jsonw_str(j, w->hostname ? w->hostname : "");
+    LIT(j, ", \"boot_id\": ");
+    tp_jsonw_str(j, w->boot_id ? w->boot_id : "");
+    LIT(j, ", \"start\": ");
+    put_clock_triple(j, &w->clock_start, w->clock_start_trace_ns);
+    LIT(j, ", \"end\": ");
+    put_clock_triple(j, &w->clock_end, w->clock_end_trace_ns);
+    tp_jsonw_char(j, '}');
+}
+
 static void put_header(struct chrome *c, const struct tp_window *w)
 {
     struct tp_jsonw *j = &c->j;
@@ -304,6 +345,7 @@ static void put_header(struct chrome *c, const struct tp_window *w)
     LIT(j, ", \"flops\": ");
     tp_jsonw_u64(j, w->flops);
     put_coverage(j, w);
+    put_clock(j, w);
     LIT(j, ", \"steps\": [");
     for (uint64_t i = 0; i < w->steps_recorded && w->steps; i++) {
         const struct tp_window_step *s = &w->steps[i];

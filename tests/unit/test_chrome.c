@@ -593,6 +593,49 @@ START_TEST(test_empty_window_and_no_steps)
 }
 END_TEST
 
+/* "trainprof"."clock": the triples read at window start and end, each with
+ * the Unix ns the trace gives its tick, as `trainprof merge` reads them; a
+ * triple not read (tick 0) is null. */
+START_TEST(test_clock_metadata)
+{
+    setup_window(1);
+    tp_clock_init();
+    tp_clock_read_triple(&win.clock_start);
+    ck_assert_uint_ne(win.clock_start.tick, 0);
+    ck_assert_int_gt(win.clock_start.realtime_ns, 1500000000LL * 1000000000LL);
+    ck_assert_int_gt(win.clock_start.monotonic_ns, 0);
+    ck_assert_int_gt(win.clock_start.bracket_ns, 0);
+    ck_assert_int_lt(win.clock_start.bracket_ns, 1000000000LL);
+    win.clock_start_trace_ns = win.clock_start.realtime_ns + 1234;
+    win.clock_end = (struct tp_clock_triple){ .tick = 0 };
+    win.ns_per_tick = 0.37;
+    win.clock_source = "tsc";
+    win.boot_id = "0b1d-2c";
+    ck_assert_int_eq(run_window(1, feed_nothing), 0);
+    char *text = load_text(saved.trace, 1);
+    json_t *r = json_loads(text, 0, NULL);
+    ck_assert_ptr_nonnull(r);
+    json_t *clock = json_object_get(json_object_get(r, "trainprof"), "clock");
+    ck_assert_ptr_nonnull(clock);
+    ck_assert_str_eq(json_string_value(json_object_get(clock, "source")), "tsc");
+    ck_assert_str_eq(json_string_value(json_object_get(clock, "host")), "host");
+    ck_assert_str_eq(json_string_value(json_object_get(clock, "boot_id")), "0b1d-2c");
+    ck_assert(json_real_value(json_object_get(clock, "ns_per_tick")) == 0.37);
+    json_t *st = json_object_get(clock, "start");
+    ck_assert_uint_eq((uint64_t)json_integer_value(json_object_get(st, "tick")), win.clock_start.tick);
+    ck_assert_int_eq(json_integer_value(json_object_get(st, "realtime_ns")), win.clock_start.realtime_ns);
+    ck_assert_int_eq(json_integer_value(json_object_get(st, "monotonic_ns")), win.clock_start.monotonic_ns);
+    ck_assert_int_eq(json_integer_value(json_object_get(st, "bracket_ns")), win.clock_start.bracket_ns);
+    ck_assert_int_eq(json_integer_value(json_object_get(st, "trace_ns")), win.clock_start.realtime_ns + 1234);
+    ck_assert(json_is_null(json_object_get(clock, "end")));
+    json_decref(r);
+    free(text);
+    /* a real boot id is a UUID, or "" where /proc does not say */
+    const char *id = tp_clock_boot_id();
+    ck_assert(strlen(id) == 0 || strlen(id) == 36);
+}
+END_TEST
+
 /* Memory: two changes give [memory] instants and counter points; a failed
  * allocation, a free of NULL and an untracked call give only their X
  * events; the window's levels start and end each track. */
@@ -938,6 +981,7 @@ int main(void)
     tcase_add_test(tc, test_trace_gzip);
     tcase_add_test(tc, test_trace_plain);
     tcase_add_test(tc, test_empty_window_and_no_steps);
+    tcase_add_test(tc, test_clock_metadata);
     tcase_add_test(tc, test_memory_events);
     tcase_add_test(tc, test_device_side);
     tcase_add_test(tc, test_no_overwrite);

@@ -1,0 +1,703 @@
+"""trainprof_merge - `trainprof merge TRACE... -o OUT.json.gz` (SPEC 9, issue 15).
+
+DESIGN
+One Kineto-format trace with every rank, for Perfetto, streamed: memory does
+not depend on the size of the inputs, and the work spreads over processes.
+
+Reading.  Each input (gzip or plain) is inflated in chunks.  The top-level
+keys before "traceEvents" are parsed one by one (json raw_decode); the
+events are then handled as text.  trainprof and Kineto write one event per
+line ("line mode"): every line of the array starts with "{" and ends with
+"}" or "},", checked on every chunk with C-speed scans; a file that is not
+laid out so (json.dump writes one line, indent= several lines per event) is
+parsed event by event with raw_decode instead ("event mode", slower).  Keys
+after the array (Kineto's on-demand distributedInfo, traceName) are read
+at the end.
+
+Rewriting, per event, without parsing it (line mode): "pid" becomes
+slot x 2^22 + pid (slot: the input's place in rank order; Linux pids are
+below 2^22, so pid mod 2^22 is the original, and GPU device pids 0..15 of
+different ranks stay apart); flow ids ("id", "bind_id" of s/t/f events)
+get the slot appended as fixed-width decimal digits (id x 10^d + slot:
+unique, below 2^53 for CUPTI's 32-bit ids); process_name becomes "rank N
+<name>", process_sort_index slot x 2^40 + the original; "ts" moves by
+the rank's time shift when it is not 0.  A pid that has no process_name or
+process_sort_index gets them after the rank's events.  Chunks of complete
+lines go to worker processes that rewrite and deflate them (raw deflate,
+sync-flushed, concatenated into one gzip member as pigz does, CRC-32s
+combined), so the output is a single gzip member, as catapult needs.
+
+Time base (trace metadata "trainprof"."clock", handlers/chrome.c): each
+window read (tick, CLOCK_REALTIME, CLOCK_MONOTONIC) at its start and end,
+and the trace gives those ticks Unix time trace_ns.  Per rank:
+  calibration error   cal = trace_ns - realtime_ns
+  realtime offset     off = realtime_ns - monotonic_ns
+Ranks with one boot_id run on one kernel and share both clocks: rank r is
+moved onto its domain reference d (the lowest rank there) through
+CLOCK_MONOTONIC, shift = -cal_r - off_r + off_d, which also removes a
+realtime step (NTP, settimeofday) between their windows.  Ranks on other
+kernels keep their own realtime (only -cal): no clock they share can be
+read, so their skew is reported as unknown.  A shift no larger than its own
+uncertainty (the read brackets, and the change over the window) is not
+applied: it would move events by noise.  The output's baseTimeNanoseconds is
+the smallest input base; every rank's residual bound is printed and written
+under "trainprof"."merge".
+"""
+
+import collections
+import gzip
+import json
+import multiprocessing
+import os
+import re
+import struct
+import sys
+import time
+import zlib
+
+PID_STRIDE = 1 << 22            # Linux pid_max is at most 2^22
+SORT_STRIDE = 1 << 40           # process_sort_index: slot x 2^40 + the original
+CHUNK = 4 << 20                 # bytes of event text per piece of work
+READ = 1 << 20                  # compressed bytes read at a time
+LEVEL = 1                       # the library's own gzip level (TP_JSONW_GZIP_LEVEL)
+
+PID_RE = re.compile(rb'"pid": ?(-?\d+|"(?:[^"\\]|\\.)*")')
+TS_RE = re.compile(rb'"ts": ?(-?)(\d+)(?:\.(\d+))?')
+FLOW_ID_RE = re.compile(rb'"(id|bind_id)": ?(\d+)')
+META_RE = re.compile(rb'"ph": ?"M"')
+LINE_START_BAD = re.compile(rb'\n(?![ \t]*\{)')
+ARRAY_END = re.compile(rb'\n[ \t]*\]')
+
+
+class MergeError(Exception):
+    pass
+
+
+# ---- reading ---------------------------------------------------------------------
+
+class Reader:
+    """The decompressed bytes of one trace file, in pieces."""
+
+    def __init__(self, path):
+        self.path = path
+        self.f = open(path, "rb")
+        magic = self.f.read(2)
+        self.f.seek(0)
+        self.z = zlib.decompressobj(16 + zlib.MAX_WBITS) if magic == b"\x1f\x8b" else None
+        self.buf = b""
+        self.eof = False
+        self.read_in = 0            # compressed (file) bytes read
+
+    def more(self):
+        """Append at least one more piece to buf; False at the end."""
+        while not self.eof:
+            raw = self.f.read(READ)
+            self.read_in += len(raw)
+            if not raw:
+                self.eof = True
+                if self.z is not None:
+                    self.buf += self.z.flush()
+                return False
+            if self.z is None:
+                self.buf += raw
+                return True
+            out = self.z.decompress(raw)
+            while self.z.eof and self.z.unused_data:      # a multi-member gzip
+                rest = self.z.unused_data
+                self.z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                out += self.z.decompress(rest)
+            if out:
+                self.buf += out
+                return True
+        return False
+
+    def close(self):
+        self.f.close()
+
+
+_WS = b" \t\r\n"
+_DEC = json.JSONDecoder()
+
+
+def _skip(r, pos):
+    while True:
+        while pos < len(r.buf) and r.buf[pos] in _WS:
+            pos += 1
+        if pos < len(r.buf) or not r.more():
+            return pos
+
+
+def _value(r, pos):
+    """Parse one JSON value at pos (reading more as needed): (value, end)."""
+    while True:
+        try:
+            text = r.buf[pos:].decode("utf-8")
+        except UnicodeDecodeError as e:
+            text = r.buf[pos:pos + e.start].decode("utf-8")
+        try:
+            v, end = _DEC.raw_decode(text)
+            return v, pos + len(text[:end].encode("utf-8"))
+        except ValueError:
+            if not r.more():
+                raise MergeError("%s: not a JSON trace (truncated or invalid)" % r.path)
+
+
+def read_header(r):
+    """Top-level keys before "traceEvents": ({key: value}, shape) where shape
+    is "object", or "array" for a bare event array.  Leaves r.buf at the first
+    byte inside the event array."""
+    pos = _skip(r, 0)
+    if pos >= len(r.buf):
+        raise MergeError("%s: empty file" % r.path)
+    if r.buf[pos:pos + 1] == b"[":
+        r.buf = r.buf[pos + 1:]
+        return {}, "array"
+    if r.buf[pos:pos + 1] != b"{":
+        raise MergeError("%s: not a JSON trace" % r.path)
+    meta = {}
+    pos += 1
+    while True:
+        pos = _skip(r, pos)
+        if r.buf[pos:pos + 1] == b",":
+            pos += 1
+            continue
+        if r.buf[pos:pos + 1] == b"}" or pos >= len(r.buf):
+            raise MergeError("%s: no traceEvents" % r.path)
+        key, pos = _value(r, pos)
+        pos = _skip(r, pos)
+        if r.buf[pos:pos + 1] != b":":
+            raise MergeError("%s: not a JSON trace" % r.path)
+        pos = _skip(r, pos + 1)
+        if key == "traceEvents":
+            if r.buf[pos:pos + 1] != b"[":
+                raise MergeError("%s: traceEvents is not an array" % r.path)
+            r.buf = r.buf[pos + 1:]
+            return meta, "object"
+        meta[key], pos = _value(r, pos)
+
+
+def read_trailer(r, shape):
+    """After the event array: the remaining top-level keys."""
+    while r.more():
+        pass
+    text = r.buf.decode("utf-8", "replace").strip()
+    if shape == "array" or not text:
+        return {}
+    text = text.lstrip(",").strip()
+    try:
+        return json.loads("{" + text) if text != "}" else {}
+    except ValueError:
+        raise MergeError("%s: invalid JSON after traceEvents" % r.path)
+
+
+def event_chunks(r):
+    """The event array's text in pieces, each a run of whole lines ending
+    in "\\n", the last piece's last line given a trailing ",".  Yields
+    (mode, bytes): mode "line", or "event" once the layout is not one event
+    per line (the piece then holds the rest of the array, read by
+    events_generic).  Stops at the array's end; r.buf then holds what
+    follows "]"."""
+    start = _skip(r, 0)
+    r.buf = r.buf[start:]
+    if r.buf[:1] == b"]":
+        r.buf = r.buf[1:]
+        return
+    while True:
+        m = ARRAY_END.search(r.buf)
+        while m is None and len(r.buf) < CHUNK and r.more():
+            m = ARRAY_END.search(r.buf)
+        if m is not None:
+            body, r.buf = r.buf[:m.start()], r.buf[m.end():]
+            body = body.rstrip()
+            if not body.endswith(b","):
+                body += b","
+            body += b"\n"
+            last = True
+        else:
+            cut = r.buf.rfind(b"\n")
+            if cut < 0:                 # not one event per line
+                yield "event", b""
+                return
+            body, r.buf = r.buf[:cut + 1], r.buf[cut + 1:]
+            last = False
+        if not line_layout(body):
+            yield "event", body
+            return
+        yield "line", body
+        if last:
+            return
+
+
+def line_layout(body):
+    """Every line a whole event: starts with "{", ends with "}" or "},"."""
+    if not body.startswith(b"{") and not body.lstrip(b" \t").startswith(b"{"):
+        return False
+    if LINE_START_BAD.search(body, 0, len(body) - 1):
+        return False
+    lines = body.count(b"\n")
+    return body.count(b"}\n") + body.count(b"},\n") == lines
+
+
+def events_generic(r, head):
+    """Event mode: every remaining event of the array as a dict; r.buf is
+    left after "]"."""
+    r.buf = head + r.buf
+    pos = 0
+    while True:
+        pos = _skip(r, pos)
+        c = r.buf[pos:pos + 1]
+        if c == b",":
+            pos += 1
+            continue
+        if c == b"]":
+            r.buf = r.buf[pos + 1:]
+            return
+        if not c:
+            raise MergeError("%s: the event array does not end" % r.path)
+        ev, pos = _value(r, pos)
+        if pos > CHUNK:
+            r.buf = r.buf[pos:]
+            pos = 0
+        yield ev
+
+
+# ---- clocks ----------------------------------------------------------------------
+
+def clock_of(meta):
+    c = (meta.get("trainprof") or {}).get("clock") if isinstance(meta.get("trainprof"), dict) else None
+    if not isinstance(c, dict) or not isinstance(c.get("start"), dict):
+        return None
+    if not isinstance(c.get("end"), dict):
+        c = dict(c, end=c["start"])
+    return c
+
+
+def align(inputs):
+    """Per input: shift_ns (applied), bound_ns (residual skew bound against
+    the reference, None if unknown), domain.  inputs are in rank order."""
+    domains = collections.OrderedDict()
+    for i, inp in enumerate(inputs):
+        c = inp["clock"]
+        key = (c.get("boot_id") or ("host:" + c.get("host", "")) if c and (c.get("boot_id") or c.get("host"))
+               else "file:%d" % i)
+        inp["domain"] = key
+        domains.setdefault(key, i)
+    ref_domain = inputs[0]["domain"]
+    for inp in inputs:
+        c = inp["clock"]
+        d = inputs[domains[inp["domain"]]]["clock"]
+        if c is None:
+            inp["shift_ns"], inp["bound_ns"] = 0, (0 if inp is inputs[0] else None)
+            continue
+        s, e = c["start"], c["end"]
+        ds, de = d["start"], d["end"]
+
+        def at(t, od):
+            cal = t["trace_ns"] - t["realtime_ns"]
+            off = t["realtime_ns"] - t["monotonic_ns"]
+            return -cal - off + od
+
+        od = ds["realtime_ns"] - ds["monotonic_ns"]
+        shift_s, shift_e = at(s, od), at(e, od)
+        shift = (shift_s + shift_e) // 2
+        noise = (max(s["bracket_ns"], e["bracket_ns"]) + max(ds["bracket_ns"], de["bracket_ns"])
+                 + abs(shift_s - shift_e) // 2 + 1)
+        if abs(shift) <= noise:
+            bound, shift = noise + abs(shift), 0
+        else:
+            bound = noise
+        inp["shift_ns"] = shift
+        inp["bound_ns"] = bound if inp["domain"] == ref_domain else None
+    return len(domains)
+
+
+# ---- rewriting (worker side) -----------------------------------------------------
+
+def new_pid(slot, raw):
+    """raw: the pid's JSON text (bytes)."""
+    if raw[:1] == b'"':
+        return slot * PID_STRIDE + PID_STRIDE - 1 - (zlib.crc32(raw) % 1024)
+    p = int(raw)
+    if p < 0:
+        return slot * PID_STRIDE + PID_STRIDE + max(p, -1024)
+    return slot * PID_STRIDE + p % PID_STRIDE
+
+
+def _ts_sub(shift):
+    def sub(m):
+        frac = (m.group(3) or b"")[:3].ljust(3, b"0")
+        ns = int(m.group(2)) * 1000 + int(frac)
+        if m.group(1):
+            ns = -ns
+        ns += shift
+        sign = "-" if ns < 0 else ""
+        ns = abs(ns)
+        return ('"ts": %s%d.%03d' % (sign, ns // 1000, ns % 1000)).encode()
+    return sub
+
+
+def _meta_event(ev, ctx, named, sorted_):
+    """Rewrite one M event (a dict, pid already remapped)."""
+    name = ev.get("name")
+    args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+    pid = ev.get("pid")
+    if name == "process_name":
+        args = dict(args, name="%s %s" % (ctx["label"], args.get("name", "")))
+        named.add(pid)
+    elif name == "process_sort_index" and isinstance(pid, int):
+        orig = args.get("sort_index")
+        orig = min(max(orig, 0), SORT_STRIDE - 1) if isinstance(orig, int) else pid % PID_STRIDE
+        args = dict(args, sort_index=ctx["slot"] * SORT_STRIDE + orig)
+        sorted_.add(pid)
+    ev["args"] = args
+    return ev
+
+
+def rewrite_lines(ctx, body):
+    """Line mode: (text, events, pids, named, sorted)."""
+    slot = ctx["slot"]
+    pids = set()
+    for raw in set(PID_RE.findall(body)):
+        np = new_pid(slot, raw)
+        pids.add(np)
+        body = re.sub(rb'"pid": ?' + re.escape(raw) + rb'(?=[,}\s])', b'"pid": %d' % np, body)
+    if ctx["suffix"]:
+        suf = ctx["suffix"]
+        body = FLOW_ID_RE.sub(lambda m: m.group(0) + suf, body)
+    if ctx["shift"]:
+        body = TS_RE.sub(_ts_sub(ctx["shift"]), body)
+    named, sorted_ = set(), set()
+    if META_RE.search(body):
+        out, last = [], 0
+        for m in META_RE.finditer(body):
+            a = body.rfind(b"\n", 0, m.start()) + 1
+            if a < last:
+                continue
+            b = body.find(b"\n", m.end())
+            line = body[a:b].rstrip()
+            comma = line.endswith(b",")
+            ev = json.loads(line[:-1] if comma else line)
+            ev = _meta_event(ev, ctx, named, sorted_)
+            out.append(body[last:a])
+            out.append(dumps(ev) + (b"," if comma else b""))
+            last = b
+        out.append(body[last:])
+        body = b"".join(out)
+    return body, body.count(b"\n"), pids, named, sorted_
+
+
+def rewrite_events(ctx, events):
+    """Event mode: a list of dicts -> (text, events, pids, named, sorted)."""
+    slot, shift = ctx["slot"], ctx["shift"]
+    pids, named, sorted_ = set(), set(), set()
+    out = []
+    for ev in events:
+        if not isinstance(ev, dict):
+            continue
+        if "pid" in ev:
+            ev["pid"] = new_pid(slot, json.dumps(ev["pid"]).encode())
+            pids.add(ev["pid"])
+        if ev.get("ph") in ("s", "t", "f") or "bind_id" in ev:
+            for k in ("id", "bind_id"):
+                if isinstance(ev.get(k), int):
+                    ev[k] = int(str(ev[k]) + ctx["suffix"].decode())
+        if shift and isinstance(ev.get("ts"), (int, float)):
+            ev["ts"] = round((round(ev["ts"] * 1000) + shift) / 1000, 3)
+        if ev.get("ph") == "M":
+            ev = _meta_event(ev, ctx, named, sorted_)
+        out.append(dumps(ev) + b",\n")
+    return b"".join(out), len(out), pids, named, sorted_
+
+
+def dumps(ev):
+    return json.dumps(ev, ensure_ascii=False, separators=(", ", ": ")).encode("utf-8")
+
+
+def deflate(text):
+    c = zlib.compressobj(LEVEL, zlib.DEFLATED, -15, 9)
+    return c.compress(text) + c.flush(zlib.Z_SYNC_FLUSH), zlib.crc32(text), len(text)
+
+
+def work(job):
+    """One piece of work: rewrite, then deflate."""
+    ctx, mode, payload = job
+    if mode == "line":
+        text, n, pids, named, sorted_ = rewrite_lines(ctx, payload)
+    else:
+        text, n, pids, named, sorted_ = rewrite_events(ctx, payload)
+    z, crc, length = deflate(text)
+    return z, crc, length, n, pids, named, sorted_
+
+
+# ---- output ----------------------------------------------------------------------
+
+def _gf2_times(mat, vec):
+    s = 0
+    i = 0
+    while vec:
+        if vec & 1:
+            s ^= mat[i]
+        vec >>= 1
+        i += 1
+    return s
+
+
+def _gf2_square(mat):
+    return [_gf2_times(mat, mat[n]) for n in range(32)]
+
+
+def crc32_combine(crc1, crc2, len2):
+    """zlib's crc32_combine: the CRC of A+B from CRC(A), CRC(B), len(B)."""
+    if len2 <= 0:
+        return crc1
+    odd = [0xEDB88320] + [1 << n for n in range(31)]
+    even = _gf2_square(odd)
+    odd = _gf2_square(even)
+    while True:
+        even = _gf2_square(odd)
+        if len2 & 1:
+            crc1 = _gf2_times(even, crc1)
+        len2 >>= 1
+        if not len2:
+            break
+        odd = _gf2_square(even)
+        if len2 & 1:
+            crc1 = _gf2_times(odd, crc1)
+        len2 >>= 1
+        if not len2:
+            break
+    return crc1 ^ crc2
+
+
+class Writer:
+    """One gzip member made of sync-flushed raw deflate pieces (or plain)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.tmp = path + ".tmp"
+        self.f = open(self.tmp, "wb")
+        self.gz = path.endswith(".gz")
+        self.crc, self.size = 0, 0
+        if self.gz:
+            self.f.write(b"\x1f\x8b\x08\x00" + struct.pack("<I", int(time.time())) + b"\x00\xff")
+
+    def piece(self, z, crc, length, text=None):
+        if self.gz:
+            self.f.write(z)
+            self.crc = crc32_combine(self.crc, crc, length)
+            self.size += length
+        else:
+            self.f.write(text)
+
+    def text(self, text):
+        if self.gz:
+            self.piece(*deflate(text))
+        else:
+            self.f.write(text)
+
+    def close(self):
+        if self.gz:
+            self.f.write(zlib.compressobj(LEVEL, zlib.DEFLATED, -15).flush(zlib.Z_FINISH))
+            self.f.write(struct.pack("<II", self.crc & 0xFFFFFFFF, self.size & 0xFFFFFFFF))
+        self.f.close()
+        os.replace(self.tmp, self.path)
+
+    def abort(self):
+        self.f.close()
+        try:
+            os.unlink(self.tmp)
+        except OSError:
+            pass
+
+
+# ---- the merge -------------------------------------------------------------------
+
+def open_inputs(paths):
+    inputs = []
+    for path in paths:
+        r = Reader(path)
+        meta, shape = read_header(r)
+        dist = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else None
+        inputs.append({"path": path, "reader": r, "meta": meta, "shape": shape, "dist": dist,
+                       "rank": dist.get("rank") if dist and isinstance(dist.get("rank"), int) else None,
+                       "base": meta.get("baseTimeNanoseconds") if isinstance(
+                           meta.get("baseTimeNanoseconds"), int) else 0,
+                       "clock": clock_of(meta)})
+    # ranks first in rank order, then files without one, in the order given
+    inputs.sort(key=lambda i: (i["rank"] is None, i["rank"] if i["rank"] is not None else 0))
+    return inputs
+
+
+def merge(paths, out, jobs=None, log=sys.stderr):
+    t0 = time.time()
+    if len(paths) > (1 << 32) // PID_STRIDE:
+        raise MergeError("at most %d traces at a time" % ((1 << 32) // PID_STRIDE))
+    inputs = open_inputs(paths)
+    n_domains = align(inputs)
+    base = min(i["base"] for i in inputs)
+    digits = len(str(len(inputs) - 1))
+    seen_ranks = collections.Counter(i["rank"] for i in inputs)
+    for slot, inp in enumerate(inputs):
+        r = inp["rank"]
+        inp["label"] = ("rank %d" % r) if r is not None else ("file %d" % slot)
+        if r is not None and seen_ranks[r] > 1:
+            inp["label"] += " (%s)" % os.path.basename(inp["path"])
+        inp["ctx"] = {"slot": slot, "label": inp["label"],
+                      "suffix": str(slot).zfill(digits).encode() if len(inputs) > 1 else b"",
+                      "shift": inp["shift_ns"] + inp["base"] - base}
+
+    known = [i["bound_ns"] for i in inputs]
+    max_bound = None if any(b is None for b in known) else max(known)
+    merge_meta = {
+        "version": 1,
+        "reference_rank": inputs[0]["rank"],
+        "clock_domains": n_domains,
+        "max_skew_bound_ns": max_bound,
+        "ranks": [{"rank": i["rank"], "label": i["label"], "file": os.path.basename(i["path"]),
+                   "slot": s, "pid_base": s * PID_STRIDE,
+                   "flow_id": ("id * 10^%d + %d" % (digits, s)) if len(inputs) > 1 else "id",
+                   "distributedInfo": i["dist"], "host": (i["clock"] or {}).get("host"),
+                   "boot_id": (i["clock"] or {}).get("boot_id"), "clock_domain": i["domain"],
+                   "shift_ns": i["ctx"]["shift"], "clock_shift_ns": i["shift_ns"],
+                   "skew_bound_ns": i["bound_ns"], "clock": i["clock"] is not None}
+                  for s, i in enumerate(inputs)],
+    }
+    first = inputs[0]["meta"]
+    head = collections.OrderedDict()
+    head["schemaVersion"] = first.get("schemaVersion", 1)
+    head["deviceProperties"] = first.get("deviceProperties", [])
+    if inputs[0]["dist"] is not None:
+        head["distributedInfo"] = inputs[0]["dist"]
+    head["trainprof"] = {"merge": merge_meta}
+    head["displayTimeUnit"] = "ms"
+    head["baseTimeNanoseconds"] = base
+
+    w = Writer(out)
+    pool = None
+    try:
+        text = "{\n" + "".join("  %s: %s,\n" % (json.dumps(k), json.dumps(v)) for k, v in head.items())
+        w.text((text + '  "traceEvents": [\n').encode())
+        jobs = jobs or os.cpu_count() or 1
+        if jobs > 1:
+            pool = multiprocessing.get_context("fork").Pool(jobs)
+        pending = collections.deque()
+        counts, trailers = [], []
+
+        def drain(limit):
+            while len(pending) > limit:
+                inp, res = pending.popleft()
+                z, crc, length, n, pids, named, sorted_ = res.get() if pool else res
+                w.piece(z, crc, length)
+                inp["events"] += n
+                inp["pids"] |= pids
+                inp["named"] |= named
+                inp["sorted"] |= sorted_
+
+        def submit(inp, mode, payload):
+            job = (inp["ctx"], mode, payload)
+            pending.append((inp, pool.apply_async(work, (job,)) if pool else work(job)))
+            drain(2 * jobs)
+
+        for inp in inputs:
+            inp.update(events=0, pids=set(), named=set(), sorted=set())
+            r = inp["reader"]
+            for mode, body in event_chunks(r):
+                if mode == "line":
+                    submit(inp, mode, body)
+                    continue
+                batch, size = [], 0
+                for ev in events_generic(r, body):
+                    batch.append(ev)
+                    size += 1
+                    if size >= 20000:
+                        submit(inp, "event", batch)
+                        batch, size = [], 0
+                if batch:
+                    submit(inp, "event", batch)
+            trailers.append(read_trailer(r, inp["shape"]))
+            inp["read_in"] = r.read_in
+            r.close()
+        drain(0)
+        # process metadata the inputs lacked, and the merge's own
+        tail = []
+        for slot, inp in enumerate(inputs):
+            for pid in sorted(inp["pids"]):
+                orig = pid - slot * PID_STRIDE
+                if pid not in inp["named"]:
+                    tail.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
+                                 "args": {"name": "%s pid %d" % (inp["label"], orig)}})
+                if pid not in inp["sorted"]:
+                    tail.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0,
+                                 "args": {"sort_index": slot * SORT_STRIDE + orig}})
+            counts.append({"rank": inp["rank"], "events": inp["events"],
+                           "pids": sorted(inp["pids"])})
+        if not tail:
+            # the events so far end with ","; Kineto's own last event
+            tail.append({"ph": "i", "s": "g", "name": "Record Window End", "pid": "", "tid": "",
+                         "ts": 0})
+        w.text(b",\n".join(dumps(e) for e in tail) + b"\n  ],\n")
+        after = collections.OrderedDict()
+        after["trainprofMergeCounts"] = counts
+        extra = [t for t in trailers if t]
+        if extra:
+            after["trainprofMergeTrailers"] = extra
+        after["traceName"] = os.path.basename(out)
+        w.text(("".join("  %s: %s,\n" % (json.dumps(k), json.dumps(v)) for k, v in after.items())
+                .rstrip(",\n") + "\n}\n").encode())
+        w.close()
+    except BaseException:
+        w.abort()
+        raise
+    finally:
+        if pool:
+            pool.terminate()
+            pool.join()
+    read_in = sum(i.get("read_in", 0) for i in inputs)
+    return {"inputs": inputs, "counts": counts, "max_bound": max_bound, "domains": n_domains,
+            "seconds": time.time() - t0, "read_bytes": read_in}
+
+
+def report(res, out, log):
+    for slot, inp in enumerate(res["inputs"]):
+        b = inp["bound_ns"]
+        log.write("trainprof: merge: %s (%s): %d events, shift %+d ns, residual skew %s\n" % (
+            inp["label"], os.path.basename(inp["path"]), inp["events"], inp["ctx"]["shift"],
+            ("<= %d ns" % b) if b is not None else
+            "unknown (%s)" % ("no clock metadata" if inp["clock"] is None
+                              else "another host: no shared clock")))
+    if res["max_bound"] is None:
+        log.write("trainprof: merge: warning: the ranks span %d clock domains (kernels); across "
+                  "them the realtime clocks are as close as NTP/PTP keeps them, which merge "
+                  "cannot measure\n" % res["domains"])
+    log.write("trainprof: merge: wrote %s: %d ranks, %d events, max residual skew %s, "
+              "%.1f s, %.1f MB/s of input\n" % (
+                  out, len(res["inputs"]), sum(c["events"] for c in res["counts"]),
+                  ("%d ns" % res["max_bound"]) if res["max_bound"] is not None else "unknown",
+                  res["seconds"], res["read_bytes"] / 1e6 / max(res["seconds"], 1e-9)))
+
+
+def main(argv, prog="trainprof merge"):
+    import argparse
+    p = argparse.ArgumentParser(
+        prog=prog, description="Merge the traces of several ranks into one Kineto-format trace "
+        "for Perfetto: pids remapped per rank (rank slot x 4194304 + pid), process names "
+        "'rank N ...', flow ids made unique, every rank moved onto one time base using the "
+        "clocks each window recorded; the residual skew is printed and written under "
+        "trainprof.merge.")
+    p.add_argument("traces", nargs="+", metavar="TRACE", help="trace files (.json or .json.gz)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT",
+                   help="the merged trace (gzip if it ends in .gz)")
+    p.add_argument("-j", "--jobs", type=int, default=0,
+                   help="worker processes (default: the number of CPUs)")
+    args = p.parse_args(argv)
+    try:
+        res = merge(args.traces, args.output, jobs=args.jobs or None)
+    except (MergeError, OSError, ValueError) as e:
+        sys.stderr.write("trainprof: merge: %s\n" % e)
+        return 1
+    report(res, args.output, sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

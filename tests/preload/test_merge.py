@@ -1,0 +1,268 @@
+"""`trainprof merge` (issue 15, section 3) on the traces of a 4-rank job:
+tests/programs/ddp_loop.c as ranks 0-3 with torchrun's variables, on the
+fakes with the fake CUPTI (kernels, flows on GPU tracks), meeting after
+ncclCommInitRank as a real job's ranks do.
+
+What the merged trace must be, checked against the inputs (never against
+merge's own report): one gzip member of JSON; every rank's pids apart
+(pid // 2^22 is the rank's slot) and labelled "rank N ..."; every input
+event present, with its fields unchanged but pid, flow id and ts; ts moved
+by exactly the shift merge reports, so the order of every track is kept;
+flow ids unique across ranks, each pairing one start and one end of one
+rank; distributedInfo of every rank kept.  Alignment: a copy of one rank's
+trace whose CLOCK_REALTIME was stepped by 5 ms (its events and realtime
+readings moved, CLOCK_MONOTONIC not) comes back onto the original times
+within the skew bound merge records; a rank from another kernel (boot_id)
+is reported with an unknown skew.  A trace written as one line (json.dump)
+merges to the same events as the line-per-event one."""
+
+import collections
+import concurrent.futures
+import gzip
+import json
+import os
+import subprocess
+import sys
+import zlib
+
+import pytest
+
+import tputil
+
+WORLD = 4
+SCRIPT = os.path.join(tputil.ROOT, "scripts", "trainprof")
+STRIDE = 1 << 22
+STEP_NS = 5_000_000
+
+
+def fake_cupti():
+    return os.path.join(tputil.build_dir(), "fakes", "libcupti.so")
+
+
+pytestmark = pytest.mark.skipif(not os.path.exists(fake_cupti()), reason="fake libcupti not built")
+
+
+@pytest.fixture(scope="module")
+def traces():
+    d = tputil.new_dir()
+    meet = os.path.join(d, "rendezvous")
+    os.mkdir(meet)
+    args = ["--warmup-us=20000", "--sleep-us=1000", "--rendezvous=" + meet]
+
+    def one(rank):
+        env = {"RANK": rank, "WORLD_SIZE": WORLD, "LOCAL_RANK": rank, "LOCAL_WORLD_SIZE": WORLD,
+               "GROUP_RANK": 0, "TORCHELASTIC_RUN_ID": "mergejob", "FAKE_CUPTI_COMM_US": 200}
+        return tputil.run("ddp_loop", args, env=env, cwd=d)
+
+    with concurrent.futures.ThreadPoolExecutor(WORLD) as pool:
+        results = list(pool.map(one, range(WORLD)))
+    for r, res in enumerate(results):
+        assert res.rc == 0, (r, res.stderr)
+    paths = tputil.find_traces(d)
+    assert len(paths) == WORLD, paths
+    return {tputil.load_trace(p)["distributedInfo"]["rank"]: p for p in paths}
+
+
+def merge(paths, out, *extra):
+    p = subprocess.run([sys.executable, SCRIPT, "merge", *paths, "-o", out, *extra],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    assert p.returncode == 0, p.stderr.decode()
+    assert p.stdout == b""
+    return p.stderr.decode()
+
+
+def load_one_member(path):
+    raw = open(path, "rb").read()
+    z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    text = z.decompress(raw) + z.flush()
+    assert z.eof and z.unused_data == b"", "not a single gzip member"
+    return json.loads(text)
+
+
+def ns(ts):
+    return round(ts * 1000)
+
+
+def strip(e):
+    """An event without the fields merge rewrites."""
+    return {k: v for k, v in e.items() if k not in ("pid", "ts", "id", "args") or
+            (k == "args" and e.get("ph") != "M")}
+
+
+@pytest.fixture(scope="module")
+def merged(traces):
+    out = os.path.join(tputil.new_dir(), "job.json.gz")
+    err = merge([traces[r] for r in (2, 0, 3, 1)], out, "-j", "2")   # any order
+    return out, load_one_member(out), err
+
+
+def by_slot(trace):
+    slots = collections.defaultdict(list)
+    for e in trace["traceEvents"]:
+        if isinstance(e.get("pid"), int):
+            slots[e["pid"] // STRIDE].append(e)
+    return slots
+
+
+def test_structure_and_ranks(merged, traces):
+    _out, t, err = merged
+    assert t["schemaVersion"] == 1 and t["displayTimeUnit"] == "ms"
+    m = t["trainprof"]["merge"]
+    assert [r["rank"] for r in m["ranks"]] == list(range(WORLD))
+    for r in m["ranks"]:
+        src = tputil.load_trace(traces[r["rank"]])
+        assert r["distributedInfo"] == src["distributedInfo"]
+        assert r["skew_bound_ns"] is not None and r["skew_bound_ns"] >= 0
+        assert "rank %d:" % r["rank"] in err or "rank %d (" % r["rank"] in err
+    assert "residual skew <=" in err
+    assert m["max_skew_bound_ns"] == max(r["skew_bound_ns"] for r in m["ranks"])
+    for e in t["traceEvents"]:
+        assert isinstance(e.get("name"), str) and e.get("ph")
+        if e["ph"] == "X":
+            assert isinstance(e.get("cat"), str) and e["dur"] >= 0
+        if e["name"] == "Record Window End":     # merge's last event, as Kineto's
+            assert e["ph"] == "i" and e is t["traceEvents"][-1]
+            continue
+        assert isinstance(e["pid"], int) and 0 <= e["pid"] < 1 << 32
+
+
+def test_pids_apart_and_labelled(merged, traces):
+    _out, t, _err = merged
+    names = {e["pid"]: e["args"]["name"] for e in t["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "process_name"}
+    sort = {e["pid"]: e["args"]["sort_index"] for e in t["traceEvents"]
+            if e["ph"] == "M" and e["name"] == "process_sort_index"}
+    slots = by_slot(t)
+    assert sorted(slots) == list(range(WORLD))
+    for slot, evs in slots.items():
+        src = tputil.load_trace(traces[slot])
+        src_pids = {e["pid"] for e in src["traceEvents"]}
+        pids = {e["pid"] for e in evs}
+        assert pids == {slot * STRIDE + p for p in src_pids}
+        for p in pids:
+            assert names[p].startswith("rank %d " % slot), names[p]
+        # ranks sort in rank order, and within a rank as the input sorted them
+        assert max(sort[p] for p in pids) < min(sort[q] for q in sort if q // STRIDE > slot) \
+            if slot < WORLD - 1 else True
+    # GPU 0 of every rank is its own process
+    assert len({p for p in names if p % STRIDE == 0}) == WORLD
+
+
+def test_every_event_kept_and_time_moved_by_the_shift(merged, traces):
+    _out, t, _err = merged
+    m = t["trainprof"]["merge"]
+    base = t["baseTimeNanoseconds"]
+    slots = by_slot(t)
+    counts = {c["rank"]: c["events"] for c in t["trainprofMergeCounts"]}
+    for r in m["ranks"]:
+        slot = r["slot"]
+        src = tputil.load_trace(traces[r["rank"]])
+        out = slots[slot]
+        assert len(out) == len(src["traceEvents"]) == counts[r["rank"]]
+        shift = r["shift_ns"] - (src["baseTimeNanoseconds"] - base)
+        for a, b in zip(src["traceEvents"], out):      # same order, same events
+            assert strip(a) == strip(b), (a, b)
+            assert b["pid"] == slot * STRIDE + a["pid"]
+            assert ns(b["ts"]) == ns(a["ts"]) + shift + (src["baseTimeNanoseconds"] - base), (a, b)
+        # monotone per track: every (pid, tid) lists its events in the same
+        # time order as the input did
+        tracks = collections.defaultdict(lambda: ([], []))
+        for a, b in zip(src["traceEvents"], out):
+            tracks[(b["pid"], b["tid"])][0].append(a["ts"])
+            tracks[(b["pid"], b["tid"])][1].append(b["ts"])
+        for key, (ins, outs) in tracks.items():
+            order_in = sorted(range(len(ins)), key=lambda i: (ins[i], i))
+            order_out = sorted(range(len(outs)), key=lambda i: (outs[i], i))
+            assert order_in == order_out, key
+
+
+def test_flow_ids_unique_per_rank(merged):
+    _out, t, _err = merged
+    ends = collections.defaultdict(list)
+    for e in t["traceEvents"]:
+        if e["ph"] in ("s", "f"):
+            ends[e["id"]].append(e)
+    assert ends
+    for fid, es in ends.items():
+        assert sorted(e["ph"] for e in es) == ["f", "s"], es
+        assert es[0]["pid"] // STRIDE == es[1]["pid"] // STRIDE
+        assert fid % 10 == es[0]["pid"] // STRIDE
+
+
+def _rewrite(src, dst, fn):
+    t = tputil.load_trace(src)
+    fn(t)
+    with gzip.open(dst, "wt") as f:
+        json.dump(t, f)          # one line: merge's event-by-event path
+
+
+def test_realtime_step_is_removed_within_the_bound(traces):
+    """Rank 1's copy as if NTP stepped CLOCK_REALTIME by +5 ms before its
+    window: events and realtime readings move, CLOCK_MONOTONIC does not."""
+    d = tputil.new_dir()
+    stepped = os.path.join(d, "rank1.stepped.json.gz")
+
+    def step(t):
+        c = t["trainprof"]["clock"]
+        for end in ("start", "end"):
+            c[end]["realtime_ns"] += STEP_NS
+            c[end]["trace_ns"] += STEP_NS
+        for e in t["traceEvents"]:
+            e["ts"] = round(e["ts"] + STEP_NS / 1000, 3)
+
+    _rewrite(traces[1], stepped, step)
+    out = os.path.join(d, "job.json.gz")
+    err = merge([traces[0], stepped], out)
+    t = load_one_member(out)
+    r1 = t["trainprof"]["merge"]["ranks"][1]
+    assert r1["rank"] == 1
+    bound = r1["skew_bound_ns"]
+    assert bound is not None and bound < 100_000, err
+    orig = tputil.load_trace(traces[1])
+    base = t["baseTimeNanoseconds"]
+    got = by_slot(t)[1]
+    assert len(got) == len(orig["traceEvents"])
+    for a, b in zip(orig["traceEvents"], got):
+        true = orig["baseTimeNanoseconds"] + ns(a["ts"])
+        assert abs(base + ns(b["ts"]) - true) <= bound, (a, b, bound)
+
+
+def test_other_kernel_reported_unknown(traces):
+    d = tputil.new_dir()
+    other = os.path.join(d, "rank3.otherhost.json.gz")
+
+    def move(t):
+        t["trainprof"]["clock"]["boot_id"] = "00000000-0000-0000-0000-000000000000"
+        t["trainprof"]["clock"]["host"] = "elsewhere"
+
+    _rewrite(traces[3], other, move)
+    out = os.path.join(d, "job.json.gz")
+    err = merge([traces[0], other], out)
+    t = load_one_member(out)
+    m = t["trainprof"]["merge"]
+    assert m["clock_domains"] == 2 and m["max_skew_bound_ns"] is None
+    assert m["ranks"][1]["skew_bound_ns"] is None
+    assert "unknown (another host" in err and "2 clock domains" in err
+
+
+def test_one_line_trace_merges_the_same(traces, merged):
+    """json.dump's layout goes through the event-by-event path."""
+    d = tputil.new_dir()
+    one = os.path.join(d, "rank0.oneline.json.gz")
+    _rewrite(traces[0], one, lambda t: None)
+    out_a = os.path.join(d, "a.json.gz")
+    out_b = os.path.join(d, "b.json.gz")
+    merge([traces[0], traces[1]], out_a)
+    merge([one, traces[1]], out_b)
+    a, b = load_one_member(out_a), load_one_member(out_b)
+    assert a["traceEvents"] == b["traceEvents"]
+
+
+def test_errors_are_one_line(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"traceEvents": [{"ph": "X"')
+    p = subprocess.run([sys.executable, SCRIPT, "merge", str(bad), "-o", str(tmp_path / "o.json")],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    assert p.returncode == 1 and p.stdout == b""
+    assert p.stderr.decode().startswith("trainprof: merge: ") and p.stderr.count(b"\n") == 1
+    assert not os.path.exists(tmp_path / "o.json") and not os.path.exists(tmp_path / "o.json.tmp")
