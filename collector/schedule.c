@@ -4,6 +4,9 @@
  * repeat with step and n as reals), so that our windows fall on exactly the
  * steps a PyTorch user expects.  The division is done in integers as
  * step >= repeat * n, which is the same predicate without rounding.
+ * TRAINPROF_SCHEDULE=none records nothing by itself: its windows are the
+ * triggered ones (ondemand.c), which steps.c consults where this says
+ * NONE.
  */
 #include "schedule.h"
 
@@ -11,6 +14,8 @@ enum tp_action tp_schedule_action(const struct tp_schedule *s, uint64_t step)
 {
     if (s->all)
         return TP_RECORD;
+    if (s->none)
+        return TP_NONE;     /* windows come from triggers only (ondemand.h) */
     if (step < s->skip_first)
         return TP_NONE;
     step -= s->skip_first;
@@ -27,6 +32,8 @@ enum tp_action tp_schedule_action(const struct tp_schedule *s, uint64_t step)
 
 int tp_schedule_finished(const struct tp_schedule *s, uint64_t step)
 {
+    if (s->none)
+        return 1;
     if (s->all || s->repeat == 0)
         return 0;
     return step >= s->skip_first &&

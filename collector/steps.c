@@ -10,6 +10,10 @@
  * The modules (modules.def) hear of each window's start and end.
  * launch:GLOB and call:NAME signals are counted here too, from the slow
  * path of tp_call_finish (protocol.h).
+ * Triggered windows (TRAINPROF_TRIGGER): a step that begins takes a
+ * trigger's request (one atomic load when none came, ondemand.c), and
+ * where the schedule says NONE the triggered cycle's action counts
+ * (tp_action_at); while triggers are watched the schedule never finishes.
  */
 #include "steps.h"
 #include "apis.h"
@@ -20,6 +24,7 @@
 #include "kernels.h"
 #include "log.h"
 #include "module.h"
+#include "ondemand.h"
 #include "protocol.h"
 #include "schedule.h"
 
@@ -67,6 +72,14 @@ static const char *tp_signal_text(void)
     return "";
 }
 
+/* The action of "step": the schedule's, or where it says NONE, a triggered
+ * cycle's (ondemand.c; step lock held). */
+static enum tp_action tp_action_at(uint64_t step)
+{
+    enum tp_action a = tp_schedule_action(&tp_cfg.schedule, step);
+    return a != TP_NONE ? a : tp_ondemand_action(step);
+}
+
 /* Tell the flush thread how far the steps are (step lock held). */
 static void tp_publish(void)
 {
@@ -107,12 +120,15 @@ static void tp_window_close(uint64_t now, const char *partial_reason)
 /* Set the hot word for the action of the step now beginning. */
 static void tp_enter_step(uint64_t now)
 {
-    enum tp_action a = tp_schedule_action(&tp_cfg.schedule, tp_steps);
+    tp_ondemand_step(tp_steps);         /* a trigger's request, if one came */
+    enum tp_action a = tp_action_at(tp_steps);
     int record = a == TP_RECORD || a == TP_RECORD_AND_SAVE;
     if (record && !tp_recording)
         tp_window_open(now);
     uint32_t flags = tp_signal_flags;
-    if (!tp_finished && tp_schedule_finished(&tp_cfg.schedule, tp_steps)) {
+    /* watched triggers may still open a window: never finished then */
+    if (!tp_finished && tp_schedule_finished(&tp_cfg.schedule, tp_steps) &&
+        !tp_ondemand_watched()) {
         tp_finished = 1;
         tp_modules_schedule_end();     /* e.g. no window will need memory totals */
     }
@@ -134,7 +150,7 @@ static void tp_enter_step(uint64_t now)
  * here, before its end tick; it is nothing once they are on. */
 static void tp_await_on(void)
 {
-    enum tp_action next = tp_schedule_action(&tp_cfg.schedule, tp_steps + 1);
+    enum tp_action next = tp_action_at(tp_steps + 1);
     if (next == TP_NONE || tp_finished || !(tp_cfg.activities & TP_ACT_CUDA))
         return;         /* the sampler's start is not worth a wait */
     /* the step ending here counts as done for a window still waiting for
@@ -159,7 +175,7 @@ void tp_core_step(enum tp_signal_kind kind)
     if (!tp_flusher_exiting()) {
         tp_await_on();
         uint64_t now = tp_clock_now();
-        enum tp_action a = tp_schedule_action(&tp_cfg.schedule, tp_steps);
+        enum tp_action a = tp_action_at(tp_steps);
         if (a == TP_RECORD || a == TP_RECORD_AND_SAVE) {
             struct tp_record *r = tp_buf_reserve();
             if (r) {
@@ -239,7 +255,10 @@ void tp_steps_close_on_signal(const char *signame)
 
 void tp_steps_warn_unseen(const char *when)
 {
-    if (tp_warned_unseen >= 2 || tp_cfg.schedule.all || atomic_load(&tp_signal_kind) >= 0)
+    /* TRAINPROF_SCHEDULE=none needs steps only once triggered: the status
+     * file and `trainprof trigger` say it when none were counted */
+    if (tp_warned_unseen >= 2 || tp_cfg.schedule.all || tp_cfg.schedule.none ||
+        atomic_load(&tp_signal_kind) >= 0)
         return;
     tp_warned_unseen++;
     char list[512] = "";
