@@ -246,6 +246,7 @@ static void tp_term_close(int sig)
         if (tp_fatal_nums[i] == sig)
             name = tp_fatal_names[i];
     tp_steps_close_on_signal(name);
+    tp_trigger_exit();      /* the last status: the window just closed is not written yet */
 }
 
 static void tp_activate(void)

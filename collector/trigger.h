@@ -27,8 +27,9 @@ void tp_trigger_init(void);
  * 0.5 s). */
 void tp_trigger_idle(void);
 
-/* tp_trigger_exit - at exit, after the last window was written: the last
- * status ("exited": true). */
+/* tp_trigger_exit - at exit, after the last window was written, or on
+ * tp-flush when a termination or fatal signal came: the last status
+ * ("exited": true). */
 void tp_trigger_exit(void);
 
 /* tp_trigger_atfork_child - a forked child goes passive: the signal's
