@@ -53,7 +53,7 @@ struct tp_config tp_cfg;
     X("TRAINPROF_ENABLED", "1", "1", "0: pass-through only", \
       tp_opt_parse_bool, tp_opt_show_bool, enabled, 0, 0) \
     X("TRAINPROF_SCHEDULE", TP_SCHEDULE_DEFAULT_TEXT, TP_SCHEDULE_DEFAULT_TEXT, \
-      "step schedule (SPEC 5); any subset of keys, or all", \
+      "step schedule (SPEC 5); any subset of keys, or all, none or profiler-api", \
       tp_opt_parse_schedule, tp_opt_show_schedule, schedule, 0, 0) \
     X("TRAINPROF_STEP_ON", "api,nvtx:step", "api,nvtx:step", "comma list of step signals", \
       tp_opt_parse_step_on, tp_opt_show_step_on, signals, 0, 0) \
@@ -107,7 +107,14 @@ struct tp_config tp_cfg;
     X("TRAINPROF_DUMP_CONFIG", "0", "0", "1: print the effective configuration at activation", \
       tp_opt_parse_bool, tp_opt_show_bool, dump_config, 0, 0) \
     X("TRAINPROF_CUPTI_PATH", "unset", NULL, "libcupti to load (issue 4)", \
-      tp_opt_parse_string, tp_opt_show_string, cupti_path, 0, 0)
+      tp_opt_parse_string, tp_opt_show_string, cupti_path, 0, 0) \
+    X("TRAINPROF_TRIGGER", "unset", NULL, \
+      "on-demand capture: the trigger file tp-flush polls, a format string; unset: " \
+      "{run_name}/trigger with TRAINPROF_SCHEDULE=none, else none; none: never", \
+      tp_opt_parse_format, tp_opt_show_string, trigger, 0, 0) \
+    X("TRAINPROF_TRIGGER_SIGNAL", "off", "off", \
+      "a signal that makes tp-flush read the trigger file at once (SIGUSR1, SIGUSR2, SIGRTMIN+N)", \
+      tp_opt_parse_signal, tp_opt_show_signal, trigger_signal, 0, 0)
 
 #define AS_VAR(name, def, init, help, parse, show, f, lo, hi) { name, def, help },
 #define AS_OPT(name, def, init, help, parse, show, f, lo, hi) \
@@ -249,7 +256,7 @@ int tp_config_parse(struct tp_config *cfg, const char *(*get)(const char *name),
     }
     if (!cfg->run_name[0])
         tp_launcher_run_name(cfg, get);
-    if (!cfg->schedule.all && cfg->schedule.warmup == 0)
+    if (!cfg->schedule.all && !cfg->schedule.none && cfg->schedule.warmup == 0)
         add_line(cfg, 0, "TRAINPROF_SCHEDULE: Profiler won't be using warmup, "
                  "this can skew profiler results");
     check_unknown(cfg, names);

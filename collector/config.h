@@ -50,6 +50,7 @@ struct tp_schedule {
     int all;                       /* TRAINPROF_SCHEDULE=all */
     int profiler_api;              /* TRAINPROF_SCHEDULE=profiler-api: windows are
                                       cudaProfilerStart..Stop (steps.c) */
+    int none;                      /* TRAINPROF_SCHEDULE=none: only triggered windows (trigger.h) */
 };
 
 struct tp_config {
@@ -92,6 +93,8 @@ struct tp_config {
     char nvtx_injection_path[1024];/* NVTX_INJECTION64_PATH as found, "" if unset */
     char itt_collector_path[1024]; /* INTEL_LIBITTNOTIFY64 as found, "" if unset */
     char cupti_path[1024];         /* TRAINPROF_CUPTI_PATH, "" if unset */
+    char trigger[1024];            /* TRAINPROF_TRIGGER (format string), "" if unset (trigger.h) */
+    int trigger_signal;            /* TRAINPROF_TRIGGER_SIGNAL, 0 = off */
     char cuda_home[1024];          /* $CUDA_HOME, else /usr/local/cuda: where CUPTI is looked for last */
     const char *cuda_visible;      /* $CUDA_VISIBLE_DEVICES, NULL if unset (for messages) */
     char program[256];             /* basename of /proc/self/exe's argv[0] */

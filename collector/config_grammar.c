@@ -1,11 +1,14 @@
 /*
  * config_grammar.c - DESIGN: the small languages of the configuration:
  * TRAINPROF_SCHEDULE (SPEC 5: keys from schedule.h's one list of keys,
- * defaults and minimums, or "all", or "profiler-api": windows from
- * cudaProfilerStart to cudaProfilerStop), TRAINPROF_STEP_ON (step signals:
+ * defaults and minimums, or "all", or "none" (only triggered windows), or
+ * "profiler-api": windows from cudaProfilerStart to cudaProfilerStop),
+ * TRAINPROF_STEP_ON (step signals:
  * api, nvtx:GLOB, launch:GLOB, call:NAME, each with an optional /N),
  * TRAINPROF_HANDLERS (names from collector/handlers.def, whole names
- * only) and TRAINPROF_RANKS (lists and ranges of global ranks).  Parsers
+ * only), TRAINPROF_RANKS (lists and ranges of global ranks) and
+ * TRAINPROF_TRIGGER_SIGNAL (a signal name, never one the profiler or the
+ * runtime already uses).  Parsers
  * and printers in the shape of config_values.c.
  */
 #include "config_impl.h"
@@ -15,6 +18,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +55,11 @@ int tp_opt_parse_schedule(struct tp_config *c, const struct opt *o, const char *
         c->schedule.profiler_api = 1;
         return 0;
     }
+    if (strcasecmp(val, "none") == 0) {    /* only triggered windows (trigger.h) */
+        memset(&c->schedule, 0, sizeof c->schedule);
+        c->schedule.none = 1;
+        return 0;
+    }
     char buf[512], *items[16];
     int n;
     if (tp_opt_split_list(val, buf, sizeof buf, items, 16, &n, why, whysz) < 0)
@@ -58,7 +67,7 @@ int tp_opt_parse_schedule(struct tp_config *c, const struct opt *o, const char *
     for (int i = 0; i < n; i++) {
         char *eq = strchr(items[i], '=');
         if (!eq)
-            return WHY("expected key=value or all, got \"%.40s\"", items[i]);
+            return WHY("expected key=value, all, none or profiler-api, got \"%.40s\"", items[i]);
         *eq = '\0';
         int k = -1;
         for (int j = 0; j < NKEYS; j++)
@@ -237,6 +246,8 @@ const char *tp_opt_show_schedule(const struct tp_config *c, const struct opt *o,
         return "all";
     if (s->profiler_api)
         return "profiler-api";
+    if (s->none)
+        return "none";
     size_t len = 0;
     b[0] = '\0';
 #define SHOW(key, def, min) \
@@ -264,5 +275,49 @@ const char *tp_opt_show_handlers(const struct tp_config *c, const struct opt *o,
     b[0] = '\0';
     for (int i = 0; i < c->n_handlers; i++)
         tp_opt_join(b, n, &len, c->handlers[i]);
+    return b;
+}
+
+/* TRAINPROF_TRIGGER_SIGNAL: the signals a user may spare for the trigger.
+ * Not SIGTERM, SIGINT or the fatal ones (lifecycle.c's), nor SIGRTMIN-2
+ * and below (glibc's own), nor the job-control and stop signals. */
+int tp_opt_parse_signal(struct tp_config *c, const struct opt *o, const char *val,
+                        char *why, size_t whysz)
+{
+    static const char accepted[] = "off, SIGUSR1, SIGUSR2 or SIGRTMIN+N (N = 0 to SIGRTMAX-SIGRTMIN)";
+    int *out = (int *)tp_opt_field(c, o);
+    const char *v = val;
+    if (strcasecmp(v, "off") == 0 || strcasecmp(v, "none") == 0 || strcmp(v, "0") == 0) {
+        *out = 0;
+        return 0;
+    }
+    if (strncasecmp(v, "SIG", 3) == 0)
+        v += 3;
+    if (strcasecmp(v, "USR1") == 0) {
+        *out = SIGUSR1;
+        return 0;
+    }
+    if (strcasecmp(v, "USR2") == 0) {
+        *out = SIGUSR2;
+        return 0;
+    }
+    if (strncasecmp(v, "RTMIN", 5) == 0) {
+        long long n = 0;
+        if (v[5] && (v[5] != '+' || tp_opt_to_ll(v + 6, &n) < 0 || n < 0 || n > SIGRTMAX - SIGRTMIN))
+            return WHY("accepted: %s", accepted);
+        *out = SIGRTMIN + (int)n;
+        return 0;
+    }
+    return WHY("accepted: %s", accepted);
+}
+
+const char *tp_opt_show_signal(const struct tp_config *c, const struct opt *o, char *b, size_t n)
+{
+    int sig = *(const int *)tp_opt_cfield(c, o);
+    if (sig == 0)
+        return "off";
+    if (sig == SIGUSR1 || sig == SIGUSR2)
+        return sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2";
+    snprintf(b, n, "SIGRTMIN+%d", sig - SIGRTMIN);
     return b;
 }

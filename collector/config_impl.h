@@ -89,6 +89,9 @@ int tp_opt_parse_ranks(struct tp_config *c, const struct opt *o, const char *val
                        size_t whysz);
 int tp_opt_parse_schedule(struct tp_config *c, const struct opt *o, const char *val, char *why,
                           size_t whysz);
+int tp_opt_parse_signal(struct tp_config *c, const struct opt *o, const char *val, char *why,
+                        size_t whysz);
+const char *tp_opt_show_signal(const struct tp_config *c, const struct opt *o, char *b, size_t n);
 int tp_opt_parse_step_on(struct tp_config *c, const struct opt *o, const char *val, char *why,
                          size_t whysz);
 const char *tp_opt_show_handlers(const struct tp_config *c, const struct opt *o, char *b,

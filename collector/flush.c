@@ -42,6 +42,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,7 @@
 #define TP_TRIMONTH_S 7889238ll
 
 static uint64_t tp_next_corr = 1;          /* correlation ids of our own, flush thread only */
+static _Atomic uint64_t tp_saved_windows;  /* traces saved (tp_flush_saved) */
 static int64_t tp_last_batch = -1;         /* {batch} of the last window handled, flush thread only */
 
 struct tp_dispatch {
@@ -324,6 +326,11 @@ static void tp_steps_collect(struct tp_steps *s, uint8_t gen, const struct tp_cl
     tp_buf_drain(gen, tp_collect_flops, s, NULL, 1);
 }
 
+uint64_t tp_flush_saved(void)
+{
+    return atomic_load(&tp_saved_windows);
+}
+
 void tp_flush_idle(void)
 {
     const struct tp_sink *sink = tp_sink_get();
@@ -511,6 +518,8 @@ void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
     tp_devjoin_free(d.join);
     tp_stack_corr_free(d.cf);
 
+    if (saved.trace[0])
+        atomic_fetch_add(&tp_saved_windows, 1);
     if (saved.trace[0])
         TP_INFO("rank %d: saved steps %llu-%llu%s (%llu events%s) to %s%s%s", win.rank,
                 (unsigned long long)win.first_step, (unsigned long long)win.last_step,

@@ -74,6 +74,7 @@ static volatile sig_atomic_t tp_term_pending;   /* the signal number, first one 
 static volatile sig_atomic_t tp_term_saved;
 static volatile sig_atomic_t tp_term_given_up;
 static volatile pid_t tp_flush_tid;             /* tp-flush's thread id */
+static _Atomic int tp_tick_ms = 1000;           /* longest sleep between wake-ups */
 
 static void tp_wake(void)
 {
@@ -82,6 +83,17 @@ static void tp_wake(void)
         ssize_t w = write(tp_wake_fd[1], &c, 1);
         (void)w;
     }
+}
+
+void tp_flusher_wake(void)
+{
+    tp_wake();
+}
+
+void tp_flusher_tick(int ms)
+{
+    if (ms > 0 && ms < atomic_load(&tp_tick_ms))
+        atomic_store(&tp_tick_ms, ms);
 }
 
 static void tp_drain_pipe(void)
@@ -264,7 +276,7 @@ static void *tp_flush_main(void *arg)
     prctl(PR_SET_NAME, "tp-flush", 0, 0, 0);
     for (;;) {
         struct pollfd p = { tp_wake_fd[0], POLLIN, 0 };
-        if (poll(&p, 1, 1000) > 0)
+        if (poll(&p, 1, atomic_load(&tp_tick_ms)) > 0)
             tp_drain_pipe();
         int sig = tp_term_pending;
         if (sig && !term_closed) {

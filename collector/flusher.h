@@ -58,6 +58,13 @@ int tp_flusher_wait_written(int ms);
  * call it on tp-flush itself (tp_flusher_is_self). */
 int tp_flusher_term(int sig, int ms);
 
+/* tp_flusher_wake - wake tp-flush now (async-signal-safe: one write(2)). */
+void tp_flusher_wake(void);
+
+/* tp_flusher_tick - tp-flush wakes at least every "ms" milliseconds
+ * (default 1000; the shortest asked for wins). */
+void tp_flusher_tick(int ms);
+
 /* tp_flusher_is_self - 1 on tp-flush (async-signal-safe). */
 int tp_flusher_is_self(void);
 

@@ -31,6 +31,9 @@ void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev);
  * work (reaping exec children, deferred TRAINPROF_KEEP deletions). */
 void tp_flush_idle(void);
 
+/* tp_flush_saved - traces saved so far (any thread). */
+uint64_t tp_flush_saved(void);
+
 /* tp_flush_finish - at exit, after the last window was written: the output
  * side's last work (a bounded wait for exec children). */
 void tp_flush_finish(void);

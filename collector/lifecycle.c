@@ -8,8 +8,9 @@
  * the record pool, start the flush thread (flusher.c: signals blocked,
  * named tp-flush), initialise the modules (modules.def), register
  * pthread_atfork, install SIGTERM/SIGINT handlers over default
- * dispositions only and the fatal signals' handlers (below), then enter
- * step 0 (steps.c).  The exit flush is
+ * dispositions only and the fatal signals' handlers (below), set up
+ * on-demand capture (trigger.c: its file, status and optional signal),
+ * then enter step 0 (steps.c).  The exit flush is
  * registered with atexit() after the first real CUDA call has returned, so
  * that it runs before CUDA's own atexit teardown (LIFO order), and once at
  * activation, so that it runs before _dl_fini when no such call came (the
@@ -54,6 +55,7 @@
 #include "protocol.h"
 #include "stack.h"
 #include "steps.h"
+#include "trigger.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -101,6 +103,7 @@ static void tp_atexit(void)
     tp_flusher_wait_written(30000);
     tp_modules_shutdown();
     tp_flush_finish();
+    tp_trigger_exit();
     tp_steps_warn_unseen("before exit");
     tp_depth--;
 }
@@ -211,6 +214,7 @@ static void tp_atfork_child(void)
     tp_hot_off();
     tp_modules_atfork_child();
     tp_steps_atfork_child();
+    tp_trigger_atfork_child();
     for (int i = 0; i < 2; i++) {
         if (!tp_term_installed[i])
             continue;
@@ -226,6 +230,13 @@ static void tp_atfork_child(void)
 
 /* ---- activation ---------------------------------------------------------- */
 
+/* tp-flush's idle hook: the 60 s no-step warning, the trigger file. */
+static void tp_flush_idle_hook(void)
+{
+    tp_steps_idle();
+    tp_trigger_idle();
+}
+
 /* tp-flush closes the open window when a termination or fatal signal
  * arrived (partial_reason: the signal's name). */
 static void tp_term_close(int sig)
@@ -235,6 +246,7 @@ static void tp_term_close(int sig)
         if (tp_fatal_nums[i] == sig)
             name = tp_fatal_names[i];
     tp_steps_close_on_signal(name);
+    tp_trigger_exit();      /* the last status: the window just closed is not written yet */
 }
 
 static void tp_activate(void)
@@ -248,7 +260,7 @@ static void tp_activate(void)
     }
     tp_owner = getpid();
     tp_clock_init();
-    static const struct tp_flusher_hooks hooks = { .term = tp_term_close, .idle = tp_steps_idle };
+    static const struct tp_flusher_hooks hooks = { .term = tp_term_close, .idle = tp_flush_idle_hook };
     if (tp_buf_init(tp_cfg.buffer_mb) != 0 || tp_flusher_start(&hooks) != 0) {
         TP_ERROR("cannot start (out of memory or threads): profiling disabled for this process");
         tp_hot_off();
@@ -256,6 +268,7 @@ static void tp_activate(void)
         return;
     }
     tp_modules_init(&tp_cfg);
+    tp_trigger_init();
     tp_hot_stack(tp_stack_on());
     pthread_atfork(NULL, NULL, tp_atfork_child);
     /* The exit flush, for a process whose first launch never registers it

@@ -11,6 +11,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +19,11 @@
 #include <unistd.h>
 
 int tp_log_level = TP_LOG_INFO;
+
+/* The last error or warning line, for the status file (trigger.c); a
+ * writer that finds the lock taken skips the copy rather than wait. */
+static pthread_mutex_t tp_last_lock = PTHREAD_MUTEX_INITIALIZER;
+static char tp_last[512];
 
 size_t tp_utf8_len(const unsigned char *p, size_t n)
 {
@@ -112,4 +118,18 @@ void tp_log_write(int level, const char *fmt, ...)
         len = sizeof raw - 1;
     errno = saved;
     tp_log_line(raw, len);
+    if (level <= TP_LOG_WARN && pthread_mutex_trylock(&tp_last_lock) == 0) {
+        tp_log_escape(raw, len, tp_last, sizeof tp_last);
+        pthread_mutex_unlock(&tp_last_lock);
+    }
+    errno = saved;
+}
+
+void tp_log_last(char *out, size_t n)
+{
+    if (!n)
+        return;
+    pthread_mutex_lock(&tp_last_lock);
+    snprintf(out, n, "%s", tp_last);
+    pthread_mutex_unlock(&tp_last_lock);
 }

@@ -37,6 +37,10 @@ size_t tp_utf8_len(const unsigned char *p, size_t n);
  * with one write(2), whatever the level (config.c's stored lines). */
 void tp_log_line(const char *text, size_t n);
 
+/* tp_log_last - the last error or warning line written (escaped), "" if
+ * none, into "out" (size "n"). */
+void tp_log_last(char *out, size_t n);
+
 #define TP_LOG(level, ...) do { \
         if ((level) <= tp_log_level) tp_log_write((level), __VA_ARGS__); \
     } while (0)

@@ -7,6 +7,9 @@
  * With TRAINPROF_SCHEDULE=profiler-api no step records by itself and the
  * schedule never finishes: cudaProfilerStart/Stop open and close windows
  * (steps.c).
+ * TRAINPROF_SCHEDULE=none records nothing by itself: its windows are the
+ * triggered ones (ondemand.c), which steps.c consults where this says
+ * NONE.
  */
 #include "schedule.h"
 
@@ -16,6 +19,8 @@ enum tp_action tp_schedule_action(const struct tp_schedule *s, uint64_t step)
         return TP_RECORD;
     if (s->profiler_api)
         return TP_NONE;         /* windows follow the profiler API (steps.c) */
+    if (s->none)
+        return TP_NONE;     /* windows come from triggers only (ondemand.h) */
     if (step < s->skip_first)
         return TP_NONE;
     step -= s->skip_first;
@@ -32,6 +37,8 @@ enum tp_action tp_schedule_action(const struct tp_schedule *s, uint64_t step)
 
 int tp_schedule_finished(const struct tp_schedule *s, uint64_t step)
 {
+    if (s->none)
+        return 1;
     if (s->all || s->profiler_api || s->repeat == 0)
         return 0;
     return step >= s->skip_first &&

@@ -11,10 +11,12 @@ enum tp_action { TP_NONE = 0, TP_WARMUP, TP_RECORD, TP_RECORD_AND_SAVE };
 
 /* tp_schedule_action - the action for global step "step" (0-based).
  * With s->all every step records and none saves (the save happens at exit);
- * with s->profiler_api it is TP_NONE (the profiler API opens windows). */
+ * with s->profiler_api it is TP_NONE (the profiler API opens windows);
+ * with s->none no step does anything (windows come from triggers). */
 enum tp_action tp_schedule_action(const struct tp_schedule *s, uint64_t step);
 
-/* tp_schedule_finished - 1 if no step >= "step" will ever record or warm up. */
+/* tp_schedule_finished - 1 if no step >= "step" will ever record or warm up
+ * by the schedule (always with s->none; triggers are steps.c's affair). */
 int tp_schedule_finished(const struct tp_schedule *s, uint64_t step);
 
 /* tp_action_name - "NONE", "WARMUP", "RECORD", "RECORD_AND_SAVE". */

@@ -20,6 +20,11 @@
  * one under way at Start from Start, the one under way at Stop up to Stop.
  * {batch} is then one past the last step listed, as for the schedule's
  * windows (the steps begun at Stop); at exit, the steps completed.
+ *
+ * Triggered windows (TRAINPROF_TRIGGER): a step that begins takes a
+ * trigger's request (one atomic load when none came, ondemand.c), and
+ * where the schedule says NONE the triggered cycle's action counts
+ * (tp_action_at); while triggers are watched the schedule never finishes.
  */
 #include "steps.h"
 #include "apis.h"
@@ -30,6 +35,7 @@
 #include "kernels.h"
 #include "log.h"
 #include "module.h"
+#include "ondemand.h"
 #include "protocol.h"
 #include "schedule.h"
 
@@ -77,6 +83,14 @@ static const char *tp_signal_text(void)
     return "";
 }
 
+/* The action of "step": the schedule's, or where it says NONE, a triggered
+ * cycle's (ondemand.c; step lock held). */
+static enum tp_action tp_action_at(uint64_t step)
+{
+    enum tp_action a = tp_schedule_action(&tp_cfg.schedule, step);
+    return a != TP_NONE ? a : tp_ondemand_action(step);
+}
+
 /* Tell the flush thread how far the steps are (step lock held). */
 static void tp_publish(void)
 {
@@ -122,18 +136,21 @@ static enum tp_action tp_action(uint64_t step)
 {
     if (tp_cfg.schedule.profiler_api)
         return tp_recording ? TP_RECORD : TP_NONE;
-    return tp_schedule_action(&tp_cfg.schedule, step);
+    return tp_action_at(step);
 }
 
 /* Set the hot word for the action of the step now beginning. */
 static void tp_enter_step(uint64_t now)
 {
+    tp_ondemand_step(tp_steps);         /* a trigger's request, if one came */
     enum tp_action a = tp_action(tp_steps);
     int record = a == TP_RECORD || a == TP_RECORD_AND_SAVE;
     if (record && !tp_recording)
         tp_window_open(now);
     uint32_t flags = tp_signal_flags;
-    if (!tp_finished && tp_schedule_finished(&tp_cfg.schedule, tp_steps)) {
+    /* watched triggers may still open a window: never finished then */
+    if (!tp_finished && tp_schedule_finished(&tp_cfg.schedule, tp_steps) &&
+        !tp_ondemand_watched()) {
         tp_finished = 1;
         tp_modules_schedule_end();     /* e.g. no window will need memory totals */
     }
@@ -320,7 +337,10 @@ void tp_steps_close_on_signal(const char *signame)
 
 void tp_steps_warn_unseen(const char *when)
 {
+    /* TRAINPROF_SCHEDULE=none needs steps only once triggered: the status
+     * file and `trainprof trigger` say it when none were counted */
     if (tp_warned_unseen >= 2 || tp_cfg.schedule.all || tp_cfg.schedule.profiler_api ||
+        tp_cfg.schedule.none ||
         atomic_load(&tp_signal_kind) >= 0)
         return;
     tp_warned_unseen++;

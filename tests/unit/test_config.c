@@ -177,7 +177,7 @@ START_TEST(test_vars_table)
         "TRAINPROF_WITH_STACK", "TRAINPROF_STACK_DEPTH", "TRAINPROF_WITH_FLOPS", "TRAINPROF_SYS",
         "TRAINPROF_SYS_INTERVAL", "TRAINPROF_RANKS", "TRAINPROF_BUFFER_MB", "TRAINPROF_METADATA",
         "TRAINPROF_PEAK_TFLOPS", "TRAINPROF_LOG", "TRAINPROF_STRICT", "TRAINPROF_DUMP_CONFIG",
-        "TRAINPROF_CUPTI_PATH",
+        "TRAINPROF_CUPTI_PATH", "TRAINPROF_TRIGGER", "TRAINPROF_TRIGGER_SIGNAL",
     };
     ck_assert_uint_eq(n, sizeof spec / sizeof spec[0]);
     for (size_t i = 0; i < n; i++) {
@@ -239,6 +239,13 @@ static const struct good_case good_cases[] = {
     { "TRAINPROF_STRICT", "1", "1" },
     { "TRAINPROF_DUMP_CONFIG", "true", "1" },
     { "TRAINPROF_CUPTI_PATH", "/opt/cuda/lib64/libcupti.so.13", "/opt/cuda/lib64/libcupti.so.13" },
+    { "TRAINPROF_SCHEDULE", "None", "none" },
+    { "TRAINPROF_TRIGGER", "/shared/{run_name}/go", "/shared/{run_name}/go" },
+    { "TRAINPROF_TRIGGER", "none", "none" },
+    { "TRAINPROF_TRIGGER_SIGNAL", "SIGUSR2", "SIGUSR2" },
+    { "TRAINPROF_TRIGGER_SIGNAL", "usr1", "SIGUSR1" },
+    { "TRAINPROF_TRIGGER_SIGNAL", "SIGRTMIN+3", "SIGRTMIN+3" },
+    { "TRAINPROF_TRIGGER_SIGNAL", "off", "off" },
 };
 
 START_TEST(test_good_values)
@@ -308,9 +315,9 @@ static const struct bad_case bad_cases[] = {
     { "TRAINPROF_SCHEDULE", "active=", "active must be an integer >= 1" },
     { "TRAINPROF_SCHEDULE", "wait=1,wait=2", "duplicate key wait" },
     { "TRAINPROF_SCHEDULE", "cycles=2", "accepted: skip_first, wait, warmup, active, repeat" },
-    { "TRAINPROF_SCHEDULE", "wait", "expected key=value or all" },
+    { "TRAINPROF_SCHEDULE", "wait", "expected key=value, all, none or profiler-api" },
     { "TRAINPROF_SCHEDULE", "wait=1,", "empty item" },
-    { "TRAINPROF_SCHEDULE", "all,wait=1", "expected key=value or all" },
+    { "TRAINPROF_SCHEDULE", "all,wait=1", "expected key=value, all, none or profiler-api" },
     { "TRAINPROF_STEP_ON", "epoch", "accepted: api, nvtx:GLOB, launch:GLOB[/N] or call:NAME[/N]" },
     { "TRAINPROF_STEP_ON", "api,nvtx:", "empty GLOB" },
     { "TRAINPROF_STEP_ON", "launch:", "empty GLOB" },
@@ -370,6 +377,11 @@ static const struct bad_case bad_cases[] = {
     { "TRAINPROF_LOG", "verbose", "must be one of quiet, error, warn, info, debug" },
     { "TRAINPROF_STRICT", "strict", "0/1, true/false, yes/no or on/off" },
     { "TRAINPROF_DUMP_CONFIG", "2", "0/1, true/false, yes/no or on/off" },
+    { "TRAINPROF_SCHEDULE", "none,wait=1", "expected key=value, all, none or profiler-api, got \"none\"" },
+    { "TRAINPROF_TRIGGER", "{run}/trigger", "unknown variable {run}" },
+    { "TRAINPROF_TRIGGER_SIGNAL", "SIGTERM", "accepted: off, SIGUSR1, SIGUSR2 or SIGRTMIN+N" },
+    { "TRAINPROF_TRIGGER_SIGNAL", "SIGRTMIN+99", "accepted: off, SIGUSR1, SIGUSR2 or SIGRTMIN+N" },
+    { "TRAINPROF_TRIGGER_SIGNAL", "12", "accepted: off, SIGUSR1, SIGUSR2 or SIGRTMIN+N" },
 };
 
 START_TEST(test_bad_values)

@@ -90,6 +90,17 @@ START_TEST(test_profiler_api)
 }
 END_TEST
 
+/* TRAINPROF_SCHEDULE=none: nothing by itself, whatever keys were zeroed or
+ * not (windows come from triggers, steps.c), and finished from step 0. */
+START_TEST(test_none)
+{
+    struct tp_schedule s = { .warmup = 1, .active = 4, .repeat = 0, .none = 1 };
+    for (uint64_t step = 0; step < 100; step++)
+        ck_assert_int_eq(tp_schedule_action(&s, step), TP_NONE);
+    ck_assert_int_eq(tp_schedule_finished(&s, 0), 1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("schedule");
@@ -98,6 +109,7 @@ int main(void)
     tcase_add_test(tc, test_composer_defaults);
     tcase_add_test(tc, test_all_and_repeat_zero);
     tcase_add_test(tc, test_profiler_api);
+    tcase_add_test(tc, test_none);
     suite_add_tcase(s, tc);
     return tp_test_run(s);
 }
