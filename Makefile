@@ -275,6 +275,7 @@ install: lib
 	install -m 755 $(B)/libtrainprof.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 preload/trainprof.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 scripts/trainprof $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 scripts/trainprof_summary.py $(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/share/trainprof/pyhook
 	install -m 644 scripts/pyhook/sitecustomize.py $(DESTDIR)$(PREFIX)/share/trainprof/pyhook/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' scripts/trainprof.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/trainprof.pc
