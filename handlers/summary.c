@@ -25,54 +25,7 @@
 #include "output.h"
 #include "table.h"
 
-int tp_summary_cmp_total(const void *a, const void *b)
-{
-    const struct agg *x = *(const struct agg *const *)a, *y = *(const struct agg *const *)b;
-    if (x->total_ns != y->total_ns)
-        return x->total_ns > y->total_ns ? -1 : 1;
-    return strcmp(x->name, y->name);
-}
-
-int tp_summary_cmp_calls(const void *a, const void *b)
-{
-    const struct agg *x = *(const struct agg *const *)a, *y = *(const struct agg *const *)b;
-    if (x->calls != y->calls)
-        return x->calls > y->calls ? -1 : 1;
-    return strcmp(x->name, y->name);
-}
-
-int tp_summary_cmp_step(const void *a, const void *b)
-{
-    const struct step_row *x = a, *y = b;
-    return x->index < y->index ? -1 : x->index > y->index;
-}
-
-/* The table's entries, tp_summary_sorted; NULL if empty or out of memory. */
-struct agg **tp_summary_sorted(const struct agg_table *t, int (*cmp)(const void *, const void *))
-{
-    if (!t->n)
-        return NULL;
-    struct agg **v = malloc(t->n * sizeof *v);
-    if (!v)
-        return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i < t->cap; i++)
-        if (t->slots[i].name)
-            v[k++] = &t->slots[i];
-    qsort(v, k, sizeof *v, cmp);
-    return v;
-}
-
 #define CELL TP_TABLE_CELL
-
-/* The FLOPs of step "index" from the window's step list, 0 if unknown. */
-uint64_t tp_summary_step_flops(const struct tp_window *w, uint64_t index)
-{
-    for (uint64_t i = 0; w->steps && i < w->steps_recorded; i++)
-        if (w->steps[i].index == index)
-            return w->steps[i].flops;
-    return 0;
-}
 
 /* GFLOP with three decimals, from FLOPs. */
 static const char *fmt_gflop(char *buf, size_t n, uint64_t flops)
@@ -93,18 +46,6 @@ static const char *fmt_pct(char *buf, size_t n, int64_t part, int64_t whole)
 {
     snprintf(buf, n, "%.1f%%", whole > 0 ? 100.0 * (double)part / (double)whole : 0.0);
     return buf;
-}
-
-/* The span of recorded step "index", from the window's step list. */
-int tp_summary_step_span(const struct tp_window *w, uint64_t index, int64_t *a, int64_t *b)
-{
-    for (uint64_t i = 0; w->steps && i < w->steps_recorded; i++)
-        if (w->steps[i].index == index) {
-            *a = w->steps[i].start_ns;
-            *b = w->steps[i].end_ns;
-            return 1;
-        }
-    return 0;
 }
 
 static void step_cells(const struct summary *s, const struct tp_window *w, const struct step_row *r,
@@ -327,11 +268,6 @@ static void put_gpu(struct tp_jsonw *j, struct summary *s, const struct tp_windo
                         (unsigned long long)w->gpu_dropped);
 }
 
-int tp_summary_mem_has_data(const struct tp_mem_usage *u)
-{
-    return u->start_bytes || u->end_bytes || u->peak_bytes || u->allocs || u->frees || u->failed;
-}
-
 /* Memory held per (device, class) in the window (SPEC 8), omitted without data. */
 static void put_memory(struct tp_jsonw *j, const struct summary *s, const struct tp_window *w)
 {
@@ -373,23 +309,6 @@ static void put_memory(struct tp_jsonw *j, const struct summary *s, const struct
     tp_jsonw_lit(j, "Bytes the process reserved from CUDA (cudaMalloc/VMM level), not a caching allocator's"
                     " allocated bytes: compare with torch.cuda.memory_reserved(), not memory_allocated()\n");
     free(c);
-}
-
-int tp_summary_cmp_coll(const void *a, const void *b)
-{
-    const struct coll_row *x = a, *y = b;
-    if (x->op != y->op)
-        return x->op < y->op ? -1 : 1;
-    return x->ranks < y->ranks ? -1 : x->ranks > y->ranks;
-}
-
-/* 1 when the collectives' kernels were seen on the device (decision 12). */
-int tp_summary_coll_device(const struct summary *s, const struct tp_window *w)
-{
-    for (size_t i = 0; w->gpu && i < s->ncoll; i++)
-        if (s->coll[i].dev_ns > 0)
-            return 1;
-    return 0;
 }
 
 /* Collectives: calls, bytes, time, algorithm and bus bandwidth as nccl-tests.

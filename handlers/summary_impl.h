@@ -92,7 +92,7 @@ int64_t tp_sumagg_busy_within(const struct summary *s, int64_t a, int64_t b);
 /* tp_sumagg_free - frees "s" and everything it holds, names included. */
 void tp_sumagg_free(struct summary *s);
 
-/* summary.c's helpers that summary_json.c shares. */
+/* The helpers summary.c and summary_json.c share (summary_agg.c). */
 
 /* tp_summary_cmp_total, tp_summary_cmp_calls - qsort order of struct agg
  * pointers: by total time (or calls) descending, then by name. */

@@ -23,6 +23,7 @@ chunk, the name tables, and the few per-window lists (steps, collectives
 waiting for their kernels), not the trace.  Python standard library only.
 """
 
+import bisect
 import codecs
 import gzip
 import json
@@ -34,6 +35,8 @@ import sys
 SCHEMA = "trainprof.summary/1"
 TOP = 20
 CHUNK = 1 << 20
+BUSY_BATCH = 65536                # device spans merged and folded at a time
+BUSY_DISORDER = 4096              # how far out of time order device records may arrive
 STRAGGLER = 0.10                  # slower than the median by more than this
 DTYPE_SIZE = {"Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Float8_e4m3fn": 1,
               "Float8_e5m2": 1, "Char": 1, "Byte": 1, "Int": 4, "UInt32": 4, "Long": 8,
@@ -204,8 +207,14 @@ class _TraceSummary:
         self.header = {}
         self.tables = {k: {} for k in ("api", "launch", "lib", "gpu", "op")}
         self.steps = {}               # index -> (start_ns, end_ns)
-        self.busy = []                # merged online when it grows (see add_busy)
-        self.pending_busy = []
+        self.busy = []                # merged spans not yet folded (fold_busy)
+        self.pending_busy = []        # spans in arrival order since the last fold
+        self.busy_mark = -(1 << 62)
+        self.busy_late = 0
+        self.busy_total = 0
+        self.busy_steps = {}          # step index -> busy ns folded so far
+        self.busy_folded = False
+        self.steps_after_fold = False
         self.pid = None
         self.program = None
         self.op_done = {}             # tid -> [(start, end, dur)]
@@ -232,9 +241,43 @@ class _TraceSummary:
 
     def add_busy(self, a, b):
         self.pending_busy.append([a, b])
-        if len(self.pending_busy) > 65536:
-            self.busy = _merge_spans(self.busy + self.pending_busy)
-            self.pending_busy = []
+        if len(self.pending_busy) > BUSY_BATCH:
+            self.fold_busy(final=False)
+
+    def fold_busy(self, final):
+        """Merge the device spans (streams overlap) and add those that end
+        before the watermark to the busy time of each step, so that memory
+        does not grow with the trace: the watermark is the earliest start
+        among the last BUSY_DISORDER spans, assuming that later records
+        start after it (CUPTI delivers them roughly in time order); a span
+        that starts before an earlier watermark is counted in
+        busy_late_spans (it may overlap time already counted)."""
+        if not final:
+            mark = min(x[0] for x in self.pending_busy[-BUSY_DISORDER:])
+        for x in self.pending_busy:
+            if x[0] < self.busy_mark:
+                self.busy_late += 1
+        spans = _merge_spans(self.busy + self.pending_busy)
+        self.pending_busy = []
+        keep = []
+        order = sorted((lo, hi, idx) for idx, (lo, hi) in self.steps.items())
+        los = [x[0] for x in order]
+        for a, b in spans:
+            if final or b <= mark:
+                self.busy_total += b - a
+                i = max(bisect.bisect_right(los, a) - 1, 0)
+                while i < len(order) and order[i][0] < b:
+                    lo, hi, idx = order[i]
+                    lo2, hi2 = max(a, lo), min(b, hi)
+                    if hi2 > lo2:
+                        self.busy_steps[idx] = self.busy_steps.get(idx, 0) + hi2 - lo2
+                    i += 1
+                self.busy_folded = True
+            else:
+                keep.append([a, b])
+        self.busy = keep
+        if not final:
+            self.busy_mark = max(self.busy_mark, mark)
 
     def events(self, batch):
         for e in batch:
@@ -293,7 +336,12 @@ class _TraceSummary:
         elif cat == "user_annotation":
             m = STEP_RE.match(name)
             if m:
-                self.steps[int(m.group(1))] = (start, start + dur)
+                # the trace writes steps 3 ns short (chrome.c): the header's
+                # wall time gives the end (finish() corrects it); a step
+                # that comes after device work was folded has no busy time
+                self.steps[int(m.group(1))] = (start, start + dur + 3)
+                if self.busy_folded:
+                    self.steps_after_fold = True
             elif name.startswith("nccl:"):
                 span = (e.get("tid"), ts, durus)
                 key = self.coll_by_span.pop(span, None)
@@ -366,18 +414,19 @@ class _TraceSummary:
         dist = h.get("distributedInfo") or {}
         cfg = tp.get("configuration") or {}
         gpu = (tp.get("coverage") or {}).get("kernels_seen_by_cupti") is not None
-        busy = _merge_spans(self.busy + self.pending_busy)
+        for st in tp.get("steps") or []:
+            if st["step"] in self.steps:
+                a = self.steps[st["step"]][0]
+                self.steps[st["step"]] = (a, a + _ns(st.get("wall_ms", 0) * 1000.0))
+        self.fold_busy(final=True)
         steps, sum_wall, sum_flops, sum_busy = [], 0, 0, 0
         for s in tp.get("steps") or []:
             idx = s["step"]
             wall = _ns(s.get("wall_ms", 0) * 1000.0)
             flops = int(s.get("flops", 0))
             bz = None
-            if gpu and idx in self.steps:
-                a, b = self.steps[idx]
-                # the trace writes steps 3 ns short (chrome.c); the step's own span
-                b = a + wall
-                bz = _busy_within(busy, a, b)
+            if gpu and idx in self.steps and not self.steps_after_fold:
+                bz = self.busy_steps.get(idx, 0)
                 sum_busy += bz
             steps.append({"step": idx, "wall_ns": wall, "flops": flops,
                           "tflops_per_s": flops / wall / 1e3 if wall > 0 else 0,
@@ -444,6 +493,7 @@ class _TraceSummary:
                             else "mixed" if mixed else "device",
                             "captured_calls": None, "rows": coll_rows, "calls": coll_calls,
                             "bytes": coll_bytes, "time_ns": coll_time},
+            "busy_late_spans": self.busy_late,
             "events": {"records": tp.get("records"), "dropped": tp.get("dropped_events", 0),
                        "late": tp.get("late_events", 0),
                        "device_dropped": cov.get("device_records_dropped", 0), "incomplete": False},
@@ -453,17 +503,6 @@ class _TraceSummary:
                          "gpu_kernels_linked": cov.get("kernels_linked_to_launches"),
                          "ratio": cov.get("ratio")},
         }
-
-
-def _busy_within(spans, a, b):
-    t = 0
-    for lo, hi in spans:
-        if lo >= b:
-            break
-        lo, hi = max(lo, a), min(hi, b)
-        if hi > lo:
-            t += hi - lo
-    return t
 
 
 def _table(t, extra, top=TOP, by_calls=False):

@@ -218,6 +218,13 @@ def test_trace_alone_agrees_with_summary_json(job):
             [(r["kind"], r["ranks"], r["calls"], r["bytes"], r["basis"]) for r in sc["rows"]]
         assert abs(tc["time_ns"] - sc["time_ns"]) <= tc["calls"]
         assert t["memory"][0]["peak_bytes"] == s["memory"][0]["peak_bytes"]
+        # device spans folded 8 at a time (what keeps a big trace's memory
+        # bounded): the same busy time
+        mod.BUSY_BATCH, mod.BUSY_DISORDER = 8, 4
+        small = mod.summarize_trace(path)
+        mod.BUSY_BATCH, mod.BUSY_DISORDER = 65536, 4096
+        assert small["busy_late_spans"] == 0
+        assert [x["gpu_busy_ns"] for x in small["steps"]] == [x["gpu_busy_ns"] for x in t["steps"]]
         assert t["coverage"]["gpu_kernels"] == s["coverage"]["gpu_kernels"]
 
 
