@@ -277,7 +277,8 @@ install: lib
 	install -m 755 scripts/trainprof $(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/share/trainprof/pyhook
 	install -m 644 scripts/pyhook/sitecustomize.py $(DESTDIR)$(PREFIX)/share/trainprof/pyhook/
-	install -m 644 scripts/trainprof_ondemand.py scripts/trainprof_merge.py $(DESTDIR)$(PREFIX)/share/trainprof/
+	install -m 644 scripts/trainprof_ondemand.py scripts/trainprof_merge.py scripts/trainprof_summary.py \
+	    $(DESTDIR)$(PREFIX)/share/trainprof/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' scripts/trainprof.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/trainprof.pc
 
 deps:

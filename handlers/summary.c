@@ -1,6 +1,7 @@
 /*
  * summary.c - DESIGN: a text report per trace, "<reports>/<trace base>.summary.txt"
- * (SPEC 8, decision 10), in tables laid out like torch's
+ * (SPEC 8, decision 10), followed by its figures for machines,
+ * "<trace base>.summary.json" (summary_json.c, same aggregates), in tables laid out like torch's
  * key_averages().table() (table.c writes them; this file decides what they
  * hold).  The handler's open() and event() are summary_agg.c's, which
  * aggregates the events while they stream; this file is its close(): the
@@ -24,54 +25,7 @@
 #include "output.h"
 #include "table.h"
 
-static int cmp_total(const void *a, const void *b)
-{
-    const struct agg *x = *(const struct agg *const *)a, *y = *(const struct agg *const *)b;
-    if (x->total_ns != y->total_ns)
-        return x->total_ns > y->total_ns ? -1 : 1;
-    return strcmp(x->name, y->name);
-}
-
-static int cmp_calls(const void *a, const void *b)
-{
-    const struct agg *x = *(const struct agg *const *)a, *y = *(const struct agg *const *)b;
-    if (x->calls != y->calls)
-        return x->calls > y->calls ? -1 : 1;
-    return strcmp(x->name, y->name);
-}
-
-static int cmp_step(const void *a, const void *b)
-{
-    const struct step_row *x = a, *y = b;
-    return x->index < y->index ? -1 : x->index > y->index;
-}
-
-/* The table's entries, sorted; NULL if empty or out of memory. */
-static struct agg **sorted(const struct agg_table *t, int (*cmp)(const void *, const void *))
-{
-    if (!t->n)
-        return NULL;
-    struct agg **v = malloc(t->n * sizeof *v);
-    if (!v)
-        return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i < t->cap; i++)
-        if (t->slots[i].name)
-            v[k++] = &t->slots[i];
-    qsort(v, k, sizeof *v, cmp);
-    return v;
-}
-
 #define CELL TP_TABLE_CELL
-
-/* The FLOPs of step "index" from the window's step list, 0 if unknown. */
-static uint64_t step_flops(const struct tp_window *w, uint64_t index)
-{
-    for (uint64_t i = 0; w->steps && i < w->steps_recorded; i++)
-        if (w->steps[i].index == index)
-            return w->steps[i].flops;
-    return 0;
-}
 
 /* GFLOP with three decimals, from FLOPs. */
 static const char *fmt_gflop(char *buf, size_t n, uint64_t flops)
@@ -94,28 +48,16 @@ static const char *fmt_pct(char *buf, size_t n, int64_t part, int64_t whole)
     return buf;
 }
 
-/* The span of recorded step "index", from the window's step list. */
-static int step_span(const struct tp_window *w, uint64_t index, int64_t *a, int64_t *b)
-{
-    for (uint64_t i = 0; w->steps && i < w->steps_recorded; i++)
-        if (w->steps[i].index == index) {
-            *a = w->steps[i].start_ns;
-            *b = w->steps[i].end_ns;
-            return 1;
-        }
-    return 0;
-}
-
 static void step_cells(const struct summary *s, const struct tp_window *w, const struct step_row *r,
                        char (*c)[CELL])
 {
-    uint64_t f = step_flops(w, r->index);
+    uint64_t f = tp_summary_step_flops(w, r->index);
     snprintf(c[0], CELL, "%llu", (unsigned long long)r->index);
     tp_fmt3(c[1], CELL, r->dur_ns, 1000000);
     fmt_gflop(c[2], CELL, f);
     fmt_tflops(c[3], CELL, f, r->dur_ns);
     int64_t a, b;
-    if (w->gpu && step_span(w, r->index, &a, &b))
+    if (w->gpu && tp_summary_step_span(w, r->index, &a, &b))
         fmt_pct(c[4], CELL, tp_sumagg_busy_within(s, a, b), b - a);
     else
         snprintf(c[4], CELL, "--");
@@ -141,7 +83,7 @@ static void put_steps(struct tp_jsonw *j, struct summary *s, const struct tp_win
         tp_jsonw_lit(j, "(no step recorded)\n");
         return;
     }
-    qsort(s->steps, s->nsteps, sizeof *s->steps, cmp_step);
+    qsort(s->steps, s->nsteps, sizeof *s->steps, tp_summary_cmp_step);
     char a[CELL], b[CELL];
     int64_t sum = 0, busy = 0;
     uint64_t flops = 0;
@@ -150,9 +92,9 @@ static void put_steps(struct tp_jsonw *j, struct summary *s, const struct tp_win
     tp_table_write(j, titles, w->gpu ? 5 : 4, s->nsteps, fill_step_row, &x);
     for (size_t i = 0; i < s->nsteps; i++) {
         sum += s->steps[i].dur_ns;
-        flops += step_flops(w, s->steps[i].index);
+        flops += tp_summary_step_flops(w, s->steps[i].index);
         int64_t lo, hi;
-        if (w->gpu && step_span(w, s->steps[i].index, &lo, &hi))
+        if (w->gpu && tp_summary_step_span(w, s->steps[i].index, &lo, &hi))
             busy += tp_sumagg_busy_within(s, lo, hi);
     }
     if (w->gpu)
@@ -189,7 +131,7 @@ static void fill_agg_row(void *ctx, size_t row, const char **cells, char (*buf)[
 }
 
 /*
- * put_agg_table - "heading", then the rows of "at" sorted by "cmp" in columns
+ * put_agg_table - "heading", then the rows of "at" tp_summary_sorted by "cmp" in columns
  * aligned like key_averages().table().  Returns 0, or -1 after writing
  * "empty" when there is no row.
  */
@@ -199,7 +141,7 @@ static int put_agg_table(struct tp_jsonw *j, const struct summary *s, const char
                          int ncols, row_fn fill)
 {
     tp_jsonw_lit(j, heading);
-    struct agg **v = sorted(at, cmp);
+    struct agg **v = tp_summary_sorted(at, cmp);
     if (!v) {
         tp_jsonw_lit(j, empty);
         return -1;
@@ -224,7 +166,7 @@ static void put_apis(struct tp_jsonw *j, struct summary *s)
 {
     static const char *const titles[] = { "Name", "Calls", "Total (ms)", "Mean (us)", "Max (us)", "% Host" };
     char buf[CELL];
-    if (put_agg_table(j, s, "\nHost API calls\n", "(no API call recorded)\n", &s->apis, cmp_total,
+    if (put_agg_table(j, s, "\nHost API calls\n", "(no API call recorded)\n", &s->apis, tp_summary_cmp_total,
                       titles, 6, api_row) == 0)
         tp_jsonw_printf(j, "Host API time total (ms): %s\n", tp_fmt3(buf, sizeof buf, s->host_ns, 1000000));
 }
@@ -262,7 +204,7 @@ static void put_ops(struct tp_jsonw *j, struct summary *s, const struct tp_windo
                                           "Mean (us)", "GPU (ms)" };
     if (!s->ops.n)
         return;
-    put_agg_table(j, s, "\nOperators (PyTorch)\n", "", &s->ops, cmp_total, titles, w->gpu ? 6 : 5,
+    put_agg_table(j, s, "\nOperators (PyTorch)\n", "", &s->ops, tp_summary_cmp_total, titles, w->gpu ? 6 : 5,
                   op_row);
 }
 
@@ -272,7 +214,7 @@ static void put_libs(struct tp_jsonw *j, struct summary *s)
     char buf[CELL];
     if (!s->libs.n && !s->graph_flops)
         return;
-    if (put_agg_table(j, s, "\nLibrary calls (cuBLAS, cuBLASLt, cuDNN, NCCL)\n", "", &s->libs, cmp_total,
+    if (put_agg_table(j, s, "\nLibrary calls (cuBLAS, cuBLASLt, cuDNN, NCCL)\n", "", &s->libs, tp_summary_cmp_total,
                       titles, 6, lib_row) == 0)
         tp_jsonw_printf(j, "Library FLOPs total: %s GFLOP\n", fmt_gflop(buf, sizeof buf, s->lib_flops));
     if (s->graph_flops)
@@ -290,7 +232,7 @@ static void kernel_row(const struct summary *s, const struct agg *a, char (*c)[C
 static void put_kernels(struct tp_jsonw *j, struct summary *s)
 {
     static const char *const titles[] = { "Kernel", "Launches" };
-    if (put_agg_table(j, s, "\nKernels launched\n", "(no launch recorded)\n", &s->kernels, cmp_calls,
+    if (put_agg_table(j, s, "\nKernels launched\n", "(no launch recorded)\n", &s->kernels, tp_summary_cmp_calls,
                       titles, 2, kernel_row) == 0)
         tp_jsonw_printf(j, "Launches total: %llu\n", (unsigned long long)s->launches);
 }
@@ -313,7 +255,7 @@ static void put_gpu(struct tp_jsonw *j, struct summary *s, const struct tp_windo
     tp_jsonw_printf(j, "\nGPU activity: %s\n", w->gpu_status ? w->gpu_status : "off");
     if (!w->gpu)
         return;
-    if (put_agg_table(j, s, "", "(no device work recorded)\n", &s->gpu, cmp_total, titles, 6, gpu_row) == 0)
+    if (put_agg_table(j, s, "", "(no device work recorded)\n", &s->gpu, tp_summary_cmp_total, titles, 6, gpu_row) == 0)
         tp_jsonw_printf(j, "GPU time total (ms): %s\n", tp_fmt3(buf, sizeof buf, s->gpu_ns, 1000000));
     tp_jsonw_printf(j, "Coverage: %llu kernels seen by CUPTI, %llu linked to a launch seen by the wrappers (%s);"
                        " %llu launches seen by the wrappers\n",
@@ -326,11 +268,6 @@ static void put_gpu(struct tp_jsonw *j, struct summary *s, const struct tp_windo
                         (unsigned long long)w->gpu_dropped);
 }
 
-static int mem_has_data(const struct tp_mem_usage *u)
-{
-    return u->start_bytes || u->end_bytes || u->peak_bytes || u->allocs || u->frees || u->failed;
-}
-
 /* Memory held per (device, class) in the window (SPEC 8), omitted without data. */
 static void put_memory(struct tp_jsonw *j, const struct summary *s, const struct tp_window *w)
 {
@@ -340,7 +277,7 @@ static void put_memory(struct tp_jsonw *j, const struct summary *s, const struct
     enum { NC = 10 };
     size_t rows = 0;
     for (int i = 0; i < w->n_mem; i++)
-        rows += (size_t)mem_has_data(&w->mem[i]);
+        rows += (size_t)tp_summary_mem_has_data(&w->mem[i]);
     if (!w->mem || !rows)
         return;
     char (*c)[CELL] = calloc(rows * NC, CELL);
@@ -349,7 +286,7 @@ static void put_memory(struct tp_jsonw *j, const struct summary *s, const struct
     size_t k = 0;
     for (int i = 0; i < w->n_mem; i++) {
         const struct tp_mem_usage *u = &w->mem[i];
-        if (!mem_has_data(u))
+        if (!tp_summary_mem_has_data(u))
             continue;
         char (*r)[CELL] = c + k++ * NC;
         int64_t at = (s->n_mem == w->n_mem && s->peak_at[i] ? s->peak_at[i] : u->peak_ns) - w->start_ns;
@@ -374,23 +311,6 @@ static void put_memory(struct tp_jsonw *j, const struct summary *s, const struct
     free(c);
 }
 
-static int cmp_coll(const void *a, const void *b)
-{
-    const struct coll_row *x = a, *y = b;
-    if (x->op != y->op)
-        return x->op < y->op ? -1 : 1;
-    return x->ranks < y->ranks ? -1 : x->ranks > y->ranks;
-}
-
-/* 1 when the collectives' kernels were seen on the device (decision 12). */
-static int coll_device_time(const struct summary *s, const struct tp_window *w)
-{
-    for (size_t i = 0; w->gpu && i < s->ncoll; i++)
-        if (s->coll[i].dev_ns > 0)
-            return 1;
-    return 0;
-}
-
 /* Collectives: calls, bytes, time, algorithm and bus bandwidth as nccl-tests.
  * With device time, a row whose calls issued no kernel that CUPTI saw (the
  * kernel ran in a graph, or the call only queued work in a group) falls back
@@ -402,7 +322,7 @@ static void put_colls(struct tp_jsonw *j, struct summary *s, const struct tp_win
     enum { NC = 9 };
     if (!s->ncoll && !s->coll_captured)
         return;
-    int dev = coll_device_time(s, w), mixed = 0;
+    int dev = tp_summary_coll_device(s, w), mixed = 0;
     for (size_t i = 0; dev && i < s->ncoll; i++)
         mixed |= s->coll[i].dev_ns <= 0;
     tp_jsonw_printf(j, "\nCollectives (NCCL); time: %s\n",
@@ -413,7 +333,7 @@ static void put_colls(struct tp_jsonw *j, struct summary *s, const struct tp_win
                             : "device (kernel) time of the kernels each call issued");
     char (*c)[CELL] = s->ncoll ? calloc(s->ncoll * NC, CELL) : NULL;
     if (c) {
-        qsort(s->coll, s->ncoll, sizeof *s->coll, cmp_coll);
+        qsort(s->coll, s->ncoll, sizeof *s->coll, tp_summary_cmp_coll);
         for (size_t i = 0; i < s->ncoll; i++) {
             const struct coll_row *x = &s->coll[i];
             char (*r)[CELL] = c + i * NC;
@@ -467,8 +387,8 @@ static void fill_line(struct summary *s, const struct tp_window *w, struct tp_sa
     for (size_t i = 0; i < s->nsteps; i++) {
         int64_t lo, hi;
         sum += s->steps[i].dur_ns;
-        flops += step_flops(w, s->steps[i].index);
-        if (w->gpu && step_span(w, s->steps[i].index, &lo, &hi))
+        flops += tp_summary_step_flops(w, s->steps[i].index);
+        if (w->gpu && tp_summary_step_span(w, s->steps[i].index, &lo, &hi))
             busy += tp_sumagg_busy_within(s, lo, hi);
     }
     if (s->nsteps) {
@@ -567,6 +487,8 @@ static int summary_close(void *state, const struct tp_window *w, struct tp_saved
     }
     int err = tp_jsonw_finish(&j);
     int rc = tp_output_report_done(&out, err, saved);
+    if (tp_summary_json_write(s, w, saved) != 0)
+        rc = -1;
     tp_sumagg_free(s);
     return rc;
 }

@@ -16,7 +16,9 @@
  * kept as spans, merged at close into disjoint ones (streams overlap) for
  * the GPU busy share.  The time of each memory peak comes from the
  * ALLOC/FREE events, by the memory page's rule.  Out of memory sets a flag;
- * the report says its tables are incomplete.
+ * the report says its tables are incomplete.  The sort orders and window
+ * lookups that both reports use (summary.c, summary_json.c) live here too,
+ * so that neither report file needs the other.
  */
 #include "summary_impl.h"
 
@@ -409,4 +411,87 @@ void tp_sumagg_free(struct summary *s)
     free(s->coll);
     free(s->peak_at);
     free(s);
+}
+
+/* The helpers summary.c and summary_json.c share (summary_impl.h). */
+
+int tp_summary_cmp_total(const void *a, const void *b)
+{
+    const struct agg *x = *(const struct agg *const *)a, *y = *(const struct agg *const *)b;
+    if (x->total_ns != y->total_ns)
+        return x->total_ns > y->total_ns ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+int tp_summary_cmp_calls(const void *a, const void *b)
+{
+    const struct agg *x = *(const struct agg *const *)a, *y = *(const struct agg *const *)b;
+    if (x->calls != y->calls)
+        return x->calls > y->calls ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+int tp_summary_cmp_step(const void *a, const void *b)
+{
+    const struct step_row *x = a, *y = b;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* The table's entries, tp_summary_sorted; NULL if empty or out of memory. */
+struct agg **tp_summary_sorted(const struct agg_table *t, int (*cmp)(const void *, const void *))
+{
+    if (!t->n)
+        return NULL;
+    struct agg **v = malloc(t->n * sizeof *v);
+    if (!v)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->slots[i].name)
+            v[k++] = &t->slots[i];
+    qsort(v, k, sizeof *v, cmp);
+    return v;
+}
+
+/* The FLOPs of step "index" from the window's step list, 0 if unknown. */
+uint64_t tp_summary_step_flops(const struct tp_window *w, uint64_t index)
+{
+    for (uint64_t i = 0; w->steps && i < w->steps_recorded; i++)
+        if (w->steps[i].index == index)
+            return w->steps[i].flops;
+    return 0;
+}
+
+/* The span of recorded step "index", from the window's step list. */
+int tp_summary_step_span(const struct tp_window *w, uint64_t index, int64_t *a, int64_t *b)
+{
+    for (uint64_t i = 0; w->steps && i < w->steps_recorded; i++)
+        if (w->steps[i].index == index) {
+            *a = w->steps[i].start_ns;
+            *b = w->steps[i].end_ns;
+            return 1;
+        }
+    return 0;
+}
+
+int tp_summary_mem_has_data(const struct tp_mem_usage *u)
+{
+    return u->start_bytes || u->end_bytes || u->peak_bytes || u->allocs || u->frees || u->failed;
+}
+
+int tp_summary_cmp_coll(const void *a, const void *b)
+{
+    const struct coll_row *x = a, *y = b;
+    if (x->op != y->op)
+        return x->op < y->op ? -1 : 1;
+    return x->ranks < y->ranks ? -1 : x->ranks > y->ranks;
+}
+
+/* 1 when the collectives' kernels were seen on the device (decision 12). */
+int tp_summary_coll_device(const struct summary *s, const struct tp_window *w)
+{
+    for (size_t i = 0; w->gpu && i < s->ncoll; i++)
+        if (s->coll[i].dev_ns > 0)
+            return 1;
+    return 0;
 }

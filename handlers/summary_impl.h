@@ -92,4 +92,46 @@ int64_t tp_sumagg_busy_within(const struct summary *s, int64_t a, int64_t b);
 /* tp_sumagg_free - frees "s" and everything it holds, names included. */
 void tp_sumagg_free(struct summary *s);
 
+/* The helpers summary.c and summary_json.c share (summary_agg.c). */
+
+/* tp_summary_cmp_total, tp_summary_cmp_calls - qsort order of struct agg
+ * pointers: by total time (or calls) descending, then by name. */
+int tp_summary_cmp_total(const void *a, const void *b);
+int tp_summary_cmp_calls(const void *a, const void *b);
+
+/* tp_summary_cmp_step, tp_summary_cmp_coll - qsort order of step rows (by
+ * index) and of collective rows (by kind, then group size). */
+int tp_summary_cmp_step(const void *a, const void *b);
+int tp_summary_cmp_coll(const void *a, const void *b);
+
+/* tp_summary_sorted - the entries of "t" sorted by "cmp", a malloc'd array
+ * of t->n pointers into the table (the caller frees it); NULL if the table
+ * is empty or memory ran out. */
+struct agg **tp_summary_sorted(const struct agg_table *t, int (*cmp)(const void *, const void *));
+
+/* tp_summary_step_flops - the library FLOPs of recorded step "index" (the
+ * window's step list), 0 if unknown. */
+uint64_t tp_summary_step_flops(const struct tp_window *w, uint64_t index);
+
+/* tp_summary_step_span - the Unix ns span [*a, *b) of recorded step
+ * "index"; 1, or 0 if the window's step list does not have it. */
+int tp_summary_step_span(const struct tp_window *w, uint64_t index, int64_t *a, int64_t *b);
+
+/* tp_summary_mem_has_data - 1 if the (device, class) row saw any memory. */
+int tp_summary_mem_has_data(const struct tp_mem_usage *u);
+
+/* tp_summary_coll_device - 1 when CUPTI saw kernels of the window's
+ * collectives, so that their time is device time (decision 12). */
+int tp_summary_coll_device(const struct summary *s, const struct tp_window *w);
+
+/*
+ * tp_summary_json_write - "<reports>/<trace base>.summary.json" (summary_json.c):
+ * the window's figures for machines, schema TP_SUMMARY_SCHEMA (README,
+ * "summary.json"), written atomically through output.c and listed in
+ * "saved".  Sorts the steps and collectives and merges the busy spans of
+ * "s" (as the text report does).  Returns 0, or -1 after one error line.
+ */
+#define TP_SUMMARY_SCHEMA "trainprof.summary/1"
+int tp_summary_json_write(struct summary *s, const struct tp_window *w, struct tp_saved *saved);
+
 #endif

@@ -57,14 +57,6 @@ def test_run_help_documents_options():
         assert opt in out and var in out, opt
 
 
-def test_later_commands_not_implemented():
-    for cmd in ("summary",):
-        p, _ = cli([cmd, "x.json.gz"])
-        assert p.returncode == 2
-        assert p.stderr == ("trainprof: %s is not implemented yet\n" % cmd).encode()
-        assert p.stdout == b""
-
-
 def test_unknown_command_and_missing_command():
     p, _ = cli(["frobnicate"])
     assert p.returncode == 2 and p.stderr.startswith(b"trainprof: error:")

@@ -12,9 +12,11 @@ import tputil
 SCHED = "warmup=0,active=1,repeat=3"     # three one-step windows
 
 
-def _summary_of(trace, cwd):
+def _summaries_of(trace, cwd):
+    """The summary handler's two reports of a trace (.summary.txt, .summary.json)."""
     base = os.path.basename(trace)[:-len(".json.gz")]
-    return os.path.join(os.path.dirname(os.path.dirname(trace)), "reports", base + ".summary.txt")
+    return [os.path.join(os.path.dirname(os.path.dirname(trace)), "reports", base + ext)
+            for ext in (".summary.txt", ".summary.json")]
 
 
 def _run(exec_cmd, extra=None, prog="train_loop", args=("--steps=5",)):
@@ -35,12 +37,12 @@ def test_each_saved_file_once_with_vars_and_disabled():
     assert r.stdout == plain.stdout          # nothing of the child's on stdout
     assert len(r.traces) == 3
     got = sorted(_lines(r, "out"))
-    files = list(r.traces) + [_summary_of(t, r.cwd) for t in r.traces]
+    files = list(r.traces) + [f for t in r.traces for f in _summaries_of(t, r.cwd)]
     for f in files:
         assert os.path.exists(f), f
     want = sorted("got %s 0 0" % os.path.relpath(f, r.cwd) for f in files)
     assert got == want
-    assert r.stderr.decode().splitlines().count("hello") == 6
+    assert r.stderr.decode().splitlines().count("hello") == 9
 
 
 def test_reports_of_every_handler():
@@ -56,7 +58,7 @@ def test_reports_of_every_handler():
     got = _lines(r, "out")
     base = os.path.basename(trace)[:-len(".json.gz")]
     assert sorted(os.path.basename(p) for p in got) == sorted(
-        [os.path.basename(trace)] + [base + s for s in (".summary.txt", ".memory.html",
+        [os.path.basename(trace)] + [base + s for s in (".summary.txt", ".summary.json", ".memory.html",
                                                         ".memory.json", ".stacks.txt")])
     for p in got:
         assert os.path.exists(os.path.join(r.cwd, p)), p
@@ -69,19 +71,20 @@ def test_failure_is_a_warning():
     assert r.stdout == plain.stdout
     assert len(r.traces) == 1
     warns = [l for l in r.stderr.decode().splitlines() if "TRAINPROF_EXEC" in l]
-    assert len(warns) == 2, warns            # the trace and its summary
+    assert len(warns) == 3, warns            # the trace and its summary (txt, json)
     for w in warns:
         assert w.startswith("trainprof: warning: ") and "status 3" in w
     assert any(".summary.txt" in w for w in warns) and any(".json.gz" in w for w in warns)
+    assert any(".summary.json" in w for w in warns)
 
 
 def test_keep_waits_for_the_command():
     r = _run("sleep 0.3; cat {path} > /dev/null && echo ok >> out", {"TRAINPROF_KEEP": "1"})
     assert r.rc == 0, r.stderr.decode(errors="replace")
-    assert _lines(r, "out") == ["ok"] * 6    # every file still there when read
+    assert _lines(r, "out") == ["ok"] * 9    # every file still there when read
     assert len(r.traces) == 1
     reports = os.listdir(os.path.join(r.cwd, "test", "reports"))
-    assert reports == [os.path.basename(_summary_of(r.traces[0], r.cwd))], reports
+    assert sorted(reports) == sorted(os.path.basename(f) for f in _summaries_of(r.traces[0], r.cwd)), reports
 
 
 def test_host_children_keep_their_status():
@@ -106,8 +109,9 @@ def test_keep_deletes_the_reports_it_wrote():
     assert len(os.listdir(os.path.join(d, "a"))) == 3
     assert os.listdir(os.path.join(d, "b")) == ["rank0.3.pt.trace.json.gz"]
     reports = sorted(os.listdir(os.path.join(d, "reports")))
-    assert reports == ["rank0.%d.pt.trace.summary.txt" % i for i in (1, 2)] + \
-        ["rank0.3.pt.trace-1.summary.txt", "rank0.3.pt.trace.summary.txt"], reports
+    assert reports == sorted(["rank0.%d.pt.trace.summary.%s" % (i, e) for i in (1, 2) for e in ("txt", "json")] +
+                             ["rank0.3.pt.trace-1.summary.%s" % e for e in ("txt", "json")] +
+                             ["rank0.3.pt.trace.summary.%s" % e for e in ("txt", "json")]), reports
 
 
 # ---- values reach the shell as data (issue 14 §1) ---------------------------

@@ -320,7 +320,8 @@ def test_children_that_exec_write_nothing(how):
         assert line.startswith("trainprof: rank 0: saved"), line
     assert len(_lines(r)) == 1, r.stderr
     assert [os.path.basename(p) for p in r.traces] == ["rank0.4.pt.trace.json.gz"]
-    assert _listing(r.cwd) == ["test/reports/rank0.4.pt.trace.summary.txt",
+    assert _listing(r.cwd) == ["test/reports/rank0.4.pt.trace.summary.json",
+                               "test/reports/rank0.4.pt.trace.summary.txt",
                                "test/traces/rank0.4.pt.trace.json.gz"]
     trace = tputil.load_trace(r.traces[0])
     assert {ev["pid"] for ev in tputil.events(trace, ph="X", cat="cuda_runtime")} == {parent}

@@ -58,7 +58,7 @@ def suffix_after(frames, first):
 def test_host_stacks_named_callers():
     res = run()
     assert reports(res) == ["rank0.5.pt.trace.stacks.gpu.txt", "rank0.5.pt.trace.stacks.txt",
-                            "rank0.5.pt.trace.summary.txt"]
+                            "rank0.5.pt.trace.summary.json", "rank0.5.pt.trace.summary.txt"]
     host = folded(res, "rank0.5.pt.trace.stacks.txt")
     by_tail = {suffix_after(k, "main"): v for k, v in host.items()}
     required = {
@@ -112,7 +112,7 @@ def test_gpu_stacks_under_launch():
 def test_without_stacks_no_files_same_trace_shape():
     on = run()
     off = run({"TRAINPROF_WITH_STACK": None})
-    assert reports(off) == ["rank0.5.pt.trace.summary.txt"]
+    assert reports(off) == ["rank0.5.pt.trace.summary.json", "rank0.5.pt.trace.summary.txt"]
     assert on.stdout == off.stdout
     a, b = tputil.load_trace(on.traces[0]), tputil.load_trace(off.traces[0])
     names = lambda t: sorted((e.get("ph"), e.get("cat"), e.get("name")) for e in t["traceEvents"])
@@ -133,7 +133,7 @@ def test_depth_limits_frames():
 
 def test_handler_listed_without_stacks_writes_nothing():
     res = run({"TRAINPROF_WITH_STACK": None, "TRAINPROF_HANDLERS": "chrome,summary,stacks"})
-    assert reports(res) == ["rank0.5.pt.trace.summary.txt"]
+    assert reports(res) == ["rank0.5.pt.trace.summary.json", "rank0.5.pt.trace.summary.txt"]
 
 
 def test_keep_deletes_stack_reports():

@@ -43,7 +43,11 @@
  *                  real ncclCommInitRank returns only once every rank has
  *                  joined, the fake one at once, so ranks started together
  *                  begin their steps together, as in a real job
- *   RANK, WORLD_SIZE  this process's rank and the job's size
+ *   --slow-rank=R  rank R sleeps --slow-us more at the end of every step
+ *   --slow-us=U    (DDP_SLOW_RANK, default -1: none; DDP_SLOW_US, default
+ *                  0): a straggler for `trainprof summary` to find
+ *   RANK, WORLD_SIZE  this process's rank and the job's size (else
+ *                  SLURM_PROCID, SLURM_NTASKS, as srun sets them)
  */
 #include <fcntl.h>
 #include <getopt.h>
@@ -161,8 +165,10 @@ int main(int argc, char **argv)
     long steps = prog_env_long("DDP_STEPS", 6);
     long sleep_us = prog_env_long("DDP_SLEEP_US", 0);
     long warmup_us = prog_env_long("DDP_WARMUP_US", 0);
-    long rank = prog_env_long("RANK", 0);
-    long world = prog_env_long("WORLD_SIZE", 1);
+    long rank = prog_env_long("RANK", prog_env_long("SLURM_PROCID", 0));
+    long world = prog_env_long("WORLD_SIZE", prog_env_long("SLURM_NTASKS", 1));
+    long slow_rank = prog_env_long("DDP_SLOW_RANK", -1);
+    long slow_us = prog_env_long("DDP_SLOW_US", 0);
     const char *mode = getenv("DDP_MODE") ? getenv("DDP_MODE") : "api";
     const char *meet = getenv("DDP_RENDEZVOUS");
 
@@ -172,6 +178,8 @@ int main(int argc, char **argv)
         { "warmup-us", required_argument, 0, 'w' },
         { "mode", required_argument, 0, 'm' },
         { "rendezvous", required_argument, 0, 'r' },
+        { "slow-rank", required_argument, 0, 'R' },
+        { "slow-us", required_argument, 0, 'U' },
         { 0, 0, 0, 0 },
     };
     int c;
@@ -182,9 +190,11 @@ int main(int argc, char **argv)
         case 'w': warmup_us = atol(optarg); break;
         case 'm': mode = optarg; break;
         case 'r': meet = optarg; break;
+        case 'R': slow_rank = atol(optarg); break;
+        case 'U': slow_us = atol(optarg); break;
         default:
             fprintf(stderr, "usage: %s [--steps=N] [--sleep-us=U] [--warmup-us=U] "
-                    "[--mode=api|nvtx] [--rendezvous=DIR]\n", argv[0]);
+                    "[--mode=api|nvtx] [--rendezvous=DIR] [--slow-rank=R --slow-us=U]\n", argv[0]);
             return 64;
         }
     }
@@ -304,7 +314,7 @@ int main(int argc, char **argv)
         fflush(stdout);
         seq += 3;
 
-        long us = sleep_us + (s == 0 ? warmup_us : 0);
+        long us = sleep_us + (s == 0 ? warmup_us : 0) + (rank == slow_rank ? slow_us : 0);
         if (us > 0) {
             struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
             nanosleep(&ts, NULL);

@@ -4,10 +4,12 @@
  * maxima, shares, launches, dropped) must equal what was fed.  Also: no
  * trace, no summary; an existing summary is never replaced; the memory
  * table; collectives' bandwidths from host or device (kernel) time; the
- * one-line summary.
+ * one-line summary.  The summary.json beside the text (issue 15), parsed
+ * with jansson: the same figures, exact integers, top rows cut to 20.
  */
 #include <check.h>
 #include <ftw.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -637,6 +639,216 @@ START_TEST(test_no_colls_no_section)
 }
 END_TEST
 
+/* The summary.json of the last run_and_read, parsed. */
+static json_t *load_json(void)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/rank2.3.pt.trace.summary.json", reports);
+    json_error_t e;
+    json_t *j = json_load_file(path, 0, &e);
+    ck_assert_msg(j != NULL, "%s: %s (line %d)", path, e.text, e.line);
+    return j;
+}
+
+static json_int_t jint(json_t *o, const char *path)
+{
+    json_t *v = json_object_get(o, path);
+    ck_assert_msg(json_is_integer(v), "%s is not an integer", path);
+    return json_integer_value(v);
+}
+
+/* The row of "table"'s top list named "name". */
+static json_t *top_row(json_t *doc, const char *table, const char *name)
+{
+    json_t *top = json_object_get(json_object_get(doc, table), "top");
+    size_t i;
+    json_t *r;
+    json_array_foreach(top, i, r) {
+        if (!strcmp(json_string_value(json_object_get(r, "name")), name))
+            return r;
+    }
+    ck_abort_msg("%s: no row %s", table, name);
+    return NULL;
+}
+
+START_TEST(test_json_numbers)
+{
+    setup_window();
+    win.steps_recorded = 3;
+    char path[256];
+    ck_assert_ptr_nonnull(run_and_read(feed, path, sizeof path));
+    json_t *d = load_json();
+    ck_assert_str_eq(json_string_value(json_object_get(d, "schema")), "trainprof.summary/1");
+    ck_assert_str_eq(json_string_value(json_object_get(d, "trace")), "rank2.3.pt.trace.json.gz");
+    ck_assert_str_eq(json_string_value(json_object_get(d, "run")), "myrun");
+    ck_assert_str_eq(json_string_value(json_object_get(d, "host")), "host");
+    ck_assert_int_eq(jint(d, "rank"), 2);
+    ck_assert_int_eq(jint(d, "world_size"), 4);
+    ck_assert_int_eq(jint(d, "pid"), PID);
+    json_t *w = json_object_get(d, "window");
+    ck_assert_int_eq(jint(w, "batch"), 3);
+    ck_assert_int_eq(jint(w, "first_step"), 0);
+    ck_assert_int_eq(jint(w, "last_step"), 2);
+    ck_assert(json_is_false(json_object_get(w, "partial")));
+    ck_assert(json_is_null(json_object_get(w, "partial_reason")));
+    ck_assert_int_eq(jint(w, "start_ns"), win.start_ns);
+    ck_assert_int_eq(jint(w, "end_ns"), win.end_ns);
+    /* steps in index order, exact ns; no CUPTI: busy is null, not 0 */
+    static const json_int_t wall[] = { 10000000, 12500000, 7250000 };
+    json_t *steps = json_object_get(d, "steps");
+    ck_assert_uint_eq(json_array_size(steps), 3);
+    for (size_t i = 0; i < 3; i++) {
+        json_t *r = json_array_get(steps, i);
+        ck_assert_int_eq(jint(r, "step"), (json_int_t)i);
+        ck_assert_int_eq(jint(r, "wall_ns"), wall[i]);
+        ck_assert(json_is_null(json_object_get(r, "gpu_busy_ns")));
+    }
+    json_t *t = json_object_get(d, "totals");
+    ck_assert_int_eq(jint(t, "wall_ns"), 29750000);
+    ck_assert_int_eq(jint(t, "mean_step_ns"), 29750000 / 3);
+    ck_assert(json_is_null(json_object_get(t, "mfu_like")));
+    ck_assert(json_is_null(json_object_get(t, "gpu_busy_share")));
+    json_t *r = top_row(d, "api_calls", "cudaMemcpyAsync");
+    ck_assert_int_eq(jint(r, "calls"), 3);
+    ck_assert_int_eq(jint(r, "total_ns"), 60001);
+    ck_assert_int_eq(jint(r, "max_ns"), 30001);
+    ck_assert_int_eq(jint(json_object_get(d, "api_calls"), "total_ns"), 60001 + 19000 + 500);
+    ck_assert_int_eq(jint(json_object_get(d, "launches"), "calls"), 9);
+    ck_assert_int_eq(jint(json_object_get(d, "launches"), "distinct"), 4);
+    ck_assert_int_eq(jint(top_row(d, "launches", "kernel_a"), "calls"), 5);
+    /* launches sorted by count, as the text table */
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_array_get(json_object_get(json_object_get(d, "launches"), "top"), 0),
+                         "name")), "kernel_a");
+    json_t *ev_ = json_object_get(d, "events");
+    ck_assert_int_eq(jint(ev_, "records"), 21);
+    ck_assert_int_eq(jint(ev_, "dropped"), 5);
+    ck_assert_int_eq(jint(ev_, "late"), 1);
+    ck_assert(json_is_false(json_object_get(d, "gpu")));
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(d, "collectives"), "basis")),
+                     "none");
+    ck_assert_int_eq(saved.n_reports, 2);
+    ck_assert_ptr_nonnull(strstr(saved.reports[1], ".summary.json"));
+    json_decref(d);
+}
+END_TEST
+
+START_TEST(test_json_gpu)
+{
+    setup_window();
+    win.first_step = 0;
+    win.last_step = 1;
+    for (int i = 0; i < 2; i++)
+        gpu_steps[i] = (struct tp_window_step){ .index = (uint64_t)i, .flops = 1000000000ull * (uint64_t)(i + 1),
+                                                .start_ns = win.start_ns + i * 10000000LL,
+                                                .end_ns = win.start_ns + (i + 1) * 10000000LL };
+    win.steps = gpu_steps;
+    win.steps_recorded = 2;
+    win.gpu = 1;
+    win.gpu_status = "active (CUPTI 130001)";
+    win.gpu_kernels = 3;
+    win.gpu_kernels_linked = 2;
+    win.host_launches = 2;
+    win.coverage = 2.0 / 3;
+    win.peak_tflops = 0.5;
+    win.partial = 1;
+    win.partial_reason = "SIGTERM";
+    char path[256];
+    ck_assert_ptr_nonnull(run_and_read(feed_gpu, path, sizeof path));
+    json_t *d = load_json();
+    json_t *steps = json_object_get(d, "steps");
+    ck_assert_int_eq(jint(json_array_get(steps, 0), "gpu_busy_ns"), 4000000);
+    ck_assert_int_eq(jint(json_array_get(steps, 1), "gpu_busy_ns"), 5000000);
+    ck_assert_int_eq(jint(json_array_get(steps, 1), "flops"), 2000000000);
+    json_t *t = json_object_get(d, "totals");
+    ck_assert_int_eq(jint(t, "gpu_busy_ns"), 9000000);
+    ck_assert_double_eq_tol(json_real_value(json_object_get(t, "gpu_busy_share")), 0.45, 1e-12);
+    ck_assert_int_eq(jint(t, "flops"), 3000000000);
+    /* 3 GFLOP in 20 ms = 0.15 TFLOP/s, of 0.5 */
+    ck_assert_double_eq_tol(json_number_value(json_object_get(t, "tflops_per_s")), 0.15, 1e-12);
+    ck_assert_double_eq_tol(json_number_value(json_object_get(t, "mfu_like")), 0.3, 1e-12);
+    json_t *g = top_row(d, "gpu_work", "gemm");
+    ck_assert_int_eq(jint(g, "calls"), 2);
+    ck_assert_int_eq(jint(g, "total_ns"), 6000000);
+    ck_assert_int_eq(jint(g, "max_ns"), 4000000);
+    ck_assert_int_eq(jint(json_object_get(d, "gpu_work"), "total_ns"), 10000000);
+    ck_assert_int_eq(jint(d, "gpu_ns"), 10000000);
+    json_t *c = json_object_get(d, "coverage");
+    ck_assert_int_eq(jint(c, "gpu_kernels"), 3);
+    ck_assert_int_eq(jint(c, "gpu_kernels_linked"), 2);
+    json_t *w = json_object_get(d, "window");
+    ck_assert(json_is_true(json_object_get(w, "partial")));
+    ck_assert_str_eq(json_string_value(json_object_get(w, "partial_reason")), "SIGTERM");
+    json_decref(d);
+}
+END_TEST
+
+START_TEST(test_json_collectives_and_memory)
+{
+    setup_colls(1);
+    char path[256];
+    ck_assert_ptr_nonnull(run_and_read(feed_colls, path, sizeof path));
+    json_t *d = load_json();
+    json_t *c = json_object_get(d, "collectives");
+    ck_assert_str_eq(json_string_value(json_object_get(c, "basis")), "device");
+    ck_assert_int_eq(jint(c, "captured_calls"), 1);
+    json_t *rows = json_object_get(c, "rows");
+    ck_assert_uint_eq(json_array_size(rows), 2);
+    json_t *ar = json_array_get(rows, 0);
+    ck_assert_str_eq(json_string_value(json_object_get(ar, "kind")), "allreduce");
+    ck_assert_int_eq(jint(ar, "ranks"), 8);
+    ck_assert_int_eq(jint(ar, "calls"), 3);
+    ck_assert_int_eq(jint(ar, "time_ns"), 3 * MS);
+    ck_assert_double_eq_tol(json_number_value(json_object_get(ar, "bytes")), 300e6, 1e-3);
+    ck_assert_double_eq_tol(json_number_value(json_object_get(ar, "busbw_gbps")), 175.0, 1e-9);
+    ck_assert_int_eq(jint(c, "time_ns"), 3 * MS + MS / 2);
+    json_t *mem = json_object_get(d, "memory");
+    ck_assert_uint_eq(json_array_size(mem), 2);
+    json_t *g = json_array_get(mem, 0);
+    ck_assert_str_eq(json_string_value(json_object_get(g, "where")), "GPU0");
+    ck_assert_int_eq(jint(g, "peak_bytes"), (json_int_t)(1.75 * 1024 * 1024 * 1024));
+    ck_assert_int_eq(jint(g, "failed"), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(mem, 1), "class")), "host_pinned");
+    json_decref(d);
+}
+END_TEST
+
+/* 30 distinct kernels, one with a 1,000-byte name: 20 rows kept, the
+ * largest first, names cut; the totals count every row. */
+static void feed_many(const struct tp_handler *h, void *st)
+{
+    static char names[30][1100];
+    for (int i = 0; i < 30; i++) {
+        if (i == 29) {
+            memset(names[i], 'k', 1000);
+            names[i][1000] = 0;
+        } else {
+            snprintf(names[i], sizeof names[i], "kernel_%02d", i);
+        }
+        for (int k = 0; k <= i; k++)
+            send(h, st, TP_REC_LAUNCH, "cudaLaunchKernel", names[i], 1000);
+    }
+}
+
+START_TEST(test_json_top_rows)
+{
+    setup_window();
+    char path[256];
+    ck_assert_ptr_nonnull(run_and_read(feed_many, path, sizeof path));
+    json_t *d = load_json();
+    json_t *l = json_object_get(d, "launches");
+    ck_assert_int_eq(jint(l, "distinct"), 30);
+    ck_assert_int_eq(jint(l, "calls"), 30 * 31 / 2);
+    json_t *top = json_object_get(l, "top");
+    ck_assert_uint_eq(json_array_size(top), 20);
+    const char *first = json_string_value(json_object_get(json_array_get(top, 0), "name"));
+    ck_assert_uint_eq(strlen(first), 256 + 3);
+    ck_assert_str_eq(first + 256, "...");
+    ck_assert_int_eq(jint(json_array_get(top, 19), "calls"), 11);
+    json_decref(d);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("summary");
@@ -651,6 +863,10 @@ int main(void)
     tcase_add_test(tc, test_collectives_device);
     tcase_add_test(tc, test_collectives_mixed);
     tcase_add_test(tc, test_no_colls_no_section);
+    tcase_add_test(tc, test_json_numbers);
+    tcase_add_test(tc, test_json_gpu);
+    tcase_add_test(tc, test_json_collectives_and_memory);
+    tcase_add_test(tc, test_json_top_rows);
     suite_add_tcase(s, tc);
     return tp_test_run(s);
 }

@@ -1,0 +1,869 @@
+"""trainprof_summary - `trainprof summary PATH...` (issue 15, SPEC 9).
+
+DESIGN
+Every input becomes one dict in the schema of the summary handler's
+"<trace base>.summary.json" (trainprof.summary/1, README "summary.json"):
+read as it is when the handler wrote one, else computed from the trace
+alone.  One window prints the tables of the live .summary.txt from that
+dict; several ranks print a job table (per step the median and the
+slowest rank, per rank GPU busy, collective time and the wait over the
+fastest rank, the MFU-like spread) and name the ranks whose steps are more
+than 10% slower than the median.  Folders are walked: each trace is
+paired with the summary.json of the same base name anywhere under the
+arguments, which is preferred (a few KiB instead of the whole trace), so
+4,096 ranks are read in seconds.
+
+A trace is streamed, never loaded whole: gzip is decompressed in chunks,
+the top-level keys before "traceEvents" are decoded one by one
+(json.JSONDecoder.raw_decode), and the events are decoded in batches of
+whole lines (our writer puts one event per line, and a JSON string cannot
+hold a raw newline, so a batch that parses is a run of whole events; one
+that does not falls back to one raw_decode per element).  Memory is the
+chunk, the name tables, and the few per-window lists (steps, collectives
+waiting for their kernels), not the trace.  Python standard library only.
+"""
+
+import bisect
+import codecs
+import gzip
+import json
+import os
+import re
+import statistics
+import sys
+
+SCHEMA = "trainprof.summary/1"
+TOP = 20
+CHUNK = 1 << 20
+BUSY_BATCH = 65536                # device spans merged and folded at a time
+BUSY_DISORDER = 4096              # how far out of time order device records may arrive
+STRAGGLER = 0.10                  # slower than the median by more than this
+DTYPE_SIZE = {"Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Float8_e4m3fn": 1,
+              "Float8_e5m2": 1, "Char": 1, "Byte": 1, "Int": 4, "UInt32": 4, "Long": 8,
+              "UInt64": 8}
+DEVICE_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
+STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+WS = re.compile(r"[ \t\r\n,]*")
+
+
+class SummaryError(Exception):
+    pass
+
+
+# ---- streaming a trace ---------------------------------------------------------
+
+def _open_text(path):
+    f = open(path, "rb")
+    magic = f.read(2)
+    f.seek(0)
+    raw = gzip.GzipFile(fileobj=f) if magic == b"\x1f\x8b" else f
+    return raw, codecs.getincrementaldecoder("utf-8")("replace")
+
+
+class _Reader:
+    """A growing text buffer over a file read in chunks."""
+
+    def __init__(self, path):
+        self.raw, self.dec = _open_text(path)
+        self.buf = ""
+        self.pos = 0
+        self.eof = False
+        self.gen = 0                  # bumped whenever the buffer moves
+
+    def more(self):
+        if self.eof:
+            return False
+        self.gen += 1
+        data = self.raw.read(CHUNK)
+        if not data:
+            self.eof = True
+            self.buf = self.buf[self.pos:] + self.dec.decode(b"", final=True)
+            self.pos = 0
+            return True
+        self.buf = self.buf[self.pos:] + self.dec.decode(data)
+        self.pos = 0
+        return True
+
+    def skip_ws(self, commas=False):
+        while True:
+            if commas:
+                self.pos = WS.match(self.buf, self.pos).end()
+            else:
+                while self.pos < len(self.buf) and self.buf[self.pos] in " \t\r\n":
+                    self.pos += 1
+            if self.pos < len(self.buf) or not self.more():
+                return
+
+    def peek(self):
+        self.skip_ws()
+        return self.buf[self.pos] if self.pos < len(self.buf) else ""
+
+    def value(self, dec=json.JSONDecoder()):
+        """One complete JSON value (a number is complete only when something follows it)."""
+        self.skip_ws()
+        while True:
+            try:
+                v, end = dec.raw_decode(self.buf, self.pos)
+                if end < len(self.buf) or self.eof:
+                    self.pos = end
+                    return v
+            except ValueError:
+                if self.eof:
+                    raise SummaryError("not valid JSON near byte %d of the text" % self.pos)
+            self.more()
+
+    def expect(self, ch):
+        if self.peek() != ch:
+            raise SummaryError("expected %r, found %r" % (ch, self.buf[self.pos:self.pos + 20]))
+        self.pos += 1
+
+    def close(self):
+        self.raw.close()
+
+
+def stream_trace(path, on_header, on_events):
+    """Calls on_header(key, value) for every top-level key but traceEvents,
+    and on_events(list) with the events in file order, batch by batch."""
+    r = _Reader(path)
+    loads = json.loads
+    try:
+        r.expect("{")
+        while True:
+            c = r.peek()
+            if c == "}":
+                return
+            if c == ",":
+                r.pos += 1
+                continue
+            key = r.value()
+            r.expect(":")
+            if key != "traceEvents":
+                on_header(key, r.value())
+                continue
+            r.expect("[")
+            while True:
+                r.skip_ws(commas=True)
+                if r.pos >= len(r.buf):
+                    raise SummaryError("traceEvents not closed")
+                if r.buf[r.pos] == "]":
+                    r.pos += 1
+                    break
+                nl = r.buf.rfind("\n", r.pos)
+                if nl > r.pos:
+                    seg = r.buf[r.pos:nl].rstrip().rstrip(",")
+                    try:
+                        batch = loads("[" + seg + "]")
+                    except ValueError:
+                        batch = None
+                    if batch is not None:
+                        r.pos = nl + 1
+                        on_events(batch)
+                        continue
+                # not whole events (the array's end, or another writer's
+                # layout): one element at a time up to the batch's end
+                gen = r.gen
+                while True:
+                    on_events([r.value()])
+                    r.skip_ws(commas=True)
+                    if r.gen != gen or r.pos >= nl or r.pos >= len(r.buf) or r.buf[r.pos] == "]":
+                        break
+    finally:
+        r.close()
+
+
+# ---- a trace to the summary.json schema ----------------------------------------
+
+class _Agg:
+    __slots__ = ("calls", "total", "max", "extra", "extra2")
+
+    def __init__(self):
+        self.calls = 0
+        self.total = 0
+        self.max = 0
+        self.extra = 0
+        self.extra2 = 0
+
+
+def _ns(us):
+    return int(round(us * 1000.0))
+
+
+def _merge_spans(spans):
+    spans.sort()
+    out = []
+    for a, b in spans:
+        if out and a <= out[-1][1]:
+            if b > out[-1][1]:
+                out[-1][1] = b
+        else:
+            out.append([a, b])
+    return out
+
+
+class _TraceSummary:
+    """The aggregates summary_agg.c keeps, from trace events."""
+
+    def __init__(self):
+        self.header = {}
+        self.tables = {k: {} for k in ("api", "launch", "lib", "gpu", "op")}
+        self.steps = {}               # index -> (start_ns, end_ns)
+        self.busy = []                # merged spans not yet folded (fold_busy)
+        self.pending_busy = []        # spans in arrival order since the last fold
+        self.busy_mark = -(1 << 62)
+        self.busy_late = 0
+        self.busy_total = 0
+        self.busy_steps = {}          # step index -> busy ns folded so far
+        self.busy_folded = False
+        self.steps_after_fold = False
+        self.pid = None
+        self.program = None
+        self.op_done = {}             # tid -> [(start, end, dur)]
+        self.op_names = {}            # External id -> operator name
+        self.coll = {}                # (kind, ranks) -> [calls, bytes, bus, host_ns, dev_ns]
+        self.coll_by_span = {}        # (tid, ts, dur) -> key, waiting for its annotation
+        self.annot_by_span = {}       # (tid, ts, dur) -> External id, waiting for its call
+        self.coll_ext = {}            # annotation External id -> key
+        self.mem = {}                 # device -> dict
+        self.launches = 0
+        self.t_min = None
+        self.t_max = None
+
+    def agg(self, table, name, dur):
+        t = self.tables[table]
+        a = t.get(name)
+        if a is None:
+            a = t[name] = _Agg()
+        a.calls += 1
+        a.total += dur
+        if dur > a.max:
+            a.max = dur
+        return a
+
+    def add_busy(self, a, b):
+        self.pending_busy.append([a, b])
+        if len(self.pending_busy) > BUSY_BATCH:
+            self.fold_busy(final=False)
+
+    def fold_busy(self, final):
+        """Merge the device spans (streams overlap) and add those that end
+        before the watermark to the busy time of each step, so that memory
+        does not grow with the trace: the watermark is the earliest start
+        among the last BUSY_DISORDER spans, assuming that later records
+        start after it (CUPTI delivers them roughly in time order); a span
+        that starts before an earlier watermark is counted in
+        busy_late_spans (it may overlap time already counted)."""
+        if not final:
+            mark = min(x[0] for x in self.pending_busy[-BUSY_DISORDER:])
+        for x in self.pending_busy:
+            if x[0] < self.busy_mark:
+                self.busy_late += 1
+        spans = _merge_spans(self.busy + self.pending_busy)
+        self.pending_busy = []
+        keep = []
+        order = sorted((lo, hi, idx) for idx, (lo, hi) in self.steps.items())
+        los = [x[0] for x in order]
+        for a, b in spans:
+            if final or b <= mark:
+                self.busy_total += b - a
+                i = max(bisect.bisect_right(los, a) - 1, 0)
+                while i < len(order) and order[i][0] < b:
+                    lo, hi, idx = order[i]
+                    lo2, hi2 = max(a, lo), min(b, hi)
+                    if hi2 > lo2:
+                        self.busy_steps[idx] = self.busy_steps.get(idx, 0) + hi2 - lo2
+                    i += 1
+                self.busy_folded = True
+            else:
+                keep.append([a, b])
+        self.busy = keep
+        if not final:
+            self.busy_mark = max(self.busy_mark, mark)
+
+    def events(self, batch):
+        for e in batch:
+            ph = e.get("ph")
+            if ph == "X":
+                self.complete(e)
+            elif ph == "i" and e.get("name") == "[memory]":
+                self.memory(e)
+            elif ph == "M" and e.get("name") == "process_labels":
+                if e.get("args", {}).get("labels") == "CPU":
+                    self.pid = e.get("pid")
+            elif ph == "M" and e.get("name") == "process_name" and self.program is None:
+                self.program = e.get("args", {}).get("name")
+
+    def complete(self, e):
+        cat = e.get("cat")
+        ts = e.get("ts", 0.0)
+        durus = e.get("dur", 0.0) or 0.0
+        dur = max(_ns(durus), 0)
+        start = _ns(ts)
+        if self.t_min is None or start < self.t_min:
+            self.t_min = start
+        if self.t_max is None or start + dur > self.t_max:
+            self.t_max = start + dur
+        args = e.get("args") or {}
+        name = e.get("name") or "unknown"
+        if cat in DEVICE_WORK:
+            self.agg("gpu", name, dur)
+            self.add_busy(start, start + dur)
+            ext = args.get("External id")
+            if ext is not None:
+                op = self.op_names.get(ext)
+                if op is not None:
+                    self.tables["op"][op].extra2 += dur
+                key = self.coll_ext.get(ext)
+                if key is not None and cat == "kernel":
+                    self.coll[key][4] += dur
+        elif cat in ("cuda_runtime", "cuda_driver"):
+            self.agg("api", name, dur)
+            if "kernel" in args or name in ("cudaGraphLaunch", "cuGraphLaunch"):
+                self.launches += 1
+                k = args.get("kernel") or "(graph)"
+                self.agg("launch", k, dur)
+        elif cat == "cpu_op":
+            if name == "record_param_comms":
+                return
+            if "Record function id" in args:
+                self.operator(e, name, start, dur, args)
+                return
+            a = self.agg("lib", name, dur)
+            f = args.get("flops")
+            if isinstance(f, (int, float)):
+                a.extra += int(f)
+            if "Collective name" in args:
+                self.collective(e, args, dur)
+        elif cat == "user_annotation":
+            m = STEP_RE.match(name)
+            if m:
+                # the trace writes steps 3 ns short (chrome.c): the header's
+                # wall time gives the end (finish() corrects it); a step
+                # that comes after device work was folded has no busy time
+                self.steps[int(m.group(1))] = (start, start + dur + 3)
+                if self.busy_folded:
+                    self.steps_after_fold = True
+            elif name.startswith("nccl:"):
+                span = (e.get("tid"), ts, durus)
+                key = self.coll_by_span.pop(span, None)
+                ext = args.get("External id")
+                if key is not None:
+                    self.coll_ext[ext] = key
+                else:
+                    self.annot_by_span[span] = ext
+
+    def operator(self, e, name, start, dur, args):
+        a = self.agg("op", name, dur)
+        done = self.op_done.setdefault(e.get("tid"), [])
+        end = start + dur
+        children = 0
+        while done and done[-1][0] >= start and done[-1][1] <= end:
+            children += done.pop()[2]
+        a.extra += max(dur - children, 0)
+        done.append((start, end, dur))
+        if len(done) > 4096:          # unclaimed roots: keep the recent ones
+            del done[:2048]
+        ext = args.get("External id")
+        if ext is not None:
+            self.op_names[ext] = name
+
+    def collective(self, e, args, dur):
+        try:
+            size = max(args["In msg nelems"], args["Out msg nelems"]) * DTYPE_SIZE.get(args.get("dtype"), 0)
+        except (KeyError, TypeError):
+            size = 0
+        key = (args["Collective name"], args.get("Group size", 0))
+        row = self.coll.setdefault(key, [0, 0.0, 0.0, 0, 0])
+        row[0] += 1
+        row[1] += size
+        row[2] += size * float(args.get("busbw factor", 1.0) or 0.0)
+        row[3] += dur
+        span = (e.get("tid"), e.get("ts"), e.get("dur"))
+        ext = self.annot_by_span.pop(span, None)
+        if ext is not None:
+            self.coll_ext[ext] = key
+        else:
+            self.coll_by_span[span] = key
+
+    def memory(self, e):
+        a = e.get("args") or {}
+        dev = a.get("Device Id", 0)
+        total = a.get("Total Reserved", 0)
+        nbytes = a.get("Bytes", 0)
+        m = self.mem.get(dev)
+        if m is None:
+            start = max(total - nbytes, 0)
+            m = self.mem[dev] = {"device": dev, "class": "device", "where": "GPU%d" % dev,
+                                 "start_bytes": start, "peak_bytes": start, "peak_at_ns": None,
+                                 "end_bytes": start, "process_peak_bytes": None, "allocs": 0,
+                                 "frees": 0, "failed": None, "largest_failed_bytes": None}
+        if nbytes > 0:
+            m["allocs"] += 1
+        elif nbytes < 0:
+            m["frees"] += 1
+        if total > m["peak_bytes"]:
+            m["peak_bytes"] = total
+            m["peak_at_ns"] = _ns(e.get("ts", 0.0))
+        m["end_bytes"] = total
+
+    def finish(self, path):
+        h = self.header
+        tp = h.get("trainprof") or {}
+        if not isinstance(tp, dict) or "steps" not in tp:
+            raise SummaryError("not a trainprof trace (no trainprof.steps in its metadata)")
+        base = int(h.get("baseTimeNanoseconds") or 0)
+        dist = h.get("distributedInfo") or {}
+        cfg = tp.get("configuration") or {}
+        gpu = (tp.get("coverage") or {}).get("kernels_seen_by_cupti") is not None
+        for st in tp.get("steps") or []:
+            if st["step"] in self.steps:
+                a = self.steps[st["step"]][0]
+                self.steps[st["step"]] = (a, a + _ns(st.get("wall_ms", 0) * 1000.0))
+        self.fold_busy(final=True)
+        steps, sum_wall, sum_flops, sum_busy = [], 0, 0, 0
+        for s in tp.get("steps") or []:
+            idx = s["step"]
+            wall = _ns(s.get("wall_ms", 0) * 1000.0)
+            flops = int(s.get("flops", 0))
+            bz = None
+            if gpu and idx in self.steps and not self.steps_after_fold:
+                bz = self.busy_steps.get(idx, 0)
+                sum_busy += bz
+            steps.append({"step": idx, "wall_ns": wall, "flops": flops,
+                          "tflops_per_s": flops / wall / 1e3 if wall > 0 else 0,
+                          "gpu_busy_ns": bz})
+            sum_wall += wall
+            sum_flops += flops
+        peak = None
+        try:
+            peak = float(cfg.get("TRAINPROF_PEAK_TFLOPS") or "") or None
+        except ValueError:
+            pass
+        tf = sum_flops / sum_wall / 1e3 if sum_wall > 0 else 0
+        run = cfg.get("TRAINPROF_RUN_NAME") or ""
+        if not run or "{" in run:
+            parent = os.path.dirname(os.path.dirname(os.path.abspath(path)))
+            run = os.path.basename(parent)
+        coll_rows, coll_time, coll_bytes, coll_calls = [], 0, 0.0, 0
+        dev_any = gpu and any(r[4] > 0 for r in self.coll.values())
+        mixed = dev_any and any(r[4] <= 0 for r in self.coll.values())
+        for (kind, ranks), (calls, size, bus, host_ns, dev_ns) in sorted(self.coll.items()):
+            on_dev = dev_any and dev_ns > 0
+            t = dev_ns if on_dev else host_ns
+            coll_rows.append({"kind": kind, "ranks": ranks, "calls": calls, "bytes": size,
+                              "time_ns": t, "host_ns": host_ns, "device_ns": dev_ns if gpu else None,
+                              "basis": "device" if on_dev else "host-enqueue",
+                              "algbw_gbps": size / t if t > 0 else None,
+                              "busbw_gbps": bus / t if t > 0 else None})
+            coll_time += t
+            coll_bytes += size
+            coll_calls += calls
+        cov = tp.get("coverage") or {}
+        t = self.tables
+        return {
+            "schema": SCHEMA, "trace": os.path.basename(path), "source": "trace",
+            "run": run, "rank": dist.get("rank", 0), "local_rank": None,
+            "world_size": dist.get("world_size", 1), "local_world_size": None, "node_rank": None,
+            "host": None, "pid": self.pid, "program": self.program,
+            "window": {"batch": tp.get("batch"), "first_step": tp.get("first_step"),
+                       "last_step": tp.get("last_step"), "steps_recorded": tp.get("steps_recorded", 0),
+                       "step_signal": tp.get("step_signal", ""), "partial": bool(tp.get("partial")),
+                       "partial_reason": tp.get("partial_reason"),
+                       "start_ns": base + self.t_min if self.t_min is not None else None,
+                       "end_ns": base + self.t_max if self.t_max is not None else None},
+            "steps": steps,
+            "totals": {"steps": len(steps), "wall_ns": sum_wall,
+                       "mean_step_ns": sum_wall // len(steps) if steps else None,
+                       "flops": sum_flops, "tflops_per_s": tf, "peak_tflops": peak,
+                       "mfu_like": tf / peak if peak else None,
+                       "gpu_busy_ns": sum_busy if gpu else None,
+                       "gpu_busy_share": (sum_busy / sum_wall if sum_wall > 0 else None) if gpu else None,
+                       "window_flops": tp.get("flops", 0),
+                       "library_flops": sum(a.extra for a in t["lib"].values()), "graph_flops": None},
+            "host_launch_count": self.launches,
+            "host_api_ns": sum(a.total for a in t["api"].values()),
+            "gpu_ns": sum(a.total for a in t["gpu"].values()) if gpu else None,
+            "gpu_work": _table(t["gpu"], lambda a: {"max_ns": a.max}),
+            "launches": _table(t["launch"], lambda a: {}, by_calls=True),
+            "operators": _table(t["op"], lambda a: {"self_ns": a.extra, "gpu_ns": a.extra2}),
+            "library_calls": _table(t["lib"], lambda a: {"flops": a.extra}, top=10),
+            "api_calls": _table(t["api"], lambda a: {"max_ns": a.max}, top=10),
+            "memory": [dict(self.mem[d], peak_at_ns=None if self.mem[d]["peak_at_ns"] is None
+                            else base + self.mem[d]["peak_at_ns"]) for d in sorted(self.mem)],
+            "collectives": {"basis": "none" if not self.coll else "host-enqueue" if not dev_any
+                            else "mixed" if mixed else "device",
+                            "captured_calls": None, "rows": coll_rows, "calls": coll_calls,
+                            "bytes": coll_bytes, "time_ns": coll_time},
+            "busy_late_spans": self.busy_late,
+            "events": {"records": tp.get("records"), "dropped": tp.get("dropped_events", 0),
+                       "late": tp.get("late_events", 0),
+                       "device_dropped": cov.get("device_records_dropped", 0), "incomplete": False},
+            "gpu": gpu, "gpu_activity": tp.get("gpu_activity", "off"),
+            "coverage": {"host_launches": cov.get("launches_seen_by_wrappers"),
+                         "gpu_kernels": cov.get("kernels_seen_by_cupti"),
+                         "gpu_kernels_linked": cov.get("kernels_linked_to_launches"),
+                         "ratio": cov.get("ratio")},
+        }
+
+
+def _table(t, extra, top=TOP, by_calls=False):
+    key = (lambda kv: (-kv[1].calls, kv[0])) if by_calls else (lambda kv: (-kv[1].total, kv[0]))
+    rows = []
+    for name, a in sorted(t.items(), key=key)[:top]:
+        r = {"name": name, "calls": a.calls, "total_ns": a.total}
+        r.update(extra(a))
+        rows.append(r)
+    return {"distinct": len(t), "calls": sum(a.calls for a in t.values()),
+            "total_ns": sum(a.total for a in t.values()), "top": rows}
+
+
+def summarize_trace(path):
+    """The summary.json dict of one trace file, streamed."""
+    s = _TraceSummary()
+    stream_trace(path, s.header.__setitem__, s.events)
+    return s.finish(path)
+
+
+def load_summary(path):
+    with open(path, "rb") as f:
+        d = json.loads(f.read())
+    if not isinstance(d, dict) or not str(d.get("schema", "")).startswith("trainprof.summary/"):
+        raise SummaryError("not a trainprof summary.json (no \"schema\": \"%s\")" % SCHEMA)
+    d.setdefault("source", "summary.json")
+    return d
+
+
+# ---- finding inputs ------------------------------------------------------------
+
+def _base(name):
+    for ext in (".summary.json", ".json.gz", ".json"):
+        if name.endswith(ext):
+            return name[:-len(ext)]
+    return None
+
+
+def _is_report(name):
+    return name.endswith((".summary.json", ".memory.json"))
+
+
+def collect(paths):
+    """[(kind, path)]: a summary.json where one exists for a trace, else the trace."""
+    explicit, summaries, traces = [], {}, {}
+    for p in paths:
+        if os.path.isdir(p):
+            for d, dirs, files in os.walk(p):
+                dirs.sort()
+                for f in sorted(files):
+                    full = os.path.join(d, f)
+                    if f.endswith(".summary.json"):
+                        summaries.setdefault(_base(f), full)
+                    elif f.endswith((".json", ".json.gz")) and not _is_report(f) \
+                            and not f.endswith(".tmp"):
+                        traces.setdefault(_base(f), full)
+        elif os.path.exists(p):
+            explicit.append(p)
+        else:
+            raise SummaryError("%s: no such file or folder" % p)
+    out = []
+    for p in explicit:
+        f = os.path.basename(p)
+        if f.endswith(".summary.json"):
+            out.append(("summary", p))
+        else:
+            # a trace named on the command line: its summary.json if it sits in
+            # the run's reports folder (or beside it)
+            b = _base(f) or f
+            rep = [os.path.join(os.path.dirname(p), b + ".summary.json"),
+                   os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(p))), "reports",
+                                b + ".summary.json")]
+            found = [r for r in rep if os.path.isfile(r)]
+            out.append(("summary", found[0]) if found else ("trace", p))
+    for b, p in sorted(summaries.items()):
+        out.append(("summary", p))
+    for b, p in sorted(traces.items()):
+        if b not in summaries:
+            out.append(("trace", p))
+    return out
+
+
+# ---- printing ------------------------------------------------------------------
+
+def _table_text(titles, rows, left=1):
+    rows = [[("--" if c is None else str(c)) for c in r] for r in rows]
+    w = [len(t) for t in titles]
+    for r in rows:
+        for i, c in enumerate(r):
+            w[i] = max(w[i], len(c))
+    rule = "  ".join("-" * x for x in w)
+
+    def line(cells):
+        return "  ".join(c.ljust(w[i]) if i < left else c.rjust(w[i])
+                         for i, c in enumerate(cells)).rstrip()
+
+    out = [rule, line(titles), rule] + [line(r) for r in rows] + [rule]
+    return "\n".join(out) + "\n"
+
+
+def _ms(ns):
+    return "--" if ns is None else "%.3f" % (ns / 1e6)
+
+
+def _us(ns):
+    return "--" if ns is None else "%.3f" % (ns / 1e3)
+
+
+def _pct(x):
+    return "--" if x is None else "%.1f%%" % (100.0 * x)
+
+
+def _human(n):
+    if n is None:
+        return "--"
+    for unit, k in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= k:
+            return "%.2f %s" % (n / k, unit)
+    return "%d B" % n
+
+
+def render_one(d, out):
+    w = d.get("window") or {}
+    t = d.get("totals") or {}
+    out.write("trainprof summary of %s (from %s)\n\n" % (d.get("trace"), d.get("source", "summary.json")))
+    out.write("Run:          %s\n" % d.get("run"))
+    out.write("Program:      %s (pid %s) on %s\n" % (d.get("program"), d.get("pid"), d.get("host") or "?"))
+    out.write("Rank:         %s of %s (local rank %s)\n" % (d.get("rank"), d.get("world_size"),
+                                                          "?" if d.get("local_rank") is None else d["local_rank"]))
+    if w.get("steps_recorded"):
+        out.write("Steps:        %s..%s (%s recorded), batch %s\n" % (w.get("first_step"), w.get("last_step"),
+                                                                  w.get("steps_recorded"), w.get("batch")))
+    else:
+        out.write("Steps:        none recorded, batch %s\n" % w.get("batch"))
+    out.write("Step signal:  %s\n" % (w.get("step_signal") or "(none fired)"))
+    if w.get("start_ns") is not None and w.get("end_ns") is not None:
+        out.write("Window (ms):  %s wall time%s\n" % (
+            _ms(w["end_ns"] - w["start_ns"]),
+            ", partial (cut short by %s)" % (w.get("partial_reason") or "exit") if w.get("partial") else ""))
+    steps = d.get("steps") or []
+    out.write("\nPer-step wall time\n")
+    if not steps:
+        out.write("(no step recorded)\n")
+    else:
+        gpu = d.get("gpu")
+        titles = ["Step", "Wall (ms)", "GFLOP", "TFLOP/s"] + (["GPU busy"] if gpu else [])
+        rows = []
+        for s in steps:
+            r = [s["step"], _ms(s["wall_ns"]), "%.3f" % (s["flops"] / 1e9), "%.3f" % s["tflops_per_s"]]
+            if gpu:
+                r.append(_pct(s["gpu_busy_ns"] / s["wall_ns"]) if s.get("gpu_busy_ns") is not None
+                         and s["wall_ns"] > 0 else "--")
+            rows.append(r)
+        out.write(_table_text(titles, rows))
+        if gpu:
+            out.write("GPU busy share of the steps: %s (kernels, copies and sets on any stream)\n"
+                      % _pct(t.get("gpu_busy_share")))
+        out.write("Mean step wall time (ms): %s over %d steps\n" % (_ms(t.get("mean_step_ns")), len(steps)))
+        out.write("Library FLOPs in these steps: %.3f GFLOP, achieved %.3f TFLOP/s\n"
+                  % (t.get("flops", 0) / 1e9, t.get("tflops_per_s", 0)))
+        if t.get("mfu_like") is not None:
+            out.write("Library FLOP utilisation (MFU-like): %.2f%% of %.1f TFLOP/s\n"
+                      % (100 * t["mfu_like"], t["peak_tflops"]))
+        else:
+            out.write("Library FLOP utilisation (MFU-like): unknown (no TRAINPROF_PEAK_TFLOPS)\n")
+
+    def top(title, key, titles, cells):
+        tb = d.get(key) or {}
+        if not tb.get("top"):
+            return
+        out.write("\n%s (%d of %d)\n" % (title, len(tb["top"]), tb.get("distinct", 0)))
+        out.write(_table_text(titles, [[r["name"]] + cells(r) for r in tb["top"]]))
+
+    top("Operators (PyTorch)", "operators",
+        ["Name", "Calls", "Host total (ms)", "Self host (ms)", "Mean (us)", "GPU (ms)"],
+        lambda r: [r["calls"], _ms(r["total_ns"]), _ms(r.get("self_ns")), _us(r["total_ns"] // r["calls"]),
+                   _ms(r.get("gpu_ns")) if d.get("gpu") else "--"])
+    top("Library calls (cuBLAS, cuBLASLt, cuDNN, NCCL)", "library_calls",
+        ["Name", "Calls", "Total (ms)", "Mean (us)", "GFLOP"],
+        lambda r: [r["calls"], _ms(r["total_ns"]), _us(r["total_ns"] // r["calls"]),
+                   "%.3f" % (r["flops"] / 1e9) if r.get("flops") else "--"])
+    top("Host API calls", "api_calls", ["Name", "Calls", "Total (ms)", "Mean (us)", "Max (us)"],
+        lambda r: [r["calls"], _ms(r["total_ns"]), _us(r["total_ns"] // r["calls"]), _us(r.get("max_ns"))])
+    top("Kernels launched", "launches", ["Kernel", "Launches"], lambda r: [r["calls"]])
+    out.write("\nGPU activity: %s\n" % d.get("gpu_activity", "off"))
+    if d.get("gpu"):
+        top("Device work", "gpu_work", ["Device work", "Count", "GPU total (ms)", "Mean (us)", "Max (us)", "% GPU"],
+            lambda r: [r["calls"], _ms(r["total_ns"]), _us(r["total_ns"] // r["calls"]), _us(r.get("max_ns")),
+                       _pct(r["total_ns"] / d["gpu_ns"]) if d.get("gpu_ns") else "--"])
+        c = d.get("coverage") or {}
+        out.write("Coverage: %s kernels seen by CUPTI, %s linked to a launch seen by the wrappers (%s);"
+                  " %s launches seen by the wrappers\n"
+                  % (c.get("gpu_kernels"), c.get("gpu_kernels_linked"), _pct(c.get("ratio")),
+                     c.get("host_launches")))
+    mem = d.get("memory") or []
+    if mem:
+        out.write("\nMemory held (reserved from CUDA)\n")
+        out.write(_table_text(["Memory", "Start", "Peak", "End", "Process peak", "Allocs", "Frees"],
+                              [[m["where"], _human(m["start_bytes"]), _human(m["peak_bytes"]),
+                                _human(m["end_bytes"]), _human(m.get("process_peak_bytes")),
+                                m["allocs"], m["frees"]] for m in mem]))
+    co = d.get("collectives") or {}
+    if co.get("rows"):
+        out.write("\nCollectives (NCCL); time basis: %s\n" % co.get("basis"))
+        out.write(_table_text(["Collective", "Ranks", "Calls", "Size (MB)", "Time (ms)", "Mean (us)",
+                               "algbw (GB/s)", "busbw (GB/s)", "Basis"],
+                              [[r["kind"], r["ranks"], r["calls"], "%.3f" % (r["bytes"] / 1e6),
+                                _ms(r["time_ns"]), _us(r["time_ns"] // r["calls"]),
+                                "--" if r["algbw_gbps"] is None else "%.2f" % r["algbw_gbps"],
+                                "--" if r["busbw_gbps"] is None else "%.2f" % r["busbw_gbps"],
+                                r["basis"]] for r in co["rows"]]))
+    ev = d.get("events") or {}
+    out.write("\nEvents: %s records, %s dropped, %s late, %s device records dropped\n"
+              % (ev.get("records"), ev.get("dropped"), ev.get("late"), ev.get("device_dropped")))
+
+
+def _median(v):
+    return statistics.median(v) if v else None
+
+
+def job(docs):
+    """The job analysis of several ranks' summaries, as a dict."""
+    ranks = {}
+    for d in docs:
+        r = ranks.setdefault(d.get("rank", 0), {"rank": d.get("rank", 0), "host": d.get("host"),
+                                                "steps": {}, "wall": 0, "busy": 0, "busy_known": False,
+                                                "coll_ns": 0, "flops": 0, "peak": None, "windows": 0})
+        r["windows"] += 1
+        for s in d.get("steps") or []:
+            r["steps"][s["step"]] = s["wall_ns"]
+            r["wall"] += s["wall_ns"]
+            r["flops"] += s.get("flops", 0)
+            if s.get("gpu_busy_ns") is not None:
+                r["busy"] += s["gpu_busy_ns"]
+                r["busy_known"] = True
+        r["coll_ns"] += (d.get("collectives") or {}).get("time_ns", 0) or 0
+        r["peak"] = (d.get("totals") or {}).get("peak_tflops") or r["peak"]
+    step_ids = sorted({s for r in ranks.values() for s in r["steps"]})
+    steps = []
+    for s in step_ids:
+        v = [(r["steps"][s], k) for k, r in ranks.items() if s in r["steps"]]
+        med = _median([x for x, _ in v])
+        slow, who = max(v)
+        steps.append({"step": s, "ranks": len(v), "median_ns": med, "slowest_ns": slow,
+                      "slowest_rank": who, "slowest_vs_median": slow / med - 1 if med else None})
+    coll_min = min((r["coll_ns"] for r in ranks.values()), default=0)
+    per_rank = []
+    means = {}
+    for k in sorted(ranks):
+        r = ranks[k]
+        n = len(r["steps"])
+        mean = r["wall"] / n if n else None
+        if mean is not None:
+            means[k] = mean
+        tf = r["flops"] / r["wall"] / 1e3 if r["wall"] else None
+        per_rank.append({"rank": k, "host": r["host"], "windows": r["windows"], "steps": n,
+                         "mean_step_ns": mean,
+                         "gpu_busy_share": r["busy"] / r["wall"] if r["busy_known"] and r["wall"] else None,
+                         "collective_ns": r["coll_ns"], "collective_wait_ns": r["coll_ns"] - coll_min,
+                         "tflops_per_s": tf,
+                         "mfu_like": tf / r["peak"] if tf is not None and r["peak"] else None})
+    med = _median(list(means.values()))
+    stragglers = []
+    for p in per_rank:
+        if med and p["mean_step_ns"] is not None:
+            p["vs_median"] = p["mean_step_ns"] / med - 1
+            if p["vs_median"] > STRAGGLER:
+                stragglers.append({"rank": p["rank"], "slower": p["vs_median"]})
+        else:
+            p["vs_median"] = None
+    stragglers.sort(key=lambda x: -x["slower"])
+    mfu = sorted(p["mfu_like"] for p in per_rank if p["mfu_like"] is not None)
+    sources = {}
+    for d in docs:
+        sources[d.get("source", "summary.json")] = sources.get(d.get("source", "summary.json"), 0) + 1
+    return {"ranks": len(ranks), "world_size": max((d.get("world_size") or 0 for d in docs), default=0),
+            "sources": sources,
+            "runs": sorted({str(d.get("run")) for d in docs}), "windows": len(docs),
+            "median_step_ns": med, "steps": steps, "per_rank": per_rank, "stragglers": stragglers,
+            "mfu_like": {"min": mfu[0], "median": _median(mfu), "max": mfu[-1]} if mfu else None}
+
+
+def render_job(j, out):
+    out.write("trainprof job summary: %d ranks (world size %d), run %s, %d windows (from %s)\n"
+              % (j["ranks"], j["world_size"], ", ".join(j["runs"]), j["windows"],
+                 ", ".join("%d %s" % (n, k) for k, n in sorted(j["sources"].items()))))
+    out.write("\nPer step: median and slowest rank\n")
+    out.write(_table_text(["Step", "Ranks", "Median (ms)", "Slowest (ms)", "Slowest rank", "vs median"],
+                          [[s["step"], s["ranks"], _ms(s["median_ns"]), _ms(s["slowest_ns"]), s["slowest_rank"],
+                            "--" if s["slowest_vs_median"] is None else "%+.1f%%" % (100 * s["slowest_vs_median"])]
+                           for s in j["steps"]]))
+    out.write("\nPer rank (collective wait: collective time minus the fastest rank's)\n")
+    out.write(_table_text(["Rank", "Host", "Steps", "Mean step (ms)", "vs median", "GPU busy",
+                           "Collectives (ms)", "Coll. wait (ms)", "TFLOP/s", "MFU-like"],
+                          [[p["rank"], p["host"] or "?", p["steps"], _ms(p["mean_step_ns"]),
+                            "--" if p["vs_median"] is None else "%+.1f%%" % (100 * p["vs_median"]),
+                            _pct(p["gpu_busy_share"]), _ms(p["collective_ns"]), _ms(p["collective_wait_ns"]),
+                            "--" if p["tflops_per_s"] is None else "%.3f" % p["tflops_per_s"],
+                            _pct(p["mfu_like"])] for p in j["per_rank"]], left=2))
+    m = j["mfu_like"]
+    if m:
+        out.write("MFU-like spread: min %s, median %s, max %s\n" % (_pct(m["min"]), _pct(m["median"]), _pct(m["max"])))
+    else:
+        out.write("MFU-like spread: unknown (no TRAINPROF_PEAK_TFLOPS)\n")
+    if j["stragglers"]:
+        out.write("stragglers: %s\n" % ", ".join("rank %s (%+.0f%%)" % (s["rank"], 100 * s["slower"])
+                                                 for s in j["stragglers"]))
+    else:
+        out.write("stragglers: none (no rank's mean step more than %d%% slower than the median)\n"
+                  % int(100 * STRAGGLER))
+
+
+def main(argv, prog="trainprof summary"):
+    import argparse
+    p = argparse.ArgumentParser(
+        prog=prog, allow_abbrev=False,
+        description="Print the summary of saved traces: one window's tables, or for several ranks\n"
+                    "a job table (per-step median and slowest rank, per-rank GPU busy, collective\n"
+                    "wait, MFU-like spread) naming the ranks more than 10% slower than the median.\n"
+                    "PATH: trace files (.json, .json.gz), summary.json files, or folders (a run\n"
+                    "folder); a trace's summary.json is read instead of the trace when present.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    args = p.parse_args(argv)
+    try:
+        inputs = collect(args.paths)
+    except SummaryError as e:
+        sys.stderr.write("trainprof: error: %s\n" % e)
+        return 2
+    if not inputs:
+        sys.stderr.write("trainprof: error: no trace or summary.json under %s\n" % " ".join(args.paths))
+        return 2
+    docs, failed = [], 0
+    for kind, path in inputs:
+        try:
+            docs.append(load_summary(path) if kind == "summary" else summarize_trace(path))
+        except (OSError, ValueError, EOFError, SummaryError) as e:
+            sys.stderr.write("trainprof: error: %s: %s\n" % (path, e))
+            failed += 1
+    if not docs:
+        return 1
+    out = sys.stdout
+    ranks = {d.get("rank") for d in docs}
+    if len(ranks) > 1:
+        j = job(docs)
+        if args.json:
+            json.dump(j, out, indent=1)
+            out.write("\n")
+        else:
+            render_job(j, out)
+    elif args.json:
+        json.dump(docs if len(docs) > 1 else docs[0], out, indent=1)
+        out.write("\n")
+    else:
+        for i, d in enumerate(docs):
+            if i:
+                out.write("\n")
+            render_one(d, out)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
