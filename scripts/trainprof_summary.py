@@ -23,6 +23,7 @@ chunk, the name tables, and the few per-window lists (steps, collectives
 waiting for their kernels), not the trace.  Python standard library only.
 """
 
+from array import array
 import bisect
 import codecs
 import gzip
@@ -218,7 +219,14 @@ class _TraceSummary:
         self.pid = None
         self.program = None
         self.op_done = {}             # tid -> [(start, end, dur)]
-        self.op_names = {}            # External id -> operator name
+        # External id -> operator name, compact (12 bytes an operator, not a
+        # dict entry: a window holds millions): ids, and indexes into the
+        # distinct names, sorted by id when first looked up
+        self.op_ids = array("q")
+        self.op_idx = array("l")
+        self.op_sorted = True
+        self.op_name_list = []
+        self.op_name_index = {}
         self.coll = {}                # (kind, ranks) -> [calls, bytes, bus, host_ns, dev_ns]
         self.coll_by_span = {}        # (tid, ts, dur) -> key, waiting for its annotation
         self.annot_by_span = {}       # (tid, ts, dur) -> External id, waiting for its call
@@ -309,7 +317,7 @@ class _TraceSummary:
             self.add_busy(start, start + dur)
             ext = args.get("External id")
             if ext is not None:
-                op = self.op_names.get(ext)
+                op = self.op_name_of(ext)
                 if op is not None:
                     self.tables["op"][op].extra2 += dur
                 key = self.coll_ext.get(ext)
@@ -363,8 +371,29 @@ class _TraceSummary:
         if len(done) > 4096:          # unclaimed roots: keep the recent ones
             del done[:2048]
         ext = args.get("External id")
-        if ext is not None:
-            self.op_names[ext] = name
+        if isinstance(ext, int) and -(1 << 63) <= ext < (1 << 63):
+            k = self.op_name_index.get(name)
+            if k is None:
+                k = self.op_name_index[name] = len(self.op_name_list)
+                self.op_name_list.append(name)
+            if self.op_ids and ext < self.op_ids[-1]:
+                self.op_sorted = False
+            self.op_ids.append(ext)
+            self.op_idx.append(k)
+
+    def op_name_of(self, ext):
+        """The name of the operator with External id "ext", or None."""
+        if not isinstance(ext, int) or not self.op_ids:
+            return None
+        if not self.op_sorted:
+            order = sorted(range(len(self.op_ids)), key=self.op_ids.__getitem__)
+            self.op_ids = array("q", (self.op_ids[i] for i in order))
+            self.op_idx = array("l", (self.op_idx[i] for i in order))
+            self.op_sorted = True
+        i = bisect.bisect_right(self.op_ids, ext) - 1     # the last one of that id, as a dict
+        if i >= 0 and self.op_ids[i] == ext:
+            return self.op_name_list[self.op_idx[i]]
+        return None
 
     def collective(self, e, args, dur):
         try:
