@@ -26,6 +26,7 @@
 #include "devjoin.h"
 #include "devprops.h"
 #include "loader.h"
+#include "ondemand.h"
 #include "format.h"
 #include "grow.h"
 #include "graphs.h"
@@ -426,6 +427,13 @@ void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
     win.partial = w->partial;
     win.partial_reason = w->partial ? w->partial_reason : NULL;
     win.step_signal = w->step_signal ? w->step_signal : "";
+    static struct tp_od_outcome od;      /* flush thread only; trigger_id points in it */
+    if (tp_ondemand_outcome(&od) && od.state == TP_OD_ARMED && w->steps &&
+        w->first_step == od.first) {
+        win.trigger_id = od.id;
+        win.trigger_requested = od.requested;
+        win.trigger_late = od.late;
+    }
     win.start_ns = tp_clock_to_unix_ns(&d.map, w->start_tick);
     win.end_ns = tp_clock_to_unix_ns(&d.map, w->end_tick);
     win.clock_start = w->start_clock;

@@ -116,6 +116,10 @@ struct tp_window {
                                      window ends at exit by design) */
     const char *partial_reason;   /* why, when partial: "exit" or the signal's
                                      name ("SIGTERM", "SIGSEGV", ...); else NULL */
+    const char *trigger_id;       /* the trigger that asked for this window
+                                     (TRAINPROF_TRIGGER), NULL if the schedule did */
+    uint64_t trigger_requested;   /* its requested warmup step */
+    int trigger_late;             /* it was read after that step had begun */
     const char *step_signal;      /* the signal that counted steps, "" if none */
     int64_t base_time_ns;         /* Kineto's baseTimeNanoseconds */
     int64_t start_ns, end_ns;     /* window bounds, Unix ns */

@@ -336,6 +336,16 @@ static void put_header(struct chrome *c, const struct tp_window *w)
         tp_jsonw_str(j, w->partial_reason);
     else
         LIT(j, "null");
+    if (w->trigger_id) {         /* a window `trainprof trigger` asked for */
+        LIT(j, ", \"trigger\": {\"id\": ");
+        tp_jsonw_str(j, w->trigger_id);
+        LIT(j, ", \"requested_step\": ");
+        tp_jsonw_u64(j, w->trigger_requested);
+        if (w->trigger_late)
+            LIT(j, ", \"late\": true}");
+        else
+            LIT(j, ", \"late\": false}");
+    }
     LIT(j, ", \"records\": ");
     tp_jsonw_u64(j, w->records);
     LIT(j, ", \"dropped_events\": ");

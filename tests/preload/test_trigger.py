@@ -119,6 +119,7 @@ def check_same_window(job, active):
         assert meta["steps_recorded"] == active and not meta["partial"], meta
         assert steps == list(range(meta["first_step"], meta["first_step"] + active)), steps
         firsts.add(meta["first_step"])
+        assert meta["trigger"] == {"id": req["id"], "requested_step": start, "late": False}, meta
     # both windows begin at the same step: the one after the trigger's warmup step
     assert firsts == {start + 1}, (firsts, start)
     return start
@@ -211,6 +212,7 @@ def test_late_trigger_starts_at_the_next_step_and_says_so():
         t = list(st.values())[0]["last_trigger"]
         assert t["late"] and t["requested"] == 1 and t["warmup_step"] == t["read_at_step"] > 1, t
         assert meta["first_step"] == t["first_step"] == t["warmup_step"] + 1 and len(steps) == 2
+        assert meta["trigger"] == {"id": "late1", "requested_step": 1, "late": True}, meta
         assert "trigger late1 asked for step 1, which had passed" in job.stderr(0)
     finally:
         job.stop()
