@@ -93,10 +93,11 @@ $(B)/fakes/lib%.so: tests/fakes/%.c tests/fakes/fakegpu.h
 fakes: $(B)/fakes/libcudart.so.13 $(FAKE_LIBS)
 
 # Per-program extra libraries: PROG_LIBS_<program> in tests/programs/<program>.mk
-# (e.g. a fake and the real cuBLASLt, whose descriptor functions need no GPU).
+# (e.g. a fake and the real cuBLASLt, whose descriptor functions need no GPU);
+# PROG_NOSAN_<program> builds it without $(SAN) (its own faults are the test).
 $(B)/programs/%: tests/programs/%.c tests/programs/prog.h $(B)/fakes/libcudart.so.13 $(FAKE_LIBS) preload/trainprof.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O1 -g $(TP_WARN) -I. -isystem $(CUDA_HOME)/include $(SAN) \
+	$(CC) -std=gnu11 -O1 -g $(TP_WARN) -I. -isystem $(CUDA_HOME)/include $(if $(PROG_NOSAN_$*),,$(SAN)) \
 	    -o $@ $< -L$(B)/fakes -Wl,-rpath,'$$ORIGIN/../fakes' $(PROG_LIBS_$*) -lcudart -ldl -lpthread
 
 programs: $(PROG_BIN)

@@ -128,7 +128,8 @@ static void put_identity(struct tp_jsonw *j, const struct tp_window *w, const ch
  * report's per-step table and the lines under it. */
 static void put_steps(struct tp_jsonw *j, struct summary *s, const struct tp_window *w)
 {
-    qsort(s->steps, s->nsteps, sizeof *s->steps, tp_summary_cmp_step);
+    if (s->nsteps > 1)
+        qsort(s->steps, s->nsteps, sizeof *s->steps, tp_summary_cmp_step);
     tp_sumagg_merge_busy(s);
     int64_t sum = 0, busy = 0;
     uint64_t flops = 0;
@@ -319,7 +320,8 @@ static void put_colls(struct tp_jsonw *j, struct summary *s, const struct tp_win
     int dev = tp_summary_coll_device(s, w), mixed = 0;
     for (size_t i = 0; dev && i < s->ncoll; i++)
         mixed |= s->coll[i].dev_ns <= 0;
-    qsort(s->coll, s->ncoll, sizeof *s->coll, tp_summary_cmp_coll);
+    if (s->ncoll > 1)
+        qsort(s->coll, s->ncoll, sizeof *s->coll, tp_summary_cmp_coll);
     int64_t time = 0;
     double bytes = 0;
     uint64_t calls = 0;

@@ -20,6 +20,20 @@ FAULTS = [("segv", signal.SIGSEGV), ("bus", signal.SIGBUS), ("fpe", signal.SIGFP
           ("ill", signal.SIGILL), ("abrt", signal.SIGABRT)]
 
 
+# Under make check-sanitize (TP_TEST_ASAN: the ASan runtime preloaded
+# first) ASan would take these signals itself and exit 1 with its report;
+# the faults are the program's (fatal_loop is built without sanitizers,
+# tests/programs/fatal_loop.mk), so ASan leaves them to the dispositions
+# under test.
+SAN = ({"ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "detect_leaks=0") +
+        ":handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0:handle_abort=0"}
+       if os.environ.get("TP_TEST_ASAN") else {})
+
+
+def fatal_env(env=None, preload=True):
+    return tputil.base_env(dict({"TRAINPROF_SCHEDULE": SCHEDULE}, **SAN, **(env or {})), preload)
+
+
 def _no_core():
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
@@ -30,7 +44,7 @@ def run(how, handler=None, preload=True, env=None, timeout=60):
     args = [tputil.program("fatal_loop"), "20", "%d:%s" % (CRASH_AT, how)]
     if handler:
         args.append(handler)
-    e = tputil.base_env(dict({"TRAINPROF_SCHEDULE": SCHEDULE}, **(env or {})), preload)
+    e = fatal_env(env, preload)
     p = subprocess.run(args, cwd=cwd, env=e, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=timeout, preexec_fn=_no_core)
     return tputil.Result(p.returncode, p.stdout, p.stderr, tputil.find_traces(cwd))
@@ -125,7 +139,7 @@ def test_stack_overflow_on_the_activating_thread():
 def test_fault_outside_a_window_saves_nothing():
     """During warmup (step 0) nothing is recorded: no trace, same death."""
     cwd = tputil.new_dir()
-    e = tputil.base_env({"TRAINPROF_SCHEDULE": SCHEDULE})
+    e = fatal_env()
     p = subprocess.run([tputil.program("fatal_loop"), "20", "0:segv"], cwd=cwd, env=e,
                        stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
                        preexec_fn=_no_core)
@@ -136,7 +150,7 @@ def test_fault_outside_a_window_saves_nothing():
 
 def test_exit_mid_window_names_exit():
     """partial_reason at exit: a normal exit mid-window says "exit"."""
-    r = tputil.run("fatal_loop", ["6", "99:segv"], env={"TRAINPROF_SCHEDULE": SCHEDULE})
+    r = tputil.run("fatal_loop", ["6", "99:segv"], env=dict(SAN, TRAINPROF_SCHEDULE=SCHEDULE))
     assert r.rc == 0, r.stderr
     assert len(r.traces) == 1
     meta = tputil.load_trace(r.traces[0])["trainprof"]
@@ -174,7 +188,7 @@ def test_stuck_flush_thread_is_given_up():
         os.set_blocking(w_fd, True)
         cwd = tputil.new_dir()
         args = [tputil.program("fatal_loop"), "20", "%d:segv" % CRASH_AT]
-        p = subprocess.run(args, cwd=cwd, env=tputil.base_env({"TRAINPROF_SCHEDULE": SCHEDULE}),
+        p = subprocess.run(args, cwd=cwd, env=fatal_env(),
                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=w_fd,
                            timeout=60, preexec_fn=_no_core)
     finally:
@@ -191,7 +205,7 @@ def test_schedule_all_is_partial_on_a_signal_only():
     assert len(r.traces) == 1, r.stderr
     meta = tputil.load_trace(r.traces[0])["trainprof"]
     assert meta["partial"] is True and meta["partial_reason"] == "SIGSEGV"
-    ok = tputil.run("fatal_loop", ["6", "99:segv"], env={"TRAINPROF_SCHEDULE": "all"})
+    ok = tputil.run("fatal_loop", ["6", "99:segv"], env=dict(SAN, TRAINPROF_SCHEDULE="all"))
     assert ok.rc == 0 and len(ok.traces) == 1, ok.stderr
     meta = tputil.load_trace(ok.traces[0])["trainprof"]
     assert meta["partial"] is False and meta["partial_reason"] is None

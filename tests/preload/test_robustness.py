@@ -194,10 +194,14 @@ def test_unknown_variable_warns_with_closest_name():
 def test_signal_mid_window_saves_partial_trace(sig):
     cwd = tputil.new_dir()
     env = tputil.base_env({"TRAINPROF_SCHEDULE": "warmup=1,active=1000"})
+    # SIGINT as a terminal delivers it: a test run in the background (make
+    # under nohup or a CI runner's shell) hands its children SIGINT ignored,
+    # which the library rightly leaves alone
     p = subprocess.Popen([tputil.program("train_loop"), "--steps=100000", "--sleep-us=2000",
                           "--notify=5", "--launches=3"],
                          cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     err = b""
     deadline = time.monotonic() + 30
     try:
