@@ -236,9 +236,12 @@ int tp_opt_parse_log(struct tp_config *c, const struct opt *o, const char *val,
 }
 
 /* Walks a "0,8-15" list; returns -1 on a syntax error, else whether "rank" is in it. */
-static const char *const reserved_keys[] = {
+const char *const tp_metadata_reserved[] = {
     "schemaVersion", "deviceProperties", "distributedInfo", "trainprof",
     "displayTimeUnit", "baseTimeNanoseconds", "traceEvents", "traceName",
+    /* catapult reads these top-level keys itself (trace_event_importer.html) */
+    "systemTraceEvents", "samples", "stackFrames", "traceAnnotations", "powerTraceAsString",
+    NULL,
 };
 
 /* Levels of arrays and objects in "j" (a scalar is 0, {} is 1); jansson's
@@ -285,10 +288,11 @@ int tp_opt_parse_metadata(struct tp_config *c, const struct opt *o, const char *
         return WHY("nested %d levels deep; at most %d are accepted (readers of the trace "
                    "such as Python's json cannot load deeper ones)", depth, TP_METADATA_MAX_DEPTH);
     }
-    for (size_t i = 0; i < sizeof reserved_keys / sizeof reserved_keys[0]; i++) {
-        if (json_object_get(j, reserved_keys[i])) {
+    for (size_t i = 0; tp_metadata_reserved[i]; i++) {
+        if (json_object_get(j, tp_metadata_reserved[i])) {
             json_decref(j);
-            return WHY("key \"%s\" is written by trainprof and cannot be set", reserved_keys[i]);
+            return WHY("key \"%s\" is reserved: trainprof writes it or trace viewers read it",
+                       tp_metadata_reserved[i]);
         }
     }
     char *dump = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);

@@ -21,6 +21,7 @@
 #include "../collector/log.h"
 #include "handler.h"
 #include "../collector/comms.h"
+#include "../collector/config.h"
 #include "../collector/cupti.h"
 #include "../collector/devprops.h"
 #include "../collector/torchop.h"
@@ -53,13 +54,6 @@ struct chrome {
     const struct tp_window_step *steps;
     uint64_t n_steps;
     int rank, world_size;          /* the process's, for its process groups */
-};
-
-static const char *const reserved_keys[] = {
-    "schemaVersion", "deviceProperties", "distributedInfo", "trainprof", "displayTimeUnit",
-    "baseTimeNanoseconds", "traceEvents", "traceName",
-    /* catapult reads these top-level keys itself (trace_event_importer.html) */
-    "systemTraceEvents", "samples", "stackFrames", "traceAnnotations", "powerTraceAsString",
 };
 
 static void put_value(struct tp_jsonw *j, json_t *v)
@@ -124,8 +118,8 @@ static json_t *load_object(const char *text)
 
 static int is_reserved(const char *key)
 {
-    for (size_t i = 0; i < sizeof reserved_keys / sizeof reserved_keys[0]; i++)
-        if (strcmp(key, reserved_keys[i]) == 0)
+    for (size_t i = 0; tp_metadata_reserved[i]; i++)   /* refused by config_values.c too */
+        if (strcmp(key, tp_metadata_reserved[i]) == 0)
             return 1;
     return 0;
 }

@@ -370,7 +370,9 @@ static const struct bad_case bad_cases[] = {
     { "TRAINPROF_METADATA", "\"x\"", "must be a JSON object" },
     { "TRAINPROF_METADATA", "{\"a\": ", "must be a JSON object" },
     { "TRAINPROF_METADATA", "{\"a\": 1, \"a\": 2}", "must be a JSON object" },
-    { "TRAINPROF_METADATA", "{\"traceEvents\": []}", "key \"traceEvents\" is written by trainprof" },
+    { "TRAINPROF_METADATA", "{\"traceEvents\": []}", "key \"traceEvents\" is reserved" },
+    /* found by fuzz_metadata: accepted, then dropped from the trace (catapult's key) */
+    { "TRAINPROF_METADATA", "{\"ir\":18,\"samples\":\"0\"}", "key \"samples\" is reserved" },
     { "TRAINPROF_PEAK_TFLOPS", "0", "must be a number of TFLOP/s > 0" },
     { "TRAINPROF_PEAK_TFLOPS", "-5", "must be a number of TFLOP/s > 0" },
     { "TRAINPROF_PEAK_TFLOPS", "inf", "must be a number of TFLOP/s > 0" },
