@@ -163,20 +163,11 @@ static void put_coverage(struct tp_jsonw *j, const struct tp_window *w)
     LIT(j, ", \"coverage\": {\"launches_seen_by_wrappers\": ");
     tp_jsonw_u64(j, w->host_launches);
     LIT(j, ", \"kernels_seen_by_cupti\": ");
-    if (w->gpu)
-        tp_jsonw_u64(j, w->gpu_kernels);
-    else
-        LIT(j, "null");
+    tp_jsonw_u64_or_null(j, w->gpu, w->gpu_kernels);
     LIT(j, ", \"kernels_linked_to_launches\": ");
-    if (w->gpu)
-        tp_jsonw_u64(j, w->gpu_kernels_linked);
-    else
-        LIT(j, "null");
+    tp_jsonw_u64_or_null(j, w->gpu, w->gpu_kernels_linked);
     LIT(j, ", \"ratio\": ");
-    if (w->gpu && w->coverage >= 0)
-        tp_jsonw_double(j, w->coverage);
-    else
-        LIT(j, "null");
+    tp_jsonw_double_or_null(j, w->gpu && w->coverage >= 0, w->coverage);
     LIT(j, ", \"device_records\": ");
     tp_jsonw_u64(j, w->gpu_records);
     LIT(j, ", \"device_records_dropped\": ");
@@ -310,15 +301,9 @@ static void put_header(struct chrome *c, const struct tp_window *w)
     LIT(j, ", \"steps_recorded\": ");
     tp_jsonw_u64(j, w->steps_recorded);
     LIT(j, ", \"first_step\": ");
-    if (have_steps)
-        tp_jsonw_u64(j, w->first_step);
-    else
-        LIT(j, "null");
+    tp_jsonw_u64_or_null(j, have_steps, w->first_step);
     LIT(j, ", \"last_step\": ");
-    if (have_steps)
-        tp_jsonw_u64(j, w->last_step);
-    else
-        LIT(j, "null");
+    tp_jsonw_u64_or_null(j, have_steps, w->last_step);
     LIT(j, ", \"batch\": ");
     tp_jsonw_u64(j, w->batch);
     if (w->partial)

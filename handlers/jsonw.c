@@ -483,3 +483,27 @@ void tp_jsonw_str(struct tp_jsonw *w, const char *s)
 {
     tp_jsonw_strn(w, s ? s : "", s ? strlen(s) : 0);
 }
+
+void tp_jsonw_u64_or_null(struct tp_jsonw *w, int have, uint64_t v)
+{
+    if (have)
+        tp_jsonw_u64(w, v);
+    else
+        tp_jsonw_lit(w, "null");
+}
+
+void tp_jsonw_i64_or_null(struct tp_jsonw *w, int have, int64_t v)
+{
+    if (have)
+        tp_jsonw_i64(w, v);
+    else
+        tp_jsonw_lit(w, "null");
+}
+
+void tp_jsonw_double_or_null(struct tp_jsonw *w, int have, double v)
+{
+    if (have)
+        tp_jsonw_double(w, v);
+    else
+        tp_jsonw_lit(w, "null");
+}

@@ -120,6 +120,12 @@ void tp_jsonw_us(struct tp_jsonw *w, int64_t ns);
  */
 void tp_jsonw_double(struct tp_jsonw *w, double v);
 
+/* tp_jsonw_u64_or_null, ... - the number when "have", else null (a figure
+ * that does not apply: no CUPTI, no steps, no peak). */
+void tp_jsonw_u64_or_null(struct tp_jsonw *w, int have, uint64_t v);
+void tp_jsonw_i64_or_null(struct tp_jsonw *w, int have, int64_t v);
+void tp_jsonw_double_or_null(struct tp_jsonw *w, int have, double v);
+
 /*
  * tp_jsonw_fmt_u64 - write the decimal digits of "v" to "out" (at least 20
  * bytes), no NUL.  Returns the number of digits.

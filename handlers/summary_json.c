@@ -100,15 +100,9 @@ static void put_identity(struct tp_jsonw *j, const struct tp_window *w, const ch
     tp_jsonw_u64(j, w->batch);
     int have = w->steps_recorded > 0 && w->last_step >= w->first_step;
     LIT(j, ", \"first_step\": ");
-    if (have)
-        tp_jsonw_u64(j, w->first_step);
-    else
-        LIT(j, "null");
+    tp_jsonw_u64_or_null(j, have, w->first_step);
     LIT(j, ", \"last_step\": ");
-    if (have)
-        tp_jsonw_u64(j, w->last_step);
-    else
-        LIT(j, "null");
+    tp_jsonw_u64_or_null(j, have, w->last_step);
     LIT(j, ", \"steps_recorded\": ");
     tp_jsonw_u64(j, w->steps_recorded);
     LIT(j, ", \"step_signal\": ");
@@ -152,10 +146,7 @@ static void put_steps(struct tp_jsonw *j, struct summary *s, const struct tp_win
         LIT(j, ", \"tflops_per_s\": ");
         tp_jsonw_double(j, r->dur_ns > 0 ? (double)f / (double)r->dur_ns / 1e3 : 0);
         LIT(j, ", \"gpu_busy_ns\": ");
-        if (span)
-            tp_jsonw_i64(j, bz);
-        else
-            LIT(j, "null");
+        tp_jsonw_i64_or_null(j, span, bz);
         tp_jsonw_char(j, '}');
     }
     LIT(j, "],\n  \"totals\": {\"steps\": ");
@@ -173,20 +164,14 @@ static void put_steps(struct tp_jsonw *j, struct summary *s, const struct tp_win
     LIT(j, ", \"tflops_per_s\": ");
     tp_jsonw_double(j, tf);
     LIT(j, ", \"peak_tflops\": ");
-    if (w->peak_tflops > 0)
-        tp_jsonw_double(j, w->peak_tflops);
-    else
-        LIT(j, "null");
+    tp_jsonw_double_or_null(j, w->peak_tflops > 0, w->peak_tflops);
     LIT(j, ", \"mfu_like\": ");
     if (w->peak_tflops > 0)
         tp_jsonw_double(j, tf / w->peak_tflops);
     else
         LIT(j, "null");
     LIT(j, ",\n    \"gpu_busy_ns\": ");
-    if (w->gpu)
-        tp_jsonw_i64(j, busy);
-    else
-        LIT(j, "null");
+    tp_jsonw_i64_or_null(j, w->gpu, busy);
     LIT(j, ", \"gpu_busy_share\": ");
     if (w->gpu)
         put_ratio(j, busy, sum);
@@ -350,10 +335,7 @@ static void put_colls(struct tp_jsonw *j, struct summary *s, const struct tp_win
         LIT(j, ", \"host_ns\": ");
         tp_jsonw_i64(j, x->host_ns);
         LIT(j, ", \"device_ns\": ");
-        if (w->gpu)
-            tp_jsonw_i64(j, x->dev_ns);
-        else
-            LIT(j, "null");
+        tp_jsonw_i64_or_null(j, w->gpu, x->dev_ns);
         LIT(j, ", \"basis\": ");
         tp_jsonw_str(j, on_dev ? "device" : "host-enqueue");
         LIT(j, ", \"algbw_gbps\": ");
@@ -398,20 +380,11 @@ static void put_tail(struct tp_jsonw *j, const struct summary *s, const struct t
     LIT(j, ",\n  \"coverage\": {\"host_launches\": ");
     tp_jsonw_u64(j, w->host_launches);
     LIT(j, ", \"gpu_kernels\": ");
-    if (w->gpu)
-        tp_jsonw_u64(j, w->gpu_kernels);
-    else
-        LIT(j, "null");
+    tp_jsonw_u64_or_null(j, w->gpu, w->gpu_kernels);
     LIT(j, ", \"gpu_kernels_linked\": ");
-    if (w->gpu)
-        tp_jsonw_u64(j, w->gpu_kernels_linked);
-    else
-        LIT(j, "null");
+    tp_jsonw_u64_or_null(j, w->gpu, w->gpu_kernels_linked);
     LIT(j, ", \"ratio\": ");
-    if (w->gpu && w->coverage >= 0)
-        tp_jsonw_double(j, w->coverage);
-    else
-        LIT(j, "null");
+    tp_jsonw_double_or_null(j, w->gpu && w->coverage >= 0, w->coverage);
     LIT(j, "}\n}\n");
 }
 
