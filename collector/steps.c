@@ -24,7 +24,7 @@
  * Triggered windows (TRAINPROF_TRIGGER): a step that begins takes a
  * trigger's request (one atomic load when none came, ondemand.c), and
  * where the schedule says NONE the triggered cycle's action counts
- * (tp_action_at); while triggers are watched the schedule never finishes.
+ * (tp_action); while triggers are watched the schedule never finishes.
  */
 #include "steps.h"
 #include "apis.h"
@@ -83,10 +83,13 @@ static const char *tp_signal_text(void)
     return "";
 }
 
-/* The action of "step": the schedule's, or where it says NONE, a triggered
- * cycle's (ondemand.c; step lock held). */
-static enum tp_action tp_action_at(uint64_t step)
+/* The action of "step" (step lock held): with profiler-API windows, RECORD
+ * while one is open; else the schedule's, or where it says NONE, a
+ * triggered cycle's (ondemand.c). */
+static enum tp_action tp_action(uint64_t step)
 {
+    if (tp_cfg.schedule.profiler_api)
+        return tp_recording ? TP_RECORD : TP_NONE;
     enum tp_action a = tp_schedule_action(&tp_cfg.schedule, step);
     return a != TP_NONE ? a : tp_ondemand_action(step);
 }
@@ -128,15 +131,6 @@ static void tp_window_close(uint64_t now, const char *partial_reason, uint64_t b
     if (tp_flusher_queue(&tp_cur) != 0)
         TP_ERROR("window of steps %llu-%llu not saved: too many windows already waiting to be written",
                  (unsigned long long)tp_cur.first_step, (unsigned long long)tp_steps);
-}
-
-/* The action of step "step": the schedule's; with profiler-API windows,
- * RECORD while one is open. */
-static enum tp_action tp_action(uint64_t step)
-{
-    if (tp_cfg.schedule.profiler_api)
-        return tp_recording ? TP_RECORD : TP_NONE;
-    return tp_action_at(step);
 }
 
 /* Set the hot word for the action of the step now beginning. */
