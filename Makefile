@@ -33,6 +33,8 @@ TP_CFLAGS := -std=gnu11 -fPIC -fvisibility=hidden -MMD -MP $(TP_WARN) \
              $(shell pkg-config --cflags jansson zlib 2>/dev/null) -D_GNU_SOURCE
 TP_LIBS   := $(shell pkg-config --libs jansson zlib 2>/dev/null) -ldl -lpthread -lm
 SAN       ?=
+# trainprof merge's engine, when ISA-L is there (see merge-engine below)
+MERGE_LIB := $(if $(shell pkg-config --exists libisal 2>/dev/null && echo yes),$(B)/libtrainprof_merge.so)
 
 CORE_SRC    := $(wildcard collector/*.c) $(wildcard collector/flops/*.c) $(wildcard handlers/*.c)
 PRELOAD_SRC := $(wildcard preload/*.c)
@@ -45,11 +47,11 @@ FAKE_SRC    := $(wildcard tests/fakes/*.c)
 PROG_SRC    := $(wildcard tests/programs/*.c)
 PROG_BIN    := $(PROG_SRC:tests/programs/%.c=$(B)/programs/%)
 
-.PHONY: all lib fakes programs unit check check-all check-unit check-preload check-sanitize \
+.PHONY: all lib merge-engine fakes programs unit check check-all check-unit check-preload check-sanitize \
         check-tsan demo demo-run bench bench-torch install lint deps clean venv cuda-programs gpu-bundle \
         fuzz fuzz-build check-fuzz
 
-all: lib
+all: lib $(MERGE_LIB)
 lib: $(B)/libtrainprof.so
 
 $(B)/obj/%.o: %.c
@@ -64,6 +66,17 @@ $(B)/libtrainprof.so: $(PRELOAD_OBJ) $(B)/libtrainprof_core.a preload/trainprof.
 	$(CC) -shared $(SAN) $(CFLAGS) $(LDFLAGS) -o $@ $(PRELOAD_OBJ) $(B)/libtrainprof_core.a \
 	    -Wl,--version-script=preload/trainprof.map -Wl,-z,nodelete -Wl,-z,now \
 	    -Wl,-rpath,'$$ORIGIN' $(TP_LIBS)
+
+# `trainprof merge`'s line-mode engine (scripts/trainprof_merge.c), loaded by
+# scripts/trainprof_merge.py; built when ISA-L (Debian libisal-dev) is there,
+# else merge keeps its slower Python path (MERGE_LIB is set at the top).
+merge-engine: $(MERGE_LIB)
+
+$(B)/libtrainprof_merge.so: scripts/trainprof_merge.c scripts/trainprof_merge.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -fPIC -shared -fvisibility=hidden $(TP_WARN) -I. -D_GNU_SOURCE $(SAN) $(CFLAGS) \
+	    $(shell pkg-config --cflags libisal zlib) -o $@ $< $(LDFLAGS) \
+	    $(shell pkg-config --libs libisal zlib) -lpthread
 
 # ---- fakes of the GPU libraries and the example programs -------------------
 # The fake runtime carries the real soname so that programs linked against it
@@ -145,7 +158,15 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 $(B)/tests/%: tests/unit/%.c $(B)/libtrainprof_core.a
 	@mkdir -p $(dir $@)
 	$(CC) $(TP_CFLAGS) $(SAN) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $< \
-	    $(B)/libtrainprof_core.a $(CHECK_LIBS) $(TP_LIBS)
+	    $(B)/libtrainprof_core.a $(CHECK_LIBS) $(TP_LIBS) $(UNIT_LIBS_$*)
+
+# test_merge_engine includes scripts/trainprof_merge.c (its static parts are
+# tested too); without ISA-L there is no engine to test.
+UNIT_LIBS_test_merge_engine := $(shell pkg-config --libs libisal 2>/dev/null)
+$(B)/tests/test_merge_engine: scripts/trainprof_merge.c scripts/trainprof_merge.h
+ifeq ($(MERGE_LIB),)
+UNIT_BIN := $(filter-out $(B)/tests/test_merge_engine,$(UNIT_BIN))
+endif
 
 unit: $(UNIT_BIN)
 
@@ -165,7 +186,7 @@ $(VENV)/.ok: tests/requirements.txt tests/requirements-torch.txt
 check-unit: unit fakes
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; CK_FORK=yes TP_TEST_NEED_FAKES=1 $$t; done
 
-check-preload: lib fakes programs cuda-programs venv unit
+check-preload: lib $(MERGE_LIB) fakes programs cuda-programs venv unit
 	@scripts/modgraph --check --build $(B) >/dev/null || { scripts/modgraph --build $(B); exit 1; }
 	$(VENV)/bin/python -m pytest -q tests/preload
 
@@ -179,7 +200,7 @@ check-all: lint check-unit check-fuzz check-preload
 # read TP_TEST_ASAN to do that.
 # Everything is built before the first test runs (the unit tests load the fakes).
 check-sanitize:
-	$(MAKE) B=build/asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" lib fakes programs cuda-programs unit
+	$(MAKE) B=build/asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" lib merge-engine fakes programs cuda-programs unit
 	$(MAKE) B=build/asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" check-unit
 	$(MAKE) venv
 	TP_TEST_BUILD=build/asan TP_TEST_ASAN=$$($(CC) -print-file-name=libasan.so) \
@@ -270,10 +291,12 @@ gpu-bundle: lib
 	    cp -L "$$path" "$(B)/$$name" && echo "gpu-bundle: $(B)/$$name (from $$path)"; \
 	done
 
-install: lib
+install: lib $(MERGE_LIB)
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
 	    $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 755 $(B)/libtrainprof.so $(DESTDIR)$(PREFIX)/lib/
+	$(if $(MERGE_LIB),install -d $(DESTDIR)$(PREFIX)/lib/trainprof && \
+	    install -m 755 $(MERGE_LIB) $(DESTDIR)$(PREFIX)/lib/trainprof/)
 	install -m 644 preload/trainprof.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 scripts/trainprof $(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/share/trainprof/pyhook

@@ -45,6 +45,7 @@ under "trainprof"."merge".
 """
 
 import collections
+import ctypes
 import gzip
 import json
 import multiprocessing
@@ -87,6 +88,23 @@ class Reader:
         self.buf = b""
         self.eof = False
         self.read_in = 0            # compressed (file) bytes read
+        self.produced = 0           # decompressed bytes appended to buf
+
+    def offset(self):
+        """The decompressed offset of buf's first byte."""
+        return self.produced - len(self.buf)
+
+    def seek(self, offset):
+        """Starts over and reads up to the decompressed offset."""
+        self.f.seek(0)
+        if self.z is not None:
+            self.z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        self.buf, self.eof, self.read_in, self.produced = b"", False, 0, 0
+        while self.produced < offset:
+            self.buf = b""
+            if not self.more():
+                raise MergeError("%s: shorter than it was" % self.path)
+        self.buf = self.buf[len(self.buf) - (self.produced - offset):]
 
     def more(self):
         """Append at least one more piece to buf; False at the end."""
@@ -96,10 +114,13 @@ class Reader:
             if not raw:
                 self.eof = True
                 if self.z is not None:
-                    self.buf += self.z.flush()
+                    rest = self.z.flush()
+                    self.buf += rest
+                    self.produced += len(rest)
                 return False
             if self.z is None:
                 self.buf += raw
+                self.produced += len(raw)
                 return True
             out = self.z.decompress(raw)
             while self.z.eof and self.z.unused_data:      # a multi-member gzip
@@ -108,6 +129,7 @@ class Reader:
                 out += self.z.decompress(rest)
             if out:
                 self.buf += out
+                self.produced += len(out)
                 return True
         return False
 
@@ -128,18 +150,29 @@ def _skip(r, pos):
 
 
 def _value(r, pos):
-    """Parse one JSON value at pos (reading more as needed): (value, end)."""
+    """Parse one JSON value at pos (reading more as needed): (value, end).
+    Decodes a window that doubles until the value ends inside it: decoding
+    all of buf for each event would make a large pretty-printed trace cost
+    the square of its size."""
+    size = 1 << 16
     while True:
+        while len(r.buf) - pos < size and r.more():
+            pass
+        window = r.buf[pos:pos + size]
+        complete = r.eof and pos + size >= len(r.buf)     # the window holds the rest of the file
         try:
-            text = r.buf[pos:].decode("utf-8")
+            text = window.decode("utf-8")
         except UnicodeDecodeError as e:
-            text = r.buf[pos:pos + e.start].decode("utf-8")
+            text = window[:e.start].decode("utf-8")
+            complete = False
         try:
             v, end = _DEC.raw_decode(text)
-            return v, pos + len(text[:end].encode("utf-8"))
+            if end < len(text) or complete:     # not a number cut by the window
+                return v, pos + len(text[:end].encode("utf-8"))
         except ValueError:
-            if not r.more():
+            if complete:
                 raise MergeError("%s: not a JSON trace (truncated or invalid)" % r.path)
+        size *= 2
 
 
 def read_header(r):
@@ -180,14 +213,18 @@ def read_trailer(r, shape):
     """After the event array: the remaining top-level keys."""
     while r.more():
         pass
-    text = r.buf.decode("utf-8", "replace").strip()
+    return parse_trailer(r.path, r.buf, shape)
+
+
+def parse_trailer(path, raw, shape):
+    text = raw.decode("utf-8", "replace").strip()
     if shape == "array" or not text:
         return {}
     text = text.lstrip(",").strip()
     try:
         return json.loads("{" + text) if text != "}" else {}
     except ValueError:
-        raise MergeError("%s: invalid JSON after traceEvents" % r.path)
+        raise MergeError("%s: invalid JSON after traceEvents" % path)
 
 
 def event_chunks(r):
@@ -207,25 +244,25 @@ def event_chunks(r):
         while m is None and len(r.buf) < CHUNK and r.more():
             m = ARRAY_END.search(r.buf)
         if m is not None:
-            body, r.buf = r.buf[:m.start()], r.buf[m.end():]
-            body = body.rstrip()
+            body = r.buf[:m.start()].rstrip()
             if not body.endswith(b","):
                 body += b","
             body += b"\n"
-            last = True
+            if line_layout(body):
+                r.buf = r.buf[m.end():]
+                yield "line", body
+                return
         else:
             cut = r.buf.rfind(b"\n")
-            if cut < 0:                 # not one event per line
-                yield "event", b""
-                return
-            body, r.buf = r.buf[:cut + 1], r.buf[cut + 1:]
-            last = False
-        if not line_layout(body):
-            yield "event", body
-            return
-        yield "line", body
-        if last:
-            return
+            if cut >= 0 and line_layout(r.buf[:cut + 1]):
+                body, r.buf = r.buf[:cut + 1], r.buf[cut + 1:]
+                yield "line", body
+                continue
+        # Not one event per line.  The "]" found may close an array inside
+        # a pretty-printed event: the text goes to events_generic whole.
+        rest, r.buf = r.buf, b""
+        yield "event", rest
+        return
 
 
 def line_layout(body):
@@ -429,6 +466,86 @@ def work(job):
     return z, crc, length, n, pids, named, sorted_
 
 
+# ---- the C engine (scripts/trainprof_merge.c) ------------------------------------
+
+_META_FN = ctypes.CFUNCTYPE(ctypes.c_long, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
+                            ctypes.c_size_t)
+
+
+class _Job(ctypes.Structure):
+    """struct tp_merge_job."""
+    _fields_ = [("path", ctypes.c_char_p), ("skip", ctypes.c_uint64), ("out_fd", ctypes.c_int),
+                ("slot", ctypes.c_uint32), ("suffix", ctypes.c_char_p),
+                ("shift_ns", ctypes.c_int64), ("threads", ctypes.c_int), ("plain", ctypes.c_int),
+                ("meta", _META_FN), ("status", ctypes.c_int), ("resume", ctypes.c_uint64),
+                ("events", ctypes.c_uint64), ("text_bytes", ctypes.c_uint64),
+                ("read_bytes", ctypes.c_uint64), ("crc", ctypes.c_uint32),
+                ("trailer", ctypes.c_void_p), ("trailer_len", ctypes.c_uint64),
+                ("pids", ctypes.POINTER(ctypes.c_int64)), ("npids", ctypes.c_uint64),
+                ("error", ctypes.c_char * 256)]
+
+
+ENGINE_NAME = "libtrainprof_merge.so"
+
+
+def load_engine():
+    """The C engine, or None when it was not built (no ISA-L): beside the
+    script in a source tree (build/), or where `make install` puts it
+    (lib/trainprof/); $TRAINPROF_MERGE_ENGINE names another copy (the
+    sanitizer tests load their own build)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths = [os.path.join(d, ENGINE_NAME) for d in (
+        os.path.join(here, "..", "build"), os.path.join(here, "..", "..", "lib", "trainprof"))]
+    if os.environ.get("TRAINPROF_MERGE_ENGINE"):
+        paths = [os.environ["TRAINPROF_MERGE_ENGINE"]]
+    for path in paths:
+        if os.path.exists(path):
+            lib = ctypes.CDLL(path)
+            lib.tp_merge_events.argtypes = [ctypes.POINTER(_Job)]
+            lib.tp_merge_events.restype = ctypes.c_int
+            lib.tp_merge_free.argtypes = [ctypes.POINTER(_Job)]
+            lib.tp_merge_free.restype = None
+            return lib
+    return None
+
+
+def engine_events(lib, inp, w, threads):
+    """One input's event array through the engine, appended to w: (status,
+    resume offset, trailer text).  Fills inp's counts as the Python path does."""
+    ctx, named, sorted_ = inp["ctx"], inp["named"], inp["sorted"]
+    errors = []
+
+    def meta(line, n, out, cap):
+        try:
+            ev = json.loads(ctypes.string_at(line, n))
+            text = dumps(_meta_event(ev, ctx, named, sorted_))
+        except Exception as e:          # back in C: say it there, raise it here
+            errors.append(e)
+            return -1
+        if len(text) <= cap:
+            ctypes.memmove(out, text, len(text))
+        return len(text)
+
+    job = _Job(path=os.fsencode(inp["path"]), skip=inp["reader"].offset(),
+               out_fd=w.raw_fd(), slot=ctx["slot"], suffix=ctx["suffix"],
+               shift_ns=ctx["shift"], threads=max(threads - 1, 0), plain=0 if w.gz else 1,
+               meta=_META_FN(meta))
+    try:
+        status = lib.tp_merge_events(ctypes.byref(job))
+        w.raw_done(job.crc, job.text_bytes)
+        if status < 0:
+            if errors and isinstance(errors[0], ValueError):
+                raise MergeError("%s: a metadata event is not valid JSON (%s)" % (inp["path"], errors[0]))
+            raise MergeError(job.error.decode("utf-8", "replace"))
+        inp["events"] += job.events
+        inp["pids"].update(job.pids[i] for i in range(job.npids))
+        inp["read_in"] = job.read_bytes
+        trailer = ctypes.string_at(job.trailer, job.trailer_len) if job.trailer else b""
+        return status, job.resume, trailer
+    finally:
+        lib.tp_merge_free(ctypes.byref(job))
+
+
 # ---- output ----------------------------------------------------------------------
 
 def _gf2_times(mat, vec):
@@ -489,6 +606,18 @@ class Writer:
         else:
             self.f.write(text)
 
+    def raw_fd(self):
+        """The file descriptor, for the engine to append to."""
+        self.f.flush()
+        return self.f.fileno()
+
+    def raw_done(self, crc, length):
+        """After the engine appended length bytes of text (crc: their CRC-32)."""
+        self.f.seek(0, os.SEEK_END)
+        if self.gz:
+            self.crc = crc32_combine(self.crc, crc, length)
+            self.size += length
+
     def text(self, text):
         if self.gz:
             self.piece(*deflate(text))
@@ -528,8 +657,14 @@ def open_inputs(paths):
     return inputs
 
 
-def merge(paths, out, jobs=None, log=sys.stderr):
+def merge(paths, out, jobs=None, log=sys.stderr, engine="auto"):
+    """engine: "c" (scripts/trainprof_merge.c, an error when it was not
+    built), "python", or "auto" (the C engine when built)."""
     t0 = time.time()
+    lib = load_engine() if engine != "python" else None
+    if engine == "c" and lib is None:
+        raise MergeError("the C engine (%s) is not built: `make` builds it when ISA-L "
+                         "(Debian libisal-dev) is installed" % ENGINE_NAME)
     if len(paths) > (1 << 32) // PID_STRIDE:
         raise MergeError("at most %d traces at a time" % ((1 << 32) // PID_STRIDE))
     inputs = open_inputs(paths)
@@ -578,7 +713,7 @@ def merge(paths, out, jobs=None, log=sys.stderr):
         text = "{\n" + "".join("  %s: %s,\n" % (json.dumps(k), json.dumps(v)) for k, v in head.items())
         w.text((text + '  "traceEvents": [\n').encode())
         jobs = jobs or os.cpu_count() or 1
-        if jobs > 1:
+        if jobs > 1 and lib is None:
             pool = multiprocessing.get_context("fork").Pool(jobs)
         pending = collections.deque()
         counts, trailers = [], []
@@ -601,6 +736,14 @@ def merge(paths, out, jobs=None, log=sys.stderr):
         for inp in inputs:
             inp.update(events=0, pids=set(), named=set(), sorted=set())
             r = inp["reader"]
+            if lib is not None and abs(inp["ctx"]["shift"]) < 1 << 62:   # the engine's int64
+                drain(0)
+                status, resume, trailer = engine_events(lib, inp, w, jobs)
+                if status == 0:
+                    trailers.append(parse_trailer(inp["path"], trailer, inp["shape"]))
+                    r.close()
+                    continue
+                r.seek(resume)          # not one event per line from here: event by event
             for mode, body in event_chunks(r):
                 if mode == "line":
                     submit(inp, mode, body)
@@ -615,7 +758,7 @@ def merge(paths, out, jobs=None, log=sys.stderr):
                 if batch:
                     submit(inp, "event", batch)
             trailers.append(read_trailer(r, inp["shape"]))
-            inp["read_in"] = r.read_in
+            inp["read_in"] = max(r.read_in, inp.get("read_in", 0))
             r.close()
         drain(0)
         # process metadata the inputs lacked, and the merge's own
@@ -688,10 +831,13 @@ def main(argv, prog="trainprof merge"):
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="the merged trace (gzip if it ends in .gz)")
     p.add_argument("-j", "--jobs", type=int, default=0,
-                   help="worker processes (default: the number of CPUs)")
+                   help="threads (worker processes on the Python path; default: the number "
+                   "of CPUs)")
+    p.add_argument("--engine", choices=("auto", "c", "python"), default="auto",
+                   help="the C engine (built with ISA-L) or the Python one (default: C when built)")
     args = p.parse_args(argv)
     try:
-        res = merge(args.traces, args.output, jobs=args.jobs or None)
+        res = merge(args.traces, args.output, jobs=args.jobs or None, engine=args.engine)
     except (MergeError, OSError, ValueError) as e:
         sys.stderr.write("trainprof: merge: %s\n" % e)
         return 1

@@ -63,9 +63,20 @@ def traces():
     return {tputil.load_trace(p)["distributedInfo"]["rank"]: p for p in paths}
 
 
+def merge_env():
+    """Under make check-sanitize the engine of that build runs, under ASan."""
+    env = dict(os.environ)
+    asan = os.environ.get("TP_TEST_ASAN")
+    if asan:
+        env.update(LD_PRELOAD=asan, ASAN_OPTIONS="detect_leaks=0",
+                   TRAINPROF_MERGE_ENGINE=os.path.join(tputil.build_dir(), "libtrainprof_merge.so"))
+    return env
+
+
 def merge(paths, out, *extra):
     p = subprocess.run([sys.executable, SCRIPT, "merge", *paths, "-o", out, *extra],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120,
+                       env=merge_env())
     assert p.returncode == 0, p.stderr.decode()
     assert p.stdout == b""
     return p.stderr.decode()
@@ -266,3 +277,151 @@ def test_errors_are_one_line(tmp_path):
     assert p.returncode == 1 and p.stdout == b""
     assert p.stderr.decode().startswith("trainprof: merge: ") and p.stderr.count(b"\n") == 1
     assert not os.path.exists(tmp_path / "o.json") and not os.path.exists(tmp_path / "o.json.tmp")
+
+
+# ---- the two engines: scripts/trainprof_merge.c against the Python path ----------
+
+ENGINE = os.path.join(tputil.build_dir(), "libtrainprof_merge.so")
+
+
+def _isal():
+    return subprocess.run(["pkg-config", "--exists", "libisal"]).returncode == 0
+
+
+def _need_engine():
+    if not os.path.exists(ENGINE):
+        assert not _isal(), "ISA-L is installed but %s was not built" % ENGINE
+        pytest.skip("the C engine needs ISA-L (Debian libisal-dev)")
+
+
+def _text(path):
+    """The merged trace's text, less the line naming the output file."""
+    raw = open(path, "rb").read()
+    if path.endswith(".gz"):
+        z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        raw = z.decompress(raw) + z.flush()
+        assert z.eof and z.unused_data == b""
+    return b"\n".join(l for l in raw.split(b"\n") if not l.lstrip().startswith(b'"traceName"'))
+
+
+def _both(paths, *extra, suffix=".json.gz"):
+    d = tputil.new_dir()
+    out = {}
+    for engine in ("c", "python"):
+        out[engine] = os.path.join(d, engine + suffix)
+        merge(paths, out[engine], "--engine", engine, *extra)
+    return out["c"], out["python"]
+
+
+def _rewrite_lines(src, dst, fn, opener=gzip.open):
+    """As _rewrite, laid out one event per line as trainprof writes."""
+    t = tputil.load_trace(src)
+    fn(t)
+    head = {k: v for k, v in t.items() if k != "traceEvents"}
+    text = "{\n" + "".join("  %s: %s,\n" % (json.dumps(k), json.dumps(v)) for k, v in head.items())
+    text += '  "traceEvents": [\n' + ",\n".join(json.dumps(e) for e in t["traceEvents"]) + "\n  ]\n}\n"
+    with opener(dst, "wb") as f:
+        f.write(text.encode())
+    return text.encode()
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_engines_write_the_same_bytes(traces, jobs):
+    """Four ranks of line-per-event traces: the C engine's output is the
+    Python path's, byte for byte (pids, flow ids, process names and sort
+    indexes, counts), one gzip member either way."""
+    _need_engine()
+    c, py = _both([traces[r] for r in range(WORLD)], "-j", jobs)
+    assert _text(c) == _text(py)
+    assert len(load_one_member(c)["traceEvents"]) > 100
+
+
+def test_engines_agree_on_moved_time(traces):
+    """A rank whose realtime was stepped, in the line layout: every ts moves
+    (the engine's ts rewrite), the same as the Python path moves it."""
+    _need_engine()
+    d = tputil.new_dir()
+    stepped = os.path.join(d, "rank1.stepped.json.gz")
+
+    def step(t):
+        c = t["trainprof"]["clock"]
+        for end in ("start", "end"):
+            c[end]["realtime_ns"] += STEP_NS
+            c[end]["trace_ns"] += STEP_NS
+        for e in t["traceEvents"]:
+            e["ts"] = round(e["ts"] + STEP_NS / 1000, 3)
+
+    _rewrite_lines(traces[1], stepped, step)
+    c, py = _both([traces[0], stepped])
+    shift = load_one_member(c)["trainprof"]["merge"]["ranks"][1]["shift_ns"]
+    assert abs(shift + STEP_NS) < 100_000, shift
+    assert _text(c) == _text(py)
+
+
+def test_engine_goes_on_event_by_event_where_lines_stop(traces):
+    """Half the events one per line, the rest pretty-printed: the engine
+    stops at the first event that is not a line and the Python path goes on
+    from there; every event is kept, as the Python path alone keeps them."""
+    _need_engine()
+    d = tputil.new_dir()
+    mixed = os.path.join(d, "rank2.mixed.json.gz")
+    t = tputil.load_trace(traces[2])
+    evs = t.pop("traceEvents")
+    half = len(evs) // 2
+    text = "{\n" + "".join("  %s: %s,\n" % (json.dumps(k), json.dumps(v)) for k, v in t.items())
+    text += '  "traceEvents": [\n' + "".join(json.dumps(e) + ",\n" for e in evs[:half])
+    text += ",\n".join(json.dumps(e, indent=2) for e in evs[half:]) + "\n  ],\n"
+    text += '  "traceName": "mixed"\n}\n'
+    with gzip.open(mixed, "wb") as f:
+        f.write(text.encode())
+    c, py = _both([traces[0], mixed])
+    a, b = load_one_member(c), load_one_member(py)
+    assert a["traceEvents"] == b["traceEvents"]
+    counts = {x["rank"]: x["events"] for x in a["trainprofMergeCounts"]}
+    assert counts[2] == len(evs)
+    assert a["trainprofMergeTrailers"] == b["trainprofMergeTrailers"]
+    assert {"traceName": "mixed"} in a["trainprofMergeTrailers"]
+
+
+def test_engine_reads_members_and_plain_files_and_writes_plain(traces):
+    """An input of several gzip members (split mid-line) and a plain .json
+    input merge as the single-member gzip does; a plain output holds the
+    same text as the gzip output."""
+    _need_engine()
+    d = tputil.new_dir()
+    plain = os.path.join(d, "rank1.json")
+    text = _rewrite_lines(traces[1], plain, lambda t: None, opener=open)
+    members = os.path.join(d, "rank1.members.json.gz")
+    with open(members, "wb") as f:
+        for a in range(0, len(text), 7777):
+            f.write(gzip.compress(text[a:a + 7777], 1))
+    one = os.path.join(d, "rank1.one.json.gz")
+    with open(one, "wb") as f:
+        f.write(gzip.compress(text, 1))
+    outs = {}
+    for name, src in (("one", one), ("members", members), ("plain", plain)):
+        outs[name] = os.path.join(d, name + ".out.json.gz")
+        merge([traces[0], src], outs[name], "--engine", "c")
+    ref = load_one_member(outs["one"])["traceEvents"]
+    assert load_one_member(outs["members"])["traceEvents"] == ref
+    assert load_one_member(outs["plain"])["traceEvents"] == ref
+    flat = os.path.join(d, "plain.out.json")
+    merge([traces[0], one], flat, "--engine", "c")
+    with open(flat, "rb") as f:
+        assert json.load(f)["traceEvents"] == ref
+
+
+@pytest.mark.parametrize("engine", ["c", "python"])
+def test_truncated_input_is_one_error_line(traces, tmp_path, engine):
+    if engine == "c":
+        _need_engine()
+    raw = open(traces[1], "rb").read()
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(raw[:len(raw) * 2 // 3])
+    out = tmp_path / "o.json.gz"
+    p = subprocess.run([sys.executable, SCRIPT, "merge", traces[0], str(cut), "-o", str(out),
+                        "--engine", engine], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=120, env=merge_env())
+    assert p.returncode == 1 and p.stdout == b"", p.stderr
+    assert p.stderr.decode().startswith("trainprof: merge: ") and p.stderr.count(b"\n") == 1, p.stderr
+    assert sorted(os.listdir(tmp_path)) == ["cut.json.gz"]
