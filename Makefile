@@ -233,7 +233,15 @@ CHECK_FUZZ_SECONDS := $(if $(filter-out false 0,$(CI)),20,3)
 
 $(B)/bin/fuzz_%: tests/fuzz/fuzz_%.c $(B)/libtrainprof_core.a
 	@mkdir -p $(dir $@)
-	$(CC) $(TP_CFLAGS) $(SAN) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/libtrainprof_core.a $(TP_LIBS)
+	$(CC) $(TP_CFLAGS) $(SAN) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/libtrainprof_core.a $(TP_LIBS) \
+	    $(FUZZ_LIBS_$*)
+
+# fuzz_merge includes scripts/trainprof_merge.c; without ISA-L it is not built.
+FUZZ_LIBS_merge := $(shell pkg-config --libs libisal 2>/dev/null)
+$(B)/bin/fuzz_merge: scripts/trainprof_merge.c scripts/trainprof_merge.h
+ifeq ($(MERGE_LIB),)
+FUZZ_NAMES := $(filter-out fuzz_merge,$(FUZZ_NAMES))
+endif
 
 fuzz-build:
 	@$(MAKE) --no-print-directory B=build/fuzz CC=$(FUZZ_CC) SAN="$(FUZZ_SAN)" \

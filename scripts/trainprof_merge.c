@@ -86,7 +86,7 @@ static bool src_open(struct src *s, const char *path, struct tp_merge_job *job)
         return false;
     }
     s->in = malloc(READ);
-    s->cap = 2 * PIECE;
+    s->cap = READ;                      /* grows for a longer line */
     s->buf = malloc(s->cap);
     if (!s->in || !s->buf) {
         fail(job, "%s: out of memory", path);
@@ -128,7 +128,7 @@ static long src_fill(struct src *s, struct tp_merge_job *job)
         s->beg = 0;
     }
     if (s->end == s->cap) {
-        if (s->cap >= MAX_LINE + (size_t)PIECE) {
+        if (s->cap >= MAX_LINE) {
             fail(job, "%s: an event line longer than 256 MiB", job->path);
             return -1;
         }
@@ -298,6 +298,7 @@ struct rewrite {
     int64_t slot_base;
     const char *suffix;
     size_t suffix_len;
+    size_t suffix_zeros;        /* its leading zeros, all but a last one */
     int64_t shift;
     struct pidset pids;
 };
@@ -425,7 +426,11 @@ static bool rewrite_line(struct rewrite *rw, const char *a, const char *e, struc
             const char *end = v;
             while (end < e && is_digit(*end))
                 end++;
-            if (end > v) {
+            if (end - v == 1 && *v == '0') {        /* id 0: the slot alone ("03" is not JSON) */
+                put(out, copied, (size_t)(v - copied));
+                put(out, rw->suffix + rw->suffix_zeros, rw->suffix_len - rw->suffix_zeros);
+                copied = end;
+            } else if (end > v) {
                 put(out, copied, (size_t)(end - copied));
                 put(out, rw->suffix, rw->suffix_len);
                 copied = end;
@@ -627,8 +632,8 @@ static bool sink_open(struct sink *k, struct tp_merge_job *job)
     pthread_cond_init(&pl->done, NULL);
     pl->nring = (size_t)(n ? 2 * n + 1 : 1);
     pl->ring = calloc(pl->nring, sizeof *pl->ring);
-    k->level_buf = malloc(ISAL_DEF_LVL1_DEFAULT);
-    if (!pl->ring || !k->level_buf)
+    k->level_buf = job->plain ? NULL : malloc(ISAL_DEF_LVL1_DEFAULT);
+    if (!pl->ring || (!job->plain && !k->level_buf))
         return false;
     for (int i = 0; i < n; i++) {
         if (pthread_create(&k->threads[i], NULL, compressor, pl) != 0)
@@ -848,6 +853,8 @@ TP_EXPORT int tp_merge_events(struct tp_merge_job *job)
         .suffix_len = job->suffix ? strlen(job->suffix) : 0,
         .shift = job->shift_ns,
     };
+    while (rw.suffix_zeros + 1 < rw.suffix_len && rw.suffix[rw.suffix_zeros] == '0')
+        rw.suffix_zeros++;
     struct src s;
     struct sink k;
     if (src_open(&s, job->path, job)) {

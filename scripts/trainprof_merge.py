@@ -390,6 +390,18 @@ def _meta_event(ev, ctx, named, sorted_):
     return ev
 
 
+def _flow_sub(suf):
+    """id -> id x 10^d + slot, as text: the digits appended, but id 0
+    gives the slot alone ("03" is not JSON)."""
+    alone = suf.lstrip(b"0") or b"0"
+
+    def sub(m):
+        if m.group(2) == b"0":
+            return m.group(0)[:-1] + alone
+        return m.group(0) + suf
+    return sub
+
+
 def rewrite_lines(ctx, body):
     """Line mode: (text, events, pids, named, sorted)."""
     slot = ctx["slot"]
@@ -399,8 +411,7 @@ def rewrite_lines(ctx, body):
         pids.add(np)
         body = re.sub(rb'"pid": ?' + re.escape(raw) + rb'(?=[,}\s])', b'"pid": %d' % np, body)
     if ctx["suffix"]:
-        suf = ctx["suffix"]
-        body = FLOW_ID_RE.sub(lambda m: m.group(0) + suf, body)
+        body = FLOW_ID_RE.sub(_flow_sub(ctx["suffix"]), body)
     if ctx["shift"]:
         body = TS_RE.sub(_ts_sub(ctx["shift"]), body)
     named, sorted_ = set(), set()

@@ -128,14 +128,16 @@ START_TEST(test_rewrite_rules)
         "{\"ph\": \"s\", \"pid\":7, \"ts\": 0.2, \"id\": 12},\n"
         "{\"ph\": \"f\", \"pid\": \"Spans\", \"ts\": 1.23456, \"bind_id\": 3, \"id\":5},\n"
         "{\"ph\": \"X\", \"pid\": -5, \"ts\": -2.25, \"args\": {\"pid\": -5000}},\n"
-        "{\"ph\": \"X\", \"pid\": 123456789012345678901234, \"ts\": 7}\n"
+        "{\"ph\": \"X\", \"pid\": 123456789012345678901234, \"ts\": 7},\n"
+        "{\"ph\": \"t\", \"pid\": 1, \"id\": 0, \"bind_id\": 0}\n"
         "  ],\n  \"traceName\": \"t\"\n}\n";
     const char *want =
         "{\"ph\": \"X\", \"pid\": 12622912, \"tid\": 40000, \"ts\": 0.500, \"dur\": 2, \"args\": {\"External id\": 7}},\n"
         "{\"ph\": \"s\", \"pid\": 12582919, \"ts\": -0.800, \"id\": 1207},\n"
         "{\"ph\": \"f\", \"pid\": 16777023, \"ts\": 0.234, \"bind_id\": 307, \"id\":507},\n"
         "{\"ph\": \"X\", \"pid\": 16777211, \"ts\": -3.250, \"args\": {\"pid\": 16776192}},\n"
-        "{\"ph\": \"X\", \"pid\": 14069746, \"ts\": 6.000},\n";
+        "{\"ph\": \"X\", \"pid\": 14069746, \"ts\": 6.000},\n"
+        "{\"ph\": \"t\", \"pid\": 12582913, \"id\": 7, \"bind_id\": 7},\n";   /* 0 x 100 + 7 */
     /* the string pid: slot x 2^22 + 2^22 - 1 - crc32("\"Spans\"") % 1024 */
     int64_t spans = BASE + (1 << 22) - 1 - (int64_t)(crc32(0, (const Bytef *)"\"Spans\"", 7) % 1024);
     ck_assert_int_eq(spans, 16777023);
@@ -144,14 +146,14 @@ START_TEST(test_rewrite_rules)
     struct result r = {.job = {.slot = SLOT, .suffix = "07", .shift_ns = -1000}};
     run_engine(&r, path, (uint64_t)(strchr(in, '[') + 1 - in), 0, 0);
     ck_assert_int_eq(r.job.status, 0);
-    ck_assert_uint_eq(r.job.events, 5);
+    ck_assert_uint_eq(r.job.events, 6);
     ck_assert_uint_eq(r.len, strlen(want));
     ck_assert(memcmp(r.text, want, r.len) == 0);
     ck_assert_str_eq(r.job.trailer, ",\n  \"traceName\": \"t\"\n}\n");
-    ck_assert_uint_eq(r.job.npids, 6);
+    ck_assert_uint_eq(r.job.npids, 7);
     int64_t pids[] = {BASE + 40000, BASE + 7, spans, BASE + (1 << 22) - 5,
-                      BASE + (1 << 22) - 1024, BASE + 1486834};
-    for (size_t i = 0; i < 6; i++)
+                      BASE + (1 << 22) - 1024, BASE + 1486834, BASE + 1};
+    for (size_t i = 0; i < 7; i++)
         ck_assert_msg(has_pid(&r, pids[i]), "pid %lld", (long long)pids[i]);
     done(&r);
 }
