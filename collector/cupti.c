@@ -196,6 +196,42 @@ static uint64_t CUPTIAPI tp_timestamp(void)
     return tp_clock_ns();
 }
 
+/* Set when CUPTI refused tp_timestamp: its records then carry its own
+ * clock (CLOCK_REALTIME on Linux, cupti_activity.h), which tp_measure_offset
+ * relates to ours at the start of each window. */
+static int tp_own_clock;
+
+/* CUPTI's clock minus ours, from the tightest of three bracketed reads
+ * (a read of each clock costs tens of ns; a preempted bracket is long).
+ * Measured at each window's start and each collection: the uncertainty
+ * given to the host/device join is the bracket, the change since the last
+ * measure (CLOCK_REALTIME is slewed by NTP) and 1 us. */
+static int tp_measure_offset(void)
+{
+    static int64_t last;
+    static int measured;
+    if (!tp_cupti_fn.cuptiGetTimestamp)
+        return -1;
+    uint64_t best = UINT64_MAX;
+    int64_t off = 0;
+    for (int i = 0; i < 3; i++) {
+        uint64_t c, a = tp_clock_ns();
+        if (tp_cupti_fn.cuptiGetTimestamp(&c) != CUPTI_SUCCESS)
+            return -1;
+        uint64_t b = tp_clock_ns();
+        if (b - a < best) {
+            best = b - a;
+            off = (int64_t)(c - (a + (b - a) / 2));
+        }
+    }
+    uint64_t moved = measured ? (uint64_t)(off > last ? off - last : last - off) : 0;
+    uint64_t slack_ns = 2 * best + moved + 1000, base = tp_clock_ns();
+    tp_cupti_clock_offset(off, tp_clock_ns_to_ticks(base + slack_ns) - tp_clock_ns_to_ticks(base));
+    last = off;
+    measured = 1;
+    return 0;
+}
+
 /* cuptiFinalize as cupti_activity.h asks and Kineto does it: from the exit
  * callback of a CUDA API call, on the application thread that made it, once
  * the flush thread has flushed and disabled everything (tp_cupti_stop).
@@ -284,8 +320,17 @@ static int tp_load(void)
         return -1;
     }
     /* Before any kind is enabled, so that every record uses our ticks. */
-    if (tp_cupti_fn.cuptiActivityRegisterTimestampCallback(tp_timestamp) != CUPTI_SUCCESS)
-        TP_WARN("CUPTI timestamp callback refused; device times may be off");
+    CUptiResult ts = tp_cupti_fn.cuptiActivityRegisterTimestampCallback(tp_timestamp);
+    if (ts != CUPTI_SUCCESS) {
+        tp_own_clock = 1;
+        if (tp_measure_offset() == 0)
+            TP_WARN("CUPTI refused our timestamp callback (%s); device times are CUPTI's clock, "
+                    "moved onto ours by an offset measured at each window's start",
+                    tp_cupti_result_str(ts));
+        else
+            TP_WARN("CUPTI refused our timestamp callback (%s) and gives no timestamp to "
+                    "measure its clock against; device times may be off", tp_cupti_result_str(ts));
+    }
     tp_cupti_pending_budget((size_t)tp_cfg.buffer_mb << 20);   /* TRAINPROF_BUFFER_MB bounds these too */
     if (tp_cupti_buf_register() != 0) {
         tp_cupti_fn.cuptiUnsubscribe(tp_subscriber);
@@ -351,6 +396,8 @@ static void tp_api_set(int driver, int on)
 
 static void tp_enable_all(void)
 {
+    if (tp_own_clock)
+        tp_measure_offset();            /* CLOCK_REALTIME drifts against ours (NTP) */
     tp_cupti_pending_forget_events();   /* events recorded while off went unseen */
     for (size_t i = 0; i < sizeof tp_kinds / sizeof tp_kinds[0]; i++)
         tp_kind_set(tp_kinds[i], 1);
@@ -418,6 +465,8 @@ void tp_cupti_collect(int forced)
 {
     if (!tp_still_ours())
         return;
+    if (tp_own_clock)
+        tp_measure_offset();
     tp_cupti_fn.cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
     /* Our records lie between the start and now; one far outside was timed
      * by another client's timestamp callback. */

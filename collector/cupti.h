@@ -93,6 +93,8 @@ struct tp_dev_batch {
     size_t n_cuda_event;
     uint64_t dropped;           /* records CUPTI dropped (cuptiActivityGetNumDroppedRecords)
                                    plus records we could not store, since the last take */
+    uint64_t time_slack;        /* ticks by which CUPTI's times may be off ours (0 with our
+                                   timestamp callback: tp_cupti_clock_offset) */
     uint32_t first_corr;        /* lowest correlation of the window's API records, 0 if
                                    none: device work of an older one was launched
                                    before the window (it ran into it) */
@@ -191,6 +193,13 @@ void tp_cupti_set_capture_check(int (*fn)(void));
  * -1 if dropped (no timestamps, or the pending lists are full: counted in
  * tp_dev_batch.dropped), -2 for a kind we do not decode. */
 int tp_cupti_decode(const void *record);
+
+/* tp_cupti_clock_offset - CUPTI's clock minus ours, in ns, for the records
+ * decoded from now on, and how far off it may be, in ticks: 0 and 0 (the
+ * default) while CUPTI calls our timestamp callback; measured by cupti.c
+ * where CUPTI refused it.  tp_cupti_clock_slack returns the latter. */
+void tp_cupti_clock_offset(int64_t ns, uint64_t slack_ticks);
+uint64_t tp_cupti_clock_slack(void);
 
 /* ---- other CUPTI clients in the process ------------------------------------ */
 

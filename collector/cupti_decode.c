@@ -9,7 +9,9 @@
  * past the struct that version delivers.
  * Times are CUPTI's ns of our own clock (cupti.c registers tp_clock_ns as
  * its timestamp callback), mapped back to ticks so that they compare with
- * host records exactly.  A device record with a
+ * host records exactly; where CUPTI refused the callback, they are its own
+ * clock's, moved by the offset cupti.c measures at each window's start
+ * (tp_cupti_clock_offset).  A device record with a
  * zero start (no timing: CUPTI ran out of device buffer, or a forced flush
  * caught work still running) is "untimed" and the caller drops it: the
  * buffer that carried it is gone, so the record never comes back
@@ -24,6 +26,7 @@
 #include "kernels.h"
 
 #include <cupti_driver_cbid.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,13 +192,36 @@ static uint32_t tp_kernel_name(const char *name)
         (r)->graph_node_id = TP_RD(a, fam, REF, graphNodeId);                      \
     } while (0)
 
+/* CUPTI's clock minus ours (ns): 0 while our callback times the records;
+ * and how far off that may be (ticks). */
+static _Atomic int64_t tp_offset_ns;
+static _Atomic uint64_t tp_slack_ticks;
+
+void tp_cupti_clock_offset(int64_t ns, uint64_t slack_ticks)
+{
+    atomic_store_explicit(&tp_offset_ns, ns, memory_order_relaxed);
+    atomic_store_explicit(&tp_slack_ticks, slack_ticks, memory_order_relaxed);
+}
+
+uint64_t tp_cupti_clock_slack(void)
+{
+    return atomic_load_explicit(&tp_slack_ticks, memory_order_relaxed);
+}
+
+/* A CUPTI timestamp as our ticks. */
+static uint64_t tp_ticks_of(uint64_t cupti_ns)
+{
+    int64_t off = atomic_load_explicit(&tp_offset_ns, memory_order_relaxed);
+    return tp_clock_ns_to_ticks(cupti_ns - (uint64_t)off);
+}
+
 /* Start and end of a device record; 0 if it carries no timing. */
 static int tp_times(struct tp_dev_record *r, uint64_t start, uint64_t end)
 {
     if (start == 0)
         return 0;
-    r->start = tp_clock_ns_to_ticks(start);
-    r->end = end >= start ? tp_clock_ns_to_ticks(end) : r->start;
+    r->start = tp_ticks_of(start);
+    r->end = end >= start ? tp_ticks_of(end) : r->start;
     return 1;
 }
 
@@ -293,8 +319,8 @@ int tp_cupti_record_decode(const CUpti_Activity *a, struct tp_cupti_item *out)
             return TP_CUPTI_GOT_NOTHING;
         struct tp_dev_api *o = &out->u.api;
         uint64_t start = TP_AP(start), end = TP_AP(end);
-        o->start = tp_clock_ns_to_ticks(start);
-        o->end = end >= start ? tp_clock_ns_to_ticks(end) : o->start;
+        o->start = tp_ticks_of(start);
+        o->end = end >= start ? tp_ticks_of(end) : o->start;
         o->correlation = TP_AP(correlationId);
         o->thread_id = TP_AP(threadId);
         o->cbid = cbid;

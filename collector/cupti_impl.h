@@ -65,7 +65,8 @@
     X(cuptiEnableDomain, 0) \
     X(cuptiActivityEnableRuntimeApi, 0) \
     X(cuptiActivityEnableDriverApi, 0) \
-    X(cuptiGetResultString, 0)
+    X(cuptiGetResultString, 0) \
+    X(cuptiGetTimestamp, 0)
 
 /* One slot per entry point, typed from the real prototype (__typeof__), so
  * that a signature cannot drift from the CUPTI headers. */

@@ -339,6 +339,7 @@ void tp_cupti_take(uint64_t t0, uint64_t t1, struct tp_dev_batch *out)
     size_t n_w;
     win = tp_sorted_set(win, n_win, &n_w);
     out->first_corr = win && n_w ? win[0] : 0;
+    out->time_slack = tp_cupti_clock_slack();
 
     /* Device records: of the window's launches or starting in it -> out. */
     out->rec = malloc((tp_n_rec ? tp_n_rec : 1) * sizeof *out->rec);

@@ -115,7 +115,9 @@ static int thread_is(const struct tp_tbuf *t, uint32_t cupti_tid)
  * thread moved to another core between our reading and CUPTI's can see a
  * TSC a few ticks behind: a record starting one tick before the call was
  * seen under load on this machine's virtual CPUs.  A call's own record
- * comes first anyway (earlier calls of the thread claimed theirs). */
+ * comes first anyway (earlier calls of the thread claimed theirs).  Where
+ * CUPTI timed its records by its own clock (it refused our callback), the
+ * measured offset's uncertainty is added (tp_dev_batch.time_slack). */
 #define TP_JOIN_SLACK 64
 
 /* The CUPTI API record of host call [t0, t1] on thread "t", or -1. */
@@ -123,8 +125,9 @@ static long find_api(const struct tp_devjoin *j, const struct tp_tbuf *t, uint64
 {
     const struct tp_dev_api *a = j->dev->api;
     size_t n = j->dev->n_api, lo = 0, hi = n;
-    t0 = t0 > TP_JOIN_SLACK ? t0 - TP_JOIN_SLACK : 0;
-    t1 += TP_JOIN_SLACK;
+    uint64_t slack = TP_JOIN_SLACK + j->dev->time_slack;
+    t0 = t0 > slack ? t0 - slack : 0;
+    t1 += slack;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
         if (a[mid].start < t0)

@@ -67,7 +67,11 @@
  * subscribe fails with MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, naming "Nsight
  * Systems"); FAKE_CUPTI_SUBSCRIBE_ERROR=N (the subscribe fails with
  * CUptiResult N and names nobody, as the real one answers 999, UNKNOWN,
- * where the driver cannot serve it); FAKE_CUPTI_DELAY_MS=N (device records become visible N ms after
+ * where the driver cannot serve it); FAKE_CUPTI_TS_REFUSED=1 (the timestamp
+ * callback is refused with NOT_INITIALIZED, the header's other answer, and
+ * records keep CUPTI's default CLOCK_REALTIME; =2 refuses cuptiGetTimestamp
+ * too); FAKE_CUPTI_CLOCK_STEP_MS=N (that clock as if NTP had stepped
+ * CLOCK_REALTIME by N ms after our activation); FAKE_CUPTI_DELAY_MS=N (device records become visible N ms after
  * their API call unless flushed with CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
  * FAKE_CUPTI_FAIL_KIND=K (cuptiActivityEnable(K) fails); FAKE_CUPTI_LOG=path
  * (one line per subscribe, enable KIND, disable KIND, flush, unsubscribe,
@@ -122,6 +126,9 @@ static int era_of(uint32_t v)
 static int era = ERA_13_0;
 
 
+static int ts_refused;          /* FAKE_CUPTI_TS_REFUSED: 1 the callback, 2 also cuptiGetTimestamp */
+static long clock_step_ns;      /* FAKE_CUPTI_CLOCK_STEP_MS: CLOCK_REALTIME as if stepped (NTP) */
+
 static long env_long(const char *name, long def)
 {
     const char *v = getenv(name);
@@ -139,6 +146,8 @@ __attribute__((constructor)) static void fake_init(void)
     era = era_of(version);
     busy = env_long("FAKE_CUPTI_BUSY", 0) != 0;
     subscribe_error = env_long("FAKE_CUPTI_SUBSCRIBE_ERROR", 0);
+    ts_refused = (int)env_long("FAKE_CUPTI_TS_REFUSED", 0);
+    clock_step_ns = env_long("FAKE_CUPTI_CLOCK_STEP_MS", 0) * 1000000;
     delay_ms = env_long("FAKE_CUPTI_DELAY_MS", 0);
     comm_us = env_long("FAKE_CUPTI_COMM_US", 5);
     if (comm_us <= 0)
@@ -292,7 +301,7 @@ static uint64_t now_ts(void)
         return f();
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + (uint64_t)clock_step_ns;
 }
 
 static void calibrate(void)
@@ -841,6 +850,7 @@ FAKE_EXPORT CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult r, const char 
     case CUPTI_ERROR_INVALID_PARAMETER: *str = "CUPTI_ERROR_INVALID_PARAMETER"; break;
     case CUPTI_ERROR_INVALID_KIND: *str = "CUPTI_ERROR_INVALID_KIND"; break;
     case CUPTI_ERROR_NOT_SUPPORTED: *str = "CUPTI_ERROR_NOT_SUPPORTED"; break;
+    case CUPTI_ERROR_NOT_INITIALIZED: *str = "CUPTI_ERROR_NOT_INITIALIZED"; break;
     case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
         *str = "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"; break;
     default: *str = "CUPTI_ERROR_UNKNOWN"; break;
@@ -960,7 +970,20 @@ FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityRegisterTimestampCallback(CUpti_Ti
 {
     if (!f)
         return CUPTI_ERROR_INVALID_PARAMETER;
+    if (ts_refused)         /* the header's other answer; records keep CLOCK_REALTIME */
+        return CUPTI_ERROR_NOT_INITIALIZED;
     __atomic_store_n(&ts_cb, f, __ATOMIC_RELEASE);
+    return CUPTI_SUCCESS;
+}
+
+/* As cupti_activity.h says: normalized to the records' timestamps. */
+FAKE_EXPORT CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t *timestamp)
+{
+    if (!timestamp)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    if (ts_refused == 2)    /* a test of the fallback's own fallback */
+        return CUPTI_ERROR_NOT_INITIALIZED;
+    *timestamp = now_ts();
     return CUPTI_SUCCESS;
 }
 

@@ -283,6 +283,33 @@ def test_subscribe_error_is_not_blamed_on_another_tool():
     assert not tputil.events(t, ph="X", cat="kernel")
 
 
+def test_refused_timestamp_callback_measures_the_offset():
+    """CUPTI may refuse our timestamp callback (cupti_activity.h: NOT_INITIALIZED):
+    its records then carry its own clock (CLOCK_REALTIME), which is moved onto
+    ours by an offset measured (cuptiGetTimestamp) at each window's start.
+    Ours is anchored to CLOCK_REALTIME at activation, so the offset is what
+    NTP moved it since: 3 s here.  Every kernel is linked and lies after its
+    launch, as with the callback; without the offset none is linked.
+    Without cuptiGetTimestamp either, the warning says the times may be off."""
+    res = run_loop(env={"FAKE_CUPTI_TS_REFUSED": "1", "FAKE_CUPTI_CLOCK_STEP_MS": "3000"})
+    t = one_trace(res)
+    lines = [l for l in res.stderr.decode().splitlines() if "timestamp" in l]
+    assert len(lines) == 1 and "CUPTI_ERROR_NOT_INITIALIZED" in lines[0], res.stderr
+    assert "offset measured" in lines[0]
+    assert t["trainprof"]["gpu_activity"].startswith("active"), t["trainprof"]["gpu_activity"]
+    kernels = tputil.events(t, ph="X", cat="kernel")
+    by_corr = {e["args"]["correlation"]: e for e in host_calls(t)}
+    assert len(kernels) == 3 * (LAUNCHES + 1)
+    for k in kernels:
+        launch = by_corr[k["args"]["correlation"]]
+        assert launch["ts"] <= k["ts"] < launch["ts"] + 1e6, (launch, k)   # within a second
+    assert t["trainprof"]["coverage"]["ratio"] == 1.0
+
+    res = run_loop(env={"FAKE_CUPTI_TS_REFUSED": "2"})
+    assert "device times may be off" in res.stderr.decode()
+    assert res.rc == 0
+
+
 def test_activities_cpu_never_loads_cupti():
     d = tputil.new_dir()
     log = os.path.join(d, "cupti.log")
