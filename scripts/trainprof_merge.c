@@ -12,15 +12,19 @@
  * (measured on a generated 25 MB trace: 0.10 s against 0.65 s, 0.22 s
  * against 1.28 s), so that the rewrite itself is the larger part here.
  *
- * The rewrite is the one of trainprof_merge.py's line mode, byte for byte
- * (tests/preload/test_merge.py compares the two engines' outputs): in each
- * line, every "pid": N or "pid": "S" becomes the rank's slot x 2^22 plus the
- * pid (new_pid there), every "id"/"bind_id": N gets the slot's suffix digits,
- * every "ts" moves by the shift when it is not 0; a line holding "ph": "M"
- * (process names, sort indexes) is then handed to the caller's callback,
- * which rewrites it with json.  A line that is not one whole event
- * ("{...}" or "{...},") stops the work: the caller goes on event by event
- * from that line's offset.
+ * Each element of the array is scanned as JSON: strings (whose raw
+ * control bytes are refused), brackets matched on a stack, so that an event
+ * is found whatever its layout (trainprof's one per line, Kineto's over
+ * several indented lines, json.dump's all on one) and written as one line,
+ * its line breaks outside strings dropped.  The rewrite is trainprof_merge.py's
+ * line mode, byte for byte on trainprof's layout (tests/preload/test_merge.py
+ * compares the two): every "pid": N or "pid": "S" outside strings becomes
+ * the rank's slot x 2^22 plus the pid (new_pid there), every "id"/"bind_id":
+ * N gets the slot's suffix digits, every "ts" moves by the shift when it is
+ * not 0; an event holding "ph": "M" (process names, sort indexes) is then
+ * handed to the caller's callback, which rewrites it with json.  An element
+ * that is not an object, or whose brackets do not match, stops the work:
+ * the caller goes on from its offset (and its json says what is wrong).
  *
  * Work spreads over threads as pigz does: the calling thread inflates and
  * rewrites into pieces of PIECE bytes; compressor threads deflate each piece
@@ -262,11 +266,14 @@ static bool text_reserve(struct text *t, size_t more)
     return true;
 }
 
-/* Appends without a check: callers reserve first. */
-static void put(struct text *t, const void *p, size_t n)
+/* Appends n bytes; false when out of memory. */
+static bool put(struct text *t, const void *p, size_t n)
 {
+    if (!text_reserve(t, n))
+        return false;
     memcpy(t->p + t->len, p, n);
     t->len += n;
+    return true;
 }
 
 static bool is_digit(char c)
@@ -274,24 +281,67 @@ static bool is_digit(char c)
     return c >= '0' && c <= '9';
 }
 
+static bool is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* Appends [a, b), outside any string, with its lines joined: a line break
+ * and the blanks after it go (a key and its value over several lines). */
+static bool put_joined(struct text *t, const char *a, const char *b)
+{
+    bool ok = true;
+    for (const char *p = a; p < b; p++) {
+        if (*p != '\n' && *p != '\r')
+            continue;
+        ok &= put(t, a, (size_t)(p - a));
+        while (p < b && is_blank(*p))
+            p++;
+        a = p--;
+    }
+    return ok && put(t, a, (size_t)(b - a));
+}
+
 /* The end of the JSON string whose opening quote is at p (one past its
- * closing quote), or NULL when it does not end before e. */
-static const char *string_end(const char *p, const char *e)
+ * closing quote), or NULL: when it does not end before e, or, with *bad
+ * set, when it holds a raw control byte (not JSON; a line break there would
+ * split the event's line). */
+static const char *string_end(const char *p, const char *e, bool *bad)
 {
     for (p++; p < e; p++) {
-        if (*p == '\\')
+        unsigned char c = (unsigned char)*p;
+        if (c > '\\')
+            continue;
+        if (c == '\\')
             p++;
-        else if (*p == '"')
+        else if (c == '"')
             return p + 1;
+        else if (c < 0x20) {
+            *bad = true;
+            return NULL;
+        }
     }
     return NULL;
+}
+
+/* The value of the key whose closing quote is just before k: past the blanks,
+ * the colon and the blanks after it; NULL when no colon follows (a string
+ * value that reads like one of our keys). */
+static const char *value_of(const char *k, const char *e)
+{
+    while (k < e && is_blank(*k))
+        k++;
+    if (k >= e || *k != ':')
+        return NULL;
+    for (k++; k < e && is_blank(*k); k++)
+        ;
+    return k;
 }
 
 static bool pid_follow(const char *p, const char *e)
 {
     /* trainprof_merge.py replaces a pid only before [,}\s] */
-    return p < e && (*p == ',' || *p == '}' || *p == ' ' || *p == '\t' || *p == '\n' ||
-                     *p == '\r' || *p == '\f' || *p == '\v');
+    return p < e && (*p == ',' || *p == '}' || is_blank(*p) || *p == '\f' || *p == '\v');
 }
 
 struct rewrite {
@@ -301,18 +351,19 @@ struct rewrite {
     size_t suffix_zeros;        /* its leading zeros, all but a last one */
     int64_t shift;
     struct pidset pids;
+    bool failed;                /* out of memory */
 };
 
-/* "pid": at p (after the key and its optional space, v): appends the
- * rewritten text to out; returns where scanning goes on, or NULL when no pid
- * value is there (nothing appended). */
+/* A pid value at v (the key's quote at key): appends "pid": N and returns
+ * where scanning goes on, or NULL when no pid value is there. */
 static const char *rewrite_pid(struct rewrite *rw, const char *key, const char *v,
-                               const char *e, struct text *out, bool *oom)
+                               const char *e, struct text *out)
 {
     int64_t pid;
     const char *end;
     if (v < e && *v == '"') {
-        end = string_end(v, e);
+        bool bad = false;
+        end = string_end(v, e, &bad);
         if (!end)
             return NULL;
         uint32_t crc = (uint32_t)crc32(0, (const Bytef *)v, (uInt)(end - v));
@@ -335,21 +386,23 @@ static const char *rewrite_pid(struct rewrite *rw, const char *key, const char *
         else
             pid = rw->slot_base + (int64_t)mod;
     }
+    if (end == e)                       /* cut by the buffer's end: scanned again */
+        return NULL;
     if (!pidset_add(&rw->pids, pid))
-        *oom = true;
+        rw->failed = true;
     if (!pid_follow(end, e)) {          /* not replaced, as the script does */
-        put(out, key, (size_t)(end - key));
+        rw->failed |= !put_joined(out, key, end);
         return end;
     }
     char num[32];
     int n = snprintf(num, sizeof num, "\"pid\": %lld", (long long)pid);
-    put(out, num, (size_t)n);
+    rw->failed |= !put(out, num, (size_t)n);
     return end;
 }
 
-/* "ts": at key, value at v: the rewritten text, or NULL when no number is
- * there.  ts is microseconds with up to 3 decimals; the sum is formatted as
- * the script formats it ("%d.%03d"). */
+/* A ts value at v: appends "ts": the sum and returns where scanning goes
+ * on, or NULL when no number is there.  ts is microseconds with up to 3
+ * decimals; the sum is formatted as the script formats it ("%d.%03d"). */
 static const char *rewrite_ts(struct rewrite *rw, const char *key, const char *v,
                               const char *e, struct text *out)
 {
@@ -373,7 +426,7 @@ static const char *rewrite_ts(struct rewrite *rw, const char *key, const char *v
             frac *= 10;
     }
     if (int_digits > 15) {              /* beyond any clock: kept as it is */
-        put(out, key, (size_t)(end - key));
+        rw->failed |= !put_joined(out, key, end);
         return end;
     }
     int64_t us = 0;
@@ -388,77 +441,111 @@ static const char *rewrite_ts(struct rewrite *rw, const char *key, const char *v
     char num[48];
     int n = snprintf(num, sizeof num, "\"ts\": %s%llu.%03llu", sign,
                      (unsigned long long)(a / 1000), (unsigned long long)(a % 1000));
-    put(out, num, (size_t)n);
+    rw->failed |= !put(out, num, (size_t)n);
     return end;
 }
 
-static const char *after_colon(const char *p, const char *e)
+/* The key "K" at q, K of length n: its value, or NULL. */
+static const char *key_is(const char *q, const char *e, const char *k, size_t n)
 {
-    return p < e && *p == ' ' ? p + 1 : p;  /* the script's regexes allow one space */
+    if ((size_t)(e - q) < n + 2 || memcmp(q + 1, k, n) != 0 || q[n + 1] != '"')
+        return NULL;
+    return value_of(q + n + 2, e);
 }
 
-/* Rewrites the line [a, e) (without its trailing comma) onto out; *meta is
- * set when it holds "ph": "M". */
-static bool rewrite_line(struct rewrite *rw, const char *a, const char *e, struct text *out,
-                         bool *meta)
+/* A string outside any other string, at q: when it is one of the keys we
+ * rewrite with its value, the text up to it and the rewrite are appended
+ * (*copied moves past them) and the return is where scanning goes on;
+ * else NULL (an ordinary string; "ph": "M" is noted in *meta). */
+static const char *rewrite_key(struct rewrite *rw, const char *q, const char *e,
+                               struct text *out, const char **copied, bool *meta)
 {
-    /* the longest growth: every pid (at least 8 bytes) becoming "pid": and
-     * 20 digits, every flow id getting the suffix, every ts 48 bytes */
-    size_t worst = (size_t)(e - a) * (6 + rw->suffix_len) + 64;
-    if (!text_reserve(out, worst))
-        return false;
-    bool oom = false;
-    const char *p = a, *copied = a;
-    for (;;) {
-        const char *q = p;              /* quotes are a few bytes apart: no memchr */
-        while (q < e && *q != '"')
-            q++;
-        if (q == e)
-            break;
-        const char *next = NULL;
-        size_t left = (size_t)(e - q);
-        if (left > 6 && memcmp(q, "\"pid\":", 6) == 0) {
-            put(out, copied, (size_t)(q - copied));
-            next = rewrite_pid(rw, q, after_colon(q + 6, e), e, out, &oom);
-        } else if (rw->suffix_len && ((left > 5 && memcmp(q, "\"id\":", 5) == 0) ||
-                                      (left > 10 && memcmp(q, "\"bind_id\":", 10) == 0))) {
-            const char *v = after_colon(q + (q[1] == 'i' ? 5 : 10), e);
-            const char *end = v;
-            while (end < e && is_digit(*end))
-                end++;
-            if (end - v == 1 && *v == '0') {        /* id 0: the slot alone ("03" is not JSON) */
-                put(out, copied, (size_t)(v - copied));
-                put(out, rw->suffix + rw->suffix_zeros, rw->suffix_len - rw->suffix_zeros);
-                copied = end;
-            } else if (end > v) {
-                put(out, copied, (size_t)(end - copied));
-                put(out, rw->suffix, rw->suffix_len);
-                copied = end;
-            }
-            p = end > v ? end : q + 1;
-            continue;
-        } else if (rw->shift && left > 5 && memcmp(q, "\"ts\":", 5) == 0) {
-            put(out, copied, (size_t)(q - copied));
-            next = rewrite_ts(rw, q, after_colon(q + 5, e), e, out);
-        } else if (left > 5 && memcmp(q, "\"ph\":", 5) == 0) {
-            const char *v = after_colon(q + 5, e);
-            if (e - v >= 3 && memcmp(v, "\"M\"", 3) == 0)
-                *meta = true;
-            p = q + 1;
-            continue;
+    const char *v, *next = NULL;
+    switch (q + 1 < e ? q[1] : 0) {
+    case 'p':
+        if ((v = key_is(q, e, "pid", 3))) {
+            rw->failed |= !put(out, *copied, (size_t)(q - *copied));
+            next = rewrite_pid(rw, q, v, e, out);
+            *copied = next ? next : q;
+        } else if ((v = key_is(q, e, "ph", 2)) && e - v >= 3 && memcmp(v, "\"M\"", 3) == 0) {
+            *meta = true;
+        }
+        return next;
+    case 't':
+        if (rw->shift && (v = key_is(q, e, "ts", 2))) {
+            rw->failed |= !put(out, *copied, (size_t)(q - *copied));
+            next = rewrite_ts(rw, q, v, e, out);
+            *copied = next ? next : q;
+        }
+        return next;
+    case 'i':
+    case 'b':
+        if (!rw->suffix_len || !((v = key_is(q, e, "id", 2)) || (v = key_is(q, e, "bind_id", 7))))
+            return NULL;
+        for (next = v; next < e && is_digit(*next); next++)
+            ;
+        if (next == v)
+            return NULL;
+        rw->failed |= !put(out, *copied, (size_t)(q - *copied));
+        if (next - v == 1 && *v == '0') {       /* id 0: the slot alone ("03" is not JSON) */
+            rw->failed |= !put_joined(out, q, v) ||
+                          !put(out, rw->suffix + rw->suffix_zeros, rw->suffix_len - rw->suffix_zeros);
         } else {
-            p = q + 1;
+            rw->failed |= !put_joined(out, q, next) || !put(out, rw->suffix, rw->suffix_len);
+        }
+        *copied = next;
+        return next;
+    default:
+        return NULL;
+    }
+}
+
+enum { SCAN_DONE, SCAN_MORE, SCAN_BAD, MAX_DEPTH = 128 };
+
+/* The JSON object at a ('{') within [a, e), rewritten onto out, its lines
+ * joined: a line break outside strings goes, with the blanks after it, so
+ * that Kineto's events of several lines become one line each while a line
+ * of trainprof's is copied as it is.  Returns SCAN_DONE (*end: one past the
+ * object), SCAN_MORE (it does not end before e) or SCAN_BAD (brackets that
+ * do not match, or nest deeper than MAX_DEPTH). */
+static int scan_object(struct rewrite *rw, const char *a, const char *e, struct text *out,
+                       bool *meta, const char **end)
+{
+    char close[MAX_DEPTH];
+    int depth = 0;
+    const char *p = a, *copied = a;
+    while (p < e) {
+        char c = *p;
+        if (c == '"') {
+            bool bad = false;
+            const char *next = rewrite_key(rw, p, e, out, &copied, meta);
+            if (!next && !(next = string_end(p, e, &bad)))
+                return bad ? SCAN_BAD : SCAN_MORE;
+            p = next;
             continue;
         }
-        if (next) {
-            copied = p = next;
-        } else {                        /* no value: what was put stands, go on */
-            p = q + 1;
-            copied = q;
+        if (c == '{' || c == '[') {
+            if (depth == MAX_DEPTH)
+                return SCAN_BAD;
+            close[depth++] = c == '{' ? '}' : ']';
+        } else if (c == '}' || c == ']') {
+            if (depth == 0 || close[depth - 1] != c)
+                return SCAN_BAD;
+            if (--depth == 0) {
+                rw->failed |= !put(out, copied, (size_t)(p + 1 - copied));
+                *end = p + 1;
+                return SCAN_DONE;
+            }
+        } else if (c == '\n' || c == '\r') {
+            rw->failed |= !put(out, copied, (size_t)(p - copied));
+            while (p < e && is_blank(*p))
+                p++;
+            copied = p;
+            continue;
         }
+        p++;
     }
-    put(out, copied, (size_t)(e - copied));
-    return !oom;
+    return SCAN_MORE;
 }
 
 /* ---- compressing ----------------------------------------------------------- */
@@ -734,10 +821,7 @@ static bool meta_line(struct tp_merge_job *job, struct text *out, size_t from,
         }
         if ((size_t)n <= scratch->cap) {
             out->len = from;
-            if (!text_reserve(out, (size_t)n + 2))
-                return false;
-            put(out, scratch->p, (size_t)n);
-            return true;
+            return put(out, scratch->p, (size_t)n);
         }
         if (!text_reserve(scratch, (size_t)n))
             return false;
@@ -747,14 +831,11 @@ static bool meta_line(struct tp_merge_job *job, struct text *out, size_t from,
 static void run(struct tp_merge_job *job, struct src *s, struct sink *k, struct rewrite *rw)
 {
     struct text scratch = {0};
-    size_t last_from = SIZE_MAX;        /* where the last line written starts */
-    uint64_t last_offset = 0;           /* and its offset in the input */
     if (!text_reserve(&scratch, 4096)) {
         fail(job, "%s: out of memory", job->path);
         return;
     }
-    /* to the array's first byte, then past the blanks before the first event */
-    while (s->offset < job->skip) {
+    while (s->offset < job->skip) {     /* to the array's first byte */
         if (!src_more(s, job))
             goto truncated;
         size_t n = s->end - s->beg;
@@ -766,69 +847,52 @@ static void run(struct tp_merge_job *job, struct src *s, struct sink *k, struct 
         if (!src_more(s, job))
             goto truncated;
         char c = s->buf[s->beg];
-        if (c != ' ' && c != '\t' && c != '\r' && c != '\n')
-            break;
-        src_consume(s, 1);
-    }
-    for (;;) {
-        char *a = s->buf + s->beg, *e = s->buf + s->end;
-        char *nl = memchr(a, '\n', (size_t)(e - a));
-        if (!nl) {
-            long got = src_fill(s, job);
-            if (got < 0)
-                goto out;
-            if (got > 0)
-                continue;
-            nl = e;                     /* the last line, without a newline */
-            if (nl == a)
-                goto truncated;
+        if (is_blank(c) || c == ',') {  /* between events */
+            src_consume(s, 1);
+            continue;
         }
-        const char *t = a;
-        while (t < nl && (*t == ' ' || *t == '\t'))
-            t++;
-        if (t < nl && *t == ']') {
-            src_consume(s, (size_t)(t + 1 - a));
+        if (c == ']') {
+            src_consume(s, 1);
             read_trailer(s, job);
             goto out;
         }
-        const char *end = nl;
-        while (end > t && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
-            end--;
-        bool comma = end - t >= 2 && end[-1] == ',' && end[-2] == '}';
-        struct piece *pc = sink_current(k);
-        if (t == nl || *t != '{' || !(comma || end[-1] == '}')) {
-            /* Not one event per line: the caller goes on event by event.
-             * From the line before, which may have been the first line of
-             * this event ({"a": {...},): it is taken back. */
+        if (c != '{') {                 /* not an event: the caller says what it is */
             job->status = 1;
             job->resume = s->offset;
-            if (last_from != SIZE_MAX) {
-                pc->text.len = last_from;
-                job->resume = last_offset;
-                job->events--;
-            }
             goto out;
         }
-        if (comma)
-            end--;
-        if (pc->text.len >= PIECE) {    /* the last line stays in the current piece */
+        struct piece *pc = sink_current(k);
+        if (pc->text.len >= PIECE) {
             if (!sink_submit(k))
                 goto out;
             pc = sink_current(k);
         }
         size_t from = pc->text.len;
-        last_from = from;
-        last_offset = s->offset;
         bool meta = false;
-        if (!rewrite_line(rw, a, end, &pc->text, &meta) ||
-            (meta && !meta_line(job, &pc->text, from, &scratch)) ||
-            !text_reserve(&pc->text, 2)) {
+        const char *end = NULL;
+        int r = scan_object(rw, s->buf + s->beg, s->buf + s->end, &pc->text, &meta, &end);
+        if (r != SCAN_DONE)
+            pc->text.len = from;        /* scanned again once more is read */
+        if (r == SCAN_MORE) {
+            long got = src_fill(s, job);
+            if (got < 0)
+                goto out;
+            if (got == 0)
+                goto truncated;
+            continue;
+        }
+        if (r == SCAN_BAD) {            /* not well nested: the caller's json says why */
+            job->status = 1;
+            job->resume = s->offset;
+            goto out;
+        }
+        if (rw->failed || (meta && !meta_line(job, &pc->text, from, &scratch)) ||
+            !put(&pc->text, ",\n", 2)) {
             fail(job, "%s: out of memory", job->path);
             goto out;
         }
-        put(&pc->text, ",\n", 2);
         job->events++;
-        src_consume(s, (size_t)(nl - a) + (nl < s->buf + s->end));
+        src_consume(s, (size_t)(end - (s->buf + s->beg)));
     }
 truncated:
     if (job->status == 0)

@@ -29,9 +29,9 @@ struct tp_merge_job {
     int plain;                  /* write the text itself, not deflated */
     tp_merge_meta_fn meta;
     /* out */
-    int status;                 /* 0: array ended; 1: not one event per line; -1: error */
+    int status;                 /* 0: array ended; 1: not an object; -1: error */
     uint64_t resume;            /* status 1: decompressed offset to go on from */
-    uint64_t events;            /* lines written */
+    uint64_t events;            /* events (lines) written */
     uint64_t text_bytes;        /* uncompressed bytes written */
     uint64_t read_bytes;        /* compressed bytes read */
     uint32_t crc;               /* CRC-32 of the text written */
@@ -48,10 +48,12 @@ struct tp_merge_job {
  * array; rewrite each event line and append it to job->out_fd as raw
  * deflate pieces (byte-aligned, no final block: the caller writes the gzip
  * header, the final block and the trailer from job->crc and
- * job->text_bytes), or as text when job->plain.  Returns job->status: 0 at
- * the array's end (job->trailer holds the rest of the file), 1 at the first
- * line that is not one whole event (job->resume: where to go on), -1 on an
- * error (job->error says it in one line).  Never exits, never prints.
+ * job->text_bytes), or as text when job->plain; each event is one line
+ * ending in ",\n", whatever its layout in the input.  Returns job->status:
+ * 0 at the array's end (job->trailer holds the rest of the file), 1 at the
+ * first element that is not a well-formed object (job->resume: where the
+ * caller goes on), -1 on an error (job->error says it in one line).  Never
+ * exits, never prints.
  */
 int tp_merge_events(struct tp_merge_job *job);
 

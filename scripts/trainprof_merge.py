@@ -2,30 +2,37 @@
 
 DESIGN
 One Kineto-format trace with every rank, for Perfetto, streamed: memory does
-not depend on the size of the inputs, and the work spreads over processes.
+not depend on the size of the inputs, and the work spreads over threads.
 
-Reading.  Each input (gzip or plain) is inflated in chunks.  The top-level
-keys before "traceEvents" are parsed one by one (json raw_decode); the
-events are then handled as text.  trainprof and Kineto write one event per
-line ("line mode"): every line of the array starts with "{" and ends with
-"}" or "},", checked on every chunk with C-speed scans; a file that is not
-laid out so (json.dump writes one line, indent= several lines per event) is
-parsed event by event with raw_decode instead ("event mode", slower).  Keys
-after the array (Kineto's on-demand distributedInfo, traceName) are read
-at the end.
+Reading.  The top-level keys before "traceEvents" are parsed here one by
+one (json raw_decode).  The event array then goes through the C engine
+(scripts/trainprof_merge.c, build/libtrainprof_merge.so, built with ISA-L):
+it inflates, takes each event whatever its layout (trainprof's one per
+line, Kineto's over several indented lines, json.dump's all on one),
+rewrites it as one line, deflates in pieces on its threads and appends them
+to the output; metadata events come back here to be rewritten with json.
+What the engine cannot take (an element that is not an object, brackets
+that do not match, a raw line break in a string) it leaves to the Python
+path from that point; without the engine the Python path takes every
+array: events laid out one per line ("line mode", checked on every chunk
+with C-speed scans) are rewritten as text, any other layout is parsed
+event by event with raw_decode ("event mode", slower).  Keys after the
+array (Kineto's on-demand distributedInfo, traceName) are read at the end.
 
-Rewriting, per event, without parsing it (line mode): "pid" becomes
-slot x 2^22 + pid (slot: the input's place in rank order; Linux pids are
-below 2^22, so pid mod 2^22 is the original, and GPU device pids 0..15 of
-different ranks stay apart); flow ids ("id", "bind_id" of s/t/f events)
-get the slot appended as fixed-width decimal digits (id x 10^d + slot:
-unique, below 2^53 for CUPTI's 32-bit ids); process_name becomes "rank N
-<name>", process_sort_index slot x 2^40 + the original; "ts" moves by
-the rank's time shift when it is not 0.  A pid that has no process_name or
-process_sort_index gets them after the rank's events.  Chunks of complete
-lines go to worker processes that rewrite and deflate them (raw deflate,
-sync-flushed, concatenated into one gzip member as pigz does, CRC-32s
-combined), so the output is a single gzip member, as catapult needs.
+Rewriting, per event (the engine and line mode write the same bytes for
+trainprof's layout): "pid" becomes slot x 2^22 + pid (slot: the input's
+place in rank order; Linux pids are below 2^22, so pid mod 2^22 is the
+original, and GPU device pids 0..15 of different ranks stay apart); flow
+ids ("id", "bind_id" of s/t/f events) get the slot appended as
+fixed-width decimal digits (id x 10^d + slot: unique, below 2^53 for
+CUPTI's 32-bit ids); process_name becomes "rank N <name>",
+process_sort_index slot x 2^40 + the original; "ts" moves by the rank's
+time shift when it is not 0.  A pid that has no process_name or
+process_sort_index gets them after the rank's events.  The output is raw
+deflate in pieces, each byte-aligned (sync flush), concatenated into one
+gzip member as pigz does, CRC-32s combined: a single gzip member, as
+catapult needs.  On the Python path chunks of events go to worker
+processes that rewrite and deflate them.
 
 Time base (trace metadata "trainprof"."clock", handlers/chrome.c): each
 window read (tick, CLOCK_REALTIME, CLOCK_MONOTONIC) at its start and end,
@@ -62,10 +69,10 @@ CHUNK = 4 << 20                 # bytes of event text per piece of work
 READ = 1 << 20                  # compressed bytes read at a time
 LEVEL = 1                       # the library's own gzip level (TP_JSONW_GZIP_LEVEL)
 
-PID_RE = re.compile(rb'"pid": ?(-?\d+|"(?:[^"\\]|\\.)*")')
-TS_RE = re.compile(rb'"ts": ?(-?)(\d+)(?:\.(\d+))?')
-FLOW_ID_RE = re.compile(rb'"(id|bind_id)": ?(\d+)')
-META_RE = re.compile(rb'"ph": ?"M"')
+PID_RE = re.compile(rb'"pid"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+TS_RE = re.compile(rb'"ts"\s*:\s*(-?)(\d+)(?:\.(\d+))?')
+FLOW_ID_RE = re.compile(rb'"(id|bind_id)"\s*:\s*(\d+)')
+META_RE = re.compile(rb'"ph"\s*:\s*"M"')
 LINE_START_BAD = re.compile(rb'\n(?![ \t]*\{)')
 ARRAY_END = re.compile(rb'\n[ \t]*\]')
 
@@ -409,7 +416,7 @@ def rewrite_lines(ctx, body):
     for raw in set(PID_RE.findall(body)):
         np = new_pid(slot, raw)
         pids.add(np)
-        body = re.sub(rb'"pid": ?' + re.escape(raw) + rb'(?=[,}\s])', b'"pid": %d' % np, body)
+        body = re.sub(rb'"pid"\s*:\s*' + re.escape(raw) + rb'(?=[,}\s])', b'"pid": %d' % np, body)
     if ctx["suffix"]:
         body = FLOW_ID_RE.sub(_flow_sub(ctx["suffix"]), body)
     if ctx["shift"]:

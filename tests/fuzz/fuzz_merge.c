@@ -7,13 +7,13 @@
  * The input is written to a memfd and read by tp_merge_events as a plain
  * trace from its first byte (a gzip input exercises ISA-L's inflate, not
  * our code), with a slot, a flow-id suffix and a ts shift taken from the
- * input's size, and metadata lines handed back unchanged.  Whatever the
+ * input's size, and metadata events handed back unchanged.  Whatever the
  * bytes: the engine returns one of its three statuses with a one-line
  * error, a resume offset inside the input, one output line per event
- * counted, each ending in ",\n"; and every output line whose input line
- * was a JSON object is itself a JSON object with the same keys (jansson
- * parses both), so that the rewrite never breaks an event it was given
- * whole.
+ * counted, each ending in ",\n".  And where the events it read were a JSON
+ * array (jansson parses "[" + the input up to the "]" it stopped at), each
+ * output line is a JSON object with the keys of that array's element, so
+ * that the rewrite never breaks or loses an event, however it was laid out.
  */
 #include "scripts/trainprof_merge.c"
 
@@ -41,23 +41,6 @@ static json_t *object_of(const char *p, size_t n, bool *overflow)
         return NULL;
     }
     return v;
-}
-
-/* The next input line as the engine takes it: [*a, end) without the
- * trailing blanks and comma; *a moves to the line after. */
-static void next_line(const char **a, const char *e, const char **from, const char **to)
-{
-    const char *nl = memchr(*a, '\n', (size_t)(e - *a));
-    if (!nl)
-        nl = e;
-    const char *t = nl;
-    while (t > *a && (t[-1] == ' ' || t[-1] == '\t' || t[-1] == '\r'))
-        t--;
-    if (t > *a && t[-1] == ',')
-        t--;
-    *from = *a;
-    *to = t;
-    *a = nl < e ? nl + 1 : e;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -88,39 +71,56 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!text || pread(out, text, n, 0) != (ssize_t)n)
         abort();
     if (status != -1) {
-        /* lines: one per event, each ",\n"-ended; the keys kept */
-        const char *a = (const char *)data, *e = a + size;
-        while (a < e && (*a == ' ' || *a == '\t' || *a == '\r' || *a == '\n'))
-            a++;
         size_t lines = 0;
-        for (const char *p = text; p < text + n;) {
+        for (const char *p = text; p < text + n; lines++) {
             const char *nl = memchr(p, '\n', (size_t)(text + n - p));
             if (!nl || nl - p < 1 || nl[-1] != ',')
                 abort();
-            const char *from, *to;
-            next_line(&a, e, &from, &to);
-            json_t *src = object_of(from, (size_t)(to - from), NULL);
-            bool overflow = false;
-            json_t *dst = src ? object_of(p, (size_t)(nl - 1 - p), &overflow) : NULL;
-            if (src && !dst && !overflow)
-                abort();
-            if (dst) {
-                if (json_object_size(dst) != json_object_size(src))
-                    abort();
-                const char *key;
-                json_t *v;
-                json_object_foreach(src, key, v) {
-                    if (!json_object_get(dst, key))
-                        abort();
-                }
-                json_decref(dst);
-            }
-            json_decref(src);
-            lines++;
             p = nl + 1;
         }
         if (lines != job.events)
             abort();
+    }
+    if (status == 0) {
+        /* the array read, as jansson reads it, against the lines written */
+        size_t body = size - (size_t)job.trailer_len - 1;
+        char *arr = malloc(body + 3);
+        arr[0] = '[';
+        memcpy(arr + 1, data, body);
+        arr[body + 1] = ']';
+        json_t *src = json_loadb(arr, body + 2, JSON_DECODE_INT_AS_REAL, NULL);
+        if (src && json_array_size(src) == job.events) {
+            const char *p = text;
+            for (size_t i = 0; i < job.events; i++) {
+                const char *nl = memchr(p, '\n', (size_t)(text + n - p));
+                json_t *want = json_array_get(src, i);
+                bool overflow = false;
+                json_t *got = object_of(p, (size_t)(nl - 1 - p), &overflow);
+                if (!got && !overflow)
+                    abort();
+                if (got) {
+                    if (!json_is_object(want) || json_object_size(got) != json_object_size(want))
+                        abort();
+                    const char *key;
+                    json_t *v;
+                    json_object_foreach(want, key, v) {
+                        if (!json_object_get(got, key))
+                            abort();
+                    }
+                    json_decref(got);
+                }
+                p = nl + 1;
+            }
+        } else if (src && json_array_size(src) != job.events) {
+            /* a valid array of objects is read whole */
+            size_t objects = 0;
+            for (size_t i = 0; i < json_array_size(src); i++)
+                objects += json_is_object(json_array_get(src, i));
+            if (objects == json_array_size(src))
+                abort();
+        }
+        json_decref(src);
+        free(arr);
     }
     free(text);
     tp_merge_free(&job);

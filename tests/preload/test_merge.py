@@ -383,6 +383,46 @@ def test_engine_goes_on_event_by_event_where_lines_stop(traces):
     assert {"traceName": "mixed"} in a["trainprofMergeTrailers"]
 
 
+def _kineto_layout(events):
+    """The event array as Kineto's ChromeTraceLogger writes it: each event
+    over several indented lines (libkineto/src/output_json.cpp)."""
+    out = []
+    for e in events:
+        keys = [k for k in e if k != "args"]
+        head = ", ".join("%s: %s" % (json.dumps(k), json.dumps(e[k])) for k in keys[:5])
+        rest = ", ".join("%s: %s" % (json.dumps(k), json.dumps(e[k])) for k in keys[5:])
+        text = "  {\n    " + head + (",\n    " + rest if rest else "")
+        if "args" in e:
+            args = ", ".join("%s: %s" % (json.dumps(k), json.dumps(v)) for k, v in e["args"].items())
+            text += ',\n    "args": {\n      ' + args + "\n    }"
+        out.append(text + "\n  }")
+    return ",".join(out)
+
+
+def test_kineto_layout_goes_through_the_engine(traces, tmp_path):
+    """A trace in Kineto's layout (an event over several lines) merges to the
+    same events through the engine as through the Python path's event mode,
+    and the engine takes it whole (its output is one line per event)."""
+    _need_engine()
+    t = tputil.load_trace(traces[1])
+    evs = t.pop("traceEvents")
+    text = "{\n" + "".join("  %s: %s,\n" % (json.dumps(k), json.dumps(v)) for k, v in t.items())
+    text += '  "traceEvents": [' + _kineto_layout(evs) + "\n  ],\n"
+    text += '  "traceName": "kineto"\n}'
+    kineto = str(tmp_path / "rank1.kineto.json.gz")
+    with gzip.open(kineto, "wb") as f:
+        f.write(text.encode())
+    c, py = _both([traces[0], kineto])
+    a, b = load_one_member(c), load_one_member(py)
+    assert a["traceEvents"] == b["traceEvents"]
+    assert len(by_slot(a)[1]) >= len(evs)
+    lines = _text(c).split(b"\n")
+    start = lines.index(b'  "traceEvents": [')
+    body = lines[start + 1:lines.index(b"  ],", start)]
+    assert all(l.startswith(b"{") and l.endswith(b"},") for l in body[:-1]), body[:3]
+    assert len(body) >= len(evs) + len(tputil.load_trace(traces[0])["traceEvents"])
+
+
 def test_engine_reads_members_and_plain_files_and_writes_plain(traces):
     """An input of several gzip members (split mid-line) and a plain .json
     input merge as the single-member gzip does; a plain output holds the

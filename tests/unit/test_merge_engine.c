@@ -230,7 +230,7 @@ static char *many_events(size_t *len)
     for (int i = 0; n < (26u << 20); i++)
         n += (size_t)sprintf(t + n, "{\"ph\": \"X\", \"name\": \"kernel_%d\", \"pid\": %d, \"tid\": %d, "
                              "\"ts\": %d.%03d, \"dur\": 1.5, \"id\": %d},\n",
-                             i % 977, i % 3, i % 7, i, i % 1000, i);
+                             i % 977, 40000 + i % 3, i % 7, i, i % 1000, i);
     n -= 2;                                         /* the last event has no comma */
     n += (size_t)sprintf(t + n, "\n]}\n");
     *len = n;
@@ -246,7 +246,7 @@ START_TEST(test_threads_write_the_same_text)
     run_engine(&one, path, 17, 0, 0);
     ck_assert_int_eq(one.job.status, 0);
     ck_assert_uint_gt(one.job.text_bytes, 3 * (size_t)PIECE);
-    ck_assert_uint_eq(one.job.npids, 3);
+    ck_assert_uint_eq(one.job.npids, 3);           /* no partial pid of an event cut by a read */
     for (int threads = 1; threads <= 4; threads += 3) {
         struct result r = {.job = {.slot = 2, .suffix = "5", .shift_ns = 123456}};
         run_engine(&r, path, 17, threads, 0);
@@ -261,7 +261,7 @@ START_TEST(test_threads_write_the_same_text)
     for (size_t i = 0; i < one.len; i++)
         lines += one.text[i] == '\n';
     ck_assert_uint_eq(lines, one.job.events);
-    ck_assert_ptr_nonnull(strstr(one.text, "\"pid\": 8388609, \"tid\": 1, \"ts\": 124.457, \"dur\": 1.5, \"id\": 15},\n"));
+    ck_assert_ptr_nonnull(strstr(one.text, "\"pid\": 8428609, \"tid\": 1, \"ts\": 124.457, \"dur\": 1.5, \"id\": 15},\n"));
     done(&one);
     free(in);
 }
@@ -292,31 +292,83 @@ START_TEST(test_members_and_plain_read_alike)
 }
 END_TEST
 
-START_TEST(test_stops_where_lines_stop)
+/* Runs the engine on the plain text "in" from byte 1 (after "["). */
+static void run_text(struct result *r, const char *name, const char *in)
 {
-    /* the third line starts an event over two lines that looks whole: it
-     * is taken back, and the caller goes on from its start */
-    const char *in = "[\n{\"pid\": 1},\n{\"pid\": 2},\n{\"a\": {\"pid\": 3},\n\"b\": 4},\n{\"pid\": 5}\n]";
-    const char *path = put_file("stop.json", in, strlen(in), 0);
-    struct result r = {.job = {.slot = 0}};
-    run_engine(&r, path, 1, 0, 1);
-    ck_assert_int_eq(r.job.status, 1);
-    ck_assert_uint_eq(r.job.events, 2);
-    ck_assert_uint_eq(r.job.resume, (uint64_t)(strstr(in, "{\"a\"") - in));
-    const char *want = "{\"pid\": 1},\n{\"pid\": 2},\n";
-    ck_assert_uint_eq(r.len, strlen(want));
-    ck_assert(memcmp(r.text, want, r.len) == 0);
+    r->job.slot = 0;
+    run_engine(r, put_file(name, in, strlen(in), 0), 1, 0, 1);
+}
+
+static void expect_text(const struct result *r, const char *want)
+{
+    ck_assert_msg(r->len == strlen(want) && memcmp(r->text, want, r->len) == 0,
+                  "got \"%.*s\"", (int)r->len, r->text);
+}
+
+START_TEST(test_events_over_lines_and_on_one_line)
+{
+    /* an event over two lines, whose first line looks whole: read as one */
+    struct result r = {0};
+    run_text(&r, "split.json", "[\n{\"pid\": 1},\n{\"pid\": 2},\n{\"a\": {\"pid\": 3},\n\"b\": 4},\n{\"pid\": 5}\n]");
+    ck_assert_int_eq(r.job.status, 0);
+    ck_assert_uint_eq(r.job.events, 4);
+    expect_text(&r, "{\"pid\": 1},\n{\"pid\": 2},\n{\"a\": {\"pid\": 3},\"b\": 4},\n{\"pid\": 5},\n");
     done(&r);
 
-    /* pretty-printed from the start: nothing written, resume at the "{" */
-    const char *pretty = "[\n  {\n    \"pid\": 1\n  }\n]";
-    struct result p = {.job = {.slot = 0}};
-    run_engine(&p, put_file("pretty.json", pretty, strlen(pretty), 0), 1, 0, 1);
-    ck_assert_int_eq(p.job.status, 1);
-    ck_assert_uint_eq(p.job.events, 0);
-    ck_assert_uint_eq(p.job.resume, (uint64_t)(strchr(pretty, '{') - pretty));
-    ck_assert_uint_eq(p.len, 0);
-    done(&p);
+    /* Kineto's layout: an event of several indented lines becomes one line */
+    struct result k = {0};
+    run_text(&k, "kineto.json", "[\n  {\n    \"ph\": \"X\", \"pid\": 0, \"tid\": 7,\n    \"args\": {\n"
+                                "      \"External id\": 5\n    }\n  },\n  {\n    \"ph\": \"i\", \"pid\": \"\"\n  }\n  ],\n"
+                                "  \"traceName\": \"k\"\n}");
+    ck_assert_int_eq(k.job.status, 0);
+    ck_assert_uint_eq(k.job.events, 2);
+    char want[256];                     /* pid "": 2^22 - 1 - crc32("\"\"") % 1024 */
+    snprintf(want, sizeof want, "{\"ph\": \"X\", \"pid\": 0, \"tid\": 7,\"args\": {\"External id\": 5}},\n"
+             "{\"ph\": \"i\", \"pid\": %lu},\n",
+             (1ul << 22) - 1 - crc32(0, (const Bytef *)"\"\"", 2) % 1024);
+    expect_text(&k, want);
+    ck_assert_str_eq(k.job.trailer, ",\n  \"traceName\": \"k\"\n}");
+    done(&k);
+
+    /* keys and values over lines, kept as they are (a string pid before
+     * a digit, a flow id): joined on one line (found by fuzz_merge) */
+    struct result j = {.job = {.suffix = "3"}};
+    j.job.slot = 0;
+    const char *kv = "[{\"pid\"\n :\n \"x\"5, \"id\" :\n  12}]";
+    run_engine(&j, put_file("kv.json", kv, strlen(kv), 0), 1, 0, 1);
+    ck_assert_int_eq(j.job.status, 0);
+    expect_text(&j, "{\"pid\":\"x\"5, \"id\" :123},\n");
+    done(&j);
+
+    /* json.dump's one line, and no space after the colons */
+    struct result o = {0};
+    run_text(&o, "one.json", "[{\"pid\":1, \"s\": \"}]\\\"{\"}, {\"pid\" : 2}], \"x\": 3}");
+    ck_assert_int_eq(o.job.status, 0);
+    ck_assert_uint_eq(o.job.events, 2);
+    expect_text(&o, "{\"pid\": 1, \"s\": \"}]\\\"{\"},\n{\"pid\": 2},\n");
+    ck_assert_str_eq(o.job.trailer, ", \"x\": 3}");
+    done(&o);
+}
+END_TEST
+
+START_TEST(test_what_is_not_an_event_goes_back)
+{
+    /* not an object, brackets that do not match: the caller goes on from
+     * there (its json says what is wrong); what came before is written */
+    /* (the third found by fuzz_merge: a raw line break in a string split
+     * the event's line) */
+    static const char *in[] = {"[{\"pid\": 1}, 2, {\"pid\": 3}]", "[{\"pid\": 1}, {\"a\": [1}, {}]",
+                               "[{\"pid\": 1}, {\"}\n{\"}]"};
+    static const char *at[] = {"2, {", "{\"a\"", "{\"}"};
+    for (int i = 0; i < 3; i++) {
+        struct result r = {0};
+        run_text(&r, "bad.json", in[i]);
+        ck_assert_int_eq(r.job.status, 1);
+        ck_assert_uint_eq(r.job.events, 1);
+        ck_assert_uint_eq(r.job.resume, (uint64_t)(strstr(in[i], at[i]) - in[i]));
+        expect_text(&r, "{\"pid\": 1},\n");
+        done(&r);
+    }
 }
 END_TEST
 
@@ -365,7 +417,8 @@ static Suite *merge_engine_suite(void)
     tcase_add_test(t, test_metadata_through_the_callback);
     tcase_add_test(t, test_threads_write_the_same_text);
     tcase_add_test(t, test_members_and_plain_read_alike);
-    tcase_add_test(t, test_stops_where_lines_stop);
+    tcase_add_test(t, test_events_over_lines_and_on_one_line);
+    tcase_add_test(t, test_what_is_not_an_event_goes_back);
     tcase_add_test(t, test_errors_are_said);
     suite_add_tcase(s, t);
     return s;
