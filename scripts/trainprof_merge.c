@@ -55,7 +55,7 @@ enum {
     PID_STRIDE = 1 << 22,       /* trainprof_merge.py's PID_STRIDE */
     PIECE = 4 << 20,            /* event text per piece of work */
     READ = 1 << 20,             /* compressed bytes read at a time */
-    MAX_LINE = 256 << 20,       /* one event line at most */
+    MAX_EVENT = 256 << 20,      /* one event at most */
     MAX_TRAILER = 64 << 20,     /* the keys after the event array at most */
     MAX_THREADS = 32,
 };
@@ -90,7 +90,7 @@ static bool src_open(struct src *s, const char *path, struct tp_merge_job *job)
         return false;
     }
     s->in = malloc(READ);
-    s->cap = READ;                      /* grows for a longer line */
+    s->cap = READ;                      /* grows for a longer event */
     s->buf = malloc(s->cap);
     if (!s->in || !s->buf) {
         fail(job, "%s: out of memory", path);
@@ -123,7 +123,7 @@ static ssize_t read_some(int fd, void *p, size_t n)
 
 /* Appends more decompressed bytes to buf: the number added, 0 at the end,
  * -1 on an error (said in job).  Moves the unconsumed bytes to the front
- * first, and grows buf when they fill it (a line longer than buf). */
+ * first, and grows buf when they fill it (an event longer than buf). */
 static long src_fill(struct src *s, struct tp_merge_job *job)
 {
     if (s->beg > 0) {
@@ -132,8 +132,8 @@ static long src_fill(struct src *s, struct tp_merge_job *job)
         s->beg = 0;
     }
     if (s->end == s->cap) {
-        if (s->cap >= MAX_LINE) {
-            fail(job, "%s: an event line longer than 256 MiB", job->path);
+        if (s->cap >= MAX_EVENT) {
+            fail(job, "%s: an event longer than 256 MiB", job->path);
             return -1;
         }
         char *b = realloc(s->buf, s->cap * 2);
@@ -557,7 +557,6 @@ struct piece {
     uint32_t crc;
     int state;                  /* FREE, FILLED, DONE */
     bool failed;
-    uint64_t seq;
 };
 
 enum { FREE, FILLED, DONE };

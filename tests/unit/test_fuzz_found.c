@@ -7,7 +7,9 @@
  * the fuzzer wrote it (the same bytes are in the harness's seed corpus,
  * tests/fuzz/corpus/, so `make fuzz` replays them too).  Each asserts the
  * property the harness checks, so that it fails on the code before the
- * fix whatever the sanitizers say.
+ * fix whatever the sanitizers say.  fuzz_merge's findings (a raw line
+ * break in a string, a key and its value over lines) are tests of the merge
+ * engine, in test_merge_engine.c, which needs ISA-L.
  */
 #include "collector/config.h"
 #include "collector/torchop.h"
