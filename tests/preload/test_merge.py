@@ -207,21 +207,32 @@ def _rewrite(src, dst, fn):
         json.dump(t, f)          # one line: merge's event-by-event path
 
 
+def _step_realtime(t):
+    """A trace as if NTP had stepped CLOCK_REALTIME by STEP_NS before its
+    window: events and realtime readings move, CLOCK_MONOTONIC does not."""
+    c = t["trainprof"]["clock"]
+    for end in ("start", "end"):
+        c[end]["realtime_ns"] += STEP_NS
+        c[end]["trace_ns"] += STEP_NS
+    for e in t["traceEvents"]:
+        e["ts"] = round(e["ts"] + STEP_NS / 1000, 3)
+
+
+def _head(t):
+    """The top-level keys of trace t but its events, one per line, as
+    trainprof writes them, up to the event array's opening."""
+    keys = "".join("  %s: %s,\n" % (json.dumps(k), json.dumps(v)) for k, v in t.items()
+                   if k != "traceEvents")
+    return "{\n" + keys + '  "traceEvents": ['
+
+
 def test_realtime_step_is_removed_within_the_bound(traces):
     """Rank 1's copy as if NTP stepped CLOCK_REALTIME by +5 ms before its
     window: events and realtime readings move, CLOCK_MONOTONIC does not."""
     d = tputil.new_dir()
     stepped = os.path.join(d, "rank1.stepped.json.gz")
 
-    def step(t):
-        c = t["trainprof"]["clock"]
-        for end in ("start", "end"):
-            c[end]["realtime_ns"] += STEP_NS
-            c[end]["trace_ns"] += STEP_NS
-        for e in t["traceEvents"]:
-            e["ts"] = round(e["ts"] + STEP_NS / 1000, 3)
-
-    _rewrite(traces[1], stepped, step)
+    _rewrite(traces[1], stepped, _step_realtime)
     out = os.path.join(d, "job.json.gz")
     err = merge([traces[0], stepped], out)
     t = load_one_member(out)
@@ -317,9 +328,7 @@ def _rewrite_lines(src, dst, fn, opener=gzip.open):
     """As _rewrite, laid out one event per line as trainprof writes."""
     t = tputil.load_trace(src)
     fn(t)
-    head = {k: v for k, v in t.items() if k != "traceEvents"}
-    text = "{\n" + "".join("  %s: %s,\n" % (json.dumps(k), json.dumps(v)) for k, v in head.items())
-    text += '  "traceEvents": [\n' + ",\n".join(json.dumps(e) for e in t["traceEvents"]) + "\n  ]\n}\n"
+    text = _head(t) + "\n" + ",\n".join(json.dumps(e) for e in t["traceEvents"]) + "\n  ]\n}\n"
     with opener(dst, "wb") as f:
         f.write(text.encode())
     return text.encode()
@@ -343,15 +352,7 @@ def test_engines_agree_on_moved_time(traces):
     d = tputil.new_dir()
     stepped = os.path.join(d, "rank1.stepped.json.gz")
 
-    def step(t):
-        c = t["trainprof"]["clock"]
-        for end in ("start", "end"):
-            c[end]["realtime_ns"] += STEP_NS
-            c[end]["trace_ns"] += STEP_NS
-        for e in t["traceEvents"]:
-            e["ts"] = round(e["ts"] + STEP_NS / 1000, 3)
-
-    _rewrite_lines(traces[1], stepped, step)
+    _rewrite_lines(traces[1], stepped, _step_realtime)
     c, py = _both([traces[0], stepped])
     shift = load_one_member(c)["trainprof"]["merge"]["ranks"][1]["shift_ns"]
     assert abs(shift + STEP_NS) < 100_000, shift
@@ -368,8 +369,7 @@ def test_engine_goes_on_event_by_event_where_lines_stop(traces):
     t = tputil.load_trace(traces[2])
     evs = t.pop("traceEvents")
     half = len(evs) // 2
-    text = "{\n" + "".join("  %s: %s,\n" % (json.dumps(k), json.dumps(v)) for k, v in t.items())
-    text += '  "traceEvents": [\n' + "".join(json.dumps(e) + ",\n" for e in evs[:half])
+    text = _head(t) + "\n" + "".join(json.dumps(e) + ",\n" for e in evs[:half])
     text += ",\n".join(json.dumps(e, indent=2) for e in evs[half:]) + "\n  ],\n"
     text += '  "traceName": "mixed"\n}\n'
     with gzip.open(mixed, "wb") as f:
@@ -406,8 +406,7 @@ def test_kineto_layout_goes_through_the_engine(traces, tmp_path):
     _need_engine()
     t = tputil.load_trace(traces[1])
     evs = t.pop("traceEvents")
-    text = "{\n" + "".join("  %s: %s,\n" % (json.dumps(k), json.dumps(v)) for k, v in t.items())
-    text += '  "traceEvents": [' + _kineto_layout(evs) + "\n  ],\n"
+    text = _head(t) + _kineto_layout(evs) + "\n  ],\n"
     text += '  "traceName": "kineto"\n}'
     kineto = str(tmp_path / "rank1.kineto.json.gz")
     with gzip.open(kineto, "wb") as f:
