@@ -474,13 +474,14 @@ def deflate(text):
 
 
 def work(job):
-    """One piece of work: rewrite, then deflate."""
+    """One piece of work: rewrite, then deflate (the text itself for a plain
+    output: z is then the text, crc 0)."""
     ctx, mode, payload = job
     if mode == "line":
         text, n, pids, named, sorted_ = rewrite_lines(ctx, payload)
     else:
         text, n, pids, named, sorted_ = rewrite_events(ctx, payload)
-    z, crc, length = deflate(text)
+    z, crc, length = deflate(text) if ctx["gz"] else (text, 0, len(text))
     return z, crc, length, n, pids, named, sorted_
 
 
@@ -616,13 +617,13 @@ class Writer:
         if self.gz:
             self.f.write(b"\x1f\x8b\x08\x00" + struct.pack("<I", int(time.time())) + b"\x00\xff")
 
-    def piece(self, z, crc, length, text=None):
+    def piece(self, z, crc, length):
+        """z: raw deflate of length bytes of text with CRC-32 crc; for a
+        plain output, the text itself."""
+        self.f.write(z)
         if self.gz:
-            self.f.write(z)
             self.crc = crc32_combine(self.crc, crc, length)
             self.size += length
-        else:
-            self.f.write(text)
 
     def raw_fd(self):
         """The file descriptor, for the engine to append to."""
@@ -697,7 +698,8 @@ def merge(paths, out, jobs=None, log=sys.stderr, engine="auto"):
             inp["label"] += " (%s)" % os.path.basename(inp["path"])
         inp["ctx"] = {"slot": slot, "label": inp["label"],
                       "suffix": str(slot).zfill(digits).encode() if len(inputs) > 1 else b"",
-                      "shift": inp["shift_ns"] + inp["base"] - base}
+                      "shift": inp["shift_ns"] + inp["base"] - base,
+                      "gz": out.endswith(".gz")}
 
     known = [i["bound_ns"] for i in inputs]
     max_bound = None if any(b is None for b in known) else max(known)

@@ -450,6 +450,20 @@ def test_engine_reads_members_and_plain_files_and_writes_plain(traces):
         assert json.load(f)["traceEvents"] == ref
 
 
+def test_python_path_writes_plain_output(traces, tmp_path):
+    """A plain output from the Python path's worker pieces, line by line and
+    event by event (it once wrote None there and stopped with a TypeError)."""
+    one = str(tmp_path / "rank0.oneline.json.gz")
+    _rewrite(traces[0], one, lambda t: None)
+    flat = str(tmp_path / "out.json")
+    merge([one, traces[1]], flat, "--engine", "python", "-j", "2")
+    with open(flat) as f:
+        got = json.load(f)
+    ref = str(tmp_path / "out.json.gz")
+    merge([one, traces[1]], ref, "--engine", "python")
+    assert got["traceEvents"] == load_one_member(ref)["traceEvents"]
+
+
 @pytest.mark.parametrize("engine", ["c", "python"])
 def test_truncated_input_is_one_error_line(traces, tmp_path, engine):
     if engine == "c":
