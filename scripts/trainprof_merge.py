@@ -91,7 +91,8 @@ class Reader:
         self.f = open(path, "rb")
         magic = self.f.read(2)
         self.f.seek(0)
-        self.z = zlib.decompressobj(16 + zlib.MAX_WBITS) if magic == b"\x1f\x8b" else None
+        self.gz = magic == b"\x1f\x8b"
+        self.z = zlib.decompressobj(16 + zlib.MAX_WBITS) if self.gz else None
         self.buf = b""
         self.eof = False
         self.read_in = 0            # compressed (file) bytes read
@@ -101,11 +102,19 @@ class Reader:
         """The decompressed offset of buf's first byte."""
         return self.produced - len(self.buf)
 
+    def park(self):
+        """Closes the file and lets its buffers go, keeping the offset: the
+        inputs wait so while others are merged (seek opens it again)."""
+        self.parked = self.offset()
+        self.f.close()
+        self.buf, self.z = b"", None
+
     def seek(self, offset):
         """Starts over and reads up to the decompressed offset."""
+        if self.f.closed:
+            self.f = open(self.path, "rb")
         self.f.seek(0)
-        if self.z is not None:
-            self.z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        self.z = zlib.decompressobj(16 + zlib.MAX_WBITS) if self.gz else None
         self.buf, self.eof, self.read_in, self.produced = b"", False, 0, 0
         while self.produced < offset:
             self.buf = b""
@@ -519,7 +528,10 @@ def load_engine():
         paths = [os.environ["TRAINPROF_MERGE_ENGINE"]]
     for path in paths:
         if os.path.exists(path):
-            lib = ctypes.CDLL(path)
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError:             # built here, copied where libisal is not
+                continue
             lib.tp_merge_events.argtypes = [ctypes.POINTER(_Job)]
             lib.tp_merge_events.restype = ctypes.c_int
             lib.tp_merge_free.argtypes = [ctypes.POINTER(_Job)]
@@ -545,7 +557,7 @@ def engine_events(lib, inp, w, threads):
             ctypes.memmove(out, text, len(text))
         return len(text)
 
-    job = _Job(path=os.fsencode(inp["path"]), skip=inp["reader"].offset(),
+    job = _Job(path=os.fsencode(inp["path"]), skip=inp["reader"].parked,
                out_fd=w.raw_fd(), slot=ctx["slot"], suffix=ctx["suffix"],
                shift_ns=ctx["shift"], threads=max(threads - 1, 0), plain=0 if w.gz else 1,
                meta=_META_FN(meta))
@@ -665,6 +677,7 @@ def open_inputs(paths):
     for path in paths:
         r = Reader(path)
         meta, shape = read_header(r)
+        r.park()                        # one open input at a time, whatever their number
         dist = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else None
         inputs.append({"path": path, "reader": r, "meta": meta, "shape": shape, "dist": dist,
                        "rank": dist.get("rank") if dist and isinstance(dist.get("rank"), int) else None,
@@ -761,9 +774,10 @@ def merge(paths, out, jobs=None, log=sys.stderr, engine="auto"):
                 status, resume, trailer = engine_events(lib, inp, w, jobs)
                 if status == 0:
                     trailers.append(parse_trailer(inp["path"], trailer, inp["shape"]))
-                    r.close()
                     continue
-                r.seek(resume)          # not one event per line from here: event by event
+                r.seek(resume)          # not an object from here: the Python path
+            else:
+                r.seek(r.parked)
             for mode, body in event_chunks(r):
                 if mode == "line":
                     submit(inp, mode, body)
