@@ -84,6 +84,17 @@ static inline int64_t tp_clock_to_unix_ns(const struct tp_clock_map *m, uint64_t
     return m->unix0_ns + (int64_t)((double)(int64_t)(tick - m->tick0) * m->ns_per_tick);
 }
 
+/* tp_clock_span_ns - the duration of the span [a, b] of an event, in ns
+ * (>= 0): the difference of its two ends' conversions, so that ts + dur is
+ * the converted end exactly.  A span nested in another (a child op ending a
+ * few ticks before its parent) then ends no later than the parent in the
+ * trace too; each end rounded on its own could put the child 1 ns past it
+ * (the TensorBoard plugin then leaves the child out of its operator table). */
+static inline int64_t tp_clock_span_ns(const struct tp_clock_map *m, uint64_t a, uint64_t b)
+{
+    return b > a ? tp_clock_to_unix_ns(m, b) - tp_clock_to_unix_ns(m, a) : 0;
+}
+
 /* tp_clock_ticks_to_ns - a duration in ticks, in ns (>= 0). */
 static inline int64_t tp_clock_ticks_to_ns(const struct tp_clock_map *m, uint64_t a, uint64_t b)
 {

@@ -362,7 +362,7 @@ void tp_devjoin_dispatch(const struct tp_devjoin *j, const struct tp_clock_map *
         ev.pid = (int32_t)d->device;
         ev.tid = (int32_t)d->stream;
         ev.ts_ns = tp_clock_to_unix_ns(map, d->start);
-        ev.dur_ns = tp_clock_ticks_to_ns(map, d->start, d->end);
+        ev.dur_ns = tp_clock_span_ns(map, d->start, d->end);
         ev.correlation = d->correlation;
         ev.flow = (uint8_t)u32_has(j->joined, j->n_joined, d->correlation);
         const struct tp_libid *l = d->correlation ? issuer_of(j, d->correlation) : NULL;

@@ -124,7 +124,7 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
     ev.thread_name = t->name;
     ev.cbid = -1;
     ev.ts_ns = tp_clock_to_unix_ns(&d->map, r->t0);
-    ev.dur_ns = tp_clock_ticks_to_ns(&d->map, r->t0, r->t1);
+    ev.dur_ns = tp_clock_span_ns(&d->map, r->t0, r->t1);
     ev.frames = tp_stack_take(&d->stk, t, r, &ev.n_frames);
     switch (r->kind) {
     case TP_REC_API:
