@@ -24,23 +24,26 @@ START_TEST(test_nested_spans_stay_nested)
 {
     /* a 2.8 GHz TSC, anchored as a window's map is */
     const double rates[] = {1.0 / 2.8, 1.0 / 3.0, 0.416666666, 1.0};
-    int old_broke = 0;
+    int old_broke = 0, starts = 0, ends = 0, exact = 0;
     uint64_t seed = 0x9e3779b97f4a7c15ull;
     for (size_t r = 0; r < sizeof rates / sizeof rates[0]; r++) {
         struct tp_clock_map m = {.tick0 = 1000000000000ull, .unix0_ns = 1795769304557718476ll,
                                  .ns_per_tick = rates[r]};
-        for (int i = 0; i < 200000; i++) {
+        for (int i = 0; i < 50000; i++) {
             uint64_t p0 = m.tick0 + next(&seed) % 100000000000ull;
             uint64_t c0 = p0 + next(&seed) % 50;        /* the child starts a few ticks in */
             uint64_t c1 = c0 + next(&seed) % 5000;
             uint64_t p1 = c1 + next(&seed) % 4;         /* and ends 0-3 ticks before it */
             int64_t pts = tp_clock_to_unix_ns(&m, p0), cts = tp_clock_to_unix_ns(&m, c0);
-            ck_assert_int_ge(cts, pts);
-            ck_assert_int_le(cts + tp_clock_span_ns(&m, c0, c1), pts + tp_clock_span_ns(&m, p0, p1));
-            ck_assert_int_eq(pts + tp_clock_span_ns(&m, p0, p1), tp_clock_to_unix_ns(&m, p1));
+            starts += cts < pts;
+            ends += cts + tp_clock_span_ns(&m, c0, c1) > pts + tp_clock_span_ns(&m, p0, p1);
+            exact += pts + tp_clock_span_ns(&m, p0, p1) != tp_clock_to_unix_ns(&m, p1);
             old_broke += cts + tp_clock_ticks_to_ns(&m, c0, c1) > pts + tp_clock_ticks_to_ns(&m, p0, p1);
         }
     }
+    ck_assert_int_eq(starts, 0);
+    ck_assert_int_eq(ends, 0);
+    ck_assert_int_eq(exact, 0);
     /* the conversion the trace used before breaks the nesting in these
      * samples: the assertions above can fail */
     ck_assert_int_gt(old_broke, 0);
