@@ -422,6 +422,46 @@ def test_kineto_layout_goes_through_the_engine(traces, tmp_path):
     assert len(body) >= len(evs) + len(tputil.load_trace(traces[0])["traceEvents"])
 
 
+TORCH_PROFILE = """
+import sys, torch
+from torch.profiler import profile, ProfilerActivity
+m = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+with profile(activities=[ProfilerActivity.CPU]) as prof:
+    for _ in range(3):
+        opt.zero_grad()
+        m(torch.randn(16, 64)).sum().backward()
+        opt.step()
+prof.export_chrome_trace(sys.argv[1])
+"""
+
+
+def test_real_torch_profiler_trace_through_the_engine(traces, tmp_path):
+    """A trace torch.profiler itself wrote (the PyPI wheel's Kineto, on the
+    CPU: its own layout, string pids and tids, its own flows and metadata)
+    merges beside one of ours to the same events through the engine as
+    through the Python path's json, and every one of its events is kept."""
+    _need_engine()
+    if os.environ.get("TP_TEST_NO_TORCH") == "1":
+        pytest.skip("TP_TEST_NO_TORCH=1")
+    kineto = str(tmp_path / "torch.json")
+    p = subprocess.run([sys.executable, "-c", TORCH_PROFILE, kineto], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=300)
+    assert p.returncode == 0, p.stderr.decode()[-2000:]
+    with open(kineto, "rb") as f:
+        raw = f.read()
+    assert raw.count(b"\n") > raw.count(b'"ph"'), "not Kineto's layout (an event over lines)"
+    src = json.loads(raw)
+    c, py = _both([traces[0], kineto])
+    a, b = load_one_member(c), load_one_member(py)
+    assert a["traceEvents"] == b["traceEvents"]
+    slot = [r["slot"] for r in a["trainprof"]["merge"]["ranks"] if r["file"] == "torch.json"][0]
+    mine = [e for e in a["traceEvents"] if isinstance(e.get("pid"), int) and e["pid"] // STRIDE == slot
+            and e.get("name") != "Record Window End"]
+    names = collections.Counter(e["name"] for e in src["traceEvents"] if e.get("ph") == "X")
+    assert names and collections.Counter(e["name"] for e in mine if e.get("ph") == "X") == names
+
+
 def test_engine_reads_members_and_plain_files_and_writes_plain(traces):
     """An input of several gzip members (split mid-line) and a plain .json
     input merge as the single-member gzip does; a plain output holds the
