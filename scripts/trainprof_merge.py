@@ -519,13 +519,14 @@ ENGINE_NAME = "libtrainprof_merge.so"
 def load_engine():
     """The C engine, or None when it was not built (no ISA-L): beside the
     script in a source tree (build/), or where `make install` puts it
-    (lib/trainprof/); $TRAINPROF_MERGE_ENGINE names another copy (the
-    sanitizer tests load their own build)."""
+    (lib/trainprof/).  $TP_TEST_MERGE_ENGINE names another copy: the
+    sanitizer tests load their own build (not a TRAINPROF_ name: the
+    library warns of TRAINPROF_ variables it does not know)."""
     here = os.path.dirname(os.path.abspath(__file__))
     paths = [os.path.join(d, ENGINE_NAME) for d in (
         os.path.join(here, "..", "build"), os.path.join(here, "..", "..", "lib", "trainprof"))]
-    if os.environ.get("TRAINPROF_MERGE_ENGINE"):
-        paths = [os.environ["TRAINPROF_MERGE_ENGINE"]]
+    if os.environ.get("TP_TEST_MERGE_ENGINE"):
+        paths = [os.environ["TP_TEST_MERGE_ENGINE"]]
     for path in paths:
         if os.path.exists(path):
             try:

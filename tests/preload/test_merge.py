@@ -69,7 +69,7 @@ def merge_env():
     asan = os.environ.get("TP_TEST_ASAN")
     if asan:
         env.update(LD_PRELOAD=asan, ASAN_OPTIONS="detect_leaks=0",
-                   TRAINPROF_MERGE_ENGINE=os.path.join(tputil.build_dir(), "libtrainprof_merge.so"))
+                   TP_TEST_MERGE_ENGINE=os.path.join(tputil.build_dir(), "libtrainprof_merge.so"))
     return env
 
 
