@@ -198,12 +198,12 @@ static uint64_t CUPTIAPI tp_timestamp(void)
 
 /* Set when CUPTI refused tp_timestamp: its records then carry its own
  * clock (CLOCK_REALTIME on Linux, cupti_activity.h), which tp_measure_offset
- * relates to ours at the start of each window. */
+ * relates to ours before each collection (records are decoded only there). */
 static int tp_own_clock;
 
 /* CUPTI's clock minus ours, from the tightest of three bracketed reads
  * (a read of each clock costs tens of ns; a preempted bracket is long).
- * Measured at each window's start and each collection: the uncertainty
+ * Measured at load and before each collection: the uncertainty
  * given to the host/device join is the bracket, the change since the last
  * measure (CLOCK_REALTIME is slewed by NTP) and 1 us. */
 static int tp_measure_offset(void)
@@ -325,7 +325,7 @@ static int tp_load(void)
         tp_own_clock = 1;
         if (tp_measure_offset() == 0)
             TP_WARN("CUPTI refused our timestamp callback (%s); device times are CUPTI's clock, "
-                    "moved onto ours by an offset measured at each window's start",
+                    "moved onto ours by an offset measured before each collection",
                     tp_cupti_result_str(ts));
         else
             TP_WARN("CUPTI refused our timestamp callback (%s) and gives no timestamp to "
@@ -396,8 +396,6 @@ static void tp_api_set(int driver, int on)
 
 static void tp_enable_all(void)
 {
-    if (tp_own_clock)
-        tp_measure_offset();            /* CLOCK_REALTIME drifts against ours (NTP) */
     tp_cupti_pending_forget_events();   /* events recorded while off went unseen */
     for (size_t i = 0; i < sizeof tp_kinds / sizeof tp_kinds[0]; i++)
         tp_kind_set(tp_kinds[i], 1);
@@ -466,7 +464,7 @@ void tp_cupti_collect(int forced)
     if (!tp_still_ours())
         return;
     if (tp_own_clock)
-        tp_measure_offset();
+        tp_measure_offset();            /* CLOCK_REALTIME drifts against ours (NTP) */
     tp_cupti_fn.cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
     /* Our records lie between the start and now; one far outside was timed
      * by another client's timestamp callback. */

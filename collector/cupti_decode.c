@@ -10,7 +10,7 @@
  * Times are CUPTI's ns of our own clock (cupti.c registers tp_clock_ns as
  * its timestamp callback), mapped back to ticks so that they compare with
  * host records exactly; where CUPTI refused the callback, they are its own
- * clock's, moved by the offset cupti.c measures at each window's start
+ * clock's, moved by the offset cupti.c measures before each collection
  * (tp_cupti_clock_offset).  A device record with a
  * zero start (no timing: CUPTI ran out of device buffer, or a forced flush
  * caught work still running) is "untimed" and the caller drops it: the

@@ -31,7 +31,6 @@ struct tp_open_range {
 };
 
 static __thread struct tp_open_range tp_stack[TP_RANGE_DEPTH];
-static __thread uint64_t tp_last_tick __attribute__((tls_model("initial-exec")));    /* the latest start or end taken */
 static __thread int tp_stack_n;                 /* may exceed TP_RANGE_DEPTH */
 static __thread int32_t tp_my_tid;
 
@@ -75,6 +74,7 @@ static int tp_ranges_on(void)
  * to end after its parent (test_readers_ranks.py, 3 runs in 16 under load).
  * Two pops are tens of ns apart: only a TSC read behind meets the gap. */
 #define TP_END_GAP 16
+static __thread uint64_t tp_last_tick __attribute__((tls_model("initial-exec")));    /* the latest start or end taken */
 static __thread uint64_t tp_last_end __attribute__((tls_model("initial-exec")));     /* the latest end taken */
 
 static uint64_t tp_range_now(int end)

@@ -286,7 +286,7 @@ def test_subscribe_error_is_not_blamed_on_another_tool():
 def test_refused_timestamp_callback_measures_the_offset():
     """CUPTI may refuse our timestamp callback (cupti_activity.h: NOT_INITIALIZED):
     its records then carry its own clock (CLOCK_REALTIME), which is moved onto
-    ours by an offset measured (cuptiGetTimestamp) at each window's start.
+    ours by an offset measured (cuptiGetTimestamp) before each collection of its records.
     Ours is anchored to CLOCK_REALTIME at activation, so the offset is what
     NTP moved it since: 3 s here.  Every kernel is linked and lies after its
     launch, as with the callback; without the offset none is linked.
