@@ -35,6 +35,7 @@
 #include "log.h"
 #include "memtrack.h"
 #include "oplink.h"
+#include "oplost.h"
 #include "stack.h"
 #include "sysstat.h"
 #include "torchop.h"
@@ -486,6 +487,19 @@ void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
         tp_buf_drain(w->gen, tp_join_record, d.join, NULL, 1);
         tp_devjoin_finish(d.join, &win);
     }
+    char lost_why[TP_OPLOST_WHY];
+    uint64_t lost_from, lost_to;
+    if (tp_oplost_in(w->start_tick, w->end_tick, &lost_from, &lost_to, lost_why, sizeof lost_why)) {
+        win.ops_lost_why = lost_why;
+        for (size_t i = 0; i < steps.n && steps.tick; i++) {
+            if (steps.tick[i].t0 >= lost_to || steps.tick[i].t1 <= lost_from)
+                continue;
+            if (!win.ops_lost_steps)
+                win.ops_lost_first = steps.tick[i].index;
+            win.ops_lost_last = steps.tick[i].index;
+            win.ops_lost_steps = 1;
+        }
+    }
     if (!steps.v)
         win.steps_recorded = 0;
     else if (steps.n < win.steps_recorded)
@@ -534,6 +548,15 @@ void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
                 win.partial ? ", partial" : "", (unsigned long long)win.records,
                 win.dropped ? ", some dropped: raise TRAINPROF_BUFFER_MB" : "", saved.trace,
                 saved.line[0] ? "; " : "", saved.line);
+    if (saved.trace[0] && win.ops_lost_why) {
+        if (win.ops_lost_steps)
+            TP_WARN("rank %d: steps %llu-%llu of %s lack torch's operators: %s", win.rank,
+                    (unsigned long long)win.ops_lost_first, (unsigned long long)win.ops_lost_last,
+                    saved.trace, win.ops_lost_why);
+        else
+            TP_WARN("rank %d: part of %s lacks torch's operators: %s", win.rank, saved.trace,
+                    win.ops_lost_why);
+    }
     if (sink)
         sink->post_save(&win, &saved);
 }

@@ -131,6 +131,12 @@ struct tp_window {
     double ns_per_tick;
     const char *clock_source;     /* "tsc" or "monotonic" */
     const char *boot_id;          /* tp_clock_boot_id(), "" unknown */
+    /* torch's operators lost to the program's own profiler (collector/oplost.h):
+     * why, NULL if none were; the recorded steps the loss touched, when
+     * ops_lost_steps (0: it fell between recorded steps) */
+    const char *ops_lost_why;
+    uint64_t ops_lost_first, ops_lost_last;
+    int ops_lost_steps;
     uint64_t records;             /* records in the window */
     uint64_t dropped;             /* records lost to a full buffer */
     uint64_t late;                /* records that arrived after their window was written */

@@ -315,6 +315,18 @@ static void put_header(struct chrome *c, const struct tp_window *w)
         tp_jsonw_str(j, w->partial_reason);
     else
         LIT(j, "null");
+    LIT(j, ", \"operators_lost\": ");   /* to the program's own profiler */
+    if (w->ops_lost_why) {
+        LIT(j, "{\"why\": ");
+        tp_jsonw_str(j, w->ops_lost_why);
+        LIT(j, ", \"first_step\": ");
+        tp_jsonw_u64_or_null(j, w->ops_lost_steps, w->ops_lost_first);
+        LIT(j, ", \"last_step\": ");
+        tp_jsonw_u64_or_null(j, w->ops_lost_steps, w->ops_lost_last);
+        tp_jsonw_char(j, '}');
+    } else {
+        LIT(j, "null");
+    }
     if (w->trigger_id) {         /* a window `trainprof trigger` asked for */
         LIT(j, ", \"trigger\": {\"id\": ");
         tp_jsonw_str(j, w->trigger_id);

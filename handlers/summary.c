@@ -448,6 +448,12 @@ static void put_header(struct tp_jsonw *j, const struct tp_window *w, const char
                     w->partial ? ", partial (cut short by " : "",
                     w->partial ? (w->partial_reason ? w->partial_reason : "exit or a signal") : "",
                     w->partial ? ")" : "");
+    if (w->ops_lost_why && w->ops_lost_steps)
+        tp_jsonw_printf(j, "Operators:    none in steps %llu..%llu: %s\n",
+                        (unsigned long long)w->ops_lost_first,
+                        (unsigned long long)w->ops_lost_last, w->ops_lost_why);
+    else if (w->ops_lost_why)
+        tp_jsonw_printf(j, "Operators:    missing in part of the window: %s\n", w->ops_lost_why);
     tp_jsonw_printf(j, "Trace:        %s\n", trace);
 }
 

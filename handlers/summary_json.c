@@ -111,6 +111,15 @@ static void put_identity(struct tp_jsonw *j, const struct tp_window *w, const ch
     put_bool(j, w->partial);
     LIT(j, ", \"partial_reason\": ");
     put_str_or_null(j, w->partial ? (w->partial_reason ? w->partial_reason : "exit") : NULL);
+    LIT(j, ", \"operators_lost\": ");
+    put_str_or_null(j, w->ops_lost_why);
+    LIT(j, ", \"operators_lost_steps\": ");
+    if (w->ops_lost_why && w->ops_lost_steps) {
+        tp_jsonw_printf(j, "[%llu, %llu]", (unsigned long long)w->ops_lost_first,
+                        (unsigned long long)w->ops_lost_last);
+    } else {
+        LIT(j, "null");
+    }
     LIT(j, ", \"start_ns\": ");
     tp_jsonw_i64(j, w->start_ns);
     LIT(j, ", \"end_ns\": ");

@@ -6,6 +6,7 @@
 #include "trainprof.h"
 #include "../collector/core.h"
 #include "../collector/intern.h"
+#include "../collector/oplost.h"
 #include "../collector/ranges.h"
 
 static int tp_api_ready(void)
@@ -48,6 +49,13 @@ TP_EXPORT void trainprof_counter(const char *name, double value)
 TP_EXPORT int trainprof_enabled(void)
 {
     return tp_api_ready();
+}
+
+/* Not activating: the hook calls it only in a step that warms up or records. */
+TP_EXPORT void trainprof_operators_lost(const char *why)
+{
+    if (tp_core_active())
+        tp_oplost_set(why);
 }
 
 TP_EXPORT int trainprof_phase(void)

@@ -52,6 +52,14 @@ int trainprof_phase(void);
  * than formatted NVTX messages. */
 int trainprof_itt_collector(void);
 
+/* trainprof_operators_lost - torch's operators stop reaching the library
+ * from now on, because of "why" (one sentence, at most 191 bytes kept),
+ * or reach it again (NULL).  `trainprof run`'s Python hook calls it when
+ * the program's own torch profiler takes torch's one profiler slot; the
+ * windows that overlap the loss name their steps without operators and
+ * the reason, in the trace, the summary and the log.  No-op when passive. */
+void trainprof_operators_lost(const char *why);
+
 #ifdef __cplusplus
 }
 #endif

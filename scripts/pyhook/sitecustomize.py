@@ -27,7 +27,19 @@ interpreter start it
      sequence numbers and, with TRAINPROF_RECORD_SHAPES=1, shapes, which
      ITT does not carry; used for shapes, without ITT, and from the step
      after one where ITT never reached the library.
-   Left alone if another profiler (torch.profiler) is already on.
+4. keeps out of the way of the program's own profiler.  torch runs one
+   profiler at a time: enabling a second raises "Profiler is already
+   enabled on this thread", which would stop a program that profiles
+   itself (torch.profiler, torch.autograd.profiler.profile,
+   profiler_legacy, emit_itt, emit_nvtx, Lightning's profilers).  So
+   torch's enabling functions are wrapped (in torch.autograd and in the
+   modules that imported them by name): a program's profiler that starts
+   while our ranges are on first turns ours off, and ours stay off while
+   any other profiler is on.  Where the program's profiler does not hand
+   torch's operators on to the library (all but emit_itt with the library
+   as ITT collector, and emit_nvtx), trainprof_operators_lost() tells the
+   library, which says in the window's trace, summary and log line which
+   steps lack operators and why.
 
 torch is never imported here: processes that do not use it (the torchrun
 agent, compilers, DataLoader helpers, tools) pay one meta-path entry and
@@ -133,6 +145,7 @@ def _trainprof_ops(want):
     if bool(want) == bool(_trainprof_ops_on):
         return
     import torch.autograd as ag
+    _trainprof_guard()
     if want:
         if ag._profiler_enabled():                    # someone else's profiler
             return
@@ -146,7 +159,7 @@ def _trainprof_ops(want):
                                 ag._ExperimentalConfig()
                                 if hasattr(ag, "_ExperimentalConfig")
                                 else torch._C._profiler._ExperimentalConfig())
-        ag._enable_profiler(cfg, set())
+        _trainprof_real.get("_enable_profiler", ag._enable_profiler)(cfg, set())
         _trainprof_ops_on = "itt" if use_itt else "nvtx"
         global _trainprof_exit_hooked
         if not _trainprof_exit_hooked:
@@ -158,6 +171,124 @@ def _trainprof_ops(want):
         ag._disable_profiler()
 
 
+# ---- the program's own profiler ---------------------------------------------
+
+_trainprof_real = {}            # torch's enabling functions we wrapped, by name
+_trainprof_theirs = None        # why operators are lost now (told the library), or None
+_trainprof_their_why = None     # why they are lost while the program's latest
+                                # profiler is on (None: its ranges reach us)
+
+
+def _trainprof_lost(why):
+    """Tell the library that torch's operators stop reaching it (why), or
+    reach it again (None); once per change."""
+    global _trainprof_theirs
+    if why == _trainprof_theirs:
+        return
+    _trainprof_theirs = why
+    import ctypes
+    fn = _trainprof_fns.get("trainprof_operators_lost")
+    if fn is None:
+        try:
+            fn = ctypes.CDLL(None).trainprof_operators_lost
+            fn.restype = None
+            fn.argtypes = [ctypes.c_char_p]
+        except (AttributeError, OSError):
+            fn = False
+        _trainprof_fns["trainprof_operators_lost"] = fn
+    if fn:
+        fn(why.encode() if why else None)
+
+
+def _trainprof_loss_of(state, legacy):
+    """Why operators are lost while a profiler of this torch.autograd
+    ProfilerState is the program's, or None where they still reach us."""
+    import torch.autograd as ag
+    if not legacy and state == getattr(ag.ProfilerState, "NVTX", None):
+        return None                 # emit_nvtx: its ranges reach the library
+    if not legacy and state == getattr(ag.ProfilerState, "ITT", None) and _trainprof_itt() in (1, 2):
+        return None                 # emit_itt, with the library as ITT collector
+    if legacy:
+        what = "torch.autograd.profiler_legacy"
+    elif state is None or state == getattr(ag.ProfilerState, "KINETO", None):
+        what = "torch.profiler"
+    else:
+        what = "torch.autograd.profiler, state %s" % getattr(state, "name", state)
+    return "the program's own profiler (%s) was on, and torch runs one profiler at a time" % what
+
+
+def _trainprof_state_of_caller():
+    """The ProfilerState the program's profiler asks for.  torch's
+    ProfilerConfig does not show it to Python; the object that calls the
+    enabling function does: torch.autograd.profiler.profile (what
+    torch.profiler uses) keeps it as profiler_kind, emit_itt and emit_nvtx
+    are named for theirs.  None where the caller is something else."""
+    import torch.autograd as ag
+    f = sys._getframe(3)                # caller -> wrapper -> _trainprof_yield -> here
+    obj = f.f_locals.get("self") if f is not None else None
+    kind = getattr(obj, "profiler_kind", None)
+    if kind is not None:
+        return kind
+    name = type(obj).__name__ if obj is not None else ""
+    if name == "emit_itt":
+        return ag.ProfilerState.ITT
+    if name == "emit_nvtx":
+        return ag.ProfilerState.NVTX
+    return None
+
+
+def _trainprof_yield(legacy):
+    """Before the program's profiler is enabled: our ranges off."""
+    try:
+        if _trainprof_ops_on:
+            _trainprof_ops(False)
+        global _trainprof_their_why
+        why = _trainprof_their_why = _trainprof_loss_of(_trainprof_state_of_caller(), legacy)
+        ph = _trainprof_fn("trainprof_phase", True)
+        if why and ph and ph() in (1, 2):
+            _trainprof_lost(why)
+    except Exception:
+        pass
+
+
+def _trainprof_wrap(name, real):
+    legacy = name.endswith("_legacy")
+
+    def wrapper(*args, **kwargs):
+        _trainprof_yield(legacy)
+        return real(*args, **kwargs)
+
+    wrapper.__name__ = getattr(real, "__name__", name)
+    wrapper.__doc__ = getattr(real, "__doc__", None)
+    wrapper._trainprof_real = real
+    return wrapper
+
+
+def _trainprof_guard():
+    """Wrap torch's profiler-enabling functions, once, wherever they are
+    bound by name (torch.autograd, and the modules that imported them)."""
+    ag = sys.modules.get("torch.autograd")
+    if ag is None:
+        return
+    mods = [ag] + [m for m in (sys.modules.get("torch.autograd.profiler"),
+                               sys.modules.get("torch.autograd.profiler_legacy")) if m]
+    for name in ("_enable_profiler", "_enable_profiler_legacy"):
+        current = getattr(ag, name, None)
+        if current is None:
+            continue
+        real = _trainprof_real.get(name)
+        if real is None:
+            if getattr(current, "_trainprof_real", None) is not None:
+                continue
+            real = _trainprof_real[name] = current
+        wrapper = getattr(ag, name)
+        if getattr(wrapper, "_trainprof_real", None) is None:
+            wrapper = _trainprof_wrap(name, real)
+        for m in mods:
+            if getattr(m, name, None) is real:
+                setattr(m, name, wrapper)
+
+
 def _trainprof_step(*args, **_kwargs):
     """The optimizer post hook: (optimizer, args, kwargs) -> None."""
     try:
@@ -165,6 +296,10 @@ def _trainprof_step(*args, **_kwargs):
             return
         fn = _trainprof_fn("trainprof_step", False)   # False: not preloaded, a no-op
         if fn:
+            if _trainprof_theirs is not None:
+                import torch.autograd as ag
+                if not ag._profiler_enabled():     # the program's profiler ended in this step
+                    _trainprof_lost(None)
             fn()
             _trainprof_follow()
     except Exception:
@@ -181,7 +316,13 @@ def _trainprof_follow():
             if _trainprof_ops_on == "itt" and _trainprof_itt() != 2:
                 _trainprof_itt_failed = True       # a step of ITT reached nothing
                 _trainprof_ops(False)
-            _trainprof_ops(ph() in (1, 2))
+            want = ph() in (1, 2)
+            _trainprof_ops(want)
+            if not want or _trainprof_ops_on:
+                _trainprof_lost(None)
+            else:                                  # the program's profiler is on
+                import torch.autograd as ag
+                _trainprof_lost(_trainprof_their_why if ag._profiler_enabled() else None)
     except Exception:
         pass
 
@@ -192,6 +333,7 @@ def _trainprof_register(module):
         if register is not None and not getattr(module, "_trainprof_hooked", False):
             register(_trainprof_step)
             module._trainprof_hooked = True
+            _trainprof_guard()
     except Exception:
         pass
 
