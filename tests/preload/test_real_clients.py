@@ -17,7 +17,10 @@ and the files left behind.
   inert (it used to load torch's libcupti, which recursed without a driver);
 - `trainprof run` on a CPU training loop: a trace of the recorded steps and
   nothing else, no CUPTI probing without a driver;
-- a DataLoader with two workers (the workers stay inert);
+- a DataLoader with two workers (the workers stay inert), forked and
+  spawned (persistent across epochs);
+- a 2-rank DistributedDataParallel job on gloo under torchrun: a trace
+  per rank, each naming its rank;
 - torch.compile of a small model on the CPU.
 
 torch comes from tests/requirements-torch.txt (make check installs it into
@@ -217,7 +220,7 @@ def listing(d):
     return sorted(out)
 
 
-def client(mode, preload=True, via_cli=False, env=None, spy=False, timeout=300):
+def client(mode, preload=True, via_cli=False, env=None, spy=False, timeout=300, launcher=()):
     """Run torch_client.py MODE in a fresh folder: (CompletedProcess, folder,
     seconds).  via_cli runs it through `trainprof run` (which puts our
     library first in LD_PRELOAD, after a sanitizer runtime); spy preloads
@@ -235,7 +238,7 @@ def client(mode, preload=True, via_cli=False, env=None, spy=False, timeout=300):
         pre.append(count_lib())
     if pre:
         e["LD_PRELOAD"] = " ".join(pre)
-    cmd = [sys.executable, CLIENT, mode]
+    cmd = [sys.executable] + list(launcher) + [CLIENT, mode]
     if via_cli:
         cmd = [sys.executable, TRAINPROF, "run", "--lib", tputil.lib_path(), "--"] + cmd
     t = time.monotonic()
@@ -384,6 +387,45 @@ def test_dataloader_workers_inert():
     for _, pid, names in workers:
         assert not [n for n in names if n.startswith("tp-")], (pid, names)
     check_cli_trace(cwd)
+
+
+def test_dataloader_spawned_workers_inert():
+    """DataLoader workers started by spawn (fresh interpreters that import
+    the hook and load the library, but never use CUDA), kept across two
+    epochs: same stdout; no thread of ours in a worker; one trace."""
+    base, _ = plain("spawn")
+    p, cwd, _ = client("spawn", via_cli=True)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout == base.stdout
+    workers = [t for t in client_threads(p.stderr) if t[0] == "worker"]
+    assert len(workers) == 2, client_threads(p.stderr)
+    for _, pid, names in workers:
+        assert not [n for n in names if n.startswith("tp-")], (pid, names)
+    check_cli_trace(cwd)
+
+
+TORCHRUN = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+
+
+def test_torchrun_gloo_two_ranks():
+    """A 2-rank DDP job on gloo under torchrun, through `trainprof run`:
+    same stdout and status as without it; one trace per rank, each with
+    its rank in the name and in distributedInfo, steps 1-4; the torchrun
+    agent (no CUDA) writes nothing."""
+    env = {"OMP_NUM_THREADS": "1"}
+    base, _, _ = client("ddp", preload=False, env=env, launcher=TORCHRUN)
+    assert base.returncode == 0, base.stderr[-3000:]
+    p, cwd, _ = client("ddp", via_cli=True, env=env, launcher=TORCHRUN)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout == base.stdout and p.stdout.count(b"loss") == 10
+    traces = sorted(glob.glob(os.path.join(cwd, "*", "traces", "*")))
+    assert [os.path.basename(t).split(".")[0] for t in traces] == ["rank0", "rank1"], listing(cwd)
+    for rank, path in enumerate(traces):
+        t = tputil.load_trace(path)
+        assert t["distributedInfo"]["rank"] == rank
+        assert t["distributedInfo"]["world_size"] == 2
+        assert tputil.steps(t) == [1, 2, 3, 4]
+    assert [l for l in our_lines(p.stderr) if "error" in l] == []
 
 
 def test_torch_compile_on_cpu():

@@ -8,6 +8,10 @@ Usage: python torch_client.py MODE
               does, through the same _enable_profiler call, without
               torch.cuda.synchronize())
   dataloader  the same, batches from a DataLoader with num_workers=2
+  spawn       the same with workers started by spawn, kept across epochs
+              (persistent_workers), two epochs of five batches
+  ddp         a DistributedDataParallel MLP on the gloo backend, ten steps;
+              run it under torchrun (rank 0 prints the losses)
   compile     torch.compile of a small model, compared with eager
   cuda        CUDA calls that fail on a machine with no driver: torch's
               device query and allocation, then cudaMalloc through ctypes
@@ -111,6 +115,27 @@ def nvtx_off():
     _disable_profiler()
 
 
+def ddp():
+    import torch.distributed as dist
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    model, _ = model_and_opt()
+    model = torch.nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    for step, (x, y) in enumerate(fixed_batches()):
+        part = slice(rank * 16, rank * 16 + 16)
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x[part]), y[part])
+        loss.backward()
+        opt.step()
+        total = loss.detach().clone()
+        dist.all_reduce(total)
+        if rank == 0:
+            print("step %d loss %.6f" % (step, total.item() / dist.get_world_size()))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
 def compiled():
     torch.manual_seed(0)
     m = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
@@ -162,6 +187,20 @@ def main():
         loader = torch.utils.data.DataLoader(Data(), batch_size=32, num_workers=2,
                                              worker_init_fn=worker_init)
         train(loader)
+    elif mode == "spawn":
+        loader = torch.utils.data.DataLoader(Data(n=5 * 32), batch_size=32, num_workers=2,
+                                             multiprocessing_context="spawn",
+                                             persistent_workers=True, worker_init_fn=worker_init)
+        model, opt = model_and_opt()
+        for epoch in range(2):
+            for step, (x, y) in enumerate(loader):
+                opt.zero_grad()
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+                loss.backward()
+                opt.step()
+                print("epoch %d step %d loss %.6f" % (epoch, step, loss.item()))
+    elif mode == "ddp":
+        ddp()
     elif mode == "compile":
         compiled()
     elif mode == "cuda":
