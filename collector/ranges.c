@@ -3,9 +3,16 @@
  * (name, domain, start tick, whether a window was recording at the push and
  * its generation, whether its name matches an nvtx step pattern) and written
  * as one complete record when it is popped, so a range costs one record and
- * no pairing at flush time.  Start/end ranges can end on another thread: they
- * sit in a fixed table indexed by id; a slot reused before its range ended
- * loses that range (counted with the other drops).  Whether a name matches
+ * no pairing at flush time.  The stack keeps TP_RANGE_DEPTH ranges; its
+ * count of open ranges goes on past that (so that pops still match their
+ * pushes) in an unsigned 32-bit counter that stops at UINT32_MAX: any
+ * number of unbalanced pushes is safe (a signed int wrapped after 2^31 of
+ * them, and the next push wrote at tp_stack[INT_MIN]), and a pop with no
+ * open range is ignored.  Both are counted (tp_ranges_losses): ranges
+ * pushed past the stack while a window records, and pops with nothing to
+ * pop.  Start/end ranges can end on another thread: they sit in a fixed
+ * table indexed by id; a slot reused before its range ended loses that
+ * range, counted with the ranges past the stack.  Whether a name matches
  * the nvtx:GLOB step patterns is decided once per interned string.
  */
 #include "ranges.h"
@@ -14,6 +21,8 @@
 #include "torchop.h"
 
 #include <fnmatch.h>
+#include <limits.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -31,8 +40,12 @@ struct tp_open_range {
 };
 
 static __thread struct tp_open_range tp_stack[TP_RANGE_DEPTH];
-static __thread int tp_stack_n;                 /* may exceed TP_RANGE_DEPTH */
+static __thread uint32_t tp_stack_n;            /* open ranges: may exceed TP_RANGE_DEPTH,
+                                                   stops at UINT32_MAX */
 static __thread int32_t tp_my_tid;
+
+/* Process totals (tp_ranges_losses): ranges a window lost, pops ignored. */
+static _Atomic uint64_t tp_lost_ranges, tp_unmatched_pops;
 
 #define TP_XRANGES 4096
 static struct {
@@ -132,14 +145,33 @@ static void tp_close(const struct tp_open_range *o, int32_t tid, uint64_t id, en
         tp_core_step(TP_SIGNAL_NVTX);
 }
 
+/* One more open range ("n" were open): the count stops at UINT32_MAX; NVTX's
+ * return value, the depth before the push, stops at INT_MAX. */
+static int tp_pushed(uint32_t n)
+{
+    if (n != UINT32_MAX)
+        tp_stack_n = n + 1;
+    return n > INT_MAX ? INT_MAX : (int)n;
+}
+
+/* A range pushed past the stack is not kept: lost if a window records. */
+static void tp_push_past_stack(void)
+{
+    if (tp_hot_load() & TP_HOT_RECORDING)
+        atomic_fetch_add_explicit(&tp_lost_ranges, 1, memory_order_relaxed);
+}
+
 int tp_range_push(uint32_t name, uint32_t domain, enum tp_range_source src)
 {
     (void)src;
     if (!tp_ranges_on())
         return -1;
-    if (tp_stack_n < TP_RANGE_DEPTH)
-        tp_open(&tp_stack[tp_stack_n], name, domain);
-    return tp_stack_n++;
+    uint32_t n = tp_stack_n;
+    if (n < TP_RANGE_DEPTH)
+        tp_open(&tp_stack[n], name, domain);
+    else
+        tp_push_past_stack();
+    return tp_pushed(n);
 }
 
 int tp_ranges_taken(void)
@@ -151,8 +183,10 @@ int tp_ranges_taken(void)
  * stack's depth; the caller fills its sequence number and shapes. */
 static struct tp_open_range *tp_open_op(uint32_t name, uint32_t domain, uint64_t op_id)
 {
-    if (tp_stack_n >= TP_RANGE_DEPTH)
+    if (tp_stack_n >= TP_RANGE_DEPTH) {
+        tp_push_past_stack();
         return NULL;
+    }
     struct tp_open_range *o = &tp_stack[tp_stack_n];
     tp_open(o, name, domain);
     o->torch = 1;
@@ -171,7 +205,7 @@ int tp_range_push_torch(const char *msg, const struct tp_torch_op *op, uint32_t 
         o->seq = op->seq;
         o->sizes = o->recording && op->sizes ? tp_intern(op->sizes, op->sizes_len) : 0;
     }
-    return tp_stack_n++;
+    return tp_pushed(tp_stack_n);
 }
 
 int tp_range_push_op(uint32_t name, uint64_t op_id)
@@ -179,17 +213,22 @@ int tp_range_push_op(uint32_t name, uint64_t op_id)
     if (!tp_ranges_on())
         return -1;
     tp_open_op(name, 0, op_id);
-    return tp_stack_n++;
+    return tp_pushed(tp_stack_n);
 }
 
 int tp_range_pop(void)
 {
-    if (!tp_core_active() || tp_depth > 0 || tp_stack_n == 0)
+    if (!tp_core_active() || tp_depth > 0)
         return -1;
-    int depth = --tp_stack_n;
-    if (depth < TP_RANGE_DEPTH)
-        tp_close(&tp_stack[depth], 0, 0, TP_RANGE_NVTX);
-    return depth;
+    uint32_t n = tp_stack_n;
+    if (n == 0) {
+        atomic_fetch_add_explicit(&tp_unmatched_pops, 1, memory_order_relaxed);
+        return -1;
+    }
+    tp_stack_n = --n;
+    if (n < TP_RANGE_DEPTH)
+        tp_close(&tp_stack[n], 0, 0, TP_RANGE_NVTX);
+    return n > INT_MAX ? INT_MAX : (int)n;
 }
 
 uint64_t tp_range_start(uint32_t name, uint32_t domain)
@@ -200,7 +239,11 @@ uint64_t tp_range_start(uint32_t name, uint32_t domain)
     unsigned slot = (unsigned)(id % TP_XRANGES);
     if (!tp_my_tid)
         tp_my_tid = (int32_t)syscall(SYS_gettid);
-    atomic_store_explicit(&tp_xranges[slot].id, 0, memory_order_relaxed);
+    /* a range still open in the slot, 4096 starts ago, is lost: its end
+     * will find another id there */
+    if (atomic_exchange_explicit(&tp_xranges[slot].id, 0, memory_order_relaxed) &&
+        tp_xranges[slot].r.recording)
+        atomic_fetch_add_explicit(&tp_lost_ranges, 1, memory_order_relaxed);
     tp_open(&tp_xranges[slot].r, name, domain);
     tp_xranges[slot].tid = tp_my_tid;
     atomic_store_explicit(&tp_xranges[slot].id, id, memory_order_release);
@@ -250,4 +293,20 @@ void tp_mark(uint32_t name, uint32_t domain)
 void tp_counter(uint32_t name, double value)
 {
     tp_instant(TP_REC_COUNTER, name, 0, value);
+}
+
+void tp_ranges_losses(uint64_t *lost, uint64_t *unmatched_pops)
+{
+    *lost = atomic_load_explicit(&tp_lost_ranges, memory_order_relaxed);
+    *unmatched_pops = atomic_load_explicit(&tp_unmatched_pops, memory_order_relaxed);
+}
+
+void tp_range_test_set_depth(uint32_t depth)
+{
+    tp_stack_n = depth;
+}
+
+uint32_t tp_range_test_depth(void)
+{
+    return tp_stack_n;
 }

@@ -3,8 +3,9 @@
  * trainprof_* API.
  *
  * Push/pop ranges live on a per-thread stack (depth TP_RANGE_DEPTH; deeper
- * pushes are counted and ignored); start/end ranges may end on another
- * thread.  A range is written as one TP_REC_RANGE record when it ends, if a
+ * pushes are not kept, and counted while a window records; any number of
+ * pushes and pops, balanced or not, is safe); start/end ranges may end on
+ * another thread.  A range is written as one TP_REC_RANGE record when it ends, if a
  * window was recording when it began.  Ends of ranges whose message matches
  * an nvtx:GLOB step signal end a step (even outside windows).
  * All functions are safe before activation (they activate) and with the
@@ -39,7 +40,8 @@ int tp_range_push_torch(const char *msg, const struct tp_torch_op *op, uint32_t 
 int tp_range_push_op(uint32_t name, uint64_t op_id);
 
 /* Pop the innermost range of this thread.  Returns the depth before the pop
- * minus one (NVTX's return value), or -1 if there was none. */
+ * minus one (NVTX's return value), or -1 if there was none (a pop with no
+ * open range is ignored and counted).  Depths are capped at INT_MAX. */
 int tp_range_pop(void);
 
 /* Start a range that may end on another thread; returns a non-zero id. */
@@ -53,5 +55,17 @@ void tp_mark(uint32_t name, uint32_t domain);
 
 /* A counter sample. */
 void tp_counter(uint32_t name, double value);
+
+/* tp_ranges_losses - process totals since start: "*lost", ranges a window
+ * did not keep (pushed past TP_RANGE_DEPTH, or start/end ranges whose slot
+ * was taken by a newer one before they ended); "*unmatched_pops", pops with
+ * no open range (ignored).  Steps take them at a window's start and end. */
+void tp_ranges_losses(uint64_t *lost, uint64_t *unmatched_pops);
+
+/* tp_range_test_set_depth, tp_range_test_depth - tests only: this thread's
+ * count of open push/pop ranges, to reach the bounds of billions of
+ * unbalanced pushes without making them (tests/unit/test_ranges.c). */
+void tp_range_test_set_depth(uint32_t depth);
+uint32_t tp_range_test_depth(void);
 
 #endif

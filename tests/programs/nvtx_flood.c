@@ -1,0 +1,136 @@
+/*
+ * nvtx_flood.c - DESIGN: NVTX at volumes that overflow what the library
+ * keeps: distinct messages by the million, more records than the buffer
+ * holds, more pushes than pops.  Each mode is one of the ways a program
+ * can exhaust a bound (tests/preload/test_losses.py checks that nothing
+ * grows without bound and that every loss is counted where the user
+ * looks); the NVTX calls come from the toolkit's NVTX3 header only, as in
+ * nvtx_ranges.c.
+ *
+ * Usage: nvtx_flood MODE [N]
+ *   no-cuda N     never touch CUDA or trainprof_*: N distinct marks, and
+ *                 N/10 of each of: distinct start/end ranges, push/pop
+ *                 ranges, registered strings and domains (messages of 199
+ *                 bytes), then print "vmhwm_kb A B" to stderr: the peak RSS
+ *                 (VmHWM) before and after
+ *   registered N  CUDA program, 6 steps (trainprof_step): N distinct
+ *                 strings registered with nvtxDomainRegisterStringA in step
+ *                 0, then in each step 100 ranges of new distinct names
+ *                 and 100 marks of new distinct names
+ *   names N       CUDA program, 6 steps: N ranges of new distinct names
+ *                 in each step
+ *   flood N       CUDA program, 6 steps: N push/pop ranges and N marks
+ *                 (one name each) in each step
+ * Prints one deterministic line to stdout.  Exit status 0 unless a CUDA call
+ * fails.
+ */
+#include <nvtx3/nvToolsExt.h>
+
+#include "prog.h"
+
+#define MSG 200
+#define STEPS 6
+
+/* The high-water mark of the resident set, kB (/proc/self/status VmHWM). */
+static long vmhwm_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb;
+}
+
+/* A message of MSG - 1 bytes, distinct for each (kind, i): "kind i xxx...";
+ * "buf" holds MSG - 1 'x' from message_init. */
+static void message_init(char *buf)
+{
+    memset(buf, 'x', MSG - 1);
+    buf[MSG - 1] = 0;
+}
+
+static const char *message(char *buf, const char *kind, long i)
+{
+    int n = snprintf(buf, 64, "%s %ld ", kind, i);
+    buf[n] = 'x';
+    return buf;
+}
+
+static int no_cuda(long n)
+{
+    char buf[MSG];
+    message_init(buf);
+    long before = vmhwm_kb();
+    nvtxDomainHandle_t domain = nvtxDomainCreateA("no-cuda");
+    for (long i = 0; i < n; i++)
+        nvtxMarkA(message(buf, "mark", i));
+    for (long i = 0; i < n / 10; i++) {
+        nvtxRangeEnd(nvtxRangeStartA(message(buf, "start", i)));
+        nvtxRangePushA(message(buf, "push", i));
+        nvtxRangePop();
+        nvtxDomainRegisterStringA(domain, message(buf, "registered", i));
+        nvtxDomainCreateA(message(buf, "domain", i));
+    }
+    fprintf(stderr, "vmhwm_kb %ld %ld\n", before, vmhwm_kb());
+    printf("nvtx_flood no-cuda: %ld messages of each kind\n", n);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: nvtx_flood no-cuda|registered|names|flood [N]\n");
+        return 2;
+    }
+    const char *mode = argv[1];
+    long n = argc > 2 ? atol(argv[2]) : 1000;
+    if (!strcmp(mode, "no-cuda"))
+        return no_cuda(n);
+
+    void *dev = NULL;
+    PROG_CHECK(cudaMalloc(&dev, 4096));
+    nvtxDomainHandle_t domain = nvtxDomainCreateA("flood");
+    char buf[MSG];
+    long k = 0;
+    for (int s = 0; s < STEPS; s++) {
+        if (!strcmp(mode, "registered")) {
+            if (s == 0)
+                for (long i = 0; i < n; i++) {
+                    snprintf(buf, sizeof buf, "r%ld", i);
+                    nvtxDomainRegisterStringA(domain, buf);
+                }
+            for (int i = 0; i < 100; i++, k++) {
+                snprintf(buf, sizeof buf, "range %ld", k);
+                nvtxRangePushA(buf);
+                nvtxRangePop();
+                snprintf(buf, sizeof buf, "mark %ld", k);
+                nvtxMarkA(buf);
+            }
+        } else if (!strcmp(mode, "names")) {
+            for (long i = 0; i < n; i++, k++) {
+                snprintf(buf, sizeof buf, "name %ld", k);
+                nvtxRangePushA(buf);
+                nvtxRangePop();
+            }
+        } else if (!strcmp(mode, "flood")) {
+            for (long i = 0; i < n; i++) {
+                nvtxRangePushA("flood");
+                nvtxRangePop();
+                nvtxMarkA("flood mark");
+            }
+        } else {
+            fprintf(stderr, "nvtx_flood: unknown mode %s\n", mode);
+            return 2;
+        }
+        PROG_CHECK(cudaMemcpy(dev, buf, 64, cudaMemcpyHostToDevice));
+        tp_call_step();
+    }
+    PROG_CHECK(cudaFree(dev));
+    printf("nvtx_flood %s: %d steps\n", mode, STEPS);
+    return 0;
+}
