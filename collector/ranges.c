@@ -12,8 +12,16 @@
  * pushed past the stack while a window records, and pops with nothing to
  * pop.  Start/end ranges can end on another thread: they sit in a fixed
  * table indexed by id; a slot reused before its range ended loses that
- * range, counted with the ranges past the stack.  Whether a name matches
- * the nvtx:GLOB step patterns is decided once per interned string.
+ * range, counted with the ranges past the stack.
+ *
+ * Messages come as text (struct tp_msg) and are interned only when a
+ * window records them: the name table (intern.h, bounded) then holds the
+ * names of the traces, not every distinct message a program sends (one
+ * per call, for some).  Outside windows a message needs no name, only
+ * whether it ends a step: that is the flag cached on its interned string
+ * when it has one, else its text is matched against the nvtx:GLOB patterns
+ * there and then, and only while an NVTX signal may still count steps.
+ * Whether an interned name matches is decided once per string.
  */
 #include "ranges.h"
 #include "core.h"
@@ -70,6 +78,45 @@ static int tp_is_step_range(uint32_t name)
     return f == 1;
 }
 
+/* 1 if the text "s" ("len" bytes, (size_t)-1: to its NUL) ends a step:
+ * from its interned string's flag if it has one, else matched as text,
+ * cut as tp_intern would cut it. */
+static int tp_text_is_step(const char *s, size_t len)
+{
+    if (!tp_steps_nvtx_possible())
+        return 0;
+    uint32_t id = tp_intern_find(s, len);
+    if (id)
+        return tp_is_step_range(id);
+    len = tp_intern_len(s, len);
+    char buf[TP_INTERN_LEN_MAX + 1];
+    if (s[len]) {
+        memcpy(buf, s, len);
+        buf[len] = 0;
+        s = buf;
+    }
+    for (int i = 0; i < tp_cfg.n_signals; i++)
+        if (tp_cfg.signals[i].kind == TP_SIGNAL_NVTX && fnmatch(tp_cfg.signals[i].pattern, s, 0) == 0)
+            return 1;
+    return 0;
+}
+
+/* The interned name of message "m" for a range or mark, which a window
+ * records if "recording", and in "*step" whether it ends a step.  Text is
+ * interned only when recorded (0 otherwise); a name the full table refused
+ * is matched as text, so that steps go on. */
+static uint32_t tp_msg_name(struct tp_msg m, int recording, uint8_t *step)
+{
+    uint32_t id = m.id;
+    if (!m.text) {
+        *step = (uint8_t)tp_is_step_range(id);
+        return id;
+    }
+    id = recording ? tp_intern(m.text, m.len) : 0;
+    *step = (uint8_t)(id > TP_INTERN_OVERFLOW ? tp_is_step_range(id) : tp_text_is_step(m.text, m.len));
+    return id;
+}
+
 /* NVTX ranges never activate the profiler (decision 3): a CPU-only process
  * with NVTX ranges on (torch's emit_nvtx) stays inert. */
 static int tp_ranges_on(void)
@@ -104,16 +151,15 @@ static uint64_t tp_range_now(int end)
     return t;
 }
 
-static void tp_open(struct tp_open_range *o, uint32_t name, uint32_t domain)
+static void tp_open(struct tp_open_range *o, struct tp_msg m, uint32_t domain)
 {
     uint32_t hot = tp_hot_load();
-    o->name = name;
-    o->domain = domain;
-    o->torch = 0;
     o->recording = (hot & TP_HOT_RECORDING) != 0;
     o->gen = TP_HOT_GEN(hot);
+    o->name = tp_msg_name(m, o->recording, &o->step);
+    o->domain = domain;
+    o->torch = 0;
     o->t0 = o->recording ? tp_range_now(0) : 0;
-    o->step = tp_is_step_range(name);
 }
 
 static void tp_close(const struct tp_open_range *o, int32_t tid, uint64_t id, enum tp_range_source src)
@@ -161,14 +207,14 @@ static void tp_push_past_stack(void)
         atomic_fetch_add_explicit(&tp_lost_ranges, 1, memory_order_relaxed);
 }
 
-int tp_range_push(uint32_t name, uint32_t domain, enum tp_range_source src)
+int tp_range_push(struct tp_msg m, uint32_t domain, enum tp_range_source src)
 {
     (void)src;
     if (!tp_ranges_on())
         return -1;
     uint32_t n = tp_stack_n;
     if (n < TP_RANGE_DEPTH)
-        tp_open(&tp_stack[n], name, domain);
+        tp_open(&tp_stack[n], m, domain);
     else
         tp_push_past_stack();
     return tp_pushed(n);
@@ -179,9 +225,9 @@ int tp_ranges_taken(void)
     return tp_ranges_on();
 }
 
-/* The open range of an operator named "name" (interned), or NULL past the
- * stack's depth; the caller fills its sequence number and shapes. */
-static struct tp_open_range *tp_open_op(uint32_t name, uint32_t domain, uint64_t op_id)
+/* The open range of an operator named "name", or NULL past the stack's
+ * depth; the caller fills its sequence number and shapes. */
+static struct tp_open_range *tp_open_op(struct tp_msg name, uint32_t domain, uint64_t op_id)
 {
     if (tp_stack_n >= TP_RANGE_DEPTH) {
         tp_push_past_stack();
@@ -200,7 +246,7 @@ int tp_range_push_torch(const char *msg, const struct tp_torch_op *op, uint32_t 
 {
     if (!tp_ranges_on())
         return -1;
-    struct tp_open_range *o = tp_open_op(tp_intern(msg, op->name_len), domain, op->op_id);
+    struct tp_open_range *o = tp_open_op(TP_MSG_TEXT(msg, op->name_len), domain, op->op_id);
     if (o) {
         o->seq = op->seq;
         o->sizes = o->recording && op->sizes ? tp_intern(op->sizes, op->sizes_len) : 0;
@@ -212,7 +258,7 @@ int tp_range_push_op(uint32_t name, uint64_t op_id)
 {
     if (!tp_ranges_on())
         return -1;
-    tp_open_op(name, 0, op_id);
+    tp_open_op(TP_MSG_ID(name), 0, op_id);
     return tp_pushed(tp_stack_n);
 }
 
@@ -231,7 +277,7 @@ int tp_range_pop(void)
     return n > INT_MAX ? INT_MAX : (int)n;
 }
 
-uint64_t tp_range_start(uint32_t name, uint32_t domain)
+uint64_t tp_range_start(struct tp_msg m, uint32_t domain)
 {
     if (!tp_ranges_on())
         return 0;
@@ -244,7 +290,7 @@ uint64_t tp_range_start(uint32_t name, uint32_t domain)
     if (atomic_exchange_explicit(&tp_xranges[slot].id, 0, memory_order_relaxed) &&
         tp_xranges[slot].r.recording)
         atomic_fetch_add_explicit(&tp_lost_ranges, 1, memory_order_relaxed);
-    tp_open(&tp_xranges[slot].r, name, domain);
+    tp_open(&tp_xranges[slot].r, m, domain);
     tp_xranges[slot].tid = tp_my_tid;
     atomic_store_explicit(&tp_xranges[slot].id, id, memory_order_release);
     return id;
@@ -265,13 +311,14 @@ void tp_range_end(uint64_t id)
     tp_close(&o, tid, id, TP_RANGE_NVTX);
 }
 
-static void tp_instant(int kind, uint32_t name, uint32_t domain, double value)
+static void tp_instant(int kind, struct tp_msg m, uint32_t domain, double value)
 {
     if (!tp_ranges_on())
         return;
     uint32_t hot = tp_hot_load();
     if (!(hot & TP_HOT_RECORDING))
         return;
+    uint32_t name = m.text ? tp_intern(m.text, m.len) : m.id;
     struct tp_record *r = tp_buf_reserve();
     if (!r)
         return;
@@ -285,14 +332,14 @@ static void tp_instant(int kind, uint32_t name, uint32_t domain, double value)
     tp_buf_commit();
 }
 
-void tp_mark(uint32_t name, uint32_t domain)
+void tp_mark(struct tp_msg m, uint32_t domain)
 {
-    tp_instant(TP_REC_MARK, name, domain, 0);
+    tp_instant(TP_REC_MARK, m, domain, 0);
 }
 
-void tp_counter(uint32_t name, double value)
+void tp_counter(struct tp_msg m, double value)
 {
-    tp_instant(TP_REC_COUNTER, name, 0, value);
+    tp_instant(TP_REC_COUNTER, m, 0, value);
 }
 
 void tp_ranges_losses(uint64_t *lost, uint64_t *unmatched_pops)

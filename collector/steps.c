@@ -32,6 +32,7 @@
 #include "call.h"
 #include "clock.h"
 #include "flusher.h"
+#include "intern.h"
 #include "kernels.h"
 #include "log.h"
 #include "module.h"
@@ -72,6 +73,17 @@ static _Atomic uint64_t tp_signal_count[TP_MAX_SIGNALS];
 int tp_core_active(void)
 {
     return atomic_load_explicit(&tp_active, memory_order_acquire);
+}
+
+/* Whether an nvtx:GLOB signal is configured, set once at activation. */
+static int tp_nvtx_signal;
+
+int tp_steps_nvtx_possible(void)
+{
+    if (!tp_nvtx_signal)
+        return 0;
+    int k = atomic_load_explicit(&tp_signal_kind, memory_order_relaxed);
+    return k < 0 || k == TP_SIGNAL_NVTX;
 }
 
 static const char *tp_signal_text(void)
@@ -358,8 +370,15 @@ void tp_steps_idle(void)
 
 void tp_steps_begin(uint64_t start)
 {
+    /* the name table may now hold what windows record: a quarter of
+     * TRAINPROF_BUFFER_MB (intern.h; before activation it holds domain
+     * names and NVTX registered strings only, in TP_INTERN_EARLY_BYTES) */
+    size_t names = ((size_t)tp_cfg.buffer_mb << 20) / 4;
+    tp_intern_set_budget(names > TP_INTERN_EARLY_BYTES ? names : TP_INTERN_EARLY_BYTES);
     for (int i = 0; i < tp_cfg.n_signals; i++) {
         const struct tp_signal *s = &tp_cfg.signals[i];
+        if (s->kind == TP_SIGNAL_NVTX)
+            tp_nvtx_signal = 1;
         if (s->kind == TP_SIGNAL_LAUNCH)
             tp_signal_flags |= TP_HOT_LAUNCH_SIG;
         if (s->kind == TP_SIGNAL_CALL) {

@@ -21,6 +21,11 @@ int tp_core_active(void);
  * up, 0 neither, -1 no window will open again (trainprof_phase). */
 int tp_steps_phase(void);
 
+/* tp_steps_nvtx_possible - 1 if the end of an NVTX range may still end a
+ * step: an nvtx:GLOB signal is configured and no other signal has fired
+ * first (decision 4). */
+int tp_steps_nvtx_possible(void);
+
 /* tp_core_step - a step signal of kind "kind" fired on this thread. */
 void tp_core_step(enum tp_signal_kind kind);
 

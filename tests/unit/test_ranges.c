@@ -40,7 +40,7 @@ START_TEST(test_pushes_past_int_max)
     uint32_t name = tp_intern("deep", (size_t)-1);
     tp_range_test_set_depth((uint32_t)INT_MAX - 2);
     for (int i = 0; i < 8; i++)
-        ck_assert_int_ge(tp_range_push(name, 0, TP_RANGE_API), 0);
+        ck_assert_int_ge(tp_range_push(TP_MSG_ID(name), 0, TP_RANGE_API), 0);
     for (int i = 0; i < 8; i++)
         ck_assert_int_ge(tp_range_pop(), 0);
 }
@@ -54,7 +54,7 @@ START_TEST(test_depth_saturates)
     uint32_t name = tp_intern("deep", (size_t)-1);
     tp_range_test_set_depth(UINT32_MAX - 2);
     for (int i = 0; i < 5; i++)
-        ck_assert_int_eq(tp_range_push(name, 0, TP_RANGE_API), INT_MAX);
+        ck_assert_int_eq(tp_range_push(TP_MSG_ID(name), 0, TP_RANGE_API), INT_MAX);
     ck_assert_uint_eq(tp_range_test_depth(), UINT32_MAX);
     ck_assert_int_eq(tp_range_pop(), INT_MAX);
     ck_assert_uint_eq(tp_range_test_depth(), UINT32_MAX - 1);
@@ -95,7 +95,7 @@ START_TEST(test_unmatched_pops)
     for (int i = 0; i < 3; i++)
         ck_assert_int_eq(tp_range_pop(), -1);
     ck_assert_uint_eq(tp_range_test_depth(), 0);
-    ck_assert_int_eq(tp_range_push(name, 0, TP_RANGE_API), 0);
+    ck_assert_int_eq(tp_range_push(TP_MSG_ID(name), 0, TP_RANGE_API), 0);
     ck_assert_int_eq(tp_range_pop(), 0);
     tp_ranges_losses(&lost, &pops);
     ck_assert_uint_eq(pops - pops0, 3);
@@ -113,7 +113,7 @@ START_TEST(test_past_the_stack)
     uint64_t lost0, pops0, lost, pops;
     tp_ranges_losses(&lost0, &pops0);
     for (int i = 0; i < TP_RANGE_DEPTH + 5; i++)
-        ck_assert_int_eq(tp_range_push(name, 0, TP_RANGE_API), i);
+        ck_assert_int_eq(tp_range_push(TP_MSG_ID(name), 0, TP_RANGE_API), i);
     for (int i = TP_RANGE_DEPTH + 5; i > 0; i--)
         ck_assert_int_eq(tp_range_pop(), i - 1);
     tp_ranges_losses(&lost, &pops);
