@@ -38,6 +38,7 @@
 #include "module.h"
 #include "ondemand.h"
 #include "protocol.h"
+#include "ranges.h"
 #include "schedule.h"
 
 #include <pthread.h>
@@ -54,7 +55,7 @@ static uint64_t tp_steps;                  /* steps completed */
 static uint64_t tp_step_start;             /* tick at which the current step began */
 static struct tp_handoff tp_cur;           /* the open window, if recording */
 static uint8_t tp_gen;
-static uint64_t tp_dropped_mark;
+static uint64_t tp_dropped_mark, tp_lost_mark, tp_pops_mark;
 static int tp_captures;                    /* open stream captures */
 static int tp_recording;                   /* a window is open */
 static int tp_warned_start;                /* the window-start wait timed out once */
@@ -123,6 +124,7 @@ static void tp_window_open(uint64_t now)
     tp_cur.start_tick = now;
     tp_clock_read_triple(&tp_cur.start_clock);
     tp_dropped_mark = tp_buf_dropped();
+    tp_ranges_losses(&tp_lost_mark, &tp_pops_mark);
     tp_recording = 1;
     tp_modules_window_begin(tp_gen, now);
 }
@@ -138,6 +140,9 @@ static void tp_window_close(uint64_t now, const char *partial_reason, uint64_t b
     tp_cur.partial = partial_reason != NULL;
     tp_cur.partial_reason = partial_reason;
     tp_cur.dropped = tp_buf_dropped() - tp_dropped_mark;
+    tp_ranges_losses(&tp_cur.ranges_lost, &tp_cur.unmatched_pops);
+    tp_cur.ranges_lost -= tp_lost_mark;
+    tp_cur.unmatched_pops -= tp_pops_mark;
     tp_cur.step_signal = tp_signal_text();
     tp_modules_window_end(tp_cur.gen, now);
     if (tp_flusher_queue(&tp_cur) != 0)
@@ -192,20 +197,19 @@ static void tp_await_on(void)
 }
 
 /* Record step "index" of the open window, from "t0" (not before the
- * window's start) to "t1". */
+ * window's start) to "t1": into the buffer's reserve for step markers, so
+ * that a window whose other records filled the pool keeps its steps. */
 static void tp_step_record(uint64_t index, uint64_t t0, uint64_t t1, uint32_t signal)
 {
-    struct tp_record *r = tp_buf_reserve();
-    if (r) {
-        memset(r, 0, sizeof *r);
-        r->kind = TP_REC_STEP;
-        r->gen = tp_gen;
-        r->t0 = t0 > tp_cur.start_tick ? t0 : tp_cur.start_tick;
-        r->t1 = t1;
-        r->u.step.index = index;
-        r->u.step.signal = signal;
-        tp_buf_commit();
-    }
+    struct tp_record r;
+    memset(&r, 0, sizeof r);
+    r.kind = TP_REC_STEP;
+    r.gen = tp_gen;
+    r.t0 = t0 > tp_cur.start_tick ? t0 : tp_cur.start_tick;
+    r.t1 = t1;
+    r.u.step.index = index;
+    r.u.step.signal = signal;
+    tp_buf_write_step(&r);
     tp_cur.steps++;
 }
 

@@ -9,6 +9,8 @@ every loss is reported in the trace's `trainprof` object, the summary and
 one stderr line.
 """
 
+import json
+import os
 import re
 
 import tputil
@@ -41,3 +43,102 @@ def test_no_cuda_distinct_nvtx_messages_keep_nothing():
     assert after - before < 2048, (before, after)
     assert r.traces == []
     assert b"trainprof:" not in r.stderr
+
+
+# ---- a window's losses: counted in the trace, the summary and stderr -----------
+
+SCHED = "warmup=1,active=4"       # steps 1-4 record, saved with batch 5
+
+
+def _window(mode, n, env=None):
+    """Run nvtx_flood `mode` with a window of steps 1-4; returns (Result,
+    trace's trainprof object, trace, summary text, summary.json's events)."""
+    e = {"TRAINPROF_SCHEDULE": SCHED, "TRAINPROF_HANDLERS": "chrome,summary"}
+    e.update(env or {})
+    r = tputil.run(PROG, [mode, n], env=e, timeout=120)
+    assert r.rc == 0, r.stderr
+    assert len(r.traces) == 1, (r.traces, r.stderr)
+    trace = tputil.load_trace(r.traces[0])
+    base = os.path.join(r.cwd, "test", "reports",
+                        os.path.basename(r.traces[0]).replace(".json.gz", ""))
+    with open(base + ".summary.txt") as f:
+        text = f.read()
+    with open(base + ".summary.json") as f:
+        events = json.load(f)["events"]
+    return r, trace["trainprof"], trace, text, events
+
+
+def _loss_lines(stderr):
+    return [l for l in stderr.decode().splitlines() if l.startswith("trainprof: warning:") and " lost " in l]
+
+
+def test_full_buffer_keeps_every_step_marker():
+    """TRAINPROF_BUFFER_MB=1 and 200,000 records a step: the window of steps
+    1-4 keeps its four ProfilerStep events (they have room of their own in
+    the buffer), on the thread that ended them, and the records it could
+    not keep are counted in the trace, the summary and one stderr line.
+    Before: the step markers were dropped with the other records; the trace
+    had no ProfilerStep and steps_recorded 0."""
+    r, meta, trace, text, events = _window("flood", 100_000, {"TRAINPROF_BUFFER_MB": 1})
+    assert tputil.steps(trace) == [1, 2, 3, 4]
+    # on the main thread, whose tid is the pid
+    assert all(ev["tid"] == ev["pid"] for ev in tputil.events(trace, ph="X")
+               if tputil.STEP_RE.match(ev["name"]))
+    assert meta["steps_recorded"] == 4 and (meta["first_step"], meta["last_step"]) == (1, 4)
+    assert [s["step"] for s in meta["steps"]] == [1, 2, 3, 4]
+    dropped = meta["dropped_events"]
+    assert dropped > 600_000
+    assert re.search(r"^Steps: +1\.\.4 \(4 recorded\)", text, re.M)
+    assert re.search(r"^Events: \d+ records, %d dropped" % dropped, text, re.M)
+    assert events["dropped"] == dropped
+    lines = _loss_lines(r.stderr)
+    assert len(lines) == 1, r.stderr
+    assert "steps 1-4 lost %d events (buffer full" % dropped in lines[0]
+
+
+def test_full_name_table_is_counted():
+    """2^20 NVTX registered strings fill the name table; then 100 ranges
+    and 100 marks of new names in each recorded step read
+    "<name table full>": the 800 are counted.  Before: 0 reported, no
+    warning."""
+    r, meta, trace, text, events = _window("registered", 1 << 20)
+    named = [ev for ev in tputil.events(trace) if ev.get("name") == "<name table full>"]
+    assert len(named) == 800
+    assert meta["names_lost"] == 800
+    assert meta["dropped_events"] == 0
+    assert tputil.steps(trace) == [1, 2, 3, 4]
+    assert "Names lost: 800 events read <name table full>" in text
+    assert events["names_lost"] == 800
+    lines = _loss_lines(r.stderr)
+    assert len(lines) == 1 and "lost 800 names (name table full" in lines[0], r.stderr
+
+
+def test_name_table_follows_buffer_mb():
+    """With TRAINPROF_BUFFER_MB=1 the name table holds 256 KiB of names:
+    50,000 distinct range names a step (300,000 in all) add less than 2 MiB
+    to the peak RSS next to 1,000 a step; the names it refused are counted.
+    Before: +16.7 MB against +1.9 MB (every name interned)."""
+    env = {"TRAINPROF_BUFFER_MB": 1}
+    light = _vmhwm(_window("names", 1000, env)[0].stderr)
+    r, meta, trace, text, events = _window("names", 50_000, env)
+    heavy = _vmhwm(r.stderr)
+    assert (heavy[1] - heavy[0]) - (light[1] - light[0]) < 2048, (light, heavy)
+    assert meta["names_lost"] > 0 and events["names_lost"] == meta["names_lost"]
+    lost = [ev for ev in tputil.events(trace) if ev.get("name") == "<name table full>"]
+    assert len(lost) == meta["names_lost"]
+    assert tputil.steps(trace) == [1, 2, 3, 4]
+
+
+def test_unbalanced_ranges_are_counted():
+    """130 nested ranges a step (2 past the stack of 128) and 3 pops too
+    many: 128 ranges a step are recorded, 8 lost and 12 pops ignored in the
+    window, reported in the trace, the summary and stderr."""
+    r, meta, trace, text, events = _window("deep", 0)
+    nested = [ev for ev in tputil.events(trace, ph="X") if ev["name"] == "nested"]
+    assert len(nested) == 4 * 128
+    assert (meta["ranges_lost"], meta["unmatched_range_pops"]) == (8, 12)
+    assert (events["ranges_lost"], events["unmatched_range_pops"]) == (8, 12)
+    assert "Ranges lost: 8 " in text and "Range pops with no open range: 12 " in text
+    lines = _loss_lines(r.stderr)
+    assert len(lines) == 1, r.stderr
+    assert "8 ranges (nested deeper than 128" in lines[0] and "12 range pops" in lines[0]

@@ -21,6 +21,10 @@
  *                 in each step
  *   flood N       CUDA program, 6 steps: N push/pop ranges and N marks
  *                 (one name each) in each step
+ *   deep          CUDA program, 6 steps: in each step 130 nested ranges
+ *                 (2 past the library's stack of 128), then 3 pops too many
+ * The CUDA modes print "vmhwm_kb A B" to stderr too: after the first CUDA
+ * call (activation) and at the end.
  * Prints one deterministic line to stdout.  Exit status 0 unless a CUDA call
  * fails.
  */
@@ -94,6 +98,7 @@ int main(int argc, char **argv)
 
     void *dev = NULL;
     PROG_CHECK(cudaMalloc(&dev, 4096));
+    long before = vmhwm_kb();
     nvtxDomainHandle_t domain = nvtxDomainCreateA("flood");
     char buf[MSG];
     long k = 0;
@@ -123,6 +128,11 @@ int main(int argc, char **argv)
                 nvtxRangePop();
                 nvtxMarkA("flood mark");
             }
+        } else if (!strcmp(mode, "deep")) {
+            for (int i = 0; i < 130; i++)
+                nvtxRangePushA("nested");
+            for (int i = 0; i < 133; i++)
+                nvtxRangePop();
         } else {
             fprintf(stderr, "nvtx_flood: unknown mode %s\n", mode);
             return 2;
@@ -131,6 +141,7 @@ int main(int argc, char **argv)
         tp_call_step();
     }
     PROG_CHECK(cudaFree(dev));
+    fprintf(stderr, "vmhwm_kb %ld %ld\n", before, vmhwm_kb());
     printf("nvtx_flood %s: %d steps\n", mode, STEPS);
     return 0;
 }
