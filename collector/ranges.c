@@ -63,19 +63,28 @@ static struct {
 } tp_xranges[TP_XRANGES];
 static _Atomic uint64_t tp_xrange_next = 1;
 
+/* 1 if NUL-terminated "s" matches an nvtx:GLOB signal's pattern. */
+static int tp_text_matches(const char *s)
+{
+    for (int i = 0; i < tp_cfg.n_signals; i++)
+        if (tp_cfg.signals[i].kind == TP_SIGNAL_NVTX && fnmatch(tp_cfg.signals[i].pattern, s, 0) == 0)
+            return 1;
+    return 0;
+}
+
+/* The first time "name" is asked: match it, cache the answer. */
+static __attribute__((noinline)) int tp_step_flag_set(uint32_t name)
+{
+    uint8_t f = tp_text_matches(tp_intern_str(name)) ? 1 : 2;
+    tp_intern_set_flag(name, f);
+    return f == 1;
+}
+
 /* 1 if "name" ends a step under an nvtx:GLOB signal. */
-static int tp_is_step_range(uint32_t name)
+static inline int tp_is_step_range(uint32_t name)
 {
     uint8_t f = tp_intern_flag(name);
-    if (!f) {
-        f = 2;
-        const char *s = tp_intern_str(name);
-        for (int i = 0; i < tp_cfg.n_signals; i++)
-            if (tp_cfg.signals[i].kind == TP_SIGNAL_NVTX && fnmatch(tp_cfg.signals[i].pattern, s, 0) == 0)
-                f = 1;
-        tp_intern_set_flag(name, f);
-    }
-    return f == 1;
+    return f ? f == 1 : tp_step_flag_set(name);
 }
 
 /* 1 if the text "s" ("len" bytes, (size_t)-1: to its NUL) ends a step:
@@ -83,8 +92,6 @@ static int tp_is_step_range(uint32_t name)
  * cut as tp_intern would cut it. */
 static int tp_text_is_step(const char *s, size_t len)
 {
-    if (!tp_steps_nvtx_possible())
-        return 0;
     uint32_t id = tp_intern_find(s, len);
     if (id)
         return tp_is_step_range(id);
@@ -95,10 +102,7 @@ static int tp_text_is_step(const char *s, size_t len)
         buf[len] = 0;
         s = buf;
     }
-    for (int i = 0; i < tp_cfg.n_signals; i++)
-        if (tp_cfg.signals[i].kind == TP_SIGNAL_NVTX && fnmatch(tp_cfg.signals[i].pattern, s, 0) == 0)
-            return 1;
-    return 0;
+    return tp_text_matches(s);
 }
 
 /* The interned name of message "m" for a range or mark, which a window
@@ -107,13 +111,13 @@ static int tp_text_is_step(const char *s, size_t len)
  * is matched as text, so that steps go on. */
 static uint32_t tp_msg_name(struct tp_msg m, int recording, uint8_t *step)
 {
-    uint32_t id = m.id;
-    if (!m.text) {
+    uint32_t id = m.text ? (recording ? tp_intern(m.text, m.len) : 0) : m.id;
+    if (!tp_steps_nvtx_possible())          /* e.g. trainprof_step() counts the steps */
+        *step = 0;
+    else if (!m.text || id > TP_INTERN_OVERFLOW)
         *step = (uint8_t)tp_is_step_range(id);
-        return id;
-    }
-    id = recording ? tp_intern(m.text, m.len) : 0;
-    *step = (uint8_t)(id > TP_INTERN_OVERFLOW ? tp_is_step_range(id) : tp_text_is_step(m.text, m.len));
+    else
+        *step = (uint8_t)tp_text_is_step(m.text, m.len);
     return id;
 }
 

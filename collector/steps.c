@@ -76,16 +76,9 @@ int tp_core_active(void)
     return atomic_load_explicit(&tp_active, memory_order_acquire);
 }
 
-/* Whether an nvtx:GLOB signal is configured, set once at activation. */
-static int tp_nvtx_signal;
-
-int tp_steps_nvtx_possible(void)
-{
-    if (!tp_nvtx_signal)
-        return 0;
-    int k = atomic_load_explicit(&tp_signal_kind, memory_order_relaxed);
-    return k < 0 || k == TP_SIGNAL_NVTX;
-}
+/* tp_steps_nvtx_possible(): an nvtx:GLOB signal is configured (set at
+ * activation) and no other signal fired first (cleared then). */
+_Atomic int tp_steps_nvtx_live;
 
 static const char *tp_signal_text(void)
 {
@@ -220,6 +213,8 @@ void tp_core_step(enum tp_signal_kind kind)
     int want = -1;
     if (!atomic_compare_exchange_strong(&tp_signal_kind, &want, (int)kind) && want != (int)kind)
         return;
+    if (want < 0 && kind != TP_SIGNAL_NVTX)
+        atomic_store_explicit(&tp_steps_nvtx_live, 0, memory_order_relaxed);
     tp_depth++;
     pthread_mutex_lock(&tp_step_lock);
     if (!tp_flusher_exiting()) {
@@ -381,8 +376,8 @@ void tp_steps_begin(uint64_t start)
     tp_intern_set_budget(names > TP_INTERN_EARLY_BYTES ? names : TP_INTERN_EARLY_BYTES);
     for (int i = 0; i < tp_cfg.n_signals; i++) {
         const struct tp_signal *s = &tp_cfg.signals[i];
-        if (s->kind == TP_SIGNAL_NVTX)
-            tp_nvtx_signal = 1;
+        if (s->kind == TP_SIGNAL_NVTX && atomic_load(&tp_signal_kind) < 0)
+            atomic_store_explicit(&tp_steps_nvtx_live, 1, memory_order_relaxed);
         if (s->kind == TP_SIGNAL_LAUNCH)
             tp_signal_flags |= TP_HOT_LAUNCH_SIG;
         if (s->kind == TP_SIGNAL_CALL) {

@@ -6,6 +6,7 @@
 #ifndef TRAINPROF_COLLECTOR_STEPS_H
 #define TRAINPROF_COLLECTOR_STEPS_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -23,8 +24,13 @@ int tp_steps_phase(void);
 
 /* tp_steps_nvtx_possible - 1 if the end of an NVTX range may still end a
  * step: an nvtx:GLOB signal is configured and no other signal has fired
- * first (decision 4). */
-int tp_steps_nvtx_possible(void);
+ * first (decision 4).  One load: it is asked at every range push. */
+extern _Atomic int tp_steps_nvtx_live;
+
+static inline int tp_steps_nvtx_possible(void)
+{
+    return atomic_load_explicit(&tp_steps_nvtx_live, memory_order_relaxed);
+}
 
 /* tp_core_step - a step signal of kind "kind" fired on this thread. */
 void tp_core_step(enum tp_signal_kind kind);

@@ -97,20 +97,22 @@ def test_full_buffer_keeps_every_step_marker():
 
 
 def test_full_name_table_is_counted():
-    """2^20 NVTX registered strings fill the name table; then 100 ranges
-    and 100 marks of new names in each recorded step read
-    "<name table full>": the 800 are counted.  Before: 0 reported, no
-    warning."""
+    """2^20 NVTX registered strings fill the name table in step 0; then
+    100 ranges and 100 marks of new names in each recorded step, and its
+    "step" range (not interned yet: nothing is outside windows), read
+    "<name table full>": the 804 are counted.  The "step" ranges still end
+    the steps (matched as text).  Before: 0 reported, no warning."""
     r, meta, trace, text, events = _window("registered", 1 << 20)
     named = [ev for ev in tputil.events(trace) if ev.get("name") == "<name table full>"]
-    assert len(named) == 800
-    assert meta["names_lost"] == 800
+    assert len(named) == 804
+    assert meta["names_lost"] == 804
     assert meta["dropped_events"] == 0
     assert tputil.steps(trace) == [1, 2, 3, 4]
-    assert "Names lost: 800 events read <name table full>" in text
-    assert events["names_lost"] == 800
+    assert meta["step_signal"] == "nvtx:step"
+    assert "Names lost: 804 events read <name table full>" in text
+    assert events["names_lost"] == 804
     lines = _loss_lines(r.stderr)
-    assert len(lines) == 1 and "lost 800 names (name table full" in lines[0], r.stderr
+    assert len(lines) == 1 and "lost 804 names (name table full" in lines[0], r.stderr
 
 
 def test_name_table_follows_buffer_mb():
@@ -130,15 +132,18 @@ def test_name_table_follows_buffer_mb():
 
 
 def test_unbalanced_ranges_are_counted():
-    """130 nested ranges a step (2 past the stack of 128) and 3 pops too
-    many: 128 ranges a step are recorded, 8 lost and 12 pops ignored in the
-    window, reported in the trace, the summary and stderr."""
+    """130 ranges nested in each step's range (3 past the stack of 128) and
+    3 pops too many after it: 127 nested ranges a step are recorded, 12
+    lost and 12 pops ignored in the window (the pops after steps 0-3 fall
+    in steps 1-4), reported in the trace, the summary and stderr; the steps
+    are still counted by their range."""
     r, meta, trace, text, events = _window("deep", 0)
     nested = [ev for ev in tputil.events(trace, ph="X") if ev["name"] == "nested"]
-    assert len(nested) == 4 * 128
-    assert (meta["ranges_lost"], meta["unmatched_range_pops"]) == (8, 12)
-    assert (events["ranges_lost"], events["unmatched_range_pops"]) == (8, 12)
-    assert "Ranges lost: 8 " in text and "Range pops with no open range: 12 " in text
+    assert len(nested) == 4 * 127
+    assert tputil.steps(trace) == [1, 2, 3, 4]
+    assert (meta["ranges_lost"], meta["unmatched_range_pops"]) == (12, 12)
+    assert (events["ranges_lost"], events["unmatched_range_pops"]) == (12, 12)
+    assert "Ranges lost: 12 " in text and "Range pops with no open range: 12 " in text
     lines = _loss_lines(r.stderr)
     assert len(lines) == 1, r.stderr
-    assert "8 ranges (nested deeper than 128" in lines[0] and "12 range pops" in lines[0]
+    assert "12 ranges (nested deeper than 128" in lines[0] and "12 range pops" in lines[0]

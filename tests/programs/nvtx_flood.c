@@ -13,18 +13,21 @@
  *                 ranges, registered strings and domains (messages of 199
  *                 bytes), then print "vmhwm_kb A B" to stderr: the peak RSS
  *                 (VmHWM) before and after
- *   registered N  CUDA program, 6 steps (trainprof_step): N distinct
- *                 strings registered with nvtxDomainRegisterStringA in step
- *                 0, then in each step 100 ranges of new distinct names
- *                 and 100 marks of new distinct names
+ *   registered N  CUDA program, 6 steps: N distinct strings registered
+ *                 with nvtxDomainRegisterStringA in step 0, then in each
+ *                 step 100 ranges of new distinct names and 100 marks of
+ *                 new distinct names
  *   names N       CUDA program, 6 steps: N ranges of new distinct names
  *                 in each step
  *   flood N       CUDA program, 6 steps: N push/pop ranges and N marks
  *                 (one name each) in each step
- *   deep          CUDA program, 6 steps: in each step 130 nested ranges
- *                 (2 past the library's stack of 128), then 3 pops too many
- * The CUDA modes print "vmhwm_kb A B" to stderr too: after the first CUDA
- * call (activation) and at the end.
+ *   deep          CUDA program, 6 steps: in each step 130 ranges nested in
+ *                 the step's (3 past the library's stack of 128), and after
+ *                 the step's range 3 pops too many
+ * In the CUDA modes each step is an NVTX range named "step" (the default
+ * TRAINPROF_STEP_ON=api,nvtx:step counts it) holding a cudaMemcpy; they
+ * print "vmhwm_kb A B" to stderr too: after the first CUDA call
+ * (activation) and at the end.
  * Prints one deterministic line to stdout.  Exit status 0 unless a CUDA call
  * fails.
  */
@@ -103,6 +106,7 @@ int main(int argc, char **argv)
     char buf[MSG];
     long k = 0;
     for (int s = 0; s < STEPS; s++) {
+        nvtxRangePushA("step");
         if (!strcmp(mode, "registered")) {
             if (s == 0)
                 for (long i = 0; i < n; i++) {
@@ -131,14 +135,17 @@ int main(int argc, char **argv)
         } else if (!strcmp(mode, "deep")) {
             for (int i = 0; i < 130; i++)
                 nvtxRangePushA("nested");
-            for (int i = 0; i < 133; i++)
+            for (int i = 0; i < 130; i++)
                 nvtxRangePop();
         } else {
             fprintf(stderr, "nvtx_flood: unknown mode %s\n", mode);
             return 2;
         }
         PROG_CHECK(cudaMemcpy(dev, buf, 64, cudaMemcpyHostToDevice));
-        tp_call_step();
+        nvtxRangePop();
+        if (!strcmp(mode, "deep"))
+            for (int i = 0; i < 3; i++)
+                nvtxRangePop();
     }
     PROG_CHECK(cudaFree(dev));
     fprintf(stderr, "vmhwm_kb %ld %ld\n", before, vmhwm_kb());
