@@ -8,9 +8,9 @@
  * pushes) in an unsigned 32-bit counter that stops at UINT32_MAX: any
  * number of unbalanced pushes is safe (a signed int wrapped after 2^31 of
  * them, and the next push wrote at tp_stack[INT_MIN]), and a pop with no
- * open range is ignored.  Both are counted (tp_ranges_losses): ranges
- * pushed past the stack while a window records, and pops with nothing to
- * pop.  Start/end ranges can end on another thread: they sit in a fixed
+ * open range is ignored.  Both are counted (steps.h tp_steps_range_lost,
+ * tp_steps_pop_unmatched: each window reports its own): ranges pushed past
+ * the stack while a window records, and pops with nothing to pop.  Start/end ranges can end on another thread: they sit in a fixed
  * table indexed by id; a slot reused before its range ended loses that
  * range, counted with the ranges past the stack.
  *
@@ -52,8 +52,6 @@ static __thread uint32_t tp_stack_n;            /* open ranges: may exceed TP_RA
                                                    stops at UINT32_MAX */
 static __thread int32_t tp_my_tid;
 
-/* Process totals (tp_ranges_losses): ranges a window lost, pops ignored. */
-static _Atomic uint64_t tp_lost_ranges, tp_unmatched_pops;
 
 #define TP_XRANGES 4096
 static struct {
@@ -208,7 +206,7 @@ static int tp_pushed(uint32_t n)
 static void tp_push_past_stack(void)
 {
     if (tp_hot_load() & TP_HOT_RECORDING)
-        atomic_fetch_add_explicit(&tp_lost_ranges, 1, memory_order_relaxed);
+        tp_steps_range_lost();
 }
 
 int tp_range_push(struct tp_msg m, uint32_t domain, enum tp_range_source src)
@@ -272,7 +270,7 @@ int tp_range_pop(void)
         return -1;
     uint32_t n = tp_stack_n;
     if (n == 0) {
-        atomic_fetch_add_explicit(&tp_unmatched_pops, 1, memory_order_relaxed);
+        tp_steps_pop_unmatched();
         return -1;
     }
     tp_stack_n = --n;
@@ -293,7 +291,7 @@ uint64_t tp_range_start(struct tp_msg m, uint32_t domain)
      * will find another id there */
     if (atomic_exchange_explicit(&tp_xranges[slot].id, 0, memory_order_relaxed) &&
         tp_xranges[slot].r.recording)
-        atomic_fetch_add_explicit(&tp_lost_ranges, 1, memory_order_relaxed);
+        tp_steps_range_lost();
     tp_open(&tp_xranges[slot].r, m, domain);
     tp_xranges[slot].tid = tp_my_tid;
     atomic_store_explicit(&tp_xranges[slot].id, id, memory_order_release);
@@ -344,12 +342,6 @@ void tp_mark(struct tp_msg m, uint32_t domain)
 void tp_counter(struct tp_msg m, double value)
 {
     tp_instant(TP_REC_COUNTER, m, 0, value);
-}
-
-void tp_ranges_losses(uint64_t *lost, uint64_t *unmatched_pops)
-{
-    *lost = atomic_load_explicit(&tp_lost_ranges, memory_order_relaxed);
-    *unmatched_pops = atomic_load_explicit(&tp_unmatched_pops, memory_order_relaxed);
 }
 
 void tp_range_test_set_depth(uint32_t depth)

@@ -69,12 +69,6 @@ void tp_mark(struct tp_msg m, uint32_t domain);
 /* A counter sample. */
 void tp_counter(struct tp_msg m, double value);
 
-/* tp_ranges_losses - process totals since start: "*lost", ranges a window
- * did not keep (pushed past TP_RANGE_DEPTH, or start/end ranges whose slot
- * was taken by a newer one before they ended); "*unmatched_pops", pops with
- * no open range (ignored).  Steps take them at a window's start and end. */
-void tp_ranges_losses(uint64_t *lost, uint64_t *unmatched_pops);
-
 /* tp_range_test_set_depth, tp_range_test_depth - tests only: this thread's
  * count of open push/pop ranges, to reach the bounds of billions of
  * unbalanced pushes without making them (tests/unit/test_ranges.c). */

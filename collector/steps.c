@@ -38,7 +38,6 @@
 #include "module.h"
 #include "ondemand.h"
 #include "protocol.h"
-#include "ranges.h"
 #include "schedule.h"
 
 #include <pthread.h>
@@ -80,6 +79,25 @@ int tp_core_active(void)
  * activation) and no other signal fired first (cleared then). */
 _Atomic int tp_steps_nvtx_live;
 
+/* ranges.c's losses, process totals; windows take the difference */
+static _Atomic uint64_t tp_lost_ranges, tp_unmatched_pops;
+
+void tp_steps_range_lost(void)
+{
+    atomic_fetch_add_explicit(&tp_lost_ranges, 1, memory_order_relaxed);
+}
+
+void tp_steps_pop_unmatched(void)
+{
+    atomic_fetch_add_explicit(&tp_unmatched_pops, 1, memory_order_relaxed);
+}
+
+void tp_steps_range_losses(uint64_t *lost, uint64_t *unmatched_pops)
+{
+    *lost = atomic_load_explicit(&tp_lost_ranges, memory_order_relaxed);
+    *unmatched_pops = atomic_load_explicit(&tp_unmatched_pops, memory_order_relaxed);
+}
+
 static const char *tp_signal_text(void)
 {
     int k = atomic_load(&tp_signal_kind);
@@ -117,7 +135,7 @@ static void tp_window_open(uint64_t now)
     tp_cur.start_tick = now;
     tp_clock_read_triple(&tp_cur.start_clock);
     tp_dropped_mark = tp_buf_dropped();
-    tp_ranges_losses(&tp_lost_mark, &tp_pops_mark);
+    tp_steps_range_losses(&tp_lost_mark, &tp_pops_mark);
     tp_recording = 1;
     tp_modules_window_begin(tp_gen, now);
 }
@@ -133,7 +151,7 @@ static void tp_window_close(uint64_t now, const char *partial_reason, uint64_t b
     tp_cur.partial = partial_reason != NULL;
     tp_cur.partial_reason = partial_reason;
     tp_cur.dropped = tp_buf_dropped() - tp_dropped_mark;
-    tp_ranges_losses(&tp_cur.ranges_lost, &tp_cur.unmatched_pops);
+    tp_steps_range_losses(&tp_cur.ranges_lost, &tp_cur.unmatched_pops);
     tp_cur.ranges_lost -= tp_lost_mark;
     tp_cur.unmatched_pops -= tp_pops_mark;
     tp_cur.step_signal = tp_signal_text();

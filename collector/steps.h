@@ -32,6 +32,16 @@ static inline int tp_steps_nvtx_possible(void)
     return atomic_load_explicit(&tp_steps_nvtx_live, memory_order_relaxed);
 }
 
+/* tp_steps_range_lost - ranges.c: a range a window did not keep (pushed
+ * past the stack's TP_RANGE_DEPTH, or a start/end range whose slot a newer
+ * one took before it ended).  tp_steps_pop_unmatched: a pop with no open
+ * range (ignored).  Each window reports those made while it was open. */
+void tp_steps_range_lost(void);
+void tp_steps_pop_unmatched(void);
+
+/* tp_steps_range_losses - their process totals (tests). */
+void tp_steps_range_losses(uint64_t *lost, uint64_t *unmatched_pops);
+
 /* tp_core_step - a step signal of kind "kind" fired on this thread. */
 void tp_core_step(enum tp_signal_kind kind);
 

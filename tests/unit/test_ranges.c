@@ -91,13 +91,13 @@ START_TEST(test_unmatched_pops)
     activate();
     uint32_t name = tp_intern("after", (size_t)-1);
     uint64_t lost0, pops0, lost, pops;
-    tp_ranges_losses(&lost0, &pops0);
+    tp_steps_range_losses(&lost0, &pops0);
     for (int i = 0; i < 3; i++)
         ck_assert_int_eq(tp_range_pop(), -1);
     ck_assert_uint_eq(tp_range_test_depth(), 0);
     ck_assert_int_eq(tp_range_push(TP_MSG_ID(name), 0, TP_RANGE_API), 0);
     ck_assert_int_eq(tp_range_pop(), 0);
-    tp_ranges_losses(&lost, &pops);
+    tp_steps_range_losses(&lost, &pops);
     ck_assert_uint_eq(pops - pops0, 3);
     ck_assert_uint_eq(lost - lost0, 0);
     ck_assert_uint_eq(recorded(name), 1);
@@ -111,12 +111,12 @@ START_TEST(test_past_the_stack)
     activate();
     uint32_t name = tp_intern("nested", (size_t)-1);
     uint64_t lost0, pops0, lost, pops;
-    tp_ranges_losses(&lost0, &pops0);
+    tp_steps_range_losses(&lost0, &pops0);
     for (int i = 0; i < TP_RANGE_DEPTH + 5; i++)
         ck_assert_int_eq(tp_range_push(TP_MSG_ID(name), 0, TP_RANGE_API), i);
     for (int i = TP_RANGE_DEPTH + 5; i > 0; i--)
         ck_assert_int_eq(tp_range_pop(), i - 1);
-    tp_ranges_losses(&lost, &pops);
+    tp_steps_range_losses(&lost, &pops);
     ck_assert_uint_eq(lost - lost0, 5);
     ck_assert_uint_eq(pops - pops0, 0);
     ck_assert_uint_eq(recorded(name), TP_RANGE_DEPTH);
