@@ -9,7 +9,11 @@
  * (flusher.c): one queue insert and one write(2) on the training thread.
  * The modules (modules.def) hear of each window's start and end.
  * launch:GLOB and call:NAME signals are counted here too, from the slow
- * path of tp_call_finish (protocol.h).
+ * path of tp_call_finish (protocol.h).  A recorded step's marker goes to
+ * the buffer's reserve for step markers (buffer.h tp_buf_write_step), so
+ * that a window keeps its structure however many records it dropped; the
+ * window's losses (records dropped, ranges.c's ranges lost and pops
+ * ignored) are the counters' differences between its open and close.
  *
  * Profiler-API windows (TRAINPROF_SCHEDULE=profiler-api, nsys's
  * --capture-range=cudaProfilerApi): cudaProfilerStart/cuProfilerStart opens
