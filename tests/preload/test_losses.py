@@ -45,6 +45,21 @@ def test_no_cuda_distinct_nvtx_messages_keep_nothing():
     assert b"trainprof:" not in r.stderr
 
 
+def test_itt_string_handles_are_bounded():
+    """ITT string handles live as long as the process and are made before
+    activation too (torch makes one per operator name): 100,000 distinct
+    199-byte names take at most the table's 1 MiB, then share one handle
+    named "<name table full>".  Before: 100,000 handles, 2.6 -> 27.6 MB."""
+    plain = tputil.run(PROG, ["itt", 100_000], preload=False)
+    r = tputil.run(PROG, ["itt", 100_000])
+    assert plain.rc == 0 and r.rc == 0, r.stderr
+    assert r.stdout == plain.stdout
+    before, after = _vmhwm(r.stderr)
+    assert after - before < 2048, (before, after)
+    handles = int(re.search(rb"^itt_handles (\d+)$", r.stderr, re.M).group(1))
+    assert 1000 < handles < 5000, handles       # about 1 MiB / 240 bytes, and the full one
+
+
 # ---- a window's losses: counted in the trace, the summary and stderr -----------
 
 SCHED = "warmup=1,active=4"       # steps 1-4 record, saved with batch 5

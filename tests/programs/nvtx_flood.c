@@ -13,6 +13,11 @@
  *                 ranges, registered strings and domains (messages of 199
  *                 bytes), then print "vmhwm_kb A B" to stderr: the peak RSS
  *                 (VmHWM) before and after
+ *   itt N         never touch CUDA: N distinct ITT string handles of 199
+ *                 bytes through __itt_string_handle_create (found with
+ *                 dlsym: nothing without the library), as torch's ITT
+ *                 state makes them; prints "vmhwm_kb A B" and "itt_handles
+ *                 H" (distinct handles returned) to stderr
  *   registered N  CUDA program, 6 steps: N distinct strings registered
  *                 with nvtxDomainRegisterStringA in step 0, then in each
  *                 step 100 ranges of new distinct names and 100 marks of
@@ -88,16 +93,36 @@ static int no_cuda(long n)
     return 0;
 }
 
+static int itt(long n)
+{
+    typedef const void *(*handle_fn)(const char *);
+    handle_fn make = (handle_fn)dlsym(RTLD_DEFAULT, "__itt_string_handle_create");
+    char buf[MSG];
+    message_init(buf);
+    long before = vmhwm_kb(), distinct = 0;
+    const void *last = NULL;
+    for (long i = 0; make && i < n; i++) {
+        const void *h = make(message(buf, "itt", i));
+        distinct += h != last;
+        last = h;
+    }
+    fprintf(stderr, "vmhwm_kb %ld %ld\nitt_handles %ld\n", before, vmhwm_kb(), distinct);
+    printf("nvtx_flood itt: %ld names\n", n);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: nvtx_flood no-cuda|registered|names|flood [N]\n");
+        fprintf(stderr, "usage: nvtx_flood no-cuda|itt|registered|names|flood|deep [N]\n");
         return 2;
     }
     const char *mode = argv[1];
     long n = argc > 2 ? atol(argv[2]) : 1000;
     if (!strcmp(mode, "no-cuda"))
         return no_cuda(n);
+    if (!strcmp(mode, "itt"))
+        return itt(n);
 
     void *dev = NULL;
     PROG_CHECK(cudaMalloc(&dev, 4096));
