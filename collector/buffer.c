@@ -8,6 +8,15 @@
  * thread, not per call) and is reused after the thread exits and its
  * records are drained.  The pthread key destructor only marks the buffer
  * exited: the flush thread retires it.
+ *
+ * A window's step markers are its structure (ProfilerStep#N, the steps of
+ * the summary and the trainprof object): they never compete with the other
+ * records for room.  The last chunks of the mapping (a 64th, at least 2:
+ * 2,046 steps) are a reserve that only they take, through a buffer of
+ * their own (tp_buf_write_step, one writer at a time: steps.c's step
+ * lock), into which each marker carries its thread's id and name.  When a
+ * flood of records filled the pool, a window of steps 1-4 was saved with
+ * none or one of its ProfilerStep events before (test_losses.py).
  */
 #include "buffer.h"
 
@@ -21,61 +30,74 @@
 
 __thread struct tp_tbuf *tp_tls_buf __attribute__((tls_model("initial-exec")));
 
+/* Chunks [first, end) of the mapping: taken from a bump index, then from a
+ * free list. */
+struct tp_pool {
+    uint32_t first, end;
+    _Atomic uint32_t bump;
+    _Atomic uint64_t free;                              /* tag << 32 | index */
+};
+
 static char *tp_pool;
-static uint32_t tp_pool_chunks;
-static _Atomic uint32_t tp_pool_bump;
-static _Atomic uint64_t tp_pool_free = UINT32_MAX;      /* tag << 32 | index */
-static _Atomic uint32_t tp_pool_used;
+static struct tp_pool tp_general = { .free = UINT32_MAX };
+static struct tp_pool tp_reserve = { .free = UINT32_MAX };   /* the step markers' */
+static _Atomic uint32_t tp_pool_used;                   /* general chunks held */
 static _Atomic(struct tp_tbuf *) tp_tbufs;
 static _Atomic uint64_t tp_dropped_orphan;              /* drops before a buffer existed */
 static pthread_key_t tp_tbuf_key;
 static pthread_once_t tp_key_once = PTHREAD_ONCE_INIT;
+static struct tp_tbuf tp_steps_buf;                     /* the step markers, under tp_steps_lock */
+static pthread_mutex_t tp_steps_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct tp_chunk *tp_chunk_at(uint32_t i)
 {
     return (struct tp_chunk *)(tp_pool + (size_t)i * TP_CHUNK_BYTES);
 }
 
-static struct tp_chunk *tp_chunk_get(void)
+static struct tp_chunk *tp_chunk_get(struct tp_pool *p)
 {
-    uint64_t head = atomic_load_explicit(&tp_pool_free, memory_order_acquire);
+    uint64_t head = atomic_load_explicit(&p->free, memory_order_acquire);
     struct tp_chunk *c = NULL;
     while ((uint32_t)head != UINT32_MAX) {
         c = tp_chunk_at((uint32_t)head);
         uint32_t nxt = (uint32_t)(uintptr_t)atomic_load_explicit(&c->next, memory_order_relaxed);
         uint64_t want = ((head >> 32) + 1) << 32 | nxt;
-        if (atomic_compare_exchange_weak_explicit(&tp_pool_free, &head, want,
+        if (atomic_compare_exchange_weak_explicit(&p->free, &head, want,
                                                   memory_order_acquire, memory_order_acquire))
             break;
         c = NULL;
     }
     if (!c) {
-        uint32_t i = atomic_load_explicit(&tp_pool_bump, memory_order_relaxed);
+        uint32_t i = atomic_load_explicit(&p->bump, memory_order_relaxed);
         do {
-            if (i >= tp_pool_chunks)
+            if (i >= p->end)
                 return NULL;
-        } while (!atomic_compare_exchange_weak_explicit(&tp_pool_bump, &i, i + 1,
+        } while (!atomic_compare_exchange_weak_explicit(&p->bump, &i, i + 1,
                                                         memory_order_relaxed, memory_order_relaxed));
         c = tp_chunk_at(i);
         c->index = i;
     }
     atomic_store_explicit(&c->count, 0, memory_order_relaxed);
     atomic_store_explicit(&c->next, NULL, memory_order_relaxed);
-    atomic_fetch_add_explicit(&tp_pool_used, 1, memory_order_relaxed);
+    if (p == &tp_general)
+        atomic_fetch_add_explicit(&tp_pool_used, 1, memory_order_relaxed);
     return c;
 }
 
-/* On the free list, chunk->next holds the index of the next free chunk. */
+/* Back to the pool it came from.  On the free list, chunk->next holds the
+ * index of the next free chunk. */
 static void tp_chunk_put(struct tp_chunk *c)
 {
-    uint64_t head = atomic_load_explicit(&tp_pool_free, memory_order_relaxed);
+    struct tp_pool *p = c->index >= tp_reserve.first ? &tp_reserve : &tp_general;
+    uint64_t head = atomic_load_explicit(&p->free, memory_order_relaxed);
     uint64_t want;
     do {
         atomic_store_explicit(&c->next, (struct tp_chunk *)(uintptr_t)(uint32_t)head, memory_order_relaxed);
         want = ((head >> 32) + 1) << 32 | c->index;
-    } while (!atomic_compare_exchange_weak_explicit(&tp_pool_free, &head, want,
+    } while (!atomic_compare_exchange_weak_explicit(&p->free, &head, want,
                                                     memory_order_release, memory_order_relaxed));
-    atomic_fetch_sub_explicit(&tp_pool_used, 1, memory_order_relaxed);
+    if (p == &tp_general)
+        atomic_fetch_sub_explicit(&tp_pool_used, 1, memory_order_relaxed);
 }
 
 int tp_buf_init(long mb)
@@ -90,7 +112,15 @@ int tp_buf_init(long mb)
     /* 2 MiB pages where the kernel allows them: a window's first pass over
      * the pool takes 512 times fewer page faults on the training threads */
     madvise(p, bytes, MADV_HUGEPAGE);
-    tp_pool_chunks = (uint32_t)(bytes / TP_CHUNK_BYTES);
+    uint32_t chunks = (uint32_t)(bytes / TP_CHUNK_BYTES);     /* 16 at least (1 MiB) */
+    uint32_t reserve = TP_STEP_RESERVE(chunks);
+    tp_general.end = tp_reserve.first = chunks - reserve;
+    tp_reserve.end = chunks;
+    atomic_store(&tp_reserve.bump, tp_reserve.first);
+    /* the step markers' buffer, read with the threads' */
+    tp_steps_buf.next_all = atomic_load(&tp_tbufs);
+    while (!atomic_compare_exchange_weak(&tp_tbufs, &tp_steps_buf.next_all, &tp_steps_buf))
+        ;
     tp_pool = p;
     return 0;
 }
@@ -134,6 +164,18 @@ static struct tp_tbuf *tp_tbuf_register(void)
     return b;
 }
 
+/* Link a new chunk "c" at the end of "b"'s chain (its writer). */
+static struct tp_record *tp_tbuf_extend(struct tp_tbuf *b, struct tp_chunk *c)
+{
+    if (b->cur)
+        atomic_store_explicit(&b->cur->next, c, memory_order_release);
+    else
+        atomic_store_explicit(&b->first, c, memory_order_release);
+    b->cur = c;
+    b->widx = 0;
+    return &c->rec[0];
+}
+
 struct tp_record *tp_buf_reserve_slow(void)
 {
     struct tp_tbuf *b = tp_tls_buf;
@@ -145,18 +187,41 @@ struct tp_record *tp_buf_reserve_slow(void)
     }
     if (b->cur && b->widx < TP_CHUNK_RECORDS)
         return &b->cur->rec[b->widx];
-    struct tp_chunk *c = tp_chunk_get();
+    struct tp_chunk *c = tp_chunk_get(&tp_general);
     if (!c) {
         atomic_fetch_add_explicit(&b->dropped, 1, memory_order_relaxed);
         return NULL;
     }
-    if (b->cur)
-        atomic_store_explicit(&b->cur->next, c, memory_order_release);
-    else
-        atomic_store_explicit(&b->first, c, memory_order_release);
-    b->cur = c;
-    b->widx = 0;
-    return &c->rec[0];
+    return tp_tbuf_extend(b, c);
+}
+
+int tp_buf_write_step(const struct tp_record *rec)
+{
+    if (!tp_pool)
+        return -1;
+    struct tp_tbuf *me = tp_tls_buf ? tp_tls_buf : tp_tbuf_register();
+    struct tp_tbuf *b = &tp_steps_buf;
+    pthread_mutex_lock(&tp_steps_lock);
+    struct tp_record *r = NULL;
+    if (b->cur && b->widx < TP_CHUNK_RECORDS) {
+        r = &b->cur->rec[b->widx];
+    } else {
+        struct tp_chunk *c = tp_chunk_get(&tp_reserve);
+        if (!c)
+            c = tp_chunk_get(&tp_general);
+        if (c)
+            r = tp_tbuf_extend(b, c);
+    }
+    if (r) {
+        *r = *rec;
+        r->u.step.tid = me ? me->tid : (int32_t)syscall(SYS_gettid);
+        memcpy(r->u.step.thread, me ? me->name : "", me ? sizeof r->u.step.thread : 1);
+        atomic_store_explicit(&b->cur->count, ++b->widx, memory_order_release);
+    } else {
+        atomic_fetch_add_explicit(&b->dropped, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&tp_steps_lock);
+    return r ? 0 : -1;
 }
 
 /* Reader: one thread's records. Returns records of "gen" seen. */

@@ -7,7 +7,9 @@
  * release store of the chunk's count; the flush thread is the only reader.
  * When the pool is empty a record is dropped and counted: the writer never
  * blocks, locks, allocates or makes a system call.  Buffers of exited
- * threads stay until drained, then are reused by new threads.
+ * threads stay until drained, then are reused by new threads.  Step
+ * markers have chunks of their own (tp_buf_write_step), which no other
+ * record takes.
  */
 #ifndef TRAINPROF_COLLECTOR_BUFFER_H
 #define TRAINPROF_COLLECTOR_BUFFER_H
@@ -63,6 +65,19 @@ static inline struct tp_record *tp_buf_reserve(void)
         return &b->cur->rec[b->widx];
     return tp_buf_reserve_slow();
 }
+
+/* The chunks of a pool of "chunks" kept for step markers. */
+#define TP_STEP_RESERVE(chunks) ((chunks) / 64 > 2 ? (chunks) / 64 : 2)
+
+/*
+ * tp_buf_write_step - write step marker "rec" (TP_REC_STEP) where no other
+ * record competes for room: a reserve of the pool (TP_STEP_RESERVE: a 64th
+ * of it, at least 2 chunks, 2,046 markers), then the pool.  u.step.tid and u.step.thread
+ * are set to the calling thread's.  One caller at a time (steps.c's step
+ * lock; a lock of its own besides).  0, or -1 when even the pool is full
+ * (dropped and counted).
+ */
+int tp_buf_write_step(const struct tp_record *rec);
 
 /* tp_buf_commit - publish the slot returned by the last tp_buf_reserve(). */
 static inline void tp_buf_commit(void)

@@ -10,6 +10,10 @@
  * are reached through the sink (sink.h) only: the window they see is
  * read-only, what they saved comes back in a struct tp_saved, and the
  * sink's post-save stage (TRAINPROF_EXEC, TRAINPROF_KEEP) runs after them.
+ * What the window lost (events to a full buffer, device records, names to
+ * a full name table, ranges, pops with nothing to pop) is counted before
+ * the handlers open, for the trace's trainprof object and the summary, and
+ * said in one stderr line per window.
  * A partial window (closed at exit) whose {batch} is the one of the window
  * written before it holds no step: only the calls made between the last
  * save and exit.  It is discarded, rather than saved as an empty trace
@@ -175,6 +179,12 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
         ev.dur_ns = 0;
         break;
     case TP_REC_STEP:
+        if (r->u.step.tid) {        /* from the step markers' buffer: its thread */
+            memcpy(kbuf, r->u.step.thread, sizeof r->u.step.thread);
+            kbuf[sizeof r->u.step.thread - 1] = 0;
+            ev.tid = r->u.step.tid;
+            ev.thread_name = kbuf;
+        }
         break;
     default:
         return;
@@ -227,7 +237,7 @@ struct tp_step_ticks {
     uint64_t t0, t1;
     uint64_t index;
     int32_t tid;
-    const char *thread_name;
+    char thread_name[16];
 };
 
 struct tp_steps {
@@ -236,20 +246,49 @@ struct tp_steps {
     size_t n, cap;
     uint64_t flops;
     uint64_t launches;             /* launch records */
+    uint64_t names_lost;           /* records named "<name table full>" */
 };
+
+/* Whether record "r" names itself "<name table full>": a name the full
+ * table refused (its kernel's name is resolved here, as the dispatch would,
+ * so that the count precedes the events). */
+static int tp_record_name_lost(const struct tp_record *r)
+{
+    switch (r->kind) {
+    case TP_REC_RANGE:
+        return r->u.range.name == TP_INTERN_OVERFLOW || r->u.range.domain == TP_INTERN_OVERFLOW ||
+               (r->u.range.source == TP_RANGE_TORCH && r->u.range.sizes == TP_INTERN_OVERFLOW);
+    case TP_REC_MARK:
+    case TP_REC_COUNTER:
+        return r->u.mark.name == TP_INTERN_OVERFLOW || r->u.mark.domain == TP_INTERN_OVERFLOW;
+    case TP_REC_LAUNCH:
+        return r->u.launch.func_kind != TP_FUNC_GRAPH &&
+               tp_kernels_name_id(r->u.launch.func, r->u.launch.func_kind) == TP_INTERN_OVERFLOW;
+    default:
+        return 0;
+    }
+}
 
 static void tp_collect_step(void *ctx, const struct tp_tbuf *t, const struct tp_record *r)
 {
     (void)t;
     struct tp_steps *s = ctx;
     s->launches += r->kind == TP_REC_LAUNCH;
+    s->names_lost += tp_record_name_lost(r);
     if (r->kind != TP_REC_STEP)
         return;
     struct tp_step_ticks *v = tp_grow(s->tick, &s->cap, s->n + 1, sizeof *v, 64);
     if (!v)
         return;
     s->tick = v;
-    s->tick[s->n++] = (struct tp_step_ticks){ r->t0, r->t1, r->u.step.index, t->tid, t->name };
+    v = &s->tick[s->n++];
+    *v = (struct tp_step_ticks){ r->t0, r->t1, r->u.step.index, r->u.step.tid, "" };
+    memcpy(v->thread_name, r->u.step.thread, sizeof v->thread_name);
+    v->thread_name[sizeof v->thread_name - 1] = 0;
+    if (!v->tid) {                  /* written into the thread's own buffer */
+        v->tid = t->tid;
+        memcpy(v->thread_name, t->name, sizeof v->thread_name);
+    }
 }
 
 /* The FLOPs a record stands for: library calls that ran (not those captured
@@ -365,6 +404,29 @@ static void tp_flush_discard(const struct tp_handoff *w)
     struct tp_mem_usage *mem = NULL;
     tp_mem_window_take(w->gen, NULL, &mem);
     free(mem);
+}
+
+/* One stderr line per window that lost anything, whatever it was: the
+ * figures of its trace's trainprof object and summary ("trace": NULL when
+ * it was not saved). */
+static void tp_flush_warn_losses(const struct tp_window *w, const char *trace)
+{
+    char line[512];
+    size_t n = 0;
+#define TP_LOSS(count, what)                                                                  \
+    if ((count) && n < sizeof line)                                                           \
+        n += (size_t)snprintf(line + n, sizeof line - n, "%s%llu " what, n ? ", " : "",       \
+                              (unsigned long long)(count))
+    TP_LOSS(w->dropped, "events (buffer full: raise TRAINPROF_BUFFER_MB)");
+    TP_LOSS(w->gpu_dropped, "device records (CUPTI buffers full)");
+    TP_LOSS(w->names_lost, "names (name table full: they read <name table full>)");
+    TP_LOSS(w->ranges_lost, "ranges (nested deeper than 128, or start/end ranges not ended "
+            "within 4096 starts)");
+    TP_LOSS(w->unmatched_pops, "range pops with no open range (ignored)");
+#undef TP_LOSS
+    if (n)
+        TP_WARN("rank %d: steps %llu-%llu lost %s%s%s", w->rank, (unsigned long long)w->first_step,
+                (unsigned long long)w->last_step, line, trace ? "; trace " : "", trace ? trace : "");
 }
 
 void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
@@ -504,6 +566,11 @@ void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
         win.steps_recorded = 0;
     else if (steps.n < win.steps_recorded)
         win.steps_recorded = steps.n;
+    win.names_lost = steps.names_lost;
+    for (size_t i = 0; dev && i < dev->n_rec; i++)
+        win.names_lost += dev->rec[i].kind == TP_DEV_KERNEL && dev->rec[i].name == TP_INTERN_OVERFLOW;
+    win.ranges_lost = w->ranges_lost;
+    win.unmatched_pops = w->unmatched_pops;
 
     /* handlers run in the sink's order (chrome first, so that the others
      * can name their files after the trace), whatever the order of
@@ -542,6 +609,7 @@ void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
 
     if (saved.trace[0])
         atomic_fetch_add(&tp_saved_windows, 1);
+    tp_flush_warn_losses(&win, saved.trace[0] ? saved.trace : NULL);
     if (saved.trace[0])
         TP_INFO("rank %d: saved steps %llu-%llu%s (%llu events%s) to %s%s%s", win.rank,
                 (unsigned long long)win.first_step, (unsigned long long)win.last_step,

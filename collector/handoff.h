@@ -18,6 +18,8 @@ struct tp_handoff {
     uint64_t start_tick, end_tick;
     struct tp_clock_triple start_clock, end_clock; /* the clocks read at start and end */
     uint64_t dropped;           /* records dropped during the window */
+    uint64_t ranges_lost;       /* ranges it did not keep (collector/ranges.h tp_steps_range_losses) */
+    uint64_t unmatched_pops;    /* pops with no open range during it */
     int partial;
     const char *partial_reason; /* "exit", "SIGTERM", "SIGSEGV", ... (static), NULL if not partial */
     const char *step_signal;    /* the step signal that counted its steps ("" if none) */

@@ -6,6 +6,14 @@
  * and their text live in 64 KiB arenas that are never freed, so a returned
  * string stays valid for the life of the process.  The id -> entry directory
  * is two-level (pages of 4096 pointers) so that it never moves either.
+ * What the arenas and directory pages take is bounded (tp_intern_budget):
+ * the table holds what a window records, and before activation only
+ * domain names and NVTX registered strings, whose handles must outlast
+ * activation; a program's stream of distinct messages (one per call, by
+ * the million) would otherwise grow it by 1 KiB a name, 1.08 GB in a
+ * process that never used CUDA (tests/preload/test_losses.py).  A string
+ * refused is counted (tp_intern_refused) and its callers show it as
+ * "<name table full>".
  */
 #include "intern.h"
 
@@ -31,6 +39,9 @@ static _Atomic uint32_t tp_next_id = 2;     /* 0 = "", 1 = overflow */
 static pthread_mutex_t tp_intern_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *tp_arena;
 static size_t tp_arena_used = TP_ARENA_SIZE;
+static size_t tp_taken;                         /* bytes of arenas and pages, under the lock */
+static size_t tp_budget = TP_INTERN_EARLY_BYTES;
+static _Atomic uint64_t tp_refused;
 
 static uint32_t tp_hash(const char *s, size_t n)
 {
@@ -51,11 +62,22 @@ static size_t tp_cut(const char *s, size_t n)
     return n;
 }
 
+/* "n" more bytes for the table, NULL past its budget (lock held). */
+static void *tp_take(size_t n, int zero)
+{
+    if (tp_taken + n > tp_budget)
+        return NULL;
+    void *p = zero ? calloc(1, n) : malloc(n);
+    if (p)
+        tp_taken += n;
+    return p;
+}
+
 static void *tp_arena_alloc(size_t size)
 {
     size = (size + 7) & ~(size_t)7;
     if (tp_arena_used + size > TP_ARENA_SIZE) {
-        char *a = malloc(size > TP_ARENA_SIZE ? size : TP_ARENA_SIZE);
+        char *a = tp_take(size > TP_ARENA_SIZE ? size : TP_ARENA_SIZE, 0);
         if (!a)
             return NULL;
         tp_arena = a;
@@ -83,13 +105,27 @@ static struct tp_istr *tp_entry(uint32_t id)
     return page ? atomic_load_explicit(&page[id % TP_INTERN_PAGE], memory_order_acquire) : NULL;
 }
 
-uint32_t tp_intern(const char *s, size_t len)
+size_t tp_intern_len(const char *s, size_t len)
 {
     if (!s)
         return 0;
     if (len == (size_t)-1)
         len = strnlen(s, TP_INTERN_LEN_MAX + 4);
-    len = tp_cut(s, len);
+    return tp_cut(s, len);
+}
+
+uint32_t tp_intern_find(const char *s, size_t len)
+{
+    len = tp_intern_len(s, len);
+    if (len == 0)
+        return 0;
+    struct tp_istr *e = tp_find(tp_hash(s, len), s, len);
+    return e ? e->id : 0;
+}
+
+uint32_t tp_intern(const char *s, size_t len)
+{
+    len = tp_intern_len(s, len);
     if (len == 0)
         return 0;
     uint32_t h = tp_hash(s, len);
@@ -111,7 +147,7 @@ uint32_t tp_intern(const char *s, size_t len)
     }
     struct tp_istr *_Atomic *page = atomic_load_explicit(&tp_dir[id / TP_INTERN_PAGE], memory_order_relaxed);
     if (!page) {
-        page = calloc(TP_INTERN_PAGE, sizeof *page);
+        page = tp_take(TP_INTERN_PAGE * sizeof *page, 1);
         if (!page) {
             id = TP_INTERN_OVERFLOW;
             goto out;
@@ -135,8 +171,31 @@ uint32_t tp_intern(const char *s, size_t len)
     atomic_store_explicit(head, e, memory_order_release);
     atomic_store_explicit(&tp_next_id, id + 1, memory_order_relaxed);
 out:
+    if (id == TP_INTERN_OVERFLOW)
+        atomic_fetch_add_explicit(&tp_refused, 1, memory_order_relaxed);
     pthread_mutex_unlock(&tp_intern_lock);
     return id;
+}
+
+void tp_intern_set_budget(size_t bytes)
+{
+    pthread_mutex_lock(&tp_intern_lock);
+    if (bytes > tp_budget)
+        tp_budget = bytes;
+    pthread_mutex_unlock(&tp_intern_lock);
+}
+
+uint64_t tp_intern_refused(void)
+{
+    return atomic_load_explicit(&tp_refused, memory_order_relaxed);
+}
+
+size_t tp_intern_bytes(void)
+{
+    pthread_mutex_lock(&tp_intern_lock);
+    size_t n = tp_taken;
+    pthread_mutex_unlock(&tp_intern_lock);
+    return n;
 }
 
 const char *tp_intern_str(uint32_t id)

@@ -3,10 +3,25 @@
  * (name, domain, start tick, whether a window was recording at the push and
  * its generation, whether its name matches an nvtx step pattern) and written
  * as one complete record when it is popped, so a range costs one record and
- * no pairing at flush time.  Start/end ranges can end on another thread: they
- * sit in a fixed table indexed by id; a slot reused before its range ended
- * loses that range (counted with the other drops).  Whether a name matches
- * the nvtx:GLOB step patterns is decided once per interned string.
+ * no pairing at flush time.  The stack keeps TP_RANGE_DEPTH ranges; its
+ * count of open ranges goes on past that (so that pops still match their
+ * pushes) in an unsigned 32-bit counter that stops at UINT32_MAX: any
+ * number of unbalanced pushes is safe (a signed int wrapped after 2^31 of
+ * them, and the next push wrote at tp_stack[INT_MIN]), and a pop with no
+ * open range is ignored.  Both are counted (steps.h tp_steps_range_lost,
+ * tp_steps_pop_unmatched: each window reports its own): ranges pushed past
+ * the stack while a window records, and pops with nothing to pop.  Start/end ranges can end on another thread: they sit in a fixed
+ * table indexed by id; a slot reused before its range ended loses that
+ * range, counted with the ranges past the stack.
+ *
+ * Messages come as text (struct tp_msg) and are interned only when a
+ * window records them: the name table (intern.h, bounded) then holds the
+ * names of the traces, not every distinct message a program sends (one
+ * per call, for some).  Outside windows a message needs no name, only
+ * whether it ends a step: that is the flag cached on its interned string
+ * when it has one, else its text is matched against the nvtx:GLOB patterns
+ * there and then, and only while an NVTX signal may still count steps.
+ * Whether an interned name matches is decided once per string.
  */
 #include "ranges.h"
 #include "core.h"
@@ -14,6 +29,8 @@
 #include "torchop.h"
 
 #include <fnmatch.h>
+#include <limits.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -31,8 +48,10 @@ struct tp_open_range {
 };
 
 static __thread struct tp_open_range tp_stack[TP_RANGE_DEPTH];
-static __thread int tp_stack_n;                 /* may exceed TP_RANGE_DEPTH */
+static __thread uint32_t tp_stack_n;            /* open ranges: may exceed TP_RANGE_DEPTH,
+                                                   stops at UINT32_MAX */
 static __thread int32_t tp_my_tid;
+
 
 #define TP_XRANGES 4096
 static struct {
@@ -42,19 +61,62 @@ static struct {
 } tp_xranges[TP_XRANGES];
 static _Atomic uint64_t tp_xrange_next = 1;
 
+/* 1 if NUL-terminated "s" matches an nvtx:GLOB signal's pattern. */
+static int tp_text_matches(const char *s)
+{
+    for (int i = 0; i < tp_cfg.n_signals; i++)
+        if (tp_cfg.signals[i].kind == TP_SIGNAL_NVTX && fnmatch(tp_cfg.signals[i].pattern, s, 0) == 0)
+            return 1;
+    return 0;
+}
+
+/* The first time "name" is asked: match it, cache the answer. */
+static __attribute__((noinline)) int tp_step_flag_set(uint32_t name)
+{
+    uint8_t f = tp_text_matches(tp_intern_str(name)) ? 1 : 2;
+    tp_intern_set_flag(name, f);
+    return f == 1;
+}
+
 /* 1 if "name" ends a step under an nvtx:GLOB signal. */
-static int tp_is_step_range(uint32_t name)
+static inline int tp_is_step_range(uint32_t name)
 {
     uint8_t f = tp_intern_flag(name);
-    if (!f) {
-        f = 2;
-        const char *s = tp_intern_str(name);
-        for (int i = 0; i < tp_cfg.n_signals; i++)
-            if (tp_cfg.signals[i].kind == TP_SIGNAL_NVTX && fnmatch(tp_cfg.signals[i].pattern, s, 0) == 0)
-                f = 1;
-        tp_intern_set_flag(name, f);
+    return f ? f == 1 : tp_step_flag_set(name);
+}
+
+/* 1 if the text "s" ("len" bytes, (size_t)-1: to its NUL) ends a step:
+ * from its interned string's flag if it has one, else matched as text,
+ * cut as tp_intern would cut it. */
+static int tp_text_is_step(const char *s, size_t len)
+{
+    uint32_t id = tp_intern_find(s, len);
+    if (id)
+        return tp_is_step_range(id);
+    len = tp_intern_len(s, len);
+    char buf[TP_INTERN_LEN_MAX + 1];
+    if (s[len]) {
+        memcpy(buf, s, len);
+        buf[len] = 0;
+        s = buf;
     }
-    return f == 1;
+    return tp_text_matches(s);
+}
+
+/* The interned name of message "m" for a range or mark, which a window
+ * records if "recording", and in "*step" whether it ends a step.  Text is
+ * interned only when recorded (0 otherwise); a name the full table refused
+ * is matched as text, so that steps go on. */
+static uint32_t tp_msg_name(struct tp_msg m, int recording, uint8_t *step)
+{
+    uint32_t id = m.text ? (recording ? tp_intern(m.text, m.len) : 0) : m.id;
+    if (!tp_steps_nvtx_possible())          /* e.g. trainprof_step() counts the steps */
+        *step = 0;
+    else if (!m.text || id > TP_INTERN_OVERFLOW)
+        *step = (uint8_t)tp_is_step_range(id);
+    else
+        *step = (uint8_t)tp_text_is_step(m.text, m.len);
+    return id;
 }
 
 /* NVTX ranges never activate the profiler (decision 3): a CPU-only process
@@ -91,16 +153,15 @@ static uint64_t tp_range_now(int end)
     return t;
 }
 
-static void tp_open(struct tp_open_range *o, uint32_t name, uint32_t domain)
+static void tp_open(struct tp_open_range *o, struct tp_msg m, uint32_t domain)
 {
     uint32_t hot = tp_hot_load();
-    o->name = name;
-    o->domain = domain;
-    o->torch = 0;
     o->recording = (hot & TP_HOT_RECORDING) != 0;
     o->gen = TP_HOT_GEN(hot);
+    o->name = tp_msg_name(m, o->recording, &o->step);
+    o->domain = domain;
+    o->torch = 0;
     o->t0 = o->recording ? tp_range_now(0) : 0;
-    o->step = tp_is_step_range(name);
 }
 
 static void tp_close(const struct tp_open_range *o, int32_t tid, uint64_t id, enum tp_range_source src)
@@ -132,14 +193,33 @@ static void tp_close(const struct tp_open_range *o, int32_t tid, uint64_t id, en
         tp_core_step(TP_SIGNAL_NVTX);
 }
 
-int tp_range_push(uint32_t name, uint32_t domain, enum tp_range_source src)
+/* One more open range ("n" were open): the count stops at UINT32_MAX; NVTX's
+ * return value, the depth before the push, stops at INT_MAX. */
+static int tp_pushed(uint32_t n)
+{
+    if (n != UINT32_MAX)
+        tp_stack_n = n + 1;
+    return n > INT_MAX ? INT_MAX : (int)n;
+}
+
+/* A range pushed past the stack is not kept: lost if a window records. */
+static void tp_push_past_stack(void)
+{
+    if (tp_hot_load() & TP_HOT_RECORDING)
+        tp_steps_range_lost();
+}
+
+int tp_range_push(struct tp_msg m, uint32_t domain, enum tp_range_source src)
 {
     (void)src;
     if (!tp_ranges_on())
         return -1;
-    if (tp_stack_n < TP_RANGE_DEPTH)
-        tp_open(&tp_stack[tp_stack_n], name, domain);
-    return tp_stack_n++;
+    uint32_t n = tp_stack_n;
+    if (n < TP_RANGE_DEPTH)
+        tp_open(&tp_stack[n], m, domain);
+    else
+        tp_push_past_stack();
+    return tp_pushed(n);
 }
 
 int tp_ranges_taken(void)
@@ -147,12 +227,14 @@ int tp_ranges_taken(void)
     return tp_ranges_on();
 }
 
-/* The open range of an operator named "name" (interned), or NULL past the
- * stack's depth; the caller fills its sequence number and shapes. */
-static struct tp_open_range *tp_open_op(uint32_t name, uint32_t domain, uint64_t op_id)
+/* The open range of an operator named "name", or NULL past the stack's
+ * depth; the caller fills its sequence number and shapes. */
+static struct tp_open_range *tp_open_op(struct tp_msg name, uint32_t domain, uint64_t op_id)
 {
-    if (tp_stack_n >= TP_RANGE_DEPTH)
+    if (tp_stack_n >= TP_RANGE_DEPTH) {
+        tp_push_past_stack();
         return NULL;
+    }
     struct tp_open_range *o = &tp_stack[tp_stack_n];
     tp_open(o, name, domain);
     o->torch = 1;
@@ -166,33 +248,38 @@ int tp_range_push_torch(const char *msg, const struct tp_torch_op *op, uint32_t 
 {
     if (!tp_ranges_on())
         return -1;
-    struct tp_open_range *o = tp_open_op(tp_intern(msg, op->name_len), domain, op->op_id);
+    struct tp_open_range *o = tp_open_op(TP_MSG_TEXT(msg, op->name_len), domain, op->op_id);
     if (o) {
         o->seq = op->seq;
         o->sizes = o->recording && op->sizes ? tp_intern(op->sizes, op->sizes_len) : 0;
     }
-    return tp_stack_n++;
+    return tp_pushed(tp_stack_n);
 }
 
 int tp_range_push_op(uint32_t name, uint64_t op_id)
 {
     if (!tp_ranges_on())
         return -1;
-    tp_open_op(name, 0, op_id);
-    return tp_stack_n++;
+    tp_open_op(TP_MSG_ID(name), 0, op_id);
+    return tp_pushed(tp_stack_n);
 }
 
 int tp_range_pop(void)
 {
-    if (!tp_core_active() || tp_depth > 0 || tp_stack_n == 0)
+    if (!tp_core_active() || tp_depth > 0)
         return -1;
-    int depth = --tp_stack_n;
-    if (depth < TP_RANGE_DEPTH)
-        tp_close(&tp_stack[depth], 0, 0, TP_RANGE_NVTX);
-    return depth;
+    uint32_t n = tp_stack_n;
+    if (n == 0) {
+        tp_steps_pop_unmatched();
+        return -1;
+    }
+    tp_stack_n = --n;
+    if (n < TP_RANGE_DEPTH)
+        tp_close(&tp_stack[n], 0, 0, TP_RANGE_NVTX);
+    return n > INT_MAX ? INT_MAX : (int)n;
 }
 
-uint64_t tp_range_start(uint32_t name, uint32_t domain)
+uint64_t tp_range_start(struct tp_msg m, uint32_t domain)
 {
     if (!tp_ranges_on())
         return 0;
@@ -200,8 +287,12 @@ uint64_t tp_range_start(uint32_t name, uint32_t domain)
     unsigned slot = (unsigned)(id % TP_XRANGES);
     if (!tp_my_tid)
         tp_my_tid = (int32_t)syscall(SYS_gettid);
-    atomic_store_explicit(&tp_xranges[slot].id, 0, memory_order_relaxed);
-    tp_open(&tp_xranges[slot].r, name, domain);
+    /* a range still open in the slot, 4096 starts ago, is lost: its end
+     * will find another id there */
+    if (atomic_exchange_explicit(&tp_xranges[slot].id, 0, memory_order_relaxed) &&
+        tp_xranges[slot].r.recording)
+        tp_steps_range_lost();
+    tp_open(&tp_xranges[slot].r, m, domain);
     tp_xranges[slot].tid = tp_my_tid;
     atomic_store_explicit(&tp_xranges[slot].id, id, memory_order_release);
     return id;
@@ -222,13 +313,14 @@ void tp_range_end(uint64_t id)
     tp_close(&o, tid, id, TP_RANGE_NVTX);
 }
 
-static void tp_instant(int kind, uint32_t name, uint32_t domain, double value)
+static void tp_instant(int kind, struct tp_msg m, uint32_t domain, double value)
 {
     if (!tp_ranges_on())
         return;
     uint32_t hot = tp_hot_load();
     if (!(hot & TP_HOT_RECORDING))
         return;
+    uint32_t name = m.text ? tp_intern(m.text, m.len) : m.id;
     struct tp_record *r = tp_buf_reserve();
     if (!r)
         return;
@@ -242,12 +334,22 @@ static void tp_instant(int kind, uint32_t name, uint32_t domain, double value)
     tp_buf_commit();
 }
 
-void tp_mark(uint32_t name, uint32_t domain)
+void tp_mark(struct tp_msg m, uint32_t domain)
 {
-    tp_instant(TP_REC_MARK, name, domain, 0);
+    tp_instant(TP_REC_MARK, m, domain, 0);
 }
 
-void tp_counter(uint32_t name, double value)
+void tp_counter(struct tp_msg m, double value)
 {
-    tp_instant(TP_REC_COUNTER, name, 0, value);
+    tp_instant(TP_REC_COUNTER, m, 0, value);
+}
+
+void tp_range_test_set_depth(uint32_t depth)
+{
+    tp_stack_n = depth;
+}
+
+uint32_t tp_range_test_depth(void)
+{
+    return tp_stack_n;
 }

@@ -3,25 +3,39 @@
  * trainprof_* API.
  *
  * Push/pop ranges live on a per-thread stack (depth TP_RANGE_DEPTH; deeper
- * pushes are counted and ignored); start/end ranges may end on another
- * thread.  A range is written as one TP_REC_RANGE record when it ends, if a
+ * pushes are not kept, and counted while a window records; any number of
+ * pushes and pops, balanced or not, is safe); start/end ranges may end on
+ * another thread.  A range is written as one TP_REC_RANGE record when it ends, if a
  * window was recording when it began.  Ends of ranges whose message matches
  * an nvtx:GLOB step signal end a step (even outside windows).
- * All functions are safe before activation (they activate) and with the
- * profiler passive (they do nothing).
+ * All functions are safe, and do nothing, before activation (ranges never
+ * activate: nothing is interned or kept then) and with the profiler
+ * passive.
  */
 #ifndef TRAINPROF_COLLECTOR_RANGES_H
 #define TRAINPROF_COLLECTOR_RANGES_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "record.h"
 
 #define TP_RANGE_DEPTH 128
 
-/* Push a range named by interned id "name" in interned "domain" (0: none).
- * Returns the depth before the push, 0 for an outermost range (NVTX's
- * return value), or -1. */
-int tp_range_push(uint32_t name, uint32_t domain, enum tp_range_source src);
+/* The name of a range, mark or counter: "len" bytes of "text" ((size_t)-1:
+ * up to its NUL), which is interned only if a window records it; or, with
+ * "text" NULL, the interned id "id" (an NVTX registered string). */
+struct tp_msg {
+    const char *text;
+    size_t len;
+    uint32_t id;
+};
+#define TP_MSG_TEXT(s, n) ((struct tp_msg){ (s), (n), 0 })
+#define TP_MSG_ID(i)      ((struct tp_msg){ NULL, 0, (i) })
+
+/* Push a range named "m" in interned "domain" (0: none).  Returns the
+ * depth before the push, 0 for an outermost range (NVTX's return value), or
+ * -1. */
+int tp_range_push(struct tp_msg m, uint32_t domain, enum tp_range_source src);
 
 /* tp_ranges_taken - 1 if ranges are recorded or counted now (activated,
  * not inside the profiler): callers skip building a name otherwise. */
@@ -39,19 +53,26 @@ int tp_range_push_torch(const char *msg, const struct tp_torch_op *op, uint32_t 
 int tp_range_push_op(uint32_t name, uint64_t op_id);
 
 /* Pop the innermost range of this thread.  Returns the depth before the pop
- * minus one (NVTX's return value), or -1 if there was none. */
+ * minus one (NVTX's return value), or -1 if there was none (a pop with no
+ * open range is ignored and counted).  Depths are capped at INT_MAX. */
 int tp_range_pop(void);
 
 /* Start a range that may end on another thread; returns a non-zero id. */
-uint64_t tp_range_start(uint32_t name, uint32_t domain);
+uint64_t tp_range_start(struct tp_msg m, uint32_t domain);
 
 /* End a range returned by tp_range_start (unknown ids are ignored). */
 void tp_range_end(uint64_t id);
 
-/* An instant named "name". */
-void tp_mark(uint32_t name, uint32_t domain);
+/* An instant named "m" (nothing is interned outside windows). */
+void tp_mark(struct tp_msg m, uint32_t domain);
 
 /* A counter sample. */
-void tp_counter(uint32_t name, double value);
+void tp_counter(struct tp_msg m, double value);
+
+/* tp_range_test_set_depth, tp_range_test_depth - tests only: this thread's
+ * count of open push/pop ranges, to reach the bounds of billions of
+ * unbalanced pushes without making them (tests/unit/test_ranges.c). */
+void tp_range_test_set_depth(uint32_t depth);
+uint32_t tp_range_test_depth(void);
 
 #endif

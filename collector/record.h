@@ -110,6 +110,9 @@ struct tp_record {
         struct {
             uint64_t index;     /* global 0-based step index */
             uint32_t signal;    /* which step signal fired (enum tp_signal_kind) */
+            int32_t  tid;       /* the thread that ended the step (its record sits in
+                                   the step markers' buffer: collector/buffer.h) */
+            char     thread[16];/* that thread's name */
         } step;
         struct {
             uint32_t name;      /* interned string id (torch's operators: the name only) */

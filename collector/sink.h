@@ -140,6 +140,11 @@ struct tp_window {
     uint64_t records;             /* records in the window */
     uint64_t dropped;             /* records lost to a full buffer */
     uint64_t late;                /* records that arrived after their window was written */
+    uint64_t names_lost;          /* events whose name (or kernel's, or domain's) the
+                                     full name table refused: "<name table full>" */
+    uint64_t ranges_lost;         /* ranges not kept: nested past 128 on a thread, or
+                                     start/end ranges whose slot a newer one took */
+    uint64_t unmatched_pops;      /* range pops with no open range (ignored) */
     /* device side: gpu is 1 when CUPTI collected this window */
     int gpu;
     const char *gpu_status;       /* tp_cupti_status() */

@@ -9,7 +9,11 @@
  * (flusher.c): one queue insert and one write(2) on the training thread.
  * The modules (modules.def) hear of each window's start and end.
  * launch:GLOB and call:NAME signals are counted here too, from the slow
- * path of tp_call_finish (protocol.h).
+ * path of tp_call_finish (protocol.h).  A recorded step's marker goes to
+ * the buffer's reserve for step markers (buffer.h tp_buf_write_step), so
+ * that a window keeps its structure however many records it dropped; the
+ * window's losses (records dropped, ranges.c's ranges lost and pops
+ * ignored) are the counters' differences between its open and close.
  *
  * Profiler-API windows (TRAINPROF_SCHEDULE=profiler-api, nsys's
  * --capture-range=cudaProfilerApi): cudaProfilerStart/cuProfilerStart opens
@@ -32,6 +36,7 @@
 #include "call.h"
 #include "clock.h"
 #include "flusher.h"
+#include "intern.h"
 #include "kernels.h"
 #include "log.h"
 #include "module.h"
@@ -53,7 +58,7 @@ static uint64_t tp_steps;                  /* steps completed */
 static uint64_t tp_step_start;             /* tick at which the current step began */
 static struct tp_handoff tp_cur;           /* the open window, if recording */
 static uint8_t tp_gen;
-static uint64_t tp_dropped_mark;
+static uint64_t tp_dropped_mark, tp_lost_mark, tp_pops_mark;
 static int tp_captures;                    /* open stream captures */
 static int tp_recording;                   /* a window is open */
 static int tp_warned_start;                /* the window-start wait timed out once */
@@ -72,6 +77,29 @@ static _Atomic uint64_t tp_signal_count[TP_MAX_SIGNALS];
 int tp_core_active(void)
 {
     return atomic_load_explicit(&tp_active, memory_order_acquire);
+}
+
+/* tp_steps_nvtx_possible(): an nvtx:GLOB signal is configured (set at
+ * activation) and no other signal fired first (cleared then). */
+_Atomic int tp_steps_nvtx_live;
+
+/* ranges.c's losses, process totals; windows take the difference */
+static _Atomic uint64_t tp_lost_ranges, tp_unmatched_pops;
+
+void tp_steps_range_lost(void)
+{
+    atomic_fetch_add_explicit(&tp_lost_ranges, 1, memory_order_relaxed);
+}
+
+void tp_steps_pop_unmatched(void)
+{
+    atomic_fetch_add_explicit(&tp_unmatched_pops, 1, memory_order_relaxed);
+}
+
+void tp_steps_range_losses(uint64_t *lost, uint64_t *unmatched_pops)
+{
+    *lost = atomic_load_explicit(&tp_lost_ranges, memory_order_relaxed);
+    *unmatched_pops = atomic_load_explicit(&tp_unmatched_pops, memory_order_relaxed);
 }
 
 static const char *tp_signal_text(void)
@@ -111,6 +139,7 @@ static void tp_window_open(uint64_t now)
     tp_cur.start_tick = now;
     tp_clock_read_triple(&tp_cur.start_clock);
     tp_dropped_mark = tp_buf_dropped();
+    tp_steps_range_losses(&tp_lost_mark, &tp_pops_mark);
     tp_recording = 1;
     tp_modules_window_begin(tp_gen, now);
 }
@@ -126,6 +155,9 @@ static void tp_window_close(uint64_t now, const char *partial_reason, uint64_t b
     tp_cur.partial = partial_reason != NULL;
     tp_cur.partial_reason = partial_reason;
     tp_cur.dropped = tp_buf_dropped() - tp_dropped_mark;
+    tp_steps_range_losses(&tp_cur.ranges_lost, &tp_cur.unmatched_pops);
+    tp_cur.ranges_lost -= tp_lost_mark;
+    tp_cur.unmatched_pops -= tp_pops_mark;
     tp_cur.step_signal = tp_signal_text();
     tp_modules_window_end(tp_cur.gen, now);
     if (tp_flusher_queue(&tp_cur) != 0)
@@ -180,20 +212,19 @@ static void tp_await_on(void)
 }
 
 /* Record step "index" of the open window, from "t0" (not before the
- * window's start) to "t1". */
+ * window's start) to "t1": into the buffer's reserve for step markers, so
+ * that a window whose other records filled the pool keeps its steps. */
 static void tp_step_record(uint64_t index, uint64_t t0, uint64_t t1, uint32_t signal)
 {
-    struct tp_record *r = tp_buf_reserve();
-    if (r) {
-        memset(r, 0, sizeof *r);
-        r->kind = TP_REC_STEP;
-        r->gen = tp_gen;
-        r->t0 = t0 > tp_cur.start_tick ? t0 : tp_cur.start_tick;
-        r->t1 = t1;
-        r->u.step.index = index;
-        r->u.step.signal = signal;
-        tp_buf_commit();
-    }
+    struct tp_record r;
+    memset(&r, 0, sizeof r);
+    r.kind = TP_REC_STEP;
+    r.gen = tp_gen;
+    r.t0 = t0 > tp_cur.start_tick ? t0 : tp_cur.start_tick;
+    r.t1 = t1;
+    r.u.step.index = index;
+    r.u.step.signal = signal;
+    tp_buf_write_step(&r);
     tp_cur.steps++;
 }
 
@@ -204,6 +235,8 @@ void tp_core_step(enum tp_signal_kind kind)
     int want = -1;
     if (!atomic_compare_exchange_strong(&tp_signal_kind, &want, (int)kind) && want != (int)kind)
         return;
+    if (want < 0 && kind != TP_SIGNAL_NVTX)
+        atomic_store_explicit(&tp_steps_nvtx_live, 0, memory_order_relaxed);
     tp_depth++;
     pthread_mutex_lock(&tp_step_lock);
     if (!tp_flusher_exiting()) {
@@ -358,8 +391,15 @@ void tp_steps_idle(void)
 
 void tp_steps_begin(uint64_t start)
 {
+    /* the name table may now hold what windows record: a quarter of
+     * TRAINPROF_BUFFER_MB (intern.h; before activation it holds domain
+     * names and NVTX registered strings only, in TP_INTERN_EARLY_BYTES) */
+    size_t names = ((size_t)tp_cfg.buffer_mb << 20) / 4;
+    tp_intern_set_budget(names > TP_INTERN_EARLY_BYTES ? names : TP_INTERN_EARLY_BYTES);
     for (int i = 0; i < tp_cfg.n_signals; i++) {
         const struct tp_signal *s = &tp_cfg.signals[i];
+        if (s->kind == TP_SIGNAL_NVTX && atomic_load(&tp_signal_kind) < 0)
+            atomic_store_explicit(&tp_steps_nvtx_live, 1, memory_order_relaxed);
         if (s->kind == TP_SIGNAL_LAUNCH)
             tp_signal_flags |= TP_HOT_LAUNCH_SIG;
         if (s->kind == TP_SIGNAL_CALL) {

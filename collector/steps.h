@@ -6,6 +6,7 @@
 #ifndef TRAINPROF_COLLECTOR_STEPS_H
 #define TRAINPROF_COLLECTOR_STEPS_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -20,6 +21,26 @@ int tp_core_active(void);
 /* tp_steps_phase - the current step to the schedule: 2 records, 1 warms
  * up, 0 neither, -1 no window will open again (trainprof_phase). */
 int tp_steps_phase(void);
+
+/* tp_steps_nvtx_possible - 1 if the end of an NVTX range may still end a
+ * step: an nvtx:GLOB signal is configured and no other signal has fired
+ * first (decision 4).  One load: it is asked at every range push. */
+extern _Atomic int tp_steps_nvtx_live;
+
+static inline int tp_steps_nvtx_possible(void)
+{
+    return atomic_load_explicit(&tp_steps_nvtx_live, memory_order_relaxed);
+}
+
+/* tp_steps_range_lost - ranges.c: a range a window did not keep (pushed
+ * past the stack's TP_RANGE_DEPTH, or a start/end range whose slot a newer
+ * one took before it ended).  tp_steps_pop_unmatched: a pop with no open
+ * range (ignored).  Each window reports those made while it was open. */
+void tp_steps_range_lost(void);
+void tp_steps_pop_unmatched(void);
+
+/* tp_steps_range_losses - their process totals (tests). */
+void tp_steps_range_losses(uint64_t *lost, uint64_t *unmatched_pops);
 
 /* tp_core_step - a step signal of kind "kind" fired on this thread. */
 void tp_core_step(enum tp_signal_kind kind);

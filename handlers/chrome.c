@@ -343,6 +343,12 @@ static void put_header(struct chrome *c, const struct tp_window *w)
     tp_jsonw_u64(j, w->dropped);
     LIT(j, ", \"late_events\": ");
     tp_jsonw_u64(j, w->late);
+    LIT(j, ", \"names_lost\": ");
+    tp_jsonw_u64(j, w->names_lost);
+    LIT(j, ", \"ranges_lost\": ");
+    tp_jsonw_u64(j, w->ranges_lost);
+    LIT(j, ", \"unmatched_range_pops\": ");
+    tp_jsonw_u64(j, w->unmatched_pops);
     LIT(j, ", \"flops\": ");
     tp_jsonw_u64(j, w->flops);
     put_coverage(j, w);

@@ -488,6 +488,17 @@ static int summary_close(void *state, const struct tp_window *w, struct tp_saved
                         (unsigned long long)w->late);
         if (w->dropped)
             tp_jsonw_lit(&j, "Some events were dropped (buffer full): raise TRAINPROF_BUFFER_MB.\n");
+        if (w->names_lost)
+            tp_jsonw_printf(&j, "Names lost: %llu events read <name table full> (the name table "
+                            "holds 2^20 names and a quarter of TRAINPROF_BUFFER_MB).\n",
+                            (unsigned long long)w->names_lost);
+        if (w->ranges_lost)
+            tp_jsonw_printf(&j, "Ranges lost: %llu (nested deeper than 128 on a thread, or "
+                            "start/end ranges not ended within 4096 starts).\n",
+                            (unsigned long long)w->ranges_lost);
+        if (w->unmatched_pops)
+            tp_jsonw_printf(&j, "Range pops with no open range: %llu (ignored).\n",
+                            (unsigned long long)w->unmatched_pops);
         if (s->oom)
             tp_jsonw_lit(&j, "Out of memory while summarising: the tables above are incomplete.\n");
     }

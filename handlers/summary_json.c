@@ -380,6 +380,12 @@ static void put_tail(struct tp_jsonw *j, const struct summary *s, const struct t
     tp_jsonw_u64(j, w->late);
     key(j, &first, "device_dropped");
     tp_jsonw_u64(j, w->gpu_dropped);
+    key(j, &first, "names_lost");
+    tp_jsonw_u64(j, w->names_lost);
+    key(j, &first, "ranges_lost");
+    tp_jsonw_u64(j, w->ranges_lost);
+    key(j, &first, "unmatched_range_pops");
+    tp_jsonw_u64(j, w->unmatched_pops);
     key(j, &first, "incomplete");
     put_bool(j, s->oom);
     LIT(j, "},\n  \"gpu\": ");

@@ -5,7 +5,6 @@
 #include "resolve.h"
 #include "trainprof.h"
 #include "../collector/core.h"
-#include "../collector/intern.h"
 #include "../collector/oplost.h"
 #include "../collector/ranges.h"
 
@@ -25,7 +24,7 @@ TP_EXPORT void trainprof_step(void)
 TP_EXPORT void trainprof_range_push(const char *name)
 {
     if (tp_api_ready())
-        tp_range_push(tp_intern(name ? name : "", (size_t)-1), 0, TP_RANGE_API);
+        tp_range_push(TP_MSG_TEXT(name ? name : "", (size_t)-1), 0, TP_RANGE_API);
 }
 
 TP_EXPORT void trainprof_range_pop(void)
@@ -37,13 +36,13 @@ TP_EXPORT void trainprof_range_pop(void)
 TP_EXPORT void trainprof_instant(const char *name)
 {
     if (tp_api_ready())
-        tp_mark(tp_intern(name ? name : "", (size_t)-1), 0);
+        tp_mark(TP_MSG_TEXT(name ? name : "", (size_t)-1), 0);
 }
 
 TP_EXPORT void trainprof_counter(const char *name, double value)
 {
     if (tp_api_ready())
-        tp_counter(tp_intern(name ? name : "", (size_t)-1), value);
+        tp_counter(TP_MSG_TEXT(name ? name : "", (size_t)-1), value);
 }
 
 TP_EXPORT int trainprof_enabled(void)

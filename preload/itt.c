@@ -34,7 +34,11 @@
  * small direct-mapped cache from the name's address to its handle, checked
  * with strcmp (an address may later hold another name).  A miss looks the
  * name up in a process-wide table under a lock, making the handle on first
- * use: handles live as long as the process, as ITT requires.  A handle
+ * use: handles live as long as the process, as ITT requires.  The table
+ * holds at most TP_ITT_NAME_BYTES (handles are made before activation too,
+ * and a program may name tasks without end): past it every new name gets
+ * one handle named "<name table full>", whose ranges count as names lost
+ * (collector/intern.h's overflow id).  A handle
  * carries the name's interned id once a recorded range used it (interning
  * takes the intern table's lock, so it is done once per name, not per
  * push).  Domains are few, made under the same lock and always enabled
@@ -87,6 +91,8 @@ struct tp_itt_id {
 #define TP_ITT_DOMAINS 16
 #define TP_ITT_BUCKETS 1024       /* the process-wide name table */
 #define TP_ITT_CACHE 128          /* per thread */
+#define TP_ITT_NAME_BYTES (1u << 20)  /* the handles of the name table; torch's
+                                         few thousand operator names take ~200 KiB */
 
 static pthread_mutex_t tp_itt_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tp_itt_domain tp_itt_domains[TP_ITT_DOMAINS];
@@ -95,6 +101,8 @@ static int tp_itt_n_domains;
 static struct tp_itt_string *tp_itt_names[TP_ITT_BUCKETS];
 static _Atomic uint64_t tp_itt_next_op = TP_ITT_OP_ID_BASE;
 static int tp_itt_tag;
+static size_t tp_itt_name_bytes;  /* under tp_itt_lock */
+static struct tp_itt_string *tp_itt_full;  /* the handle of names past TP_ITT_NAME_BYTES */
 static int tp_itt_state;          /* trainprof_itt_collector()'s answer */
 
 static __thread struct {
@@ -134,8 +142,20 @@ TP_EXPORT struct tp_itt_domain *__itt_domain_create(const char *name)
     return d;              /* NULL past TP_ITT_DOMAINS: ittnotify then skips its calls */
 }
 
+/* A handle named "name" ("len" bytes), not in the table (lock held). */
+static struct tp_itt_string *tp_itt_make(const char *name, size_t len)
+{
+    struct tp_itt_string *h = calloc(1, sizeof *h + len + 1);
+    if (h) {
+        memcpy(h->name, name, len + 1);
+        h->strA = h->name;
+        h->extra2 = &tp_itt_tag;
+    }
+    return h;
+}
+
 /* The handle of "name" from the process-wide table, made on first use;
- * NULL if memory ran out. */
+ * the full table's handle past TP_ITT_NAME_BYTES; NULL if memory ran out. */
 static struct tp_itt_string *tp_itt_lookup(const char *name)
 {
     size_t len;
@@ -145,10 +165,12 @@ static struct tp_itt_string *tp_itt_lookup(const char *name)
     for (h = *slot; h; h = h->next)
         if (h->hash == hash && strcmp(h->name, name) == 0)
             break;
-    if (!h && (h = calloc(1, sizeof *h + len + 1)) != NULL) {
-        memcpy(h->name, name, len + 1);
-        h->strA = h->name;
-        h->extra2 = &tp_itt_tag;
+    if (!h && tp_itt_name_bytes + sizeof *h + len + 1 > TP_ITT_NAME_BYTES) {
+        if (!tp_itt_full && (tp_itt_full = tp_itt_make("<name table full>", 17)) != NULL)
+            tp_itt_full->id = TP_INTERN_OVERFLOW;
+        h = tp_itt_full;
+    } else if (!h && (h = tp_itt_make(name, len)) != NULL) {
+        tp_itt_name_bytes += sizeof *h + len + 1;
         h->hash = hash;
         h->next = *slot;
         *slot = h;

@@ -6,12 +6,17 @@
  * table through which we fill that DSO's CORE and CORE2 function slots
  * (notes/injection.md 3.1-3.3).  The constructor points the variable at our
  * own file (dladdr + realpath, never overwriting another tool's value), so
- * dlopen() returns the already preloaded object.  Each callback turns its
- * message into an interned id and calls the range API of collector/ranges.h;
- * nothing here allocates per call, locks (beyond a first-time intern), calls
+ * dlopen() returns the already preloaded object.  Each callback hands its
+ * message to the range API of collector/ranges.h as text, which interns it
+ * only when a window records it: before activation and outside windows a
+ * message costs no memory, however many distinct ones a program sends.
+ * Nothing here allocates per call, locks (beyond a first-time intern), calls
  * CUDA or prints.  Handles are encodings of interned ids (id + 1, so never
  * NULL): a domain handle carries its name's id and a registered string handle
- * its text's id, so resolving them needs no table and no lock.
+ * its text's id, so resolving them needs no table and no lock.  They are
+ * interned when made, before activation too (a handle lives as long as the
+ * process), within the name table's budget: past it the handle names
+ * "<name table full>".
  */
 #define NVTX_NO_IMPL     /* types and declarations only: we are the tool */
 #include <nvtx3/nvToolsExt.h>
@@ -79,38 +84,42 @@ static size_t tp_nvtx_utf8(uint32_t c, char *out)
     return 4;
 }
 
-/* Wide strings (UTF-32 on Linux) are converted on the stack, cut at the
- * intern limit; the W entry points are rare (Windows-first API). */
-static uint32_t tp_nvtx_intern_wide(const wchar_t *w)
+/* A wide string (UTF-32 on Linux) as UTF-8 text in "buf" (TP_NVTX_WIDE
+ * bytes), cut at the intern limit and NUL-terminated; the W entry points
+ * are rare (Windows-first API). */
+#define TP_NVTX_WIDE (TP_INTERN_LEN_MAX + 5)
+
+static struct tp_msg tp_nvtx_wide(const wchar_t *w, char *buf)
 {
-    char buf[TP_INTERN_LEN_MAX + 4];
     size_t n = 0;
 
     if (!w)
-        return 0;
+        return TP_MSG_ID(0);
     for (; *w && n + 4 <= TP_INTERN_LEN_MAX; w++)
         n += tp_nvtx_utf8((uint32_t)*w, buf + n);
-    return tp_intern(buf, n);
+    buf[n] = 0;
+    return TP_MSG_TEXT(buf, n);
 }
 
-static inline uint32_t tp_nvtx_intern(const char *s)
+static inline struct tp_msg tp_nvtx_text(const char *s)
 {
-    return s ? tp_intern(s, (size_t)-1) : 0;
+    return s ? TP_MSG_TEXT(s, (size_t)-1) : TP_MSG_ID(0);
 }
 
-static uint32_t tp_nvtx_message(const nvtxEventAttributes_t *a)
+/* The message of "a"; "buf" (TP_NVTX_WIDE bytes) holds a wide one's text. */
+static struct tp_msg tp_nvtx_message(const nvtxEventAttributes_t *a, char *buf)
 {
     if (!a || a->size < TP_NVTX_ATTR_MIN)
-        return 0;
+        return TP_MSG_ID(0);
     switch (a->messageType) {
     case NVTX_MESSAGE_TYPE_ASCII:
-        return tp_nvtx_intern(a->message.ascii);
+        return tp_nvtx_text(a->message.ascii);
     case NVTX_MESSAGE_TYPE_REGISTERED:
-        return tp_nvtx_handle_id(a->message.registered);
+        return TP_MSG_ID(tp_nvtx_handle_id(a->message.registered));
     case NVTX_MESSAGE_TYPE_UNICODE:
-        return tp_nvtx_intern_wide(a->message.unicode);
+        return tp_nvtx_wide(a->message.unicode, buf);
     default:
-        return 0;
+        return TP_MSG_ID(0);
     }
 }
 
@@ -118,32 +127,38 @@ static uint32_t tp_nvtx_message(const nvtxEventAttributes_t *a)
 
 static void NVTX_API tp_nvtx_mark_a(const char *message)
 {
-    tp_mark(tp_nvtx_intern(message), 0);
+    tp_mark(tp_nvtx_text(message), 0);
 }
 
 static void NVTX_API tp_nvtx_mark_w(const wchar_t *message)
 {
-    tp_mark(tp_nvtx_intern_wide(message), 0);
+    char buf[TP_NVTX_WIDE];
+    if (tp_ranges_taken())
+        tp_mark(tp_nvtx_wide(message, buf), 0);
 }
 
 static void NVTX_API tp_nvtx_mark_ex(const nvtxEventAttributes_t *a)
 {
-    tp_mark(tp_nvtx_message(a), 0);
+    char buf[TP_NVTX_WIDE];
+    if (tp_ranges_taken())
+        tp_mark(tp_nvtx_message(a, buf), 0);
 }
 
 static nvtxRangeId_t NVTX_API tp_nvtx_range_start_a(const char *message)
 {
-    return tp_range_start(tp_nvtx_intern(message), 0);
+    return tp_range_start(tp_nvtx_text(message), 0);
 }
 
 static nvtxRangeId_t NVTX_API tp_nvtx_range_start_w(const wchar_t *message)
 {
-    return tp_range_start(tp_nvtx_intern_wide(message), 0);
+    char buf[TP_NVTX_WIDE];
+    return tp_ranges_taken() ? tp_range_start(tp_nvtx_wide(message, buf), 0) : 0;
 }
 
 static nvtxRangeId_t NVTX_API tp_nvtx_range_start_ex(const nvtxEventAttributes_t *a)
 {
-    return tp_range_start(tp_nvtx_message(a), 0);
+    char buf[TP_NVTX_WIDE];
+    return tp_ranges_taken() ? tp_range_start(tp_nvtx_message(a, buf), 0) : 0;
 }
 
 static void NVTX_API tp_nvtx_range_end(nvtxRangeId_t id)
@@ -152,7 +167,7 @@ static void NVTX_API tp_nvtx_range_end(nvtxRangeId_t id)
 }
 
 /* An ASCII push: one of torch's operator ranges keeps its fields in the
- * record (collector/torchop.h); nothing is interned while ranges are off. */
+ * record (collector/torchop.h); nothing is parsed while ranges are off. */
 static int tp_nvtx_push_ascii(const char *message, uint32_t domain)
 {
     if (!tp_ranges_taken())
@@ -160,7 +175,7 @@ static int tp_nvtx_push_ascii(const char *message, uint32_t domain)
     struct tp_torch_op op;
     if (message && tp_torch_op_parse(message, &op))
         return tp_range_push_torch(message, &op, domain);
-    return tp_range_push(tp_nvtx_intern(message), domain, TP_RANGE_NVTX);
+    return tp_range_push(tp_nvtx_text(message), domain, TP_RANGE_NVTX);
 }
 
 static int NVTX_API tp_nvtx_range_push_a(const char *message)
@@ -170,14 +185,16 @@ static int NVTX_API tp_nvtx_range_push_a(const char *message)
 
 static int NVTX_API tp_nvtx_range_push_w(const wchar_t *message)
 {
-    return tp_range_push(tp_nvtx_intern_wide(message), 0, TP_RANGE_NVTX);
+    char buf[TP_NVTX_WIDE];
+    return tp_ranges_taken() ? tp_range_push(tp_nvtx_wide(message, buf), 0, TP_RANGE_NVTX) : -1;
 }
 
 static int NVTX_API tp_nvtx_range_push_ex(const nvtxEventAttributes_t *a)
 {
+    char buf[TP_NVTX_WIDE];
     if (a && a->size >= TP_NVTX_ATTR_MIN && a->messageType == NVTX_MESSAGE_TYPE_ASCII)
         return tp_nvtx_push_ascii(a->message.ascii, 0);
-    return tp_range_push(tp_nvtx_message(a), 0, TP_RANGE_NVTX);
+    return tp_ranges_taken() ? tp_range_push(tp_nvtx_message(a, buf), 0, TP_RANGE_NVTX) : -1;
 }
 
 static int NVTX_API tp_nvtx_range_pop(void)
@@ -209,14 +226,21 @@ static void NVTX_API tp_nvtx_name_os_thread_a(uint32_t tid, const char *name)
  * the innermost range of any domain: NVTX's per-domain stacks differ only
  * for interleaved, non-nested use across domains.
  */
+/* The interned id of a handle's text (bounded: the table's budget). */
+static uint32_t tp_nvtx_intern(struct tp_msg m)
+{
+    return m.text ? tp_intern(m.text, m.len) : m.id;
+}
+
 static nvtxDomainHandle_t NVTX_API tp_nvtx_domain_create_a(const char *name)
 {
-    return (nvtxDomainHandle_t)tp_nvtx_id_handle(tp_nvtx_intern(name));
+    return (nvtxDomainHandle_t)tp_nvtx_id_handle(tp_nvtx_intern(tp_nvtx_text(name)));
 }
 
 static nvtxDomainHandle_t NVTX_API tp_nvtx_domain_create_w(const wchar_t *name)
 {
-    return (nvtxDomainHandle_t)tp_nvtx_id_handle(tp_nvtx_intern_wide(name));
+    char buf[TP_NVTX_WIDE];
+    return (nvtxDomainHandle_t)tp_nvtx_id_handle(tp_nvtx_intern(tp_nvtx_wide(name, buf)));
 }
 
 static void NVTX_API tp_nvtx_domain_destroy(nvtxDomainHandle_t domain)
@@ -228,26 +252,30 @@ static nvtxStringHandle_t NVTX_API tp_nvtx_register_string_a(nvtxDomainHandle_t 
                                                            const char *s)
 {
     (void)domain;
-    return (nvtxStringHandle_t)tp_nvtx_id_handle(tp_nvtx_intern(s));
+    return (nvtxStringHandle_t)tp_nvtx_id_handle(tp_nvtx_intern(tp_nvtx_text(s)));
 }
 
 static nvtxStringHandle_t NVTX_API tp_nvtx_register_string_w(nvtxDomainHandle_t domain,
                                                            const wchar_t *s)
 {
     (void)domain;
-    return (nvtxStringHandle_t)tp_nvtx_id_handle(tp_nvtx_intern_wide(s));
+    char buf[TP_NVTX_WIDE];
+    return (nvtxStringHandle_t)tp_nvtx_id_handle(tp_nvtx_intern(tp_nvtx_wide(s, buf)));
 }
 
 static void NVTX_API tp_nvtx_domain_mark_ex(nvtxDomainHandle_t domain,
                                             const nvtxEventAttributes_t *a)
 {
-    tp_mark(tp_nvtx_message(a), tp_nvtx_handle_id(domain));
+    char buf[TP_NVTX_WIDE];
+    if (tp_ranges_taken())
+        tp_mark(tp_nvtx_message(a, buf), tp_nvtx_handle_id(domain));
 }
 
 static nvtxRangeId_t NVTX_API tp_nvtx_domain_range_start_ex(nvtxDomainHandle_t domain,
                                                            const nvtxEventAttributes_t *a)
 {
-    return tp_range_start(tp_nvtx_message(a), tp_nvtx_handle_id(domain));
+    char buf[TP_NVTX_WIDE];
+    return tp_ranges_taken() ? tp_range_start(tp_nvtx_message(a, buf), tp_nvtx_handle_id(domain)) : 0;
 }
 
 static void NVTX_API tp_nvtx_domain_range_end(nvtxDomainHandle_t domain, nvtxRangeId_t id)
@@ -259,7 +287,9 @@ static void NVTX_API tp_nvtx_domain_range_end(nvtxDomainHandle_t domain, nvtxRan
 static int NVTX_API tp_nvtx_domain_range_push_ex(nvtxDomainHandle_t domain,
                                                  const nvtxEventAttributes_t *a)
 {
-    return tp_range_push(tp_nvtx_message(a), tp_nvtx_handle_id(domain), TP_RANGE_NVTX);
+    char buf[TP_NVTX_WIDE];
+    return tp_ranges_taken() ?
+        tp_range_push(tp_nvtx_message(a, buf), tp_nvtx_handle_id(domain), TP_RANGE_NVTX) : -1;
 }
 
 static int NVTX_API tp_nvtx_domain_range_pop(nvtxDomainHandle_t domain)

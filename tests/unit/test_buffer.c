@@ -7,6 +7,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "collector/buffer.h"
 #include "tests/unit/tp_test.h"
 
@@ -78,20 +81,84 @@ START_TEST(test_threads_lose_nothing)
 }
 END_TEST
 
+/* 1 MiB: 16 chunks, of which the step markers keep TP_STEP_RESERVE(16) */
+#define GENERAL_1MB (16 - TP_STEP_RESERVE(16))
+
 START_TEST(test_full_pool_drops_and_counts)
 {
-    ck_assert_int_eq(tp_buf_init(1), 0);          /* 16 chunks */
-    uint64_t n = 16 * TP_CHUNK_RECORDS + 1000;
+    ck_assert_int_eq(tp_buf_init(1), 0);
+    uint64_t n = GENERAL_1MB * TP_CHUNK_RECORDS + 1000;
     write_records(1, 0, n);
     ck_assert_uint_eq(tp_buf_dropped(), 1000);
     struct counts c;
     memset(&c, 0, sizeof c);
-    ck_assert_uint_eq(tp_buf_drain(1, NULL, NULL, NULL, 1), 16 * TP_CHUNK_RECORDS);
+    ck_assert_uint_eq(tp_buf_drain(1, NULL, NULL, NULL, 1), GENERAL_1MB * TP_CHUNK_RECORDS);
     tp_buf_drain(1, count, &c, NULL, 0);
-    ck_assert_uint_eq(c.n, 16 * TP_CHUNK_RECORDS);
+    ck_assert_uint_eq(c.n, GENERAL_1MB * TP_CHUNK_RECORDS);
     /* drained chunks come back: the writer can record again */
     write_records(2, 0, 3 * TP_CHUNK_RECORDS);
     ck_assert_uint_eq(tp_buf_dropped(), 1000);
+}
+END_TEST
+
+struct steps_seen {
+    uint64_t steps, others, index_sum;
+    int32_t tid;
+    char thread[16];
+};
+
+static void count_steps(void *ctx, const struct tp_tbuf *t, const struct tp_record *r)
+{
+    (void)t;
+    struct steps_seen *s = ctx;
+    if (r->kind != TP_REC_STEP) {
+        s->others++;
+        return;
+    }
+    s->steps++;
+    s->index_sum += r->u.step.index;
+    s->tid = r->u.step.tid;
+    memcpy(s->thread, r->u.step.thread, sizeof s->thread);
+}
+
+static int write_step(uint8_t gen, uint64_t index)
+{
+    struct tp_record r;
+    memset(&r, 0, sizeof r);
+    r.kind = TP_REC_STEP;
+    r.gen = gen;
+    r.u.step.index = index;
+    return tp_buf_write_step(&r);
+}
+
+/* A pool the other records filled still takes the step markers: the
+ * reserve's 2 chunks (2,046 markers), each with its thread's id and name;
+ * past those, a marker is dropped and counted.  Drained, the chunks go
+ * back where they came from. */
+START_TEST(test_step_markers_have_room)
+{
+    ck_assert_int_eq(tp_buf_init(1), 0);
+    prctl(PR_SET_NAME, "stepper", 0, 0, 0);
+    write_records(1, 0, GENERAL_1MB * TP_CHUNK_RECORDS + 10);
+    ck_assert_uint_eq(tp_buf_dropped(), 10);
+    uint64_t room = TP_STEP_RESERVE(16) * TP_CHUNK_RECORDS;
+    for (uint64_t i = 0; i < room; i++)
+        ck_assert_int_eq(write_step(1, i), 0);
+    ck_assert_int_eq(write_step(1, room), -1);
+    ck_assert_uint_eq(tp_buf_dropped(), 11);
+    struct steps_seen s;
+    memset(&s, 0, sizeof s);
+    tp_buf_drain(1, count_steps, &s, NULL, 0);
+    ck_assert_uint_eq(s.steps, room);
+    ck_assert_uint_eq(s.index_sum, room * (room - 1) / 2);
+    ck_assert_uint_eq(s.others, GENERAL_1MB * TP_CHUNK_RECORDS);
+    ck_assert_int_eq(s.tid, (int32_t)syscall(SYS_gettid));
+    ck_assert_str_eq(s.thread, "stepper");
+    /* all back: the records fill the general chunks again, not the reserve */
+    write_records(2, 0, GENERAL_1MB * TP_CHUNK_RECORDS + 5);
+    ck_assert_uint_eq(tp_buf_dropped(), 11 + 5 + TP_CHUNK_RECORDS);  /* the writer's last
+                                                                       chunk was kept */
+    ck_assert_int_eq(write_step(2, 7), 0);
 }
 END_TEST
 
@@ -119,6 +186,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_threads_lose_nothing);
     tcase_add_test(tc, test_full_pool_drops_and_counts);
+    tcase_add_test(tc, test_step_markers_have_room);
     tcase_add_test(tc, test_generations);
     suite_add_tcase(s, tc);
     return tp_test_run(s);
