@@ -17,8 +17,13 @@
  * its folder, and `trainprof trigger PID` finds the folder of a process
  * among the links of /proc/PID/fd (scripts/trainprof_job.py).
  *
- * The status file is rewritten atomically (a .tmp name, then rename) at
- * most once a second, so that a job of thousands of ranks on a shared
+ * The status file is rewritten atomically at most once a second, by the
+ * library's one way of creating a file (safefile.c: an exclusive
+ * temporary name, never through a link, then rename; it was a fixed
+ * "rank{rank}.{pid}.json.tmp" opened with O_TRUNC, and a link planted
+ * there had the job overwrite its target), in "status" opened with
+ * O_NOFOLLOW for each write (a link planted at "status" is not
+ * followed either), so that a job of thousands of ranks on a shared
  * file system costs its metadata server one rename per rank and second,
  * and once more at exit.  Its step rate lets `trainprof trigger` choose a
  * start step that every process reaches only after it has polled.
@@ -37,6 +42,7 @@
 #include "handoff.h"
 #include "log.h"
 #include "ondemand.h"
+#include "safefile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -65,7 +71,7 @@
 static int tp_tr_on;                       /* triggers are watched */
 static char tp_tr_dir[4200];               /* the run folder, absolute */
 static char tp_tr_base[256];               /* the trigger file's name in it */
-static char tp_tr_status[128];             /* status/rank{rank}.{pid}.json */
+static char tp_tr_status[128];             /* rank{rank}.{pid}.json, in status/ */
 static pid_t tp_tr_owner;
 static int64_t tp_tr_act_ns;               /* CLOCK_REALTIME at activation */
 static int tp_tr_sig;                      /* TRAINPROF_TRIGGER_SIGNAL, 0 off */
@@ -75,6 +81,7 @@ static volatile sig_atomic_t tp_tr_sig_flag;
 /* tp-flush's state, under tp_tr_lock (the exit's last status takes it too) */
 static pthread_mutex_t tp_tr_lock = PTHREAD_MUTEX_INITIALIZER;
 static int tp_tr_fd = -1;                  /* the run folder, O_PATH */
+static int tp_tr_cleaned;                  /* dead writers' leftovers removed from status/ */
 static int64_t tp_tr_retry_at;             /* when to try the folder again */
 static int tp_tr_folder_warned, tp_tr_status_warned;
 static int64_t tp_tr_polled, tp_tr_written;
@@ -183,7 +190,7 @@ void tp_trigger_init(void)
     else
         snprintf(tp_tr_dir, sizeof tp_tr_dir, "%s", dir);
     tp_tr_owner = getpid();
-    snprintf(tp_tr_status, sizeof tp_tr_status, "status/rank%d.%d.json", tp_cfg.rank, (int)tp_tr_owner);
+    snprintf(tp_tr_status, sizeof tp_tr_status, "rank%d.%d.json", tp_cfg.rank, (int)tp_tr_owner);
     tp_tr_act_ns = tp_tr_now(CLOCK_REALTIME);
     tp_tr_on = 1;
     tp_ondemand_watch(1);
@@ -195,23 +202,6 @@ void tp_trigger_init(void)
 
 /* ---- tp-flush: the folder, the trigger file, the status file ----------------- */
 
-/* mkdir -p "dir" (absolute); 0 or -1 with errno. */
-static int tp_tr_mkdirs(const char *dir)
-{
-    char p[sizeof tp_tr_dir];
-    snprintf(p, sizeof p, "%s", dir);
-    for (char *s = p + 1;; s++) {
-        if (*s != '/' && *s)
-            continue;
-        char c = *s;
-        *s = '\0';
-        if (mkdir(p, 0777) != 0 && errno != EEXIST)
-            return -1;
-        if (!c)
-            return 0;
-        *s = c;
-    }
-}
 
 static int tp_tr_open(int64_t now)
 {
@@ -220,7 +210,7 @@ static int tp_tr_open(int64_t now)
     if (now < tp_tr_retry_at)
         return -1;
     int fd = -1;
-    if (tp_tr_mkdirs(tp_tr_dir) == 0)
+    if (tp_safefile_mkdirs(tp_tr_dir) == 0)
         fd = open(tp_tr_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0 && mkdirat(fd, "status", 0777) != 0 && errno != EEXIST) {
         close(fd);
@@ -446,20 +436,23 @@ static void tp_tr_write_status(int exited)
     json_decref(o);
     if (!text)
         return;
-    char tmp[sizeof tp_tr_status + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", tp_tr_status);
     size_t len = strlen(text);
-    int ok = 0, fd = openat(tp_tr_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd >= 0) {
-        text[len] = '\n';       /* over the NUL: written with its length */
-        ok = write(fd, text, len + 1) == (ssize_t)(len + 1);
-        ok = close(fd) == 0 && ok;
-        ok = ok && renameat(tp_tr_fd, tmp, tp_tr_fd, tp_tr_status) == 0;
-        if (!ok)
-            unlinkat(tp_tr_fd, tmp, 0);
+    text[len] = '\n';           /* over the NUL: written with its length */
+    int ok = 0, sfd = openat(tp_tr_fd, "status", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sfd >= 0) {
+        if (!tp_tr_cleaned) {
+            char sdir[sizeof tp_tr_dir + 8];
+            snprintf(sdir, sizeof sdir, "%s/status", tp_tr_dir);
+            tp_tr_cleaned = 1;
+            tp_safefile_clean(sfd, sdir);
+        }
+        ok = tp_safefile_replace(sfd, tp_tr_status, text, len + 1) == 0;
+        int e = errno;
+        close(sfd);
+        errno = e;
     }
     if (!ok && !tp_tr_status_warned++)
-        TP_ERROR("cannot write the status file %s/%s: %s", tp_tr_dir, tp_tr_status,
+        TP_ERROR("cannot write the status file %s/status/%s: %s", tp_tr_dir, tp_tr_status,
                  strerror(errno));
     free(text);
 }
