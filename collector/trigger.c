@@ -6,8 +6,9 @@
  * tp_trigger_init (activation), the signal handler and the last status at
  * exit.  tp-flush wakes at least every 0.5 s while triggers are watched
  * (tp_flusher_tick); each wake-up that is 0.4 s past the last poll costs
- * one fstatat of the trigger file, and only a file that changed (inode,
- * size, mtime) is read.  A new id is handed to the steps (ondemand.c),
+ * one fstatat of the trigger file (and a fcntl and a fstat that check the
+ * folder's descriptor, below), and only a file that changed (inode, size,
+ * mtime) is read.  A new id is handed to the steps (ondemand.c),
  * which take it at the next step boundary; what they made of it (armed,
  * late, ignored) comes back and is said once on stderr and kept in the
  * status file.  The training thread never touches a file.
@@ -15,7 +16,14 @@
  * The run folder is opened once (O_PATH) and every file is reached
  * relative to it, so a program that changes its working directory keeps
  * its folder, and `trainprof trigger PID` finds the folder of a process
- * among the links of /proc/PID/fd (scripts/trainprof_job.py).
+ * among the links of /proc/PID/fd (scripts/trainprof_ondemand.py).  The
+ * program may close that descriptor (close_range(3, ~0U, 0) after
+ * activation, as daemonizing code does) and get its number back from its
+ * next open: before each use the descriptor must still be an O_PATH one
+ * on the folder's device and inode (tp_tr_fd_ours), else the number is
+ * the program's, left alone (never closed), and the folder is opened
+ * again.  A folder the program opened at that number would otherwise
+ * have been read for a trigger file and written status files.
  *
  * The status file is rewritten atomically at most once a second, by the
  * library's one way of creating a file (safefile.c: an exclusive
@@ -29,10 +37,10 @@
  * start step that every process reaches only after it has polled.
  *
  * TRAINPROF_TRIGGER_SIGNAL: installed at activation over SIG_DFL only;
- * the handler sets a flag and writes one byte to tp-flush's pipe
- * (async-signal-safe), so the file is read at once.  In a process that is
- * not the owner (a fork that missed the atfork handler) it restores the
- * default and re-raises (decision 7).
+ * the handler sets a flag and wakes tp-flush (async-signal-safe), so the
+ * file is read at once.  In a process that is not the owner (a fork that
+ * missed the atfork handler) it restores the default and re-raises
+ * (decision 7).
  */
 #include "trigger.h"
 #include "buffer.h"
@@ -81,6 +89,8 @@ static volatile sig_atomic_t tp_tr_sig_flag;
 /* tp-flush's state, under tp_tr_lock (the exit's last status takes it too) */
 static pthread_mutex_t tp_tr_lock = PTHREAD_MUTEX_INITIALIZER;
 static int tp_tr_fd = -1;                  /* the run folder, O_PATH */
+static dev_t tp_tr_fd_dev;                 /* ... its device and inode */
+static ino_t tp_tr_fd_ino;
 static int tp_tr_cleaned;                  /* dead writers' leftovers removed from status/ */
 static int64_t tp_tr_retry_at;             /* when to try the folder again */
 static int tp_tr_folder_warned, tp_tr_status_warned;
@@ -202,17 +212,32 @@ void tp_trigger_init(void)
 
 /* ---- tp-flush: the folder, the trigger file, the status file ----------------- */
 
+/* tp_tr_fd is still ours: an O_PATH descriptor on the run folder.  The
+ * program may have closed it and opened something at its number. */
+static int tp_tr_fd_ours(void)
+{
+    struct stat st;
+    int fl = fcntl(tp_tr_fd, F_GETFL);
+    return fl >= 0 && (fl & O_PATH) && fstat(tp_tr_fd, &st) == 0 && S_ISDIR(st.st_mode) &&
+           st.st_dev == tp_tr_fd_dev && st.st_ino == tp_tr_fd_ino;
+}
 
 static int tp_tr_open(int64_t now)
 {
-    if (tp_tr_fd >= 0)
-        return 0;
+    if (tp_tr_fd >= 0) {
+        if (tp_tr_fd_ours())
+            return 0;
+        TP_DEBUG("the run folder's descriptor %d was closed by the program; opening %s again",
+                 tp_tr_fd, tp_tr_dir);
+        tp_tr_fd = -1;          /* the number is the program's now: not ours to close */
+    }
     if (now < tp_tr_retry_at)
         return -1;
     int fd = -1;
+    struct stat st;
     if (tp_safefile_mkdirs(tp_tr_dir) == 0)
         fd = open(tp_tr_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0 && mkdirat(fd, "status", 0777) != 0 && errno != EEXIST) {
+    if (fd >= 0 && ((mkdirat(fd, "status", 0777) != 0 && errno != EEXIST) || fstat(fd, &st) != 0)) {
         close(fd);
         fd = -1;
     }
@@ -224,6 +249,8 @@ static int tp_tr_open(int64_t now)
         return -1;
     }
     tp_tr_fd = fd;
+    tp_tr_fd_dev = st.st_dev;
+    tp_tr_fd_ino = st.st_ino;
     return 0;
 }
 
