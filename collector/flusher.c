@@ -27,10 +27,15 @@
  *
  * Termination and fatal signals: the handler (lifecycle.c) records the
  * signal (the first one wins), wakes this thread (tp_wake: one atomic
- * exchange and at most one futex system call) and sleeps in steps of 10 ms until this thread has
- * closed the open window (through the steps' term hook) and written it, or
- * the bound has passed (then it gives up, and so do later handlers: the
- * interrupted thread may hold a lock this thread needs).  A handler running
+ * exchange and at most one futex system call) and sleeps in steps of 10 ms
+ * until this thread has closed the open window (through the steps' term
+ * hook) and written it, or the bound has passed (then it gives up, and so
+ * do later handlers: the interrupted thread may hold a lock this thread
+ * needs).  The locks the interrupted code may hold are not waited on
+ * without bound: the step lock (steps.c, 200 ms), CUPTI's (the calls run
+ * on tp-cupti, abandoned 2 s after the signal: cupti_call.c; the window is
+ * then saved with the device records decoded so far) and the completed
+ * buffers' (cupti_buffers.c, 100 ms).  A handler running
  * on this thread itself (an abort() here) must not wait: tp_flusher_is_self.
  *
  * Warmup and windows must not begin before CUPTI is on: the kinds are
@@ -211,6 +216,7 @@ int tp_flusher_term(int sig, int ms)
     int none = 0;
     __atomic_compare_exchange_n(&tp_term_pending, &none, sig, 0, __ATOMIC_SEQ_CST,
                                 __ATOMIC_SEQ_CST);
+    tp_cupti_hurry();
     tp_wake();
     for (int i = 0; i < ms / 10 && !tp_term_saved && !tp_term_given_up; i++) {
         struct timespec ts = { 0, 10 * 1000 * 1000 };
@@ -272,13 +278,16 @@ static void tp_write_window(const struct tp_handoff *w)
 {
     struct tp_dev_batch dev;
     memset(&dev, 0, sizeof dev);
-    if (tp_cupti_enabled()) {
+    /* abandoned (a signal came while CUPTI did not answer): what was
+     * decoded before is still the window's */
+    int gpu = tp_cupti_enabled() || tp_cupti_abandoned();
+    if (gpu) {
         tp_device_wait(w);
         tp_cupti_take(w->start_tick, w->end_tick, &dev);
     }
     if (tp_cupti_lost_at())
         tp_cupti_window_free(&dev);     /* another client took CUPTI: not all, maybe not ours */
-    tp_flush_write(w, tp_cupti_enabled() || dev.n_rec ? &dev : NULL);
+    tp_flush_write(w, gpu || dev.n_rec ? &dev : NULL);
     tp_cupti_window_free(&dev);
 }
 

@@ -52,9 +52,9 @@ int tp_flusher_exiting(void);
 int tp_flusher_wait_written(int ms);
 
 /* tp_flusher_term - from a handler of signal "sig" (async-signal-safe):
- * have tp-flush save the open window and the windows not yet written, and
- * wait for it, at most "ms" milliseconds (less when an earlier handler
- * already gave up).  1 if saved.  Only the first signal is saved; never
+ * have tp-flush save the open window and the windows not yet written (its
+ * waits for CUPTI bounded from now: tp_cupti_hurry), and wait for it, at
+ * most "ms" milliseconds (less when an earlier handler already gave up).  1 if saved.  Only the first signal is saved; never
  * call it on tp-flush itself (tp_flusher_is_self). */
 int tp_flusher_term(int sig, int ms);
 
