@@ -88,10 +88,16 @@ static _Atomic int tp_final;               /* no window will open again, no capt
 static _Atomic int tp_exiting;
 static pthread_mutex_t tp_load_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Shared by a signal handler and tp-flush: lock-free atomics (the handler
+ * runs on another thread; volatile alone orders nothing between threads,
+ * and ThreadSanitizer reported the handler's read of tp_term_saved racing
+ * with tp-flush's write). */
 static volatile sig_atomic_t tp_term_pending;   /* the signal number, first one wins */
 static volatile sig_atomic_t tp_term_saved;
 static volatile sig_atomic_t tp_term_given_up;
 static volatile pid_t tp_flush_tid;             /* tp-flush's thread id */
+#define TP_LOAD(x) __atomic_load_n(&(x), __ATOMIC_SEQ_CST)
+#define TP_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_SEQ_CST)
 static _Atomic int tp_tick_ms = 1000;           /* longest sleep between wake-ups */
 
 /* Async-signal-safe: an atomic exchange, then FUTEX_WAKE only when no
@@ -218,18 +224,19 @@ int tp_flusher_term(int sig, int ms)
                                 __ATOMIC_SEQ_CST);
     tp_cupti_hurry();
     tp_wake();
-    for (int i = 0; i < ms / 10 && !tp_term_saved && !tp_term_given_up; i++) {
+    for (int i = 0; i < ms / 10 && !TP_LOAD(tp_term_saved) && !TP_LOAD(tp_term_given_up); i++) {
         struct timespec ts = { 0, 10 * 1000 * 1000 };
         nanosleep(&ts, NULL);
     }
-    if (!tp_term_saved)
-        tp_term_given_up = 1;
-    return tp_term_saved;
+    if (!TP_LOAD(tp_term_saved))
+        TP_STORE(tp_term_given_up, 1);
+    return TP_LOAD(tp_term_saved);
 }
 
 int tp_flusher_is_self(void)
 {
-    return tp_flush_tid != 0 && gettid() == tp_flush_tid;
+    pid_t t = TP_LOAD(tp_flush_tid);
+    return t != 0 && gettid() == t;
 }
 
 /* Run the modules' follow hooks (no lock of the steps held).  The sampler
@@ -263,7 +270,7 @@ static void tp_device_wait(const struct tp_handoff *w)
     struct tp_clock_map m = tp_clock_map_now();
     uint64_t t_begin = tp_clock_now();
     for (;;) {
-        int exiting = atomic_load(&tp_exiting) || tp_term_pending;
+        int exiting = atomic_load(&tp_exiting) || TP_LOAD(tp_term_pending);
         tp_cupti_collect(exiting);
         if (exiting || tp_cupti_unfinished(w->start_tick, w->end_tick) == 0)
             return;
@@ -296,11 +303,11 @@ static void *tp_flush_main(void *arg)
     (void)arg;
     int term_closed = 0;        /* the term hook ran */
     tp_depth = 1;
-    tp_flush_tid = gettid();
+    TP_STORE(tp_flush_tid, gettid());
     prctl(PR_SET_NAME, "tp-flush", 0, 0, 0);
     for (;;) {
         tp_sleep(atomic_load(&tp_tick_ms));
-        int sig = tp_term_pending;
+        int sig = TP_LOAD(tp_term_pending);
         if (sig && !term_closed) {
             tp_hooks.term(sig);
             atomic_store(&tp_exiting, 1);
@@ -325,7 +332,7 @@ static void *tp_flush_main(void *arg)
             pthread_mutex_unlock(&tp_q_lock);
         }
         if (term_closed)
-            tp_term_saved = 1;      /* not before: a signal may come while a window is written */
+            TP_STORE(tp_term_saved, 1);     /* not before: a signal may come while a window is written */
         pthread_mutex_lock(&tp_q_lock);
         int queued = tp_q_head != tp_q_tail;
         pthread_mutex_unlock(&tp_q_lock);
