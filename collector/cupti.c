@@ -24,6 +24,14 @@
  *
  * Another client (preload/cupti.c, tp_cupti_foreign) can take CUPTI from
  * us at any time; from then on CUPTI is "lost" and never called again.
+ *
+ * Threads: the entry points below run on tp-flush, but their CUPTI and
+ * driver calls run on tp-cupti (cupti_call.c), so that a termination
+ * signal's save never waits on CUPTI's lock, which the interrupted thread
+ * may hold: the *_run functions, with static inputs and results.  If
+ * tp-cupti does not answer within its grace after such a signal, CUPTI is
+ * "abandoned": no call again, and the status says so.  Decoding and the
+ * pending lists stay on tp-flush.
  */
 #include "cupti_impl.h"
 
@@ -45,6 +53,8 @@
 
 #define TP_CUPTI_TOGGLE_VERSION 130001u  /* 13.0 Update 1: disabling kinds is safe */
 #define TP_CUPTI_FINALIZE_CUDA  12060    /* cuptiFinalize with graphs fixed (notes 2.5) */
+#define TP_CUPTI_STR(x) #x
+#define TP_CUPTI_XSTR(x) TP_CUPTI_STR(x)
 #define TP_TEARDOWN_WAIT_MS 200           /* for a CUDA call to finalize from */
 /* Slack around [start, now] for our records' times: drift, and work queued
  * ahead (the fake CUPTI's device timeline runs seconds ahead under a flood
@@ -163,7 +173,7 @@ static const char *tp_foreign_call(unsigned what)
  * activity API now, and a call could re-initialize a finalized CUPTI. */
 static int tp_still_ours(void)
 {
-    if (tp_state != ST_ACTIVE)
+    if (tp_state != ST_ACTIVE || tp_cupti_abandoned())
         return 0;
     if (!atomic_load(&tp_lost_tick))
         return 1;
@@ -206,10 +216,13 @@ static int tp_own_clock;
  * Measured at load and before each collection: the uncertainty
  * given to the host/device join is the bracket, the change since the last
  * measure (CLOCK_REALTIME is slewed by NTP) and 1 us. */
+static struct { int ok; int64_t off; uint64_t slack; } tp_offset_new;   /* tp-cupti's last measure */
+
 static int tp_measure_offset(void)
 {
     static int64_t last;
     static int measured;
+    tp_offset_new.ok = 0;
     if (!tp_cupti_fn.cuptiGetTimestamp)
         return -1;
     uint64_t best = UINT64_MAX;
@@ -226,10 +239,30 @@ static int tp_measure_offset(void)
     }
     uint64_t moved = measured ? (uint64_t)(off > last ? off - last : last - off) : 0;
     uint64_t slack_ns = 2 * best + moved + 1000, base = tp_clock_ns();
-    tp_cupti_clock_offset(off, tp_clock_ns_to_ticks(base + slack_ns) - tp_clock_ns_to_ticks(base));
+    tp_offset_new.off = off;
+    tp_offset_new.slack = tp_clock_ns_to_ticks(base + slack_ns) - tp_clock_ns_to_ticks(base);
+    tp_offset_new.ok = 1;
     last = off;
     measured = 1;
     return 0;
+}
+
+/* tp-flush, after the call that measured: the decoder's offset. */
+static void tp_offset_apply(void)
+{
+    if (tp_offset_new.ok)
+        tp_cupti_clock_offset(tp_offset_new.off, tp_offset_new.slack);
+    tp_offset_new.ok = 0;
+}
+
+/* Run "fn" on tp-cupti; 0, or -1 when CUPTI was abandoned (then the hot
+ * path pushes no more external ids). */
+static int tp_run(void (*fn)(void *))
+{
+    if (tp_cupti_call(fn, NULL) == 0)
+        return 0;
+    atomic_store(&tp_kinds_on, 0);
+    return -1;
 }
 
 /* cuptiFinalize as cupti_activity.h asks and Kineto does it: from the exit
@@ -394,9 +427,10 @@ static void tp_api_set(int driver, int on)
     }
 }
 
-static void tp_enable_all(void)
+/* tp-cupti */
+static void tp_enable_run(void *arg)
 {
-    tp_cupti_pending_forget_events();   /* events recorded while off went unseen */
+    (void)arg;
     for (size_t i = 0; i < sizeof tp_kinds / sizeof tp_kinds[0]; i++)
         tp_kind_set(tp_kinds[i], 1);
     tp_api_set(0, 1);
@@ -404,8 +438,10 @@ static void tp_enable_all(void)
     atomic_store(&tp_kinds_on, 1);
 }
 
-static void tp_disable_all(void)
+/* tp-cupti */
+static void tp_disable_run(void *arg)
 {
+    (void)arg;
     atomic_store(&tp_kinds_on, 0);
     tp_api_set(0, 0);
     tp_api_set(1, 0);
@@ -413,7 +449,37 @@ static void tp_disable_all(void)
         tp_kind_set(tp_kinds[i], 0);
 }
 
+static void tp_enable_all(void)
+{
+    tp_cupti_pending_forget_events();   /* events recorded while off went unseen */
+    tp_run(tp_enable_run);
+}
+
 /* ---- lifecycle -------------------------------------------------------------- */
+
+static struct { int had_context, rc; } tp_start_job;
+
+/* tp-cupti: the first start.  Decision 6: only with a driver and a
+ * context.  Not a final state: a process may create its context after a
+ * trainprof_* call activated us; asking again costs a loader callback
+ * while libcuda is absent. */
+static void tp_start_run(void *arg)
+{
+    (void)arg;
+    char why[120];
+    tp_start_job.rc = -1;
+    if (!tp_driver_ready(tp_start_job.had_context, tp_cfg.cuda_visible, why, sizeof why)) {
+        snprintf(tp_status_text, sizeof tp_status_text, "not started: %s", why);
+        return;
+    }
+    if (tp_load() != 0)
+        return;
+    tp_started_ns = tp_clock_ns();
+    __atomic_store_n(&tp_state, ST_ACTIVE, __ATOMIC_RELAXED);
+    tp_enable_run(NULL);
+    snprintf(tp_status_text, sizeof tp_status_text, "active (CUPTI %u)", tp_version);
+    tp_start_job.rc = 0;
+}
 
 int tp_cupti_start(int had_context)
 {
@@ -428,7 +494,7 @@ int tp_cupti_start(int had_context)
             return -1;
         if (!atomic_load(&tp_kinds_on))
             tp_enable_all();
-        return 0;
+        return tp_cupti_abandoned() ? -1 : 0;
     default:
         break;
     }
@@ -437,35 +503,51 @@ int tp_cupti_start(int had_context)
         snprintf(tp_status_text, sizeof tp_status_text, "off (TRAINPROF_ACTIVITIES)");
         return -1;
     }
-    /* Decision 6: only with a driver and a context.  Not a final state: a
-     * process may create its context after a trainprof_* call activated us;
-     * asking again costs a loader callback while libcuda is absent. */
-    char why[120];
-    if (!tp_driver_ready(had_context, tp_cfg.cuda_visible, why, sizeof why)) {
-        snprintf(tp_status_text, sizeof tp_status_text, "not started: %s", why);
+    if (tp_cupti_abandoned())
         return -1;
-    }
-    if (tp_load() != 0)
+    tp_start_job.had_context = had_context;
+    tp_cupti_pending_forget_events();
+    if (tp_run(tp_start_run) != 0)
         return -1;
-    tp_started_ns = tp_clock_ns();
-    __atomic_store_n(&tp_state, ST_ACTIVE, __ATOMIC_RELAXED);
-    tp_enable_all();
-    snprintf(tp_status_text, sizeof tp_status_text, "active (CUPTI %u)", tp_version);
-    return 0;
+    tp_offset_apply();
+    return tp_start_job.rc;
 }
 
 int tp_cupti_enabled(void)
 {
-    return atomic_load_explicit(&tp_kinds_on, memory_order_relaxed);
+    return atomic_load_explicit(&tp_kinds_on, memory_order_relaxed) && !tp_cupti_abandoned();
+}
+
+static struct { int forced, dropped_ok; size_t dropped; } tp_collect_job;
+
+/* tp-cupti */
+static void tp_collect_run(void *arg)
+{
+    (void)arg;
+    if (tp_own_clock)
+        tp_measure_offset();            /* CLOCK_REALTIME drifts against ours (NTP) */
+    tp_cupti_fn.cuptiActivityFlushAll(tp_collect_job.forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+    tp_collect_job.dropped = 0;
+    tp_collect_job.dropped_ok =
+        tp_cupti_fn.cuptiActivityGetNumDroppedRecords(NULL, 0, &tp_collect_job.dropped) ==
+        CUPTI_SUCCESS;
 }
 
 void tp_cupti_collect(int forced)
 {
-    if (!tp_still_ours())
+    /* Abandoned: the buffers CUPTI completed before are still decoded
+     * (cuptiActivityGetNextRecord only walks a buffer). */
+    int flushed = 0, abandoned = tp_cupti_abandoned();
+    if (!abandoned) {
+        if (!tp_still_ours())
+            return;
+        tp_collect_job.forced = forced;
+        flushed = tp_run(tp_collect_run) == 0;
+        if (flushed)
+            tp_offset_apply();
+    } else if (!tp_started_ns) {
         return;
-    if (tp_own_clock)
-        tp_measure_offset();            /* CLOCK_REALTIME drifts against ours (NTP) */
-    tp_cupti_fn.cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+    }
     /* Our records lie between the start and now; one far outside was timed
      * by another client's timestamp callback. */
     uint64_t now = tp_clock_now();
@@ -473,9 +555,8 @@ void tp_cupti_collect(int forced)
     tp_cupti_pending_clock(lo < now ? lo : 0,   /* ticks since boot: less than the slack */
                            tp_clock_ns_to_ticks(tp_clock_ns() + TP_CLOCK_SLACK_NS));
     tp_cupti_buf_drain(tp_cupti_decode);
-    size_t d = 0;
-    if (tp_cupti_fn.cuptiActivityGetNumDroppedRecords(NULL, 0, &d) == CUPTI_SUCCESS)
-        tp_cupti_pending_drop(d);
+    if (flushed && tp_collect_job.dropped_ok)
+        tp_cupti_pending_drop(tp_collect_job.dropped);
     if (tp_cupti_pending_off_clock())
         tp_cupti_foreign(TP_FOREIGN_TIMES, -1, NULL);
 }
@@ -485,7 +566,7 @@ void tp_cupti_set_capture_check(int (*fn)(void))
     tp_capture_check = fn;
 }
 
-/* CUDA driver version from a libcuda already loaded, 0 if none. */
+/* CUDA driver version from a libcuda already loaded, 0 if none (tp-cupti). */
 static int tp_driver_version(void)
 {
     static const char *const name = "cuDriverGetVersion";
@@ -530,22 +611,35 @@ static const char *tp_finalize(int safe)
     return "finalized";
 }
 
+static struct { int capture; const char *how; } tp_stop_job;
+
+/* tp-cupti */
+static void tp_finalize_run(void *arg)
+{
+    (void)arg;
+    tp_stop_job.how = tp_finalize(!tp_stop_job.capture &&
+                                  tp_driver_version() >= TP_CUPTI_FINALIZE_CUDA);
+}
+
 void tp_cupti_stop(int final)
 {
-    if (!tp_still_ours())
+    if (tp_cupti_abandoned() || !tp_still_ours())
         return;
     if (!final) {
         if (tp_version >= TP_CUPTI_TOGGLE_VERSION && atomic_load(&tp_kinds_on))
-            tp_disable_all();
+            tp_run(tp_disable_run);
         return;
     }
     tp_cupti_collect(1);
-    tp_disable_all();
+    if (tp_run(tp_disable_run) != 0)
+        return;
     tp_cupti_collect(1);
-    int capture = tp_capture_check && tp_capture_check();
-    const char *how = tp_finalize(!capture && tp_driver_version() >= TP_CUPTI_FINALIZE_CUDA);
+    tp_stop_job.capture = tp_capture_check && tp_capture_check();
+    if (tp_run(tp_finalize_run) != 0)
+        return;
     __atomic_store_n(&tp_state, ST_FINISHED, __ATOMIC_SEQ_CST);
-    snprintf(tp_status_text, sizeof tp_status_text, "finished (CUPTI %u; %s)", tp_version, how);
+    snprintf(tp_status_text, sizeof tp_status_text, "finished (CUPTI %u; %s)", tp_version,
+             tp_stop_job.how);
 }
 
 /* Push and pop count themselves in tp_ext_inflight around the CUPTI call
@@ -578,6 +672,10 @@ void tp_cupti_ext_pop(void)
 
 const char *tp_cupti_status(void)
 {
+    if (tp_cupti_abandoned())
+        return "abandoned: CUPTI did not answer within " TP_CUPTI_XSTR(TP_CUPTI_GRACE_S)
+               " s of a termination or fatal signal (the interrupted thread may hold its "
+               "lock); device records not delivered by then are left out";
     tp_still_ours();                    /* a loss not noticed yet names itself */
     return tp_status_text;
 }

@@ -230,4 +230,15 @@ void tp_cupti_foreign(unsigned what, int kind, const void *caller);
  * client took it), 0 while it is ours or was never started. */
 uint64_t tp_cupti_lost_at(void);
 
+/* tp_cupti_hurry - a termination or fatal signal came: from now on
+ * tp-flush waits for CUPTI (cupti_call.c) at most TP_CUPTI_GRACE_S from
+ * now, after which CUPTI is abandoned.  Async-signal-safe (a handler calls
+ * it through tp_flusher_term). */
+void tp_cupti_hurry(void);
+
+/* tp_cupti_abandoned - 1 once CUPTI was abandoned: it is never called
+ * again; tp_cupti_collect still decodes the buffers already completed, and
+ * tp_cupti_status says what was left out. */
+int tp_cupti_abandoned(void);
+
 #endif

@@ -13,7 +13,12 @@
  * on a FIFO under a mutex of ours that is never held across a CUPTI call.
  * Draining happens on tp-flush only: every completed buffer's records go to
  * the caller's function, then the buffer is zeroed with
- * madvise(MADV_DONTNEED) and put back in the bitmap.
+ * madvise(MADV_DONTNEED) and put back in the bitmap.  Once a termination
+ * or fatal signal came (tp_cupti_hurried), the drain waits for that mutex
+ * at most TP_DONE_WAIT_MS: the thread the signal interrupted may be inside
+ * our callback, holding it (CUPTI calls "requested" on application
+ * threads), and the save must not wait on it; the buffers left are left
+ * out.
  */
 #include "cupti_impl.h"
 
@@ -24,12 +29,14 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #define TP_BUF_SIZE   (4u << 20)
 #define TP_POOL_INIT  16
 #define TP_POOL_SOFT  32                 /* with the default TRAINPROF_BUFFER_MB (256) */
 #define TP_POOL_MAX   256
 #define TP_POOL_WORDS (TP_POOL_MAX / 64)
+#define TP_DONE_WAIT_MS 100
 
 static uint8_t *_Atomic tp_slot[TP_POOL_MAX];     /* mapping of each slot, NULL if none */
 static atomic_uint tp_slots_claimed;               /* slot indexes handed to a mapping */
@@ -118,10 +125,27 @@ static void tp_pool_release(int i, int used)
     atomic_fetch_or_explicit(&tp_free[i / 64], 1ull << (i % 64), memory_order_release);
 }
 
-static int tp_done_pop(size_t *valid)
+/* tp_done_lock, bounded to TP_DONE_WAIT_MS when "bounded"; 1 if taken. */
+static int tp_done_enter(int bounded)
+{
+    if (!bounded) {
+        pthread_mutex_lock(&tp_done_lock);
+        return 1;
+    }
+    for (int ms = 0; ms < TP_DONE_WAIT_MS; ms++) {
+        if (pthread_mutex_trylock(&tp_done_lock) == 0)
+            return 1;
+        struct timespec d = { 0, 1000000 };
+        nanosleep(&d, NULL);
+    }
+    return 0;
+}
+
+static int tp_done_pop(size_t *valid, int bounded)
 {
     int slot = -1;
-    pthread_mutex_lock(&tp_done_lock);
+    if (!tp_done_enter(bounded))
+        return -1;
     if (tp_done_n) {
         slot = tp_done[tp_done_head].slot;
         *valid = tp_done[tp_done_head].valid;
@@ -140,7 +164,7 @@ static void CUPTIAPI tp_buf_requested(uint8_t **buffer, size_t *size, size_t *ma
         i = tp_pool_grow(tp_pool_soft);
     if (i < 0) {
         size_t valid = 0;
-        i = tp_done_pop(&valid);
+        i = tp_done_pop(&valid, 0);
         if (i >= 0) {
             /* Over the soft cap: sacrifice the oldest undecoded buffer. */
             uint8_t *p = atomic_load(&tp_slot[i]);
@@ -208,7 +232,7 @@ void tp_cupti_buf_drain(int (*each)(const void *record))
 {
     size_t valid;
     int i;
-    while ((i = tp_done_pop(&valid)) >= 0) {
+    while ((i = tp_done_pop(&valid, tp_cupti_hurried())) >= 0) {
         uint8_t *buf = atomic_load(&tp_slot[i]);
         CUpti_Activity *a = NULL;
         for (;;) {

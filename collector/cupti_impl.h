@@ -8,6 +8,7 @@
  *
  *     cupti.c          lifecycle: subscribe, enable kinds, collect, stop,
  *         |            external correlation push/pop, status
+ *         +-> cupti_call.c     tp-cupti, where cupti.c's CUPTI calls run
  *         +-> cupti_window.c   pending lists, windows (take, unfinished)
  *         +-> cupti_buffers.c  the activity buffer pool and its callbacks
  *         +-> cupti_load.c     finding and loading libcupti, entry points
@@ -38,6 +39,21 @@
  * one stack per kind: with torch.profiler in the process, a kind shared
  * with it would give each profiler's kernels the other's ids. */
 #define TP_CUPTI_EXT_KIND CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2
+
+/* ---- cupti_call.c: tp-cupti --------------------------------------------- */
+
+/* Seconds from a termination or fatal signal until CUPTI is abandoned. */
+#define TP_CUPTI_GRACE_S 2
+
+/* tp_cupti_call - run fn(arg) on tp-cupti and wait (tp-flush only; one at
+ * a time).  0 when it ran (on tp-flush itself if tp-cupti cannot start),
+ * -1 when CUPTI is abandoned, now or before: fn may still be running or
+ * never run, so it must keep its inputs and results in static storage. */
+int tp_cupti_call(void (*fn)(void *), void *arg);
+
+/* tp_cupti_hurried - a termination or fatal signal came (tp_cupti_hurry):
+ * waits on locks a CUPTI callback may hold are to be bounded. */
+int tp_cupti_hurried(void);
 
 /* ---- cupti_load.c: the loaded library ------------------------------------ */
 

@@ -19,8 +19,8 @@ struct tp_flusher_hooks {
     void (*idle)(void);
 };
 
-/* tp_flusher_start - create the wake-up pipe and start tp-flush (all
- * signals blocked in it).  0, or -1 (no thread). */
+/* tp_flusher_start - start tp-flush (all signals blocked in it; it holds
+ * no descriptor).  0, or -1 (no thread). */
 int tp_flusher_start(const struct tp_flusher_hooks *hooks);
 
 /* tp_flusher_queue - hand a closed window over (training thread, step lock
@@ -52,13 +52,14 @@ int tp_flusher_exiting(void);
 int tp_flusher_wait_written(int ms);
 
 /* tp_flusher_term - from a handler of signal "sig" (async-signal-safe):
- * have tp-flush save the open window and the windows not yet written, and
- * wait for it, at most "ms" milliseconds (less when an earlier handler
- * already gave up).  1 if saved.  Only the first signal is saved; never
+ * have tp-flush save the open window and the windows not yet written (its
+ * waits for CUPTI bounded from now: tp_cupti_hurry), and wait for it, at
+ * most "ms" milliseconds (less when an earlier handler already gave up).  1 if saved.  Only the first signal is saved; never
  * call it on tp-flush itself (tp_flusher_is_self). */
 int tp_flusher_term(int sig, int ms);
 
-/* tp_flusher_wake - wake tp-flush now (async-signal-safe: one write(2)). */
+/* tp_flusher_wake - wake tp-flush now (async-signal-safe: an atomic
+ * exchange and at most one futex system call). */
 void tp_flusher_wake(void);
 
 /* tp_flusher_tick - tp-flush wakes at least every "ms" milliseconds

@@ -19,6 +19,10 @@
  * Termination signals: the handler has tp-flush save the open window and
  * waits (bounded), then restores the default disposition, re-raises and
  * returns, so the process dies of the same signal with the signal unblocked.
+ * The save itself bounds its waits on the locks the interrupted code may
+ * hold (flusher.c): a thread interrupted inside CUPTI held CUPTI's lock,
+ * tp-flush waited for it in cuptiActivityFlushAll, and the handler gave
+ * up after 20 s with nothing saved (tests/preload/test_signal_cupti.py).
  * A forked child goes passive at once; handlers check the owner pid.
  *
  * Fatal signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT): installed at

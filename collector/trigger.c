@@ -6,8 +6,9 @@
  * tp_trigger_init (activation), the signal handler and the last status at
  * exit.  tp-flush wakes at least every 0.5 s while triggers are watched
  * (tp_flusher_tick); each wake-up that is 0.4 s past the last poll costs
- * one fstatat of the trigger file, and only a file that changed (inode,
- * size, mtime) is read.  A new id is handed to the steps (ondemand.c),
+ * one fstatat of the trigger file (and a fcntl and a fstat that check the
+ * folder's descriptor, below), and only a file that changed (inode, size,
+ * mtime) is read.  A new id is handed to the steps (ondemand.c),
  * which take it at the next step boundary; what they made of it (armed,
  * late, ignored) comes back and is said once on stderr and kept in the
  * status file.  The training thread never touches a file.
@@ -15,19 +16,31 @@
  * The run folder is opened once (O_PATH) and every file is reached
  * relative to it, so a program that changes its working directory keeps
  * its folder, and `trainprof trigger PID` finds the folder of a process
- * among the links of /proc/PID/fd (scripts/trainprof_job.py).
+ * among the links of /proc/PID/fd (scripts/trainprof_ondemand.py).  The
+ * program may close that descriptor (close_range(3, ~0U, 0) after
+ * activation, as daemonizing code does) and get its number back from its
+ * next open: before each use the descriptor must still be an O_PATH one
+ * on the folder's device and inode (tp_tr_fd_ours), else the number is
+ * the program's, left alone (never closed), and the folder is opened
+ * again.  A folder the program opened at that number would otherwise
+ * have been read for a trigger file and written status files.
  *
- * The status file is rewritten atomically (a .tmp name, then rename) at
- * most once a second, so that a job of thousands of ranks on a shared
+ * The status file is rewritten atomically at most once a second, by the
+ * library's one way of creating a file (safefile.c: an exclusive
+ * temporary name, never through a link, then rename; it was a fixed
+ * "rank{rank}.{pid}.json.tmp" opened with O_TRUNC, and a link planted
+ * there had the job overwrite its target), in "status" opened with
+ * O_NOFOLLOW for each write (a link planted at "status" is not
+ * followed either), so that a job of thousands of ranks on a shared
  * file system costs its metadata server one rename per rank and second,
  * and once more at exit.  Its step rate lets `trainprof trigger` choose a
  * start step that every process reaches only after it has polled.
  *
  * TRAINPROF_TRIGGER_SIGNAL: installed at activation over SIG_DFL only;
- * the handler sets a flag and writes one byte to tp-flush's pipe
- * (async-signal-safe), so the file is read at once.  In a process that is
- * not the owner (a fork that missed the atfork handler) it restores the
- * default and re-raises (decision 7).
+ * the handler sets a flag and wakes tp-flush (async-signal-safe), so the
+ * file is read at once.  In a process that is not the owner (a fork that
+ * missed the atfork handler) it restores the default and re-raises
+ * (decision 7).
  */
 #include "trigger.h"
 #include "buffer.h"
@@ -37,6 +50,7 @@
 #include "handoff.h"
 #include "log.h"
 #include "ondemand.h"
+#include "safefile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -65,7 +79,7 @@
 static int tp_tr_on;                       /* triggers are watched */
 static char tp_tr_dir[4200];               /* the run folder, absolute */
 static char tp_tr_base[256];               /* the trigger file's name in it */
-static char tp_tr_status[128];             /* status/rank{rank}.{pid}.json */
+static char tp_tr_status[128];             /* rank{rank}.{pid}.json, in status/ */
 static pid_t tp_tr_owner;
 static int64_t tp_tr_act_ns;               /* CLOCK_REALTIME at activation */
 static int tp_tr_sig;                      /* TRAINPROF_TRIGGER_SIGNAL, 0 off */
@@ -75,6 +89,9 @@ static volatile sig_atomic_t tp_tr_sig_flag;
 /* tp-flush's state, under tp_tr_lock (the exit's last status takes it too) */
 static pthread_mutex_t tp_tr_lock = PTHREAD_MUTEX_INITIALIZER;
 static int tp_tr_fd = -1;                  /* the run folder, O_PATH */
+static dev_t tp_tr_fd_dev;                 /* ... its device and inode */
+static ino_t tp_tr_fd_ino;
+static int tp_tr_cleaned;                  /* dead writers' leftovers removed from status/ */
 static int64_t tp_tr_retry_at;             /* when to try the folder again */
 static int tp_tr_folder_warned, tp_tr_status_warned;
 static int64_t tp_tr_polled, tp_tr_written;
@@ -183,7 +200,7 @@ void tp_trigger_init(void)
     else
         snprintf(tp_tr_dir, sizeof tp_tr_dir, "%s", dir);
     tp_tr_owner = getpid();
-    snprintf(tp_tr_status, sizeof tp_tr_status, "status/rank%d.%d.json", tp_cfg.rank, (int)tp_tr_owner);
+    snprintf(tp_tr_status, sizeof tp_tr_status, "rank%d.%d.json", tp_cfg.rank, (int)tp_tr_owner);
     tp_tr_act_ns = tp_tr_now(CLOCK_REALTIME);
     tp_tr_on = 1;
     tp_ondemand_watch(1);
@@ -195,34 +212,32 @@ void tp_trigger_init(void)
 
 /* ---- tp-flush: the folder, the trigger file, the status file ----------------- */
 
-/* mkdir -p "dir" (absolute); 0 or -1 with errno. */
-static int tp_tr_mkdirs(const char *dir)
+/* tp_tr_fd is still ours: an O_PATH descriptor on the run folder.  The
+ * program may have closed it and opened something at its number. */
+static int tp_tr_fd_ours(void)
 {
-    char p[sizeof tp_tr_dir];
-    snprintf(p, sizeof p, "%s", dir);
-    for (char *s = p + 1;; s++) {
-        if (*s != '/' && *s)
-            continue;
-        char c = *s;
-        *s = '\0';
-        if (mkdir(p, 0777) != 0 && errno != EEXIST)
-            return -1;
-        if (!c)
-            return 0;
-        *s = c;
-    }
+    struct stat st;
+    int fl = fcntl(tp_tr_fd, F_GETFL);
+    return fl >= 0 && (fl & O_PATH) && fstat(tp_tr_fd, &st) == 0 && S_ISDIR(st.st_mode) &&
+           st.st_dev == tp_tr_fd_dev && st.st_ino == tp_tr_fd_ino;
 }
 
 static int tp_tr_open(int64_t now)
 {
-    if (tp_tr_fd >= 0)
-        return 0;
+    if (tp_tr_fd >= 0) {
+        if (tp_tr_fd_ours())
+            return 0;
+        TP_DEBUG("the run folder's descriptor %d was closed by the program; opening %s again",
+                 tp_tr_fd, tp_tr_dir);
+        tp_tr_fd = -1;          /* the number is the program's now: not ours to close */
+    }
     if (now < tp_tr_retry_at)
         return -1;
     int fd = -1;
-    if (tp_tr_mkdirs(tp_tr_dir) == 0)
+    struct stat st;
+    if (tp_safefile_mkdirs(tp_tr_dir) == 0)
         fd = open(tp_tr_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0 && mkdirat(fd, "status", 0777) != 0 && errno != EEXIST) {
+    if (fd >= 0 && ((mkdirat(fd, "status", 0777) != 0 && errno != EEXIST) || fstat(fd, &st) != 0)) {
         close(fd);
         fd = -1;
     }
@@ -234,6 +249,8 @@ static int tp_tr_open(int64_t now)
         return -1;
     }
     tp_tr_fd = fd;
+    tp_tr_fd_dev = st.st_dev;
+    tp_tr_fd_ino = st.st_ino;
     return 0;
 }
 
@@ -446,20 +463,23 @@ static void tp_tr_write_status(int exited)
     json_decref(o);
     if (!text)
         return;
-    char tmp[sizeof tp_tr_status + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", tp_tr_status);
     size_t len = strlen(text);
-    int ok = 0, fd = openat(tp_tr_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd >= 0) {
-        text[len] = '\n';       /* over the NUL: written with its length */
-        ok = write(fd, text, len + 1) == (ssize_t)(len + 1);
-        ok = close(fd) == 0 && ok;
-        ok = ok && renameat(tp_tr_fd, tmp, tp_tr_fd, tp_tr_status) == 0;
-        if (!ok)
-            unlinkat(tp_tr_fd, tmp, 0);
+    text[len] = '\n';           /* over the NUL: written with its length */
+    int ok = 0, sfd = openat(tp_tr_fd, "status", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sfd >= 0) {
+        if (!tp_tr_cleaned) {
+            char sdir[sizeof tp_tr_dir + 8];
+            snprintf(sdir, sizeof sdir, "%s/status", tp_tr_dir);
+            tp_tr_cleaned = 1;
+            tp_safefile_clean(sfd, sdir);
+        }
+        ok = tp_safefile_replace(sfd, tp_tr_status, text, len + 1) == 0;
+        int e = errno;
+        close(sfd);
+        errno = e;
     }
     if (!ok && !tp_tr_status_warned++)
-        TP_ERROR("cannot write the status file %s/%s: %s", tp_tr_dir, tp_tr_status,
+        TP_ERROR("cannot write the status file %s/status/%s: %s", tp_tr_dir, tp_tr_status,
                  strerror(errno));
     free(text);
 }

@@ -1,18 +1,15 @@
 /*
- * output.c - DESIGN: Darshan's rule, applied to every file we write: write
- * under a temporary name in the final folder, rename when complete.  The
- * temporary name is "<final>.<host>.<pid>.tmp" (HTA loads every .json/.gz
- * of the trace folder, SPEC decision 10, so it must not end in either),
- * created with O_EXCL|O_NOFOLLOW, so that a file or symlink planted under
- * that name is never written through: on EEXIST we try
- * "<final>.<host>.<pid>-<k>.tmp", a bounded number of times.  The final
- * name is chosen twice: a free name is picked at open so that the
- * temporary file sits next to it, and the rename itself refuses to replace
- * (RENAME_NOREPLACE, or link+unlink on filesystems without it), moving to
- * the next suffix if another process took the name meanwhile.  So with
- * TRAINPROF_OVERWRITE=0 nothing is ever lost, even with racing ranks.
- * rename(2) never follows a symlink at the final name either: with
- * TRAINPROF_OVERWRITE=1 it replaces the link itself.
+ * output.c - DESIGN: the handlers' files (traces and reports), each
+ * created the library's one way (collector/safefile.c: a temporary name
+ * "<final>.<host>.<pid>.tmp" in the final folder, created exclusively and
+ * never through a link, renamed when complete).  Here: the folders, the
+ * choice of the final name, and leftovers.  The final name is chosen
+ * twice: a free name is picked at open so that the temporary file sits
+ * next to it, and the rename itself refuses to replace, moving to the
+ * next suffix if another process took the name meanwhile.  So with
+ * TRAINPROF_OVERWRITE=0 nothing is ever lost, even with racing ranks; with
+ * TRAINPROF_OVERWRITE=1 rename(2) replaces a link at the final name
+ * itself, never its target.
  *
  * Leftovers: a process killed during a save leaves its temporary file.
  * The first open in a folder (per process) removes the temporary files of
@@ -22,13 +19,12 @@
  * owned by our effective uid.
  */
 #include "output.h"
+#include "../collector/safefile.h"
 #include "../collector/sink.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,42 +35,7 @@
 
 int tp_output_mkdirs(const char *dir)
 {
-    char p[TP_PATH_MAX];
-    size_t n = strlen(dir);
-    if (n == 0)
-        return 0;
-    if (n >= sizeof p) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    memcpy(p, dir, n + 1);
-    while (n > 1 && p[n - 1] == '/')
-        p[--n] = '\0';
-    for (size_t i = 1; i <= n; i++) {
-        if (p[i] != '/' && p[i] != '\0')
-            continue;
-        if (p[i - 1] == '/')
-            continue;
-        char saved = p[i];
-        p[i] = '\0';
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-            int e = errno;
-            struct stat st;
-            if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
-                errno = e;
-                return -1;
-            }
-        }
-        p[i] = saved;
-    }
-    struct stat st;
-    if (stat(p, &st) != 0)
-        return -1;
-    if (!S_ISDIR(st.st_mode)) {
-        errno = ENOTDIR;
-        return -1;
-    }
-    return 0;
+    return tp_safefile_mkdirs(dir);
 }
 
 static int ends_with(const char *s, size_t n, const char *suffix)
@@ -138,88 +99,14 @@ static int name_taken(const char *path)
 
 /* ---- temporary names ------------------------------------------------------ */
 
-static char tmp_host_name[TP_OUTPUT_HOST_MAX + 1];
-static pthread_once_t tmp_host_once = PTHREAD_ONCE_INIT;
-
-static void tmp_host_init(void)
-{
-    char h[256];
-    if (gethostname(h, sizeof h) != 0)
-        h[0] = '\0';
-    h[sizeof h - 1] = '\0';
-    size_t i = 0;
-    for (; h[i] && i < TP_OUTPUT_HOST_MAX; i++) {
-        char c = h[i];
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '-' || c == '_';
-        tmp_host_name[i] = ok ? c : '_';
-    }
-    if (i == 0)
-        tmp_host_name[i++] = '_';
-    tmp_host_name[i] = '\0';
-}
-
-/* This host's name as temporary names carry it: [A-Za-z0-9_-] kept, any
- * other byte (dots included, so that names parse back) as '_', cut at
- * TP_OUTPUT_HOST_MAX. */
 const char *tp_output_tmp_host(void)
 {
-    pthread_once(&tmp_host_once, tmp_host_init);
-    return tmp_host_name;
-}
-
-/* Create o->tmp for o->final: "<final>.<host>.<pid>.tmp", then "-1", "-2",
- * ... after the pid while the name exists; never through a link.  0 with
- * o->fd open, or -1 with errno. */
-static int open_tmp(struct tp_output *o)
-{
-    const char *host = tp_output_tmp_host();
-    long pid = (long)getpid();
-    for (int k = 0; k < TP_OUTPUT_TMP_TRIES; k++) {
-        int n = k ? snprintf(o->tmp, sizeof o->tmp, "%s.%s.%ld-%d.tmp", o->final, host, pid, k)
-                  : snprintf(o->tmp, sizeof o->tmp, "%s.%s.%ld.tmp", o->final, host, pid);
-        if (n < 0 || (size_t)n >= sizeof o->tmp) {
-            errno = ENAMETOOLONG;
-            return -1;
-        }
-        o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-        if (o->fd >= 0)
-            return 0;
-        if (errno != EEXIST)
-            return -1;
-    }
-    return -1;      /* errno is EEXIST */
+    return tp_safefile_host();
 }
 
 long tp_output_tmp_writer(const char *name)
 {
-    size_t n = strlen(name);
-    if (!ends_with(name, n, ".tmp"))
-        return -1;
-    n -= 4;
-    size_t p = n;                       /* start of "<pid>[-<k>]" */
-    while (p > 0 && ((name[p - 1] >= '0' && name[p - 1] <= '9') || name[p - 1] == '-'))
-        p--;
-    if (p == n || p == 0 || name[p - 1] != '.' || name[p] < '0' || name[p] > '9')
-        return -1;
-    char *end;
-    errno = 0;
-    long pid = strtol(name + p, &end, 10);
-    if (errno || pid <= 0)
-        return -1;
-    if (end != name + n) {              /* "-<k>" */
-        if (*end != '-' || end + 1 == name + n)
-            return -1;
-        for (const char *c = end + 1; c < name + n; c++)
-            if (*c < '0' || *c > '9')
-                return -1;
-    }
-    const char *host = tp_output_tmp_host();
-    size_t hl = strlen(host);
-    /* "<final>.<host>." with a final name of at least one byte */
-    if (p - 1 < hl + 2 || name[p - 2 - hl] != '.' || memcmp(name + p - 1 - hl, host, hl) != 0)
-        return -1;
-    return pid;
+    return tp_safefile_writer(name);
 }
 
 /* Folders already cleaned by this process (a few; more are cleaned again). */
@@ -252,33 +139,11 @@ int tp_output_clean_stale(const char *path)
         snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
     if (!first_visit(dir))
         return 0;
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (!d) {
-        if (dfd >= 0)
-            close(dfd);
+    int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
         return 0;
-    }
-    int removed = 0;
-    pid_t self = getpid();
-    uid_t uid = geteuid();
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        long pid = tp_output_tmp_writer(e->d_name);
-        if (pid <= 0 || pid == (long)self || (pid_t)pid != pid)
-            continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-            continue;
-        struct stat st;
-        if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-            st.st_uid != uid)
-            continue;
-        if (unlinkat(dfd, e->d_name, 0) == 0) {
-            removed++;
-            TP_INFO("removed %s/%s, left by process %ld (gone)", dir, e->d_name, pid);
-        }
-    }
-    closedir(d);
+    int removed = tp_safefile_clean(dfd, dir);
+    close(dfd);
     return removed;
 }
 
@@ -332,34 +197,14 @@ int tp_output_open(struct tp_output *o, const char *path, size_t stem, int overw
     o->suffix = k;
 
     tp_output_clean_stale(o->final);
-    if (open_tmp(o) != 0) {
+    o->fd = tp_safefile_create(AT_FDCWD, o->final, o->tmp, sizeof o->tmp);
+    if (o->fd < 0) {
         int e = errno;
         TP_ERROR("cannot write %s: %s", o->final, strerror(e));
         o->tmp[0] = '\0';
         return -1;
     }
     return 0;
-}
-
-/* Rename without replacing: 0, or -1 with errno (EEXIST: name taken). */
-static int rename_noreplace(const char *from, const char *to)
-{
-    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
-        return 0;
-    if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP && errno != EOPNOTSUPP)
-        return -1;
-    if (link(from, to) == 0) {
-        unlink(from);
-        return 0;
-    }
-    if (errno != EPERM && errno != ENOTSUP && errno != EOPNOTSUPP)
-        return -1;
-    /* No hard links either (vfat, some FUSE): the best left is check, then rename. */
-    if (name_taken(to)) {
-        errno = EEXIST;
-        return -1;
-    }
-    return rename(from, to);
 }
 
 int tp_output_commit(struct tp_output *o)
@@ -372,7 +217,7 @@ int tp_output_commit(struct tp_output *o)
         return tp_output_abort(o, errno);
 
     for (;;) {
-        rc = o->overwrite ? rename(o->tmp, o->final) : rename_noreplace(o->tmp, o->final);
+        rc = tp_safefile_rename(AT_FDCWD, o->tmp, o->final, o->overwrite);
         if (rc == 0)
             break;
         if (errno != EEXIST || o->overwrite)

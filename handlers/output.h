@@ -2,7 +2,9 @@
  * output.h - atomic creation of output files for handlers (SPEC 7).
  *
  * A file is written under "<final>.<host>.<pid>.tmp" in its final folder
- * (created exclusively, never through a link) and renamed when complete, so that no reader ever sees half a file.  With
+ * (created exclusively, never through a link: collector/safefile.c, the
+ * library's one way of creating a file) and renamed when complete, so
+ * that no reader ever sees half a file.  With
  * TRAINPROF_OVERWRITE=0 an existing file is never replaced: the new one
  * gets "-1", "-2", ... before its extension and a warning says so.
  * Every failure prints one error line naming the path and strerror, and
@@ -15,8 +17,6 @@
 
 #define TP_PATH_MAX 4096
 #define TP_OUTPUT_MAX_SUFFIX 100000
-#define TP_OUTPUT_TMP_TRIES 100      /* temporary names tried for one file */
-#define TP_OUTPUT_HOST_MAX 32        /* bytes of the host name in temporary names */
 
 struct tp_output {
     int fd;                      /* open on tmp; -1 when closed */
@@ -98,13 +98,15 @@ int tp_output_open_report(struct tp_output *o, const char *reports_folder, const
 
 /*
  * tp_output_tmp_host - this host's name as temporary names carry it
- * (bytes other than [A-Za-z0-9_-] as '_', at most TP_OUTPUT_HOST_MAX).
+ * (tp_safefile_host: bytes other than [A-Za-z0-9_-] as '_', at most
+ * TP_SAFEFILE_HOST_MAX).
  */
 const char *tp_output_tmp_host(void);
 
 /*
- * tp_output_tmp_writer - the pid of the writer of a temporary file, if the
- * file name "name" (no folder) is one of ours written on this host:
+ * tp_output_tmp_writer - tp_safefile_writer: the pid of the writer of a
+ * temporary file, if the file name "name" (no folder) is one of ours
+ * written on this host:
  * "<final>.<host>.<pid>.tmp" or "<final>.<host>.<pid>-<k>.tmp".  -1 if not.
  */
 long tp_output_tmp_writer(const char *name);

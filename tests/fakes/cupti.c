@@ -76,7 +76,12 @@
  * FAKE_CUPTI_FAIL_KIND=K (cuptiActivityEnable(K) fails); FAKE_CUPTI_LOG=path
  * (one line per subscribe, enable KIND, disable KIND, flush, unsubscribe,
  * finalize, and "cuda_event EVENTID STREAMID CORRELATION" per CUDA_EVENT
- * record); FAKE_CUPTI_COMM_US=N (NCCL's kernels last N us, default 5).
+ * record); FAKE_CUPTI_COMM_US=N (NCCL's kernels last N us, default 5);
+ * FAKE_CUPTI_STALL_AT=N with FAKE_CUPTI_STALL_MS=M (the Nth API call
+ * recorded stalls M ms in this library's callback from the runtime, with
+ * its lock held, after writing "fake-cupti: stalling in a callback" on
+ * stderr: a thread interrupted by a signal there holds CUPTI's lock, as a
+ * real CUPTI's lock is held while it records a call).
  * Never writes to stdout.
  */
 #define _GNU_SOURCE
@@ -128,6 +133,8 @@ static int era = ERA_13_0;
 
 static int ts_refused;          /* FAKE_CUPTI_TS_REFUSED: 1 the callback, 2 also cuptiGetTimestamp */
 static long clock_step_ns;      /* FAKE_CUPTI_CLOCK_STEP_MS: CLOCK_REALTIME as if stepped (NTP) */
+static long stall_at, stall_ms; /* FAKE_CUPTI_STALL_AT, FAKE_CUPTI_STALL_MS */
+static long n_recorded;         /* API calls recorded (under mu) */
 
 static long env_long(const char *name, long def)
 {
@@ -153,6 +160,8 @@ __attribute__((constructor)) static void fake_init(void)
     if (comm_us <= 0)
         comm_us = 5;
     fail_kind = (int)env_long("FAKE_CUPTI_FAIL_KIND", -1);
+    stall_at = env_long("FAKE_CUPTI_STALL_AT", 0);
+    stall_ms = env_long("FAKE_CUPTI_STALL_MS", 0);
     const char *l = getenv("FAKE_CUPTI_LOG");
     if (l)
         snprintf(log_path, sizeof log_path, "%s", l);
@@ -598,6 +607,16 @@ static void fake_end(uint64_t token, const struct fakegpu_op *op)
     if (!any_on_locked()) {
         pthread_mutex_unlock(&mu);
         return;
+    }
+    if (++n_recorded == stall_at && stall_ms > 0) {
+        static const char msg[] = "fake-cupti: stalling in a callback\n";
+        ssize_t w = write(2, msg, sizeof msg - 1);
+        (void)w;
+        uint64_t until = mono_ms() + (uint64_t)stall_ms;
+        for (uint64_t now = mono_ms(); now < until; now = mono_ms()) {
+            struct timespec d = { 0, 10000000 };
+            nanosleep(&d, NULL);
+        }
     }
     int drv = op->domain == FAKEGPU_DRIVER;
     int cb_ok = op->cbid >= 0 &&

@@ -1,0 +1,173 @@
+"""Links planted at every name the library writes are never followed
+(issue 21, finding 2).  The names come from one place, README.md's table
+"Files trainprof creates": its rows whose second column starts with
+`library`.  So the list is tested both ways: a link is planted at each of
+its temporary names (and at the fixed names a writer might use instead,
+"{final}.tmp" and "{final}.{pid}.tmp") and at its final names, pointing at
+a victim file, which must stay as it was; and after a run that writes
+every one of them, no file the library made is missing from the list.
+
+The status file was the one creation outside handlers/output.c: a fixed
+"rank0.{pid}.json.tmp" opened with O_CREAT|O_TRUNC, so the job overwrote
+the victim through a link planted there."""
+
+import os
+import re
+import socket
+import subprocess
+
+import pytest
+
+import tputil
+
+README = os.path.join(tputil.ROOT, "README.md")
+VICTIM_TEXT = "precious"
+BATCH = 3                       # TRAINPROF_SCHEDULE=all over 3 steps: saved at exit as batch 3
+ENV = {
+    "TRAINPROF_SCHEDULE": "all",
+    "TRAINPROF_HANDLERS": "chrome,summary,memory,stacks",
+    "TRAINPROF_WITH_STACK": "1",
+    "TRAINPROF_TRIGGER": "{run_name}/trigger",
+}
+
+
+def _host():
+    """This host's name as temporary names carry it (README)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname()[:32]) or "_"
+
+
+def library_files():
+    """[(final pattern, temporary pattern)] of the README table's library rows."""
+    with open(README) as f:
+        text = f.read()
+    m = re.search(r"^## Files trainprof creates\n(.*?)(?=^## )", text, re.S | re.M)
+    assert m, "README.md has no section 'Files trainprof creates'"
+    rows = []
+    for line in m.group(1).splitlines():
+        if not line.startswith("| `"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not cells[1].startswith("library"):
+            continue
+        final = re.match(r"`([^`]+)`", cells[0]).group(1)
+        tmp = re.match(r"`([^`]+)`", cells[2]).group(1)
+        rows.append((final, tmp))
+    assert len(rows) >= 8, rows     # the trace, 6 reports, the status file
+    return rows
+
+
+def _expand(pattern, pid, **extra):
+    v = {"run_name": "test", "rank": "0", "batch": str(BATCH), "pid": str(pid), "host": _host()}
+    v.update(extra)
+    return re.sub(r"\{(\w+)\}", lambda m: v[m.group(1)], pattern)
+
+
+def _names(pid):
+    """[(final, [temporary names to plant])] for a run of process "pid"."""
+    out = []
+    for final_p, tmp_p in library_files():
+        final = _expand(final_p, pid)
+        tmp = _expand(tmp_p, pid, final=final)
+        assert tmp.endswith(".tmp"), tmp
+        stem = tmp[:-len(".tmp")]
+        tmps = [tmp] + ["%s-%d.tmp" % (stem, k) for k in range(1, 4)]
+        tmps += [final + ".tmp", "%s.%d.tmp" % (final, pid)]
+        out.append((final, tmps))
+    return out
+
+
+def _listing(root):
+    out = []
+    for d, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            out.append(os.path.relpath(p, root) + (" -> link" if os.path.islink(p) else ""))
+    return sorted(out)
+
+
+def _run(cwd, plant_finals, env=None):
+    victim = os.path.join(cwd, "victim")
+    with open(victim, "w") as f:
+        f.write(VICTIM_TEXT)
+
+    def plant():                # in the child, before exec: its pid is the run's
+        for final, tmps in _names(os.getpid()):
+            os.makedirs(os.path.dirname(os.path.join(cwd, final)), exist_ok=True)
+            for n in tmps + ([final] if plant_finals else []):
+                os.symlink(victim, os.path.join(cwd, n))
+
+    e = tputil.base_env(dict(ENV, **(env or {})))
+    p = subprocess.Popen([tputil.program("train_loop"), "--steps=3"], cwd=cwd, env=e,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=plant)
+    p.stdout_data, p.stderr = p.communicate(timeout=60)
+    assert p.returncode == 0, p.stderr
+    with open(victim) as f:
+        assert f.read() == VICTIM_TEXT, (p.stderr, _listing(cwd))
+    assert not os.path.islink(victim)
+    return p, _names(p.pid)
+
+
+def _regular(path):
+    return os.path.isfile(path) and not os.path.islink(path)
+
+
+def test_links_at_temporary_names_are_not_followed():
+    cwd = tputil.new_dir()
+    p, names = _run(cwd, plant_finals=False)
+    assert b"error" not in p.stderr and b"warning" not in p.stderr, p.stderr
+    finals = set()
+    for final, tmps in names:
+        assert _regular(os.path.join(cwd, final)), (final, _listing(cwd))
+        for t in tmps:
+            assert os.path.islink(os.path.join(cwd, t)), t     # still the planted link
+        finals.add(final)
+    # the list is complete: every regular file the run made is one of its rows
+    made = {f for f in _listing(cwd) if not f.endswith(" -> link") and f != "victim"}
+    assert made == finals, sorted(made ^ finals)
+
+
+def test_links_at_final_names_are_replaced_not_followed():
+    """TRAINPROF_OVERWRITE=1: rename(2) replaces the link at each final name
+    (the status file is always replaced)."""
+    cwd = tputil.new_dir()
+    p, names = _run(cwd, plant_finals=True, env={"TRAINPROF_OVERWRITE": "1"})
+    assert b"error" not in p.stderr, p.stderr
+    for final, _ in names:
+        assert _regular(os.path.join(cwd, final)), (final, _listing(cwd))
+
+
+def test_links_at_final_names_are_kept_without_overwrite():
+    """TRAINPROF_OVERWRITE=0: a link at a final name counts as a file there;
+    the trace and its reports are saved under "-1" names beside it."""
+    cwd = tputil.new_dir()
+    p, names = _run(cwd, plant_finals=True)
+    assert b"error" not in p.stderr, p.stderr
+    for final, _ in names:
+        path = os.path.join(cwd, final)
+        if "/status/" in final:
+            assert _regular(path), _listing(cwd)        # ours, replaced
+        else:
+            assert os.path.islink(path), final
+    trace = os.path.join(cwd, "test", "traces", "rank0.%d-1.pt.trace.json.gz" % BATCH)
+    assert _regular(trace), _listing(cwd)
+
+
+def test_link_at_status_folder_is_not_followed():
+    """A link planted at the run folder's "status" (pointing at a folder of
+    the victim's) is not written through: the status is not written, and
+    one error line says so."""
+    cwd = tputil.new_dir()
+    elsewhere = os.path.join(cwd, "elsewhere")
+    os.makedirs(elsewhere)
+    os.makedirs(os.path.join(cwd, "test"))
+    os.symlink(elsewhere, os.path.join(cwd, "test", "status"))
+    e = tputil.base_env(ENV)
+    p = subprocess.run([tputil.program("train_loop"), "--steps=3"], cwd=cwd, env=e,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert os.listdir(elsewhere) == []
+    err = [l for l in p.stderr.decode().splitlines() if "error" in l]
+    assert len(err) == 1 and "status file" in err[0], p.stderr
+    assert tputil.find_traces(cwd), p.stderr
