@@ -5,15 +5,26 @@ interpreter start it
 
 1. runs the sitecustomize this one shadows (the next one on sys.path), if any;
 2. arranges that, when (and only when) the program imports
-   torch.optim.optimizer, a global optimizer-step post hook is registered
-   (torch.optim.optimizer.register_optimizer_step_post_hook) that calls
-   trainprof_step() from the preloaded libtrainprof.so through ctypes: step
-   signal `api` (SPEC 5), Kineto's KINETO_USE_DAEMON hook without the daemon.
-   One training iteration is one step: the first optimizer that steps
-   becomes the step owner and only its steps count, so that a loop with
-   several optimizers (GANs, multi-optimizer fine-tuning) counts each
-   iteration once.  If the owner is garbage-collected, the next optimizer
-   to step takes over.
+   torch.optim.optimizer, trainprof_step() of the preloaded libtrainprof.so
+   is called (through ctypes) where a training iteration ends: step signal
+   `api`, Kineto's KINETO_USE_DAEMON hook without the daemon.  The step
+   ends when the step() call of the iteration's last optimizer returns,
+   after torch's "Optimizer.step#..." annotation around it has closed, so
+   that the annotation lies inside its step.  For that, torch's
+   Optimizer.profile_hook_step (which wraps every optimizer class's step()
+   in that annotation) is wrapped once more, outside it; where torch lacks
+   it, a global optimizer-step post hook
+   (register_optimizer_step_post_hook) ends the step instead, inside the
+   annotation.  One iteration is one step, whatever the number of
+   optimizers: the step owner is the last optimizer of the iteration's
+   cycle.  The first optimizer to step owns the steps; an optimizer never
+   seen before that steps after it (a GAN's generator after its
+   discriminator, the second optimizer of multi-optimizer fine-tuning)
+   becomes the owner from then on, without ending a step, so that step N
+   is iteration N from the second iteration on (step 1 also holds the
+   first iteration's later optimizers, which ran before the cycle was
+   known).  An owner that is garbage-collected hands over to the next
+   optimizer to step.
 3. turns torch's own operator ranges on while the library says a step warms
    up or records (trainprof_phase() 1 or 2), and off again at the step
    where that ends.  The library reads the ranges back as operators.  Two
@@ -83,6 +94,8 @@ def _trainprof_chain():
 
 _trainprof_fns = {}             # the library's functions by name (False: not there)
 _trainprof_owner = None         # a weak reference to the step owner, or its id()
+_trainprof_known = None         # the optimizers seen step (a WeakSet), and ids of
+_trainprof_known_ids = set()    # those that cannot be weakly referenced
 _trainprof_ops_on = False       # torch's operator ranges are on (ours): "itt" or "nvtx"
 _trainprof_itt_failed = False   # ITT was on for a step and never reached the library
 
@@ -103,22 +116,50 @@ def _trainprof_fn(name, returns_int):
     return fn
 
 
-def _trainprof_is_owner(optimizer):
-    """1 if "optimizer" is the step owner, making it the owner if there is
-    none (or the owner is gone)."""
-    global _trainprof_owner
-    owner = _trainprof_owner
-    if owner is not None:
-        if isinstance(owner, int):
-            return owner == id(optimizer)
-        live = owner()
-        if live is not None:
-            return live is optimizer
+def _trainprof_ref(optimizer):
     try:
         import weakref
-        _trainprof_owner = weakref.ref(optimizer)
+        return weakref.ref(optimizer)
     except TypeError:               # not weakly referenceable: keep its id
-        _trainprof_owner = id(optimizer)
+        return id(optimizer)
+
+
+def _trainprof_seen(optimizer):
+    """True if "optimizer" has stepped before; remembers it."""
+    global _trainprof_known
+    if _trainprof_known is None:
+        import weakref
+        _trainprof_known = weakref.WeakSet()
+    try:
+        if optimizer in _trainprof_known:
+            return True
+        _trainprof_known.add(optimizer)
+        return False
+    except TypeError:
+        if id(optimizer) in _trainprof_known_ids:
+            return True
+        _trainprof_known_ids.add(id(optimizer))
+        return False
+
+
+def _trainprof_is_owner(optimizer):
+    """1 if "optimizer" owns the steps (its step() ends the iteration).  The
+    first optimizer to step owns them, and so does the next one to step
+    after the owner is gone; a new optimizer stepping after the owner
+    becomes the owner without ending this step (the iteration's cycle goes
+    on past the old owner)."""
+    global _trainprof_owner
+    seen = _trainprof_seen(optimizer)
+    owner = _trainprof_owner
+    if owner is not None:
+        live = owner if isinstance(owner, int) else owner()
+        if live is not None:
+            if (live == id(optimizer)) if isinstance(owner, int) else (live is optimizer):
+                return True
+            if not seen:
+                _trainprof_owner = _trainprof_ref(optimizer)
+            return False
+    _trainprof_owner = _trainprof_ref(optimizer)
     return True
 
 
@@ -289,10 +330,10 @@ def _trainprof_guard():
                 setattr(m, name, wrapper)
 
 
-def _trainprof_step(*args, **_kwargs):
-    """The optimizer post hook: (optimizer, args, kwargs) -> None."""
+def _trainprof_stepped(optimizer):
+    """An optimizer's step() has finished: the step ends if it owns them."""
     try:
-        if args and not _trainprof_is_owner(args[0]):
+        if not _trainprof_is_owner(optimizer):
             return
         fn = _trainprof_fn("trainprof_step", False)   # False: not preloaded, a no-op
         if fn:
@@ -304,6 +345,60 @@ def _trainprof_step(*args, **_kwargs):
             _trainprof_follow()
     except Exception:
         pass
+
+
+_trainprof_tls = None           # threading.local(): .depth, step() calls under way
+
+
+def _trainprof_depth(change=0):
+    global _trainprof_tls
+    if _trainprof_tls is None:
+        import threading
+        _trainprof_tls = threading.local()
+    d = getattr(_trainprof_tls, "depth", 0) + change
+    _trainprof_tls.depth = d
+    return d
+
+
+def _trainprof_step(*args, **_kwargs):
+    """The global optimizer post hook (optimizer, args, kwargs): it ends the
+    step only for an optimizer class whose step() our outer wrapper does not
+    cover (one patched before the hook was installed)."""
+    try:
+        if args and _trainprof_depth() == 0:
+            _trainprof_stepped(args[0])
+    except Exception:
+        pass
+
+
+def _trainprof_wrap_hook_step(module):
+    """Wrap Optimizer.profile_hook_step, which torch applies once to each
+    optimizer class's step(), so that what it returns is wrapped once more:
+    the step ends after torch's Optimizer.step# annotation has closed."""
+    cls = getattr(module, "Optimizer", None)
+    orig = cls.__dict__.get("profile_hook_step") if cls is not None else None
+    if not isinstance(orig, staticmethod) or getattr(orig.__func__, "_trainprof", False):
+        return
+    import functools
+    torch_hook = orig.__func__
+
+    def profile_hook_step(func):
+        inner = torch_hook(func)
+
+        @functools.wraps(inner)
+        def step(*args, **kwargs):
+            _trainprof_depth(+1)
+            try:
+                out = inner(*args, **kwargs)
+            finally:
+                depth = _trainprof_depth(-1)
+            if depth == 0 and args:     # not a step() called from another's step()
+                _trainprof_stepped(args[0])
+            return out
+        return step
+
+    profile_hook_step._trainprof = True
+    cls.profile_hook_step = staticmethod(profile_hook_step)
 
 
 def _trainprof_follow():
@@ -333,6 +428,7 @@ def _trainprof_register(module):
         if register is not None and not getattr(module, "_trainprof_hooked", False):
             register(_trainprof_step)
             module._trainprof_hooked = True
+            _trainprof_wrap_hook_step(module)
             _trainprof_guard()
     except Exception:
         pass

@@ -36,6 +36,44 @@ def test_two_optimizers_count_one_step_per_iteration():
     assert steps_two == steps_one, (steps_two, steps_one)
 
 
+def optimizer_steps_by_step(trace):
+    """{N: [(optimizer class, inside)]} for our ProfilerStep#N (External id
+    2^48 + N) in a trace: each of torch's Optimizer.step#CLASS.step
+    annotations that begins in it, and whether it also ends in it."""
+    st = [(int(ev["name"].split("#")[1]), ev) for ev in tputil.events(trace, ph="X")
+          if ev.get("name", "").startswith("ProfilerStep#")
+          and ev.get("args", {}).get("External id", 0) >= 1 << 48]
+    out = {n: [] for n, _ in st}
+    anns = sorted((ev for ev in tputil.events(trace, ph="X")
+                   if ev.get("name", "").startswith("Optimizer.step#")), key=lambda e: e["ts"])
+    for ev in anns:
+        for n, s in st:
+            if s["ts"] <= ev["ts"] < s["ts"] + s["dur"]:
+                cls = ev["name"][len("Optimizer.step#"):].split(".")[0]
+                out[n].append((cls, _inside(ev, s)))
+    return out
+
+
+def test_steps_end_after_the_iterations_last_optimizer():
+    """A step ends when the iteration's last optimizer's step() returns,
+    after torch's Optimizer.step# annotation around it: with one optimizer
+    each recorded step holds one annotation, inside it; in the GAN-shaped
+    loop (AdamW for D, then SGD for G) step N holds iteration N's D then G
+    steps, both inside it, from step 2 on (step 1 also holds iteration 0's
+    G, which stepped before the cycle was known)."""
+    for mode, per_step in (("train", [("AdamW", True)]),
+                           ("twoopt", [("AdamW", True), ("SGD", True)])):
+        p, cwd, _ = client(mode, via_cli=True)
+        assert p.returncode == 0, p.stderr[-3000:]
+        traces = glob.glob(os.path.join(cwd, "*", "traces", "*"))
+        assert len(traces) == 1, listing(cwd)
+        got = optimizer_steps_by_step(tputil.load_trace(traces[0]))
+        assert sorted(got) == [1, 2, 3, 4], got
+        for n in (2, 3, 4):
+            assert got[n] == per_step, (mode, n, got)
+        assert got[1][-len(per_step):] == per_step, (mode, got)
+
+
 # ---- torch's operators -------------------------------------------------------
 
 EPS = 0.002   # µs: timestamps are written with three decimals
