@@ -660,6 +660,8 @@ def engine_events(lib, inp, w, threads):
         inp["events"] += job.events
         inp["pids"].update(job.pids[i] for i in range(job.npids))
         inp["read_in"] = job.read_bytes
+        if job.trailer_len > MAX_HEADER:    # the engine's MAX_TRAILER is the same: only if changed
+            raise MergeError("%s: more than %s after traceEvents" % (inp["path"], size_text(MAX_HEADER)))
         trailer = ctypes.string_at(job.trailer, job.trailer_len) if job.trailer else b""
         return status, job.resume, trailer
     finally:

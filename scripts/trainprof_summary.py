@@ -111,7 +111,7 @@ class _Reader:
         """Characters before pos since the file's start."""
         return self.dropped + self.pos
 
-    def more(self, hint=CHUNK):
+    def more(self, hint=0):
         if self.eof:
             return False
         self.gen += 1
