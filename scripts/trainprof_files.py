@@ -32,7 +32,6 @@ naming the path.  Python standard library only.
 
 import errno
 import os
-import secrets
 import stat
 
 TMP_TRIES = 16                  # fresh random names tried before giving up
@@ -45,7 +44,7 @@ class FileError(Exception):
 
 def tmp_name(path):
     """A temporary name beside `path`: unique per process and unguessable."""
-    return "%s.%d.%s.tmp" % (path, os.getpid(), secrets.token_hex(6))
+    return "%s.%d.%s.tmp" % (path, os.getpid(), os.urandom(6).hex())
 
 
 class AtomicFile:
