@@ -39,7 +39,11 @@ TMP_TRIES = 16                  # fresh random names tried before giving up
 
 class FileError(Exception):
     """A file the command will not read or cannot create; str() is one line
-    that names it."""
+    that names it, .errno the system's error number when there is one."""
+
+    def __init__(self, msg, err=None):
+        Exception.__init__(self, msg)
+        self.errno = err
 
 
 def tmp_name(path):
@@ -140,7 +144,7 @@ def open_regular(path, follow=True):
     except OSError as e:
         if e.errno == errno.ELOOP and not follow:
             raise FileError("%s: a symbolic link, not read (the library writes none)" % path)
-        raise FileError("%s: cannot open: %s" % (path, e.strerror or e))
+        raise FileError("%s: cannot open: %s" % (path, e.strerror or e), e.errno)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

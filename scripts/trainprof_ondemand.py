@@ -43,13 +43,13 @@ error line.
 """
 
 import argparse
+import errno
 import json
 import math
 import os
 import re
 import signal
 import socket
-import stat
 import sys
 import time
 import uuid
@@ -172,11 +172,9 @@ def read_statuses(folder, said=None, mine=False):
         try:
             data, fst = read_regular(path, STATUS_MAX, follow=False)
             st = json.loads(data)
-        except FileNotFoundError:
-            continue
         except FileError as e:
-            if "No such file" in str(e):
-                continue                # replaced between listdir and open
+            if e.errno == errno.ENOENT:
+                continue                # gone between listdir and open
             why = str(e)
         except (ValueError, RecursionError) as e:
             why = "%s: not a status file (%s)" % (path, "nested too deeply"

@@ -28,7 +28,6 @@ import re
 import resource
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import tempfile
