@@ -91,6 +91,7 @@ INFLATE = 4 << 20               # decompressed bytes made at a time (deflate inf
 MAX_HEADER = 16 << 20           # the keys before "traceEvents", and those after it, at most
 MAX_EVENT = 16 << 20            # one event at most (the engine's MAX_EVENT)
 MAX_JOBS = 256
+TERM_SIGNALS = (signal.SIGTERM, signal.SIGHUP)     # remove the output's temporary file (main)
 LEVEL = 1                       # the library's own gzip level (TP_JSONW_GZIP_LEVEL)
 
 PID_RE = re.compile(rb'"pid"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
@@ -839,7 +840,14 @@ def merge(paths, out, jobs=None, log=sys.stderr, engine="auto"):
         w.text((text + '  "traceEvents": [\n').encode())
         jobs = jobs or os.cpu_count() or 1
         if jobs > 1 and lib is None:
-            pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_worker_init)
+            # the workers are forked with main's SIGTERM/SIGHUP handler, which
+            # raises: blocked until _worker_init restores the default, a
+            # pool.terminate() right away would print their tracebacks
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, TERM_SIGNALS)
+            try:
+                pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_worker_init)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
         pending = collections.deque()
         counts, trailers = [], []
 
@@ -964,7 +972,7 @@ def main(argv, prog="trainprof merge"):
     args = p.parse_args(argv)
     # a termination signal removes the temporary output as an error does
     # (Writer.abort); Python runs the handler once the engine returns
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    for sig in TERM_SIGNALS:
         signal.signal(sig, _terminated)
     try:
         res = merge(args.traces, args.output, jobs=args.jobs or None, engine=args.engine)
@@ -972,7 +980,9 @@ def main(argv, prog="trainprof merge"):
         sys.stderr.write("trainprof: merge: JSON nested too deeply for Python's json\n")
         return 2
     except (MergeError, FileError, OSError, ValueError) as e:
-        sys.stderr.write("trainprof: merge: %s\n" % " ".join(str(e).split()))
+        # one line, and no control character of a file's name drives the terminal
+        sys.stderr.write("trainprof: merge: %s\n" % re.sub(r"[\x00-\x1f\x7f]", "?",
+                                                          " ".join(str(e).split())))
         return 2
     report(res, args.output, sys.stderr)
     return 0
@@ -995,8 +1005,9 @@ def _terminated(sig, frame):
 
 def _worker_init():
     """A worker ends at pool.terminate()'s SIGTERM, not by main's handler."""
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    for sig in TERM_SIGNALS:
         signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, TERM_SIGNALS)
 
 
 if __name__ == "__main__":

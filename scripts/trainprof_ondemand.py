@@ -72,7 +72,7 @@ LIB_NAME = "libtrainprof.so"
 
 
 def err(msg):
-    sys.stderr.write("trainprof: %s\n" % msg)
+    sys.stderr.write("trainprof: %s\n" % printable(msg))
 
 
 # ---- status files: only what collector/trigger.c writes --------------------------

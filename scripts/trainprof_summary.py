@@ -998,12 +998,12 @@ def main(argv, prog="trainprof summary"):
 
     def say(msg):
         failed.append(msg)
-        sys.stderr.write("trainprof: error: %s\n" % " ".join(msg.split()))
+        sys.stderr.write("trainprof: error: %s\n" % _CONTROL.sub("?", " ".join(msg.split())))
 
     try:
         inputs = collect(args.paths, say)
     except SummaryError as e:
-        sys.stderr.write("trainprof: error: %s\n" % e)
+        sys.stderr.write("trainprof: error: %s\n" % _CONTROL.sub("?", str(e)))
         return 2
     if not inputs:
         sys.stderr.write("trainprof: error: no trace or summary.json under %s\n" % " ".join(args.paths))
