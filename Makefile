@@ -310,6 +310,7 @@ install: lib $(MERGE_LIB)
 	install -d $(DESTDIR)$(PREFIX)/share/trainprof/pyhook
 	install -m 644 scripts/pyhook/sitecustomize.py $(DESTDIR)$(PREFIX)/share/trainprof/pyhook/
 	install -m 644 scripts/trainprof_ondemand.py scripts/trainprof_merge.py scripts/trainprof_summary.py \
+	    scripts/trainprof_files.py \
 	    $(DESTDIR)$(PREFIX)/share/trainprof/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' scripts/trainprof.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/trainprof.pc
 

@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <isa-l/crc.h>
@@ -55,8 +56,8 @@ enum {
     PID_STRIDE = 1 << 22,       /* trainprof_merge.py's PID_STRIDE */
     PIECE = 4 << 20,            /* event text per piece of work */
     READ = 1 << 20,             /* compressed bytes read at a time */
-    MAX_EVENT = 256 << 20,      /* one event at most */
-    MAX_TRAILER = 64 << 20,     /* the keys after the event array at most */
+    MAX_EVENT = 16 << 20,       /* one event at most (trainprof_merge.py's MAX_EVENT) */
+    MAX_TRAILER = 16 << 20,     /* the keys after the event array at most (its MAX_HEADER) */
     MAX_THREADS = 32,
 };
 
@@ -84,9 +85,17 @@ struct src {
 static bool src_open(struct src *s, const char *path, struct tp_merge_job *job)
 {
     memset(s, 0, sizeof *s);
-    s->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* A regular file only: the caller checked, but the name may have been
+     * swapped since for a FIFO (whose open would wait for a writer, hence
+     * O_NONBLOCK) or a device that never ends (/dev/zero). */
+    s->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (s->fd < 0) {
         fail(job, "%s: cannot open", path);
+        return false;
+    }
+    struct stat st;
+    if (fstat(s->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        fail(job, "%s: not a regular file", path);
         return false;
     }
     s->in = malloc(READ);
@@ -133,7 +142,7 @@ static long src_fill(struct src *s, struct tp_merge_job *job)
     }
     if (s->end == s->cap) {
         if (s->cap >= MAX_EVENT) {
-            fail(job, "%s: an event longer than 256 MiB", job->path);
+            fail(job, "%s: an event longer than 16 MiB", job->path);
             return -1;
         }
         char *b = realloc(s->buf, s->cap * 2);
@@ -782,7 +791,7 @@ static bool read_trailer(struct src *s, struct tp_merge_job *job)
         size_t n = s->end - s->beg;
         if (t.len + n > MAX_TRAILER) {
             free(t.p);
-            fail(job, "%s: more than 64 MiB after traceEvents", job->path);
+            fail(job, "%s: more than 16 MiB after traceEvents", job->path);
             return false;
         }
         if (!text_reserve(&t, n + 1)) {

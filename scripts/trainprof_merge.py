@@ -49,6 +49,19 @@ uncertainty (the read brackets, and the change over the window) is not
 applied: it would move events by noise.  The output's baseTimeNanoseconds is
 the smallest input base; every rank's residual bound is printed and written
 under "trainprof"."merge".
+
+Hostile input (issue 21) is answered with one line naming the file, exit
+status 2, in bounded time and memory: a trace is read only if it is a
+regular file; gzip is inflated INFLATE bytes at a time (0.5 MB of gzip held
+a 512 MiB string, once inflated whole: 3.2 GB); the keys before
+"traceEvents", those after it and one event are at most MAX_HEADER,
+MAX_HEADER and MAX_EVENT bytes (16 MiB: trainprof's header is a few KiB,
+the largest event of a torch trace some hundred KiB); a corrupt gzip, a bad
+CRC, bytes that are not UTF-8 where the text is parsed, nesting deeper than
+Python's json reads, and numbers Python refuses are errors.  The output is
+created by trainprof_files.create: a fresh temporary name opened with
+O_EXCL|O_NOFOLLOW, renamed into place, removed on any failure (SIGTERM and
+SIGHUP included).
 """
 
 import collections
@@ -58,15 +71,27 @@ import json
 import multiprocessing
 import os
 import re
+import signal
 import struct
 import sys
 import time
 import zlib
 
+try:
+    from trainprof_files import FileError, create, open_regular, size_text
+except ImportError:                     # loaded by path: its folder holds the helper
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from trainprof_files import FileError, create, open_regular, size_text
+
 PID_STRIDE = 1 << 22            # Linux pid_max is at most 2^22
 SORT_STRIDE = 1 << 40           # process_sort_index: slot x 2^40 + the original
 CHUNK = 4 << 20                 # bytes of event text per piece of work
 READ = 1 << 20                  # compressed bytes read at a time
+INFLATE = 4 << 20               # decompressed bytes made at a time (deflate inflates up to 1032x)
+MAX_HEADER = 16 << 20           # the keys before "traceEvents", and those after it, at most
+MAX_EVENT = 16 << 20            # one event at most (the engine's MAX_EVENT)
+MAX_JOBS = 256
+TERM_SIGNALS = (signal.SIGTERM, signal.SIGHUP)     # remove the output's temporary file (main)
 LEVEL = 1                       # the library's own gzip level (TP_JSONW_GZIP_LEVEL)
 
 PID_RE = re.compile(rb'"pid"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
@@ -88,11 +113,12 @@ class Reader:
 
     def __init__(self, path):
         self.path = path
-        self.f = open(path, "rb")
+        self.f = self._open()
         magic = self.f.read(2)
         self.f.seek(0)
         self.gz = magic == b"\x1f\x8b"
         self.z = zlib.decompressobj(16 + zlib.MAX_WBITS) if self.gz else None
+        self.pending = b""          # compressed bytes read, not inflated yet
         self.buf = b""
         self.eof = False
         self.read_in = 0            # compressed (file) bytes read
@@ -107,15 +133,22 @@ class Reader:
         inputs wait so while others are merged (seek opens it again)."""
         self.parked = self.offset()
         self.f.close()
-        self.buf, self.z = b"", None
+        self.buf, self.z, self.pending = b"", None, b""
+
+    def _open(self):
+        """A regular file only (a FIFO would block, /dev/zero never ends)."""
+        try:
+            return open_regular(self.path)[0]
+        except FileError as e:
+            raise MergeError(str(e))
 
     def seek(self, offset):
         """Starts over and reads up to the decompressed offset."""
         if self.f.closed:
-            self.f = open(self.path, "rb")
+            self.f = self._open()
         self.f.seek(0)
         self.z = zlib.decompressobj(16 + zlib.MAX_WBITS) if self.gz else None
-        self.buf, self.eof, self.read_in, self.produced = b"", False, 0, 0
+        self.buf, self.eof, self.read_in, self.produced, self.pending = b"", False, 0, 0, b""
         while self.produced < offset:
             self.buf = b""
             if not self.more():
@@ -123,26 +156,37 @@ class Reader:
         self.buf = self.buf[len(self.buf) - (self.produced - offset):]
 
     def more(self):
-        """Append at least one more piece to buf; False at the end."""
+        """Append at least one more piece to buf, of at most INFLATE bytes
+        (a small gzip may inflate a thousandfold: 0.5 MB of it held a 512 MiB
+        string); False at the end.  A corrupt gzip (bad data, bad CRC,
+        truncated) is a MergeError."""
         while not self.eof:
-            raw = self.f.read(READ)
-            self.read_in += len(raw)
-            if not raw:
-                self.eof = True
-                if self.z is not None:
-                    rest = self.z.flush()
-                    self.buf += rest
-                    self.produced += len(rest)
-                return False
             if self.z is None:
+                raw = self.f.read(READ)
+                self.read_in += len(raw)
+                if not raw:
+                    self.eof = True
+                    return False
                 self.buf += raw
                 self.produced += len(raw)
                 return True
-            out = self.z.decompress(raw)
-            while self.z.eof and self.z.unused_data:      # a multi-member gzip
-                rest = self.z.unused_data
+            raw, self.pending = self.pending, b""
+            if not raw:
+                raw = self.f.read(READ)
+                self.read_in += len(raw)
+            if not raw:
+                self.eof = True
+                if not self.z.eof:
+                    raise MergeError("%s: not a valid gzip file (truncated)" % self.path)
+                return False
+            try:
+                out = self.z.decompress(raw, INFLATE)
+            except zlib.error as e:
+                raise MergeError("%s: not a valid gzip file (%s)" % (self.path, e))
+            self.pending = self.z.unconsumed_tail
+            if self.z.eof and self.z.unused_data:           # a multi-member gzip
+                self.pending = self.z.unused_data
                 self.z = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                out += self.z.decompress(rest)
             if out:
                 self.buf += out
                 self.produced += len(out)
@@ -153,42 +197,67 @@ class Reader:
         self.f.close()
 
 
-_WS = b" \t\r\n"
+_WS = re.compile(rb"[ \t\r\n]*")
+_WS_COMMAS = re.compile(rb"[ \t\r\n,]*")
 _DEC = json.JSONDecoder()
 
 
-def _skip(r, pos):
+def _skip(r, pos, commas=False):
+    """The position of the next byte that is not a blank (nor a comma, with
+    `commas`).  What was passed over is dropped from buf once past CHUNK, so
+    that a run of blanks (a gzip of nothing else) takes linear time and
+    bounded memory."""
+    ws = _WS_COMMAS if commas else _WS
     while True:
-        while pos < len(r.buf) and r.buf[pos] in _WS:
-            pos += 1
+        pos = ws.match(r.buf, pos).end()
+        if pos > CHUNK:
+            r.buf, pos = r.buf[pos:], 0
         if pos < len(r.buf) or not r.more():
             return pos
 
 
-def _value(r, pos):
+def _value(r, pos, limit, what):
     """Parse one JSON value at pos (reading more as needed): (value, end).
     Decodes a window that doubles until the value ends inside it: decoding
     all of buf for each event would make a large pretty-printed trace cost
-    the square of its size."""
+    the square of its size.  A value longer than `limit` bytes (`what` names
+    it), bytes that are not UTF-8 and nesting deeper than Python's json reads
+    are MergeErrors: the window must not grow, or shrink to the bad byte and
+    grow again, forever."""
     size = 1 << 16
     while True:
         while len(r.buf) - pos < size and r.more():
             pass
         window = r.buf[pos:pos + size]
         complete = r.eof and pos + size >= len(r.buf)     # the window holds the rest of the file
+        bad = None                      # a byte that is not UTF-8: the value must end before it
         try:
             text = window.decode("utf-8")
         except UnicodeDecodeError as e:
-            text = window[:e.start].decode("utf-8")
+            if complete or e.reason != "unexpected end of data":
+                bad = e.start
+            text = window[:e.start].decode("utf-8")         # (else a character cut by the window)
             complete = False
         try:
             v, end = _DEC.raw_decode(text)
-            if end < len(text) or complete:     # not a number cut by the window
+            if end < len(text) or complete or bad is not None:     # not a number cut by the window
                 return v, pos + len(text[:end].encode("utf-8"))
-        except ValueError:
-            if complete:
-                raise MergeError("%s: not a JSON trace (truncated or invalid)" % r.path)
-        size *= 2
+        except RecursionError:
+            raise MergeError("%s: %s nested too deeply for Python's json (about %d levels)"
+                             % (r.path, what, sys.getrecursionlimit()))
+        except ValueError as e:
+            # an error well before the window's end is not the window's cut
+            # (a cut string says "Unterminated string" at its start)
+            if bad is None and (complete or (getattr(e, "pos", 0) < len(text) - 16
+                                             and not str(e).startswith("Unterminated string"))):
+                raise MergeError("%s: not a JSON trace (%s at offset %d)" % (
+                    r.path, getattr(e, "msg", e), r.offset() + pos + getattr(e, "pos", 0)))
+        if bad is not None:
+            raise MergeError("%s: not UTF-8 text: byte 0x%02x at offset %d" % (
+                r.path, window[bad], r.offset() + pos + bad))
+        if size >= limit:
+            raise MergeError("%s: %s longer than %s" % (r.path, what, size_text(limit)))
+        size = min(size * 2, limit)
 
 
 def read_header(r):
@@ -206,13 +275,13 @@ def read_header(r):
     meta = {}
     pos += 1
     while True:
-        pos = _skip(r, pos)
-        if r.buf[pos:pos + 1] == b",":
-            pos += 1
-            continue
+        pos = _skip(r, pos, commas=True)
+        if r.offset() + pos > MAX_HEADER:
+            raise MergeError("%s: the keys before traceEvents are longer than %s"
+                             % (r.path, size_text(MAX_HEADER)))
         if r.buf[pos:pos + 1] == b"}" or pos >= len(r.buf):
             raise MergeError("%s: no traceEvents" % r.path)
-        key, pos = _value(r, pos)
+        key, pos = _value(r, pos, MAX_HEADER, "a key before traceEvents")
         pos = _skip(r, pos)
         if r.buf[pos:pos + 1] != b":":
             raise MergeError("%s: not a JSON trace" % r.path)
@@ -222,13 +291,16 @@ def read_header(r):
                 raise MergeError("%s: traceEvents is not an array" % r.path)
             r.buf = r.buf[pos + 1:]
             return meta, "object"
-        meta[key], pos = _value(r, pos)
+        if not isinstance(key, str):
+            raise MergeError("%s: not a JSON trace (a key that is not a string)" % r.path)
+        meta[key], pos = _value(r, pos, MAX_HEADER, "the value of %.40r" % key)
 
 
 def read_trailer(r, shape):
     """After the event array: the remaining top-level keys."""
     while r.more():
-        pass
+        if len(r.buf) > MAX_HEADER:
+            raise MergeError("%s: more than %s after traceEvents" % (r.path, size_text(MAX_HEADER)))
     return parse_trailer(r.path, r.buf, shape)
 
 
@@ -239,7 +311,7 @@ def parse_trailer(path, raw, shape):
     text = text.lstrip(",").strip()
     try:
         return json.loads("{" + text) if text != "}" else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         raise MergeError("%s: invalid JSON after traceEvents" % path)
 
 
@@ -297,17 +369,14 @@ def events_generic(r, head):
     r.buf = head + r.buf
     pos = 0
     while True:
-        pos = _skip(r, pos)
+        pos = _skip(r, pos, commas=True)
         c = r.buf[pos:pos + 1]
-        if c == b",":
-            pos += 1
-            continue
         if c == b"]":
             r.buf = r.buf[pos + 1:]
             return
         if not c:
             raise MergeError("%s: the event array does not end" % r.path)
-        ev, pos = _value(r, pos)
+        ev, pos = _value(r, pos, MAX_EVENT, "an event")
         if pos > CHUNK:
             r.buf = r.buf[pos:]
             pos = 0
@@ -316,12 +385,25 @@ def events_generic(r, head):
 
 # ---- clocks ----------------------------------------------------------------------
 
+CLOCK_KEYS = ("trace_ns", "realtime_ns", "monotonic_ns", "bracket_ns")
+
+
+def _clock_point(t):
+    return isinstance(t, dict) and all(
+        type(t.get(k)) is int and abs(t[k]) < 1 << 62 for k in CLOCK_KEYS) and t["bracket_ns"] >= 0
+
+
 def clock_of(meta):
+    """trainprof.clock (handlers/chrome.c), or None when absent or not in
+    its form (integer ns below 2^62): then the rank's skew is unknown."""
     c = (meta.get("trainprof") or {}).get("clock") if isinstance(meta.get("trainprof"), dict) else None
-    if not isinstance(c, dict) or not isinstance(c.get("start"), dict):
+    if not isinstance(c, dict) or not _clock_point(c.get("start")):
         return None
-    if not isinstance(c.get("end"), dict):
+    if not _clock_point(c.get("end")):
         c = dict(c, end=c["start"])
+    for k in ("boot_id", "host"):
+        if c.get(k) is not None and not isinstance(c[k], str):
+            c = dict(c, **{k: None})
     return c
 
 
@@ -486,10 +568,17 @@ def work(job):
     """One piece of work: rewrite, then deflate (the text itself for a plain
     output: z is then the text, crc 0)."""
     ctx, mode, payload = job
-    if mode == "line":
-        text, n, pids, named, sorted_ = rewrite_lines(ctx, payload)
-    else:
-        text, n, pids, named, sorted_ = rewrite_events(ctx, payload)
+    try:
+        if mode == "line":
+            text, n, pids, named, sorted_ = rewrite_lines(ctx, payload)
+        else:
+            text, n, pids, named, sorted_ = rewrite_events(ctx, payload)
+    except RecursionError:
+        raise MergeError("%s: an event nested too deeply for Python's json" % ctx["path"])
+    except (ValueError, TypeError, OverflowError) as e:
+        # a metadata line that is not JSON, a number past what Python
+        # converts (4300 digits), a ts of 1e308: the input's fault
+        raise MergeError("%s: an event that cannot be rewritten (%s)" % (ctx["path"], e))
     z, crc, length = deflate(text) if ctx["gz"] else (text, 0, len(text))
     return z, crc, length, n, pids, named, sorted_
 
@@ -572,6 +661,8 @@ def engine_events(lib, inp, w, threads):
         inp["events"] += job.events
         inp["pids"].update(job.pids[i] for i in range(job.npids))
         inp["read_in"] = job.read_bytes
+        if job.trailer_len > MAX_HEADER:    # the engine's MAX_TRAILER is the same: only if changed
+            raise MergeError("%s: more than %s after traceEvents" % (inp["path"], size_text(MAX_HEADER)))
         trailer = ctypes.string_at(job.trailer, job.trailer_len) if job.trailer else b""
         return status, job.resume, trailer
     finally:
@@ -623,8 +714,11 @@ class Writer:
 
     def __init__(self, path):
         self.path = path
-        self.tmp = path + ".tmp"
-        self.f = open(self.tmp, "wb")
+        try:
+            self.out = create(path)     # a new temporary name, renamed onto path at close
+        except FileError as e:
+            raise MergeError(str(e))
+        self.f = self.out.f
         self.gz = path.endswith(".gz")
         self.crc, self.size = 0, 0
         if self.gz:
@@ -660,15 +754,13 @@ class Writer:
         if self.gz:
             self.f.write(zlib.compressobj(LEVEL, zlib.DEFLATED, -15).flush(zlib.Z_FINISH))
             self.f.write(struct.pack("<II", self.crc & 0xFFFFFFFF, self.size & 0xFFFFFFFF))
-        self.f.close()
-        os.replace(self.tmp, self.path)
+        try:
+            self.out.commit()
+        except FileError as e:
+            raise MergeError(str(e))
 
     def abort(self):
-        self.f.close()
-        try:
-            os.unlink(self.tmp)
-        except OSError:
-            pass
+        self.out.abort()
 
 
 # ---- the merge -------------------------------------------------------------------
@@ -710,7 +802,7 @@ def merge(paths, out, jobs=None, log=sys.stderr, engine="auto"):
         inp["label"] = ("rank %d" % r) if r is not None else ("file %d" % slot)
         if r is not None and seen_ranks[r] > 1:
             inp["label"] += " (%s)" % os.path.basename(inp["path"])
-        inp["ctx"] = {"slot": slot, "label": inp["label"],
+        inp["ctx"] = {"slot": slot, "label": inp["label"], "path": inp["path"],
                       "suffix": str(slot).zfill(digits).encode() if len(inputs) > 1 else b"",
                       "shift": inp["shift_ns"] + inp["base"] - base,
                       "gz": out.endswith(".gz")}
@@ -748,7 +840,14 @@ def merge(paths, out, jobs=None, log=sys.stderr, engine="auto"):
         w.text((text + '  "traceEvents": [\n').encode())
         jobs = jobs or os.cpu_count() or 1
         if jobs > 1 and lib is None:
-            pool = multiprocessing.get_context("fork").Pool(jobs)
+            # the workers are forked with main's SIGTERM/SIGHUP handler, which
+            # raises: blocked until _worker_init restores the default, a
+            # pool.terminate() right away would print their tracebacks
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, TERM_SIGNALS)
+            try:
+                pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_worker_init)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
         pending = collections.deque()
         counts, trailers = [], []
 
@@ -865,19 +964,50 @@ def main(argv, prog="trainprof merge"):
     p.add_argument("traces", nargs="+", metavar="TRACE", help="trace files (.json or .json.gz)")
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="the merged trace (gzip if it ends in .gz)")
-    p.add_argument("-j", "--jobs", type=int, default=0,
+    p.add_argument("-j", "--jobs", type=_jobs, default=0, metavar="N",
                    help="threads (worker processes on the Python path; default: the number "
-                   "of CPUs)")
+                   "of CPUs; at most %d)" % MAX_JOBS)
     p.add_argument("--engine", choices=("auto", "c", "python"), default="auto",
                    help="the C engine (built with ISA-L) or the Python one (default: C when built)")
     args = p.parse_args(argv)
+    # a termination signal removes the temporary output as an error does
+    # (Writer.abort); Python runs the handler once the engine returns
+    for sig in TERM_SIGNALS:
+        signal.signal(sig, _terminated)
     try:
         res = merge(args.traces, args.output, jobs=args.jobs or None, engine=args.engine)
-    except (MergeError, OSError, ValueError) as e:
-        sys.stderr.write("trainprof: merge: %s\n" % e)
-        return 1
+    except RecursionError:
+        sys.stderr.write("trainprof: merge: JSON nested too deeply for Python's json\n")
+        return 2
+    except (MergeError, FileError, OSError, ValueError) as e:
+        # one line, and no control character of a file's name drives the terminal
+        sys.stderr.write("trainprof: merge: %s\n" % re.sub(r"[\x00-\x1f\x7f]", "?",
+                                                          " ".join(str(e).split())))
+        return 2
     report(res, args.output, sys.stderr)
     return 0
+
+
+def _jobs(text):
+    import argparse
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if not 0 <= n <= MAX_JOBS:
+        raise argparse.ArgumentTypeError("%r: a number from 0 (the CPUs) to %d" % (text, MAX_JOBS))
+    return n
+
+
+def _terminated(sig, frame):
+    raise SystemExit(128 + sig)
+
+
+def _worker_init():
+    """A worker ends at pool.terminate()'s SIGTERM, not by main's handler."""
+    for sig in TERM_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, TERM_SIGNALS)
 
 
 if __name__ == "__main__":

@@ -21,22 +21,43 @@ hold a raw newline, so a batch that parses is a run of whole events; one
 that does not falls back to one raw_decode per element).  Memory is the
 chunk, the name tables, and the few per-window lists (steps, collectives
 waiting for their kernels), not the trace.  Python standard library only.
+
+Hostile input (issue 21): only regular files are read (trainprof_files; a
+FIFO would block, a link to /dev/zero never ends; names met in a folder are
+not followed if links), a summary.json of at most MAX_SUMMARY bytes, a
+trace's header values and events of at most MAX_HEADER and MAX_EVENT; a
+value that does not parse yet is retried only once the buffer has doubled
+(linear time: retrying at every chunk cost 13.5 s for a 128 MiB string).
+A file that fails, or whose fields job() reads are not of the schema's
+types (check_summary), is refused with one line naming it; the others are
+still summarised, and the exit status is 2.
 """
 
 from array import array
 import bisect
 import codecs
 import gzip
+import io
 import json
+import math
 import os
 import re
+import stat
 import statistics
 import sys
+import zlib
+
+try:
+    from trainprof_files import FileError, open_regular, read_regular, size_text
+except ImportError:                     # loaded by path (tests): its folder holds the helper
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from trainprof_files import FileError, open_regular, read_regular, size_text
 
 SCHEMA = "trainprof.summary/1"
 TOP = 20
 CHUNK = 1 << 20
 BUSY_BATCH = 65536                # device spans merged and folded at a time
+OP_FOLD_MIN = 65536               # operators looked up in a dict before a fold (op_add)
 BUSY_DISORDER = 4096              # how far out of time order device records may arrive
 STRAGGLER = 0.10                  # slower than the median by more than this
 DTYPE_SIZE = {"Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Float8_e4m3fn": 1,
@@ -45,16 +66,29 @@ DTYPE_SIZE = {"Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Float8_e4m3fn"
 DEVICE_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 WS = re.compile(r"[ \t\r\n,]*")
+BLANKS = re.compile(r"[ \t\r\n]*")
+MAX_HEADER = 16 << 20             # a trace's keys before traceEvents at most (as merge)
+MAX_EVENT = 16 << 20              # one event at most (as merge)
+MAX_SUMMARY = 16 << 20            # a summary.json at most (the handler writes a few KiB)
 
 
 class SummaryError(Exception):
     pass
 
 
+# What a broken or hostile input raises on its way through the readers and
+# the aggregates (a string where a number belongs, a number of 5,000 digits,
+# 1e999, a corrupt gzip, nesting deeper than Python's json reads): the file
+# is refused with one line naming it, and the others are still summarised.
+DATA_ERRORS = (SummaryError, FileError, OSError, EOFError, zlib.error, ValueError, TypeError,
+               KeyError, IndexError, AttributeError, OverflowError, ZeroDivisionError,
+               RecursionError)
+
+
 # ---- streaming a trace ---------------------------------------------------------
 
-def _open_text(path):
-    f = open(path, "rb")
+def _open_text(path, follow=True):
+    f, _ = open_regular(path, follow)
     magic = f.read(2)
     f.seek(0)
     raw = gzip.GzipFile(fileobj=f) if magic == b"\x1f\x8b" else f
@@ -64,18 +98,25 @@ def _open_text(path):
 class _Reader:
     """A growing text buffer over a file read in chunks."""
 
-    def __init__(self, path):
-        self.raw, self.dec = _open_text(path)
+    def __init__(self, path, follow=True):
+        self.path = path
+        self.raw, self.dec = _open_text(path, follow)
         self.buf = ""
         self.pos = 0
+        self.dropped = 0              # characters dropped from the buffer's front
         self.eof = False
         self.gen = 0                  # bumped whenever the buffer moves
 
-    def more(self):
+    def offset(self):
+        """Characters before pos since the file's start."""
+        return self.dropped + self.pos
+
+    def more(self, hint=0):
         if self.eof:
             return False
         self.gen += 1
-        data = self.raw.read(CHUNK)
+        data = self.raw.read(max(hint, CHUNK))        # GzipFile: at most that, inflated
+        self.dropped += self.pos
         if not data:
             self.eof = True
             self.buf = self.buf[self.pos:] + self.dec.decode(b"", final=True)
@@ -86,12 +127,9 @@ class _Reader:
         return True
 
     def skip_ws(self, commas=False):
+        ws = WS if commas else BLANKS
         while True:
-            if commas:
-                self.pos = WS.match(self.buf, self.pos).end()
-            else:
-                while self.pos < len(self.buf) and self.buf[self.pos] in " \t\r\n":
-                    self.pos += 1
+            self.pos = ws.match(self.buf, self.pos).end()
             if self.pos < len(self.buf) or not self.more():
                 return
 
@@ -99,19 +137,32 @@ class _Reader:
         self.skip_ws()
         return self.buf[self.pos] if self.pos < len(self.buf) else ""
 
-    def value(self, dec=json.JSONDecoder()):
-        """One complete JSON value (a number is complete only when something follows it)."""
+    def value(self, limit, what, dec=json.JSONDecoder()):
+        """One complete JSON value (a number is complete only when something
+        follows it), of at most `limit` characters (`what` names it in the
+        error).  After a failed try the buffer is grown to twice what it held
+        before the next: retrying at every chunk would cost the square of a
+        long value's length (13.5 s for a 128 MiB string)."""
         self.skip_ws()
+        want = 0
         while True:
-            try:
-                v, end = dec.raw_decode(self.buf, self.pos)
-                if end < len(self.buf) or self.eof:
-                    self.pos = end
-                    return v
-            except ValueError:
-                if self.eof:
-                    raise SummaryError("not valid JSON near byte %d of the text" % self.pos)
-            self.more()
+            have = len(self.buf) - self.pos
+            if self.eof or have >= want:
+                try:
+                    v, end = dec.raw_decode(self.buf, self.pos)
+                    if end < len(self.buf) or self.eof:
+                        self.pos = end
+                        return v
+                except RecursionError:
+                    raise SummaryError("%s nested too deeply for Python's json" % what)
+                except ValueError:
+                    if self.eof:
+                        raise SummaryError("not valid JSON near character %d of the text"
+                                           % self.offset())
+                if have > limit:
+                    raise SummaryError("%s longer than %s" % (what, size_text(limit)))
+                want = 2 * have
+            self.more(want - have)
 
     def expect(self, ch):
         if self.peek() != ch:
@@ -122,24 +173,27 @@ class _Reader:
         self.raw.close()
 
 
-def stream_trace(path, on_header, on_events):
+def stream_trace(path, on_header, on_events, follow=True):
     """Calls on_header(key, value) for every top-level key but traceEvents,
     and on_events(list) with the events in file order, batch by batch."""
-    r = _Reader(path)
+    r = _Reader(path, follow)
     loads = json.loads
     try:
         r.expect("{")
+        head_end, where = MAX_HEADER, "before"    # the keys around the events are bounded
         while True:
-            c = r.peek()
-            if c == "}":
+            r.skip_ws(commas=True)
+            if r.offset() > head_end:
+                raise SummaryError("the keys %s traceEvents are longer than %s"
+                                   % (where, size_text(MAX_HEADER)))
+            if r.buf[r.pos:r.pos + 1] == "}":
                 return
-            if c == ",":
-                r.pos += 1
-                continue
-            key = r.value()
+            key = r.value(MAX_HEADER, "a key before traceEvents")
+            if not isinstance(key, str):
+                raise SummaryError("a key that is not a string")
             r.expect(":")
             if key != "traceEvents":
-                on_header(key, r.value())
+                on_header(key, r.value(MAX_HEADER, "the value of %.40r" % key))
                 continue
             r.expect("[")
             while True:
@@ -148,14 +202,16 @@ def stream_trace(path, on_header, on_events):
                     raise SummaryError("traceEvents not closed")
                 if r.buf[r.pos] == "]":
                     r.pos += 1
+                    head_end, where = r.offset() + MAX_HEADER, "after"
                     break
                 nl = r.buf.rfind("\n", r.pos)
                 if nl > r.pos:
                     seg = r.buf[r.pos:nl].rstrip().rstrip(",")
                     try:
                         batch = loads("[" + seg + "]")
-                    except ValueError:
-                        batch = None
+                    except (ValueError, RecursionError):
+                        batch = None            # read again one element at a time
+
                     if batch is not None:
                         r.pos = nl + 1
                         on_events(batch)
@@ -164,7 +220,7 @@ def stream_trace(path, on_header, on_events):
                 # layout): one element at a time up to the batch's end
                 gen = r.gen
                 while True:
-                    on_events([r.value()])
+                    on_events([r.value(MAX_EVENT, "an event")])
                     r.skip_ws(commas=True)
                     if r.gen != gen or r.pos >= nl or r.pos >= len(r.buf) or r.buf[r.pos] == "]":
                         break
@@ -221,10 +277,14 @@ class _TraceSummary:
         self.op_done = {}             # tid -> [(start, end, dur)]
         # External id -> operator name, compact (12 bytes an operator, not a
         # dict entry: a window holds millions): ids, and indexes into the
-        # distinct names, sorted by id when first looked up
+        # distinct names, sorted by id (op_add)
         self.op_ids = array("q")
         self.op_idx = array("l")
-        self.op_sorted = True
+        # the operators since the last fold into op_ids (op_add): in file
+        # order, and by id (the later of one id wins) for lookups
+        self.op_tail_ids = array("q")
+        self.op_tail_idx = array("l")
+        self.op_tail = {}
         self.op_name_list = []
         self.op_name_index = {}
         self.coll = {}                # (kind, ranks) -> [calls, bytes, bus, host_ns, dev_ns]
@@ -376,20 +436,35 @@ class _TraceSummary:
             if k is None:
                 k = self.op_name_index[name] = len(self.op_name_list)
                 self.op_name_list.append(name)
-            if self.op_ids and ext < self.op_ids[-1]:
-                self.op_sorted = False
-            self.op_ids.append(ext)
-            self.op_idx.append(k)
+            self.op_add(ext, k)
+
+    def op_add(self, ext, k):
+        """Operators are looked up by External id while they are still read
+        (a kernel names its operator).  Re-sorting every id at a lookup that
+        follows an id out of order (a parent ends after its children) cost
+        the square of their number: 126 s for 20,000 operators interleaved
+        with their kernels.  The ids since the last fold are looked up in a
+        dict instead, and folded into the sorted arrays (a stable sort, so
+        that the later of one id stays last) once they outnumber an eighth of
+        them: O(n log n) in all, and the dict stays small beside the arrays."""
+        self.op_tail_ids.append(ext)
+        self.op_tail_idx.append(k)
+        self.op_tail[ext] = k
+        if len(self.op_tail_ids) > max(OP_FOLD_MIN, len(self.op_ids) // 8):
+            ids = self.op_ids + self.op_tail_ids
+            idx = self.op_idx + self.op_tail_idx
+            order = sorted(range(len(ids)), key=ids.__getitem__)
+            self.op_ids = array("q", (ids[i] for i in order))
+            self.op_idx = array("l", (idx[i] for i in order))
+            self.op_tail_ids, self.op_tail_idx, self.op_tail = array("q"), array("l"), {}
 
     def op_name_of(self, ext):
         """The name of the operator with External id "ext", or None."""
-        if not isinstance(ext, int) or not self.op_ids:
+        if not isinstance(ext, int):
             return None
-        if not self.op_sorted:
-            order = sorted(range(len(self.op_ids)), key=self.op_ids.__getitem__)
-            self.op_ids = array("q", (self.op_ids[i] for i in order))
-            self.op_idx = array("l", (self.op_idx[i] for i in order))
-            self.op_sorted = True
+        k = self.op_tail.get(ext)
+        if k is not None:
+            return self.op_name_list[k]
         i = bisect.bisect_right(self.op_ids, ext) - 1     # the last one of that id, as a dict
         if i >= 0 and self.op_ids[i] == ext:
             return self.op_name_list[self.op_idx[i]]
@@ -545,20 +620,63 @@ def _table(t, extra, top=TOP, by_calls=False):
             "total_ns": sum(a.total for a in t.values()), "top": rows}
 
 
-def summarize_trace(path):
+def summarize_trace(path, follow=True):
     """The summary.json dict of one trace file, streamed."""
     s = _TraceSummary()
-    stream_trace(path, s.header.__setitem__, s.events)
+    stream_trace(path, s.header.__setitem__, s.events, follow)
     return s.finish(path)
 
 
-def load_summary(path):
-    with open(path, "rb") as f:
-        d = json.loads(f.read())
+def _no_constant(name):
+    raise ValueError("%s is not a number JSON allows" % name)
+
+
+def load_summary(path, follow=True):
+    data, _ = read_regular(path, MAX_SUMMARY, follow)
+    try:
+        d = json.loads(data, parse_constant=_no_constant)
+    except RecursionError:
+        raise SummaryError("nested too deeply for Python's json")
     if not isinstance(d, dict) or not str(d.get("schema", "")).startswith("trainprof.summary/"):
         raise SummaryError("not a trainprof summary.json (no \"schema\": \"%s\")" % SCHEMA)
     d.setdefault("source", "summary.json")
     return d
+
+
+def _int(v):
+    return type(v) is int and abs(v) < 1 << 63
+
+
+def _num(v):
+    return type(v) in (int, float) and math.isfinite(v) and abs(v) < 1 << 63
+
+
+def check_summary(d):
+    """None when the fields the job table reads (job()) have the schema's
+    types, else what is wrong: a malformed summary.json among thousands is
+    refused alone instead of ending the job table with a traceback."""
+    if not _int(d.get("rank", 0)):
+        return "rank %.40r is not an integer" % (d.get("rank"),)
+    if d.get("world_size") is not None and not _int(d["world_size"]):
+        return "world_size %.40r is not an integer" % (d["world_size"],)
+    if not isinstance(d.get("source", ""), str):
+        return "source is not a string"
+    steps = d.get("steps")
+    if steps is not None and not isinstance(steps, list):
+        return "steps is not a list"
+    for i, st in enumerate(steps or []):
+        if not isinstance(st, dict) or not _int(st.get("step")) or not _num(st.get("wall_ns")):
+            return "steps[%d] has no integer step and number wall_ns" % i
+        if ("flops" in st and not _num(st["flops"])) or \
+                (st.get("gpu_busy_ns") is not None and not _num(st["gpu_busy_ns"])):
+            return "steps[%d]: flops or gpu_busy_ns is not a number" % i
+    for key, sub in (("collectives", "time_ns"), ("totals", "peak_tflops")):
+        v = d.get(key)
+        if v and not isinstance(v, dict):
+            return "%s is not an object" % key
+        if v and v.get(sub) is not None and not _num(v[sub]):
+            return "%s.%s is not a number" % (key, sub)
+    return None
 
 
 # ---- finding inputs ------------------------------------------------------------
@@ -574,8 +692,25 @@ def _is_report(name):
     return name.endswith((".summary.json", ".memory.json"))
 
 
-def collect(paths):
-    """[(kind, path)]: a summary.json where one exists for a trace, else the trace."""
+def _regular(path, say):
+    """Whether a name met while walking a folder is a regular file (not a
+    link, FIFO, device); says why not.  open_regular checks again when the
+    file is read: this only keeps such a name from standing for a rank."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode):
+        say("%s: %s, not a regular file: skipped" % (path, "a symbolic link" if os.path.islink(path)
+                                                      else "a FIFO, socket or device"))
+        return False
+    return True
+
+
+def collect(paths, say=lambda msg: None):
+    """[(kind, path, follow)]: a summary.json where one exists for a trace,
+    else the trace; follow: whether a symbolic link is followed (a path
+    given on the command line, not one met in a folder)."""
     explicit, summaries, traces = [], {}, {}
     for p in paths:
         if os.path.isdir(p):
@@ -584,10 +719,12 @@ def collect(paths):
                 for f in sorted(files):
                     full = os.path.join(d, f)
                     if f.endswith(".summary.json"):
-                        summaries.setdefault(_base(f), full)
+                        if _regular(full, say):
+                            summaries.setdefault(_base(f), full)
                     elif f.endswith((".json", ".json.gz")) and not _is_report(f) \
                             and not f.endswith(".tmp"):
-                        traces.setdefault(_base(f), full)
+                        if _regular(full, say):
+                            traces.setdefault(_base(f), full)
         elif os.path.exists(p):
             explicit.append(p)
         else:
@@ -596,7 +733,7 @@ def collect(paths):
     for p in explicit:
         f = os.path.basename(p)
         if f.endswith(".summary.json"):
-            out.append(("summary", p))
+            out.append(("summary", p, True))
         else:
             # a trace named on the command line: its summary.json if it sits in
             # the run's reports folder (or beside it)
@@ -604,13 +741,13 @@ def collect(paths):
             rep = [os.path.join(os.path.dirname(p), b + ".summary.json"),
                    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(p))), "reports",
                                 b + ".summary.json")]
-            found = [r for r in rep if os.path.isfile(r)]
-            out.append(("summary", found[0]) if found else ("trace", p))
+            found = [r for r in rep if os.path.isfile(r) and not os.path.islink(r)]
+            out.append(("summary", found[0], False) if found else ("trace", p, True))
     for b, p in sorted(summaries.items()):
-        out.append(("summary", p))
+        out.append(("summary", p, False))
     for b, p in sorted(traces.items()):
         if b not in summaries:
-            out.append(("trace", p))
+            out.append(("trace", p, False))
     return out
 
 
@@ -857,24 +994,36 @@ def main(argv, prog="trainprof summary"):
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     args = p.parse_args(argv)
+    failed = []
+
+    def say(msg):
+        failed.append(msg)
+        sys.stderr.write("trainprof: error: %s\n" % _CONTROL.sub("?", " ".join(msg.split())))
+
     try:
-        inputs = collect(args.paths)
+        inputs = collect(args.paths, say)
     except SummaryError as e:
-        sys.stderr.write("trainprof: error: %s\n" % e)
+        sys.stderr.write("trainprof: error: %s\n" % _CONTROL.sub("?", str(e)))
         return 2
     if not inputs:
         sys.stderr.write("trainprof: error: no trace or summary.json under %s\n" % " ".join(args.paths))
         return 2
-    docs, failed = [], 0
-    for kind, path in inputs:
+    docs, where = [], []
+    for kind, path, follow in inputs:
         try:
-            docs.append(load_summary(path) if kind == "summary" else summarize_trace(path))
-        except (OSError, ValueError, EOFError, SummaryError) as e:
-            sys.stderr.write("trainprof: error: %s: %s\n" % (path, e))
-            failed += 1
+            d = load_summary(path, follow) if kind == "summary" else summarize_trace(path, follow)
+            why = check_summary(d)
+            if why is not None:
+                raise SummaryError("malformed: %s" % why)
+            docs.append(d)
+            where.append(path)
+        except FileError as e:              # its text names the file
+            say(str(e))
+        except DATA_ERRORS as e:
+            say("%s: %s" % (path, _why(e)))
     if not docs:
-        return 1
-    out = sys.stdout
+        return 2
+    out = io.StringIO()
     ranks = {d.get("rank") for d in docs}
     if len(ranks) > 1:
         j = job(docs)
@@ -887,11 +1036,35 @@ def main(argv, prog="trainprof summary"):
         json.dump(docs if len(docs) > 1 else docs[0], out, indent=1)
         out.write("\n")
     else:
-        for i, d in enumerate(docs):
-            if i:
+        for d, path in zip(docs, where):
+            one = io.StringIO()
+            try:
+                render_one(d, one)
+            except DATA_ERRORS as e:
+                say("%s: %s" % (path, _why(e)))
+                continue
+            if out.tell():
                 out.write("\n")
-            render_one(d, out)
-    return 1 if failed else 0
+            out.write(one.getvalue())
+    # text from the files is printed: none of its control characters may
+    # drive the terminal (JSON escapes them itself)
+    sys.stdout.write(_CONTROL.sub("?", out.getvalue()))
+    return 2 if failed else 0
+
+
+_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
+
+
+def _why(e):
+    """One line for an exception raised by a broken input."""
+    if isinstance(e, (SummaryError, FileError)):
+        return str(e)
+    if isinstance(e, RecursionError):
+        return "nested too deeply for Python's json"
+    if isinstance(e, (OSError, EOFError, zlib.error)):
+        return "not a valid gzip or JSON file (%s)" % (e.strerror if isinstance(e, OSError)
+                                                        and e.strerror else e)
+    return "malformed (%s: %.200s)" % (type(e).__name__, e)
 
 
 if __name__ == "__main__":

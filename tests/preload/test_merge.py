@@ -285,9 +285,9 @@ def test_errors_are_one_line(tmp_path):
     bad.write_text('{"traceEvents": [{"ph": "X"')
     p = subprocess.run([sys.executable, SCRIPT, "merge", str(bad), "-o", str(tmp_path / "o.json")],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
-    assert p.returncode == 1 and p.stdout == b""
+    assert p.returncode == 2 and p.stdout == b""       # bad input: status 2 (README)
     assert p.stderr.decode().startswith("trainprof: merge: ") and p.stderr.count(b"\n") == 1
-    assert not os.path.exists(tmp_path / "o.json") and not os.path.exists(tmp_path / "o.json.tmp")
+    assert sorted(os.listdir(tmp_path)) == ["bad.json"]     # no output, no temporary file
 
 
 # ---- the two engines: scripts/trainprof_merge.c against the Python path ----------
@@ -515,6 +515,6 @@ def test_truncated_input_is_one_error_line(traces, tmp_path, engine):
     p = subprocess.run([sys.executable, SCRIPT, "merge", traces[0], str(cut), "-o", str(out),
                         "--engine", engine], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        timeout=120, env=merge_env())
-    assert p.returncode == 1 and p.stdout == b"", p.stderr
+    assert p.returncode == 2 and p.stdout == b"", p.stderr
     assert p.stderr.decode().startswith("trainprof: merge: ") and p.stderr.count(b"\n") == 1, p.stderr
     assert sorted(os.listdir(tmp_path)) == ["cut.json.gz"]

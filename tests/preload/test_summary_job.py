@@ -267,4 +267,4 @@ def test_errors():
     with open(bad, "w") as f:
         f.write('{"traceEvents": [{"ph": "X"')
     p = cli([bad])
-    assert p.returncode == 1 and p.stderr.startswith(b"trainprof: error:")
+    assert p.returncode == 2 and p.stderr.startswith(b"trainprof: error:")
