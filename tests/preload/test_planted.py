@@ -171,3 +171,86 @@ def test_link_at_status_folder_is_not_followed():
     err = [l for l in p.stderr.decode().splitlines() if "error" in l]
     assert len(err) == 1 and "status file" in err[0], p.stderr
     assert tputil.find_traces(cwd), p.stderr
+
+
+# ---- the command's rows ---------------------------------------------------------
+
+SCRIPTS = os.path.join(tputil.ROOT, "scripts")
+
+
+def command_files():
+    """{module: (final, temporary pattern)} of the README table's rows whose
+    second column names a `trainprof` subcommand and its module."""
+    with open(README) as f:
+        text = f.read()
+    m = re.search(r"^## Files trainprof creates\n(.*?)(?=^## )", text, re.S | re.M)
+    out = {}
+    for line in m.group(1).splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 4 or not cells[1].startswith("`trainprof "):
+            continue
+        mod = re.search(r"scripts/(trainprof_\w+)\.py", cells[1]).group(1)
+        out[mod] = (cells[0], re.match(r"`([^`]+)`", cells[2]).group(1))
+    return out
+
+
+def test_command_rows_name_every_file_the_command_creates():
+    """Each module of the command that creates a file (a call of
+    trainprof_files.create) has its row, and only those; each row's
+    temporary name is the one trainprof_files draws."""
+    rows = command_files()
+    creators = set()
+    for name in os.listdir(SCRIPTS):
+        if name.startswith("trainprof_") and name.endswith(".py") and name != "trainprof_files.py":
+            with open(os.path.join(SCRIPTS, name)) as f:
+                if re.search(r"(?<![\w.])create\(", f.read()):
+                    creators.add(name[:-3])
+    assert creators and creators == set(rows), (creators, rows)
+    import sys
+    sys.path.insert(0, SCRIPTS)
+    try:
+        import trainprof_files
+    finally:
+        sys.path.remove(SCRIPTS)
+    drawn = trainprof_files.tmp_name("/x/out")
+    for _, tmp in rows.values():
+        pat = re.escape(tmp).replace(r"\{final\}", "/x/out").replace(r"\{pid\}", str(os.getpid()))
+        pat = pat.replace(r"\{random\}", "[0-9a-f]{12}")
+        assert re.fullmatch(pat, drawn), (tmp, drawn)
+
+
+def test_command_files_replace_a_planted_link(tmp_path):
+    """`trainprof merge -o OUT` and the trigger file, each with a link
+    planted at its final name: the link's target stays as it was, the
+    command's file is written in the link's place, and no other file is
+    left beside it."""
+    victim = tmp_path / "victim"
+    victim.write_text(VICTIM_TEXT)
+    trace = tmp_path / "in.json"
+    trace.write_text('{"traceEvents": [\n{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}\n]}\n')
+    out = tmp_path / "merged.json"
+    os.symlink(victim, out)
+    run = tmp_path / "run"
+    run.mkdir()
+    trig = run / "trigger"
+    os.symlink(victim, trig)
+    cmd = os.path.join(SCRIPTS, "trainprof")
+    env = tputil.base_env({}, preload=False)
+    p = subprocess.run([cmd, "merge", str(trace), "-o", str(out)], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    assert p.returncode == 0, p.stderr
+    # the trigger file as `trainprof trigger` writes it (the command itself
+    # needs a live job to answer: test_trigger.py runs it end to end)
+    import sys
+    sys.path.insert(0, SCRIPTS)
+    try:
+        import trainprof_ondemand
+    finally:
+        sys.path.remove(SCRIPTS)
+    assert trainprof_ondemand.write_trigger(str(run), "trigger", "id=x start=3 warmup=1 active=2\n") \
+        == str(trig)
+    assert victim.read_text() == VICTIM_TEXT
+    assert not out.is_symlink() and "traceEvents" in out.read_text()
+    assert not trig.is_symlink() and trig.read_text()
+    assert sorted(os.listdir(tmp_path)) == ["in.json", "merged.json", "run", "victim"]
+    assert os.listdir(run) == ["trigger"]
