@@ -13,7 +13,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 
@@ -26,20 +25,8 @@ def _lines(r):
     return r.stderr.decode("utf-8", errors="replace").splitlines()
 
 
-def _tmp_host():
-    """This host's name as the library writes it into temporary names."""
-    h = socket.gethostname()[:32]
-    return re.sub(r"[^A-Za-z0-9_-]", "_", h) or "_"
 
 
-def _listing(root):
-    """Every file under root, relative, with the links marked."""
-    out = []
-    for d, _, files in os.walk(root):
-        for f in files:
-            p = os.path.join(d, f)
-            out.append(os.path.relpath(p, root) + (" -> link" if os.path.islink(p) else ""))
-    return sorted(out)
 
 
 def _parses(path):
@@ -97,8 +84,8 @@ def test_planted_links_are_not_followed():
     def plant():
         pid = os.getpid()
         for p in finals:
-            names = [p + ".tmp", "%s.%d.tmp" % (p, pid), "%s.%s.%d.tmp" % (p, _tmp_host(), pid)]
-            names += ["%s.%s.%d-%d.tmp" % (p, _tmp_host(), pid, k) for k in range(1, 4)]
+            names = [p + ".tmp", "%s.%d.tmp" % (p, pid), "%s.%s.%d.tmp" % (p, tputil.tmp_host(), pid)]
+            names += ["%s.%s.%d-%d.tmp" % (p, tputil.tmp_host(), pid, k) for k in range(1, 4)]
             for n in names:
                 os.symlink(victim, n)
 
@@ -110,7 +97,7 @@ def test_planted_links_are_not_followed():
     with open(victim) as f:
         assert f.read() == "precious"
     for f in finals:
-        assert os.path.isfile(f) and not os.path.islink(f), _listing(cwd)
+        assert os.path.isfile(f) and not os.path.islink(f), tputil.files_under(cwd)
         assert _parses(f)
     assert b"error" not in p.stderr, p.stderr
 
@@ -148,7 +135,7 @@ def test_sigkill_during_save_then_next_run_cleans_up():
             break
     assert listing is not None, "the save always finished before the kill"
     traces = os.path.join(cwd, "test", "traces")
-    left = ["%s.%s.%d.tmp" % ("rank0.6000.pt.trace.json.gz", _tmp_host(), pid)]
+    left = ["%s.%s.%d.tmp" % ("rank0.6000.pt.trace.json.gz", tputil.tmp_host(), pid)]
     assert [f for f in listing if f.endswith(".tmp")] == left, listing
     # nothing under a final name that does not parse
     for f in listing:
@@ -182,7 +169,7 @@ def _check_fault(plain, rc, out, err, cwd, line_re):
     lines = err.decode("utf-8", errors="replace").splitlines()
     assert len(lines) == 1, lines
     assert re.match(line_re, lines[0]), lines[0]
-    files = _listing(cwd)
+    files = tputil.files_under(cwd)
     assert not [f for f in files if ".tmp" in f], files
     for f in files:
         if f.startswith("test/") and not f.endswith(" -> link"):
@@ -320,7 +307,7 @@ def test_children_that_exec_write_nothing(how):
         assert line.startswith("trainprof: rank 0: saved"), line
     assert len(_lines(r)) == 1, r.stderr
     assert [os.path.basename(p) for p in r.traces] == ["rank0.4.pt.trace.json.gz"]
-    assert _listing(r.cwd) == ["test/reports/rank0.4.pt.trace.summary.json",
+    assert tputil.files_under(r.cwd) == ["test/reports/rank0.4.pt.trace.summary.json",
                                "test/reports/rank0.4.pt.trace.summary.txt",
                                "test/traces/rank0.4.pt.trace.json.gz"]
     trace = tputil.load_trace(r.traces[0])
@@ -444,4 +431,4 @@ def test_same_rank_saving_at_once_two_files():
         assert tputil.steps(tr) == list(range(300))
         pids |= {ev["pid"] for ev in tputil.launches(tr)}
     assert pids == {p.pid for p in procs}
-    assert not [f for f in _listing(cwd) if ".tmp" in f]
+    assert not [f for f in tputil.files_under(cwd) if ".tmp" in f]

@@ -54,15 +54,35 @@ class Run:
                                              self.err.decode(errors="replace")[-3000:])
 
 
-def run(args, timeout=60, cwd=None, new_session=False, limit_as=None, env=None):
-    """The command, its exit status, output, seconds and peak RSS (MB, the
-    child's own from wait4); killed after `timeout` seconds."""
+# Runs the command as its child and writes the child's peak RSS (KiB) to
+# argv[1]: a child forked from pytest would carry pytest's own peak (Linux
+# keeps the larger of the forked copy's and its own across exec), which is
+# hundreds of MB once a test has imported torch in this process.
+_RSS_WRAPPER = """
+import resource, subprocess, sys
+rc = subprocess.call(sys.argv[2:])
+with open(sys.argv[1], "w") as f:
+    f.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
+sys.exit(rc if rc >= 0 else 128 - rc)
+"""
+
+
+def run(args, timeout=60, cwd=None, new_session=False, limit_as=None, env=None, rss=False):
+    """The command, its exit status, output, seconds and (rss) its peak RSS
+    in MB; killed after `timeout` seconds."""
     def pre():
         if limit_as:
             resource.setrlimit(resource.RLIMIT_AS, (limit_as, limit_as))
+    cmd = [sys.executable, CLI] + [str(a) for a in args]
+    rss_file = None
+    if rss:
+        fd, rss_file = tempfile.mkstemp(prefix="tp-rss-")
+        os.close(fd)
+        cmd = [sys.executable, "-c", _RSS_WRAPPER, rss_file] + cmd
+        new_session = True              # a timeout kills the wrapper's group
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.monotonic()
-        p = subprocess.Popen([sys.executable, CLI] + [str(a) for a in args], stdout=out, stderr=err,
+        p = subprocess.Popen(cmd, stdout=out, stderr=err,
                              stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=new_session,
                              preexec_fn=pre, env=env or tputil.base_env(preload=False))
         timed_out = False
@@ -72,7 +92,10 @@ def run(args, timeout=60, cwd=None, new_session=False, limit_as=None, env=None):
                 break
             if time.monotonic() - t0 > timeout:
                 timed_out = True
-                os.kill(p.pid, signal.SIGKILL)
+                if rss:
+                    os.killpg(p.pid, signal.SIGKILL)
+                else:
+                    os.kill(p.pid, signal.SIGKILL)
                 _, status, ru = os.wait4(p.pid, 0)
                 break
             time.sleep(0.02)
@@ -80,7 +103,13 @@ def run(args, timeout=60, cwd=None, new_session=False, limit_as=None, env=None):
         p.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return Run(p.returncode, out.read(), err.read(), seconds, ru.ru_maxrss / 1024.0, timed_out)
+        rss_mb = ru.ru_maxrss / 1024.0
+        if rss:
+            with open(rss_file) as f:
+                text = f.read()
+            os.unlink(rss_file)
+            rss_mb = int(text) / 1024.0 if text else float("inf")
+        return Run(p.returncode, out.read(), err.read(), seconds, rss_mb, timed_out)
 
 
 def one_error_line(r, path, prefix=b"trainprof: "):
@@ -503,7 +532,7 @@ def test_merge_header_string_of_64_mib_is_refused_in_bounded_memory(tmp_path):
     src = gz_stream(str(tmp_path / "hdr.json.gz"),
                     [b'{"x": "', (b"A" * MiB, 64), b'", "traceEvents": [\n{"ph": "X", "pid": 1}\n]}\n'])
     for engine in engines():
-        r = run(["merge", src, "-o", tmp_path / "o.json", "--engine", engine])
+        r = run(["merge", src, "-o", tmp_path / "o.json", "--engine", engine], rss=True)
         assert "the value of 'x' longer than 16 MiB" in one_error_line(r, src), r
         assert r.rss_mb < 250, r
 
@@ -513,7 +542,7 @@ def test_merge_long_event_is_refused_in_bounded_memory(tmp_path):
                     [b'{"traceEvents": [\n{"ph": "X", "pid": 1},\n{"ph": "X", "name": "',
                      (b"A" * MiB, 40), b'"}\n]}\n'])
     for engine in engines():
-        r = run(["merge", src, "-o", tmp_path / "o.json.gz", "--engine", engine])
+        r = run(["merge", src, "-o", tmp_path / "o.json.gz", "--engine", engine], rss=True)
         assert "an event longer than 16 MiB" in one_error_line(r, src), (engine, r)
         assert r.rss_mb < 250, (engine, r)
         assert sorted(os.listdir(tmp_path)) == ["ev.json.gz"]
@@ -522,7 +551,7 @@ def test_merge_long_event_is_refused_in_bounded_memory(tmp_path):
 def test_merge_gzip_of_blanks_or_commas_stays_bounded(tmp_path):
     for name, fill in (("blanks", b" " * MiB), ("commas", b"," * MiB)):
         src = gz_stream(str(tmp_path / ("%s.json.gz" % name)), [b"{", (fill, 64), b'"traceEvents": []}'])
-        r = run(["merge", src, "-o", tmp_path / "o.json"], timeout=60)
+        r = run(["merge", src, "-o", tmp_path / "o.json"], timeout=60, rss=True)
         assert "the keys before traceEvents are longer than 16 MiB" in one_error_line(r, src), r
         assert r.rss_mb < 250 and r.seconds < 30, r
 
@@ -531,7 +560,7 @@ def test_summary_header_string_of_128_mib_takes_linear_time(tmp_path):
     # before: 13.5 s to 22 s (the whole buffer decoded again at every MiB)
     src = gz_stream(str(tmp_path / "hdr.json.gz"),
                     [b'{"x": "', (b"A" * MiB, 128), b'", "traceEvents": [\n{"ph": "X", "pid": 1}\n]}\n'])
-    r = run(["summary", src], timeout=60)
+    r = run(["summary", src], timeout=60, rss=True)
     assert "the value of 'x' longer than 16 MiB" in one_error_line(r, src, b"trainprof: error: "), r
     assert r.seconds < 8 and r.rss_mb < 250, r
 

@@ -13,7 +13,6 @@ the victim through a link planted there."""
 
 import os
 import re
-import socket
 import subprocess
 
 import pytest
@@ -31,9 +30,6 @@ ENV = {
 }
 
 
-def _host():
-    """This host's name as temporary names carry it (README)."""
-    return re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname()[:32]) or "_"
 
 
 def library_files():
@@ -57,7 +53,7 @@ def library_files():
 
 
 def _expand(pattern, pid, **extra):
-    v = {"run_name": "test", "rank": "0", "batch": str(BATCH), "pid": str(pid), "host": _host()}
+    v = {"run_name": "test", "rank": "0", "batch": str(BATCH), "pid": str(pid), "host": tputil.tmp_host()}
     v.update(extra)
     return re.sub(r"\{(\w+)\}", lambda m: v[m.group(1)], pattern)
 
@@ -76,13 +72,6 @@ def _names(pid):
     return out
 
 
-def _listing(root):
-    out = []
-    for d, _, files in os.walk(root):
-        for f in files:
-            p = os.path.join(d, f)
-            out.append(os.path.relpath(p, root) + (" -> link" if os.path.islink(p) else ""))
-    return sorted(out)
 
 
 def _run(cwd, plant_finals, env=None):
@@ -103,7 +92,7 @@ def _run(cwd, plant_finals, env=None):
     p.stdout_data, p.stderr = p.communicate(timeout=60)
     assert p.returncode == 0, p.stderr
     with open(victim) as f:
-        assert f.read() == VICTIM_TEXT, (p.stderr, _listing(cwd))
+        assert f.read() == VICTIM_TEXT, (p.stderr, tputil.files_under(cwd))
     assert not os.path.islink(victim)
     return p, _names(p.pid)
 
@@ -118,12 +107,12 @@ def test_links_at_temporary_names_are_not_followed():
     assert b"error" not in p.stderr and b"warning" not in p.stderr, p.stderr
     finals = set()
     for final, tmps in names:
-        assert _regular(os.path.join(cwd, final)), (final, _listing(cwd))
+        assert _regular(os.path.join(cwd, final)), (final, tputil.files_under(cwd))
         for t in tmps:
             assert os.path.islink(os.path.join(cwd, t)), t     # still the planted link
         finals.add(final)
     # the list is complete: every regular file the run made is one of its rows
-    made = {f for f in _listing(cwd) if not f.endswith(" -> link") and f != "victim"}
+    made = {f for f in tputil.files_under(cwd) if not f.endswith(" -> link") and f != "victim"}
     assert made == finals, sorted(made ^ finals)
 
 
@@ -134,7 +123,7 @@ def test_links_at_final_names_are_replaced_not_followed():
     p, names = _run(cwd, plant_finals=True, env={"TRAINPROF_OVERWRITE": "1"})
     assert b"error" not in p.stderr, p.stderr
     for final, _ in names:
-        assert _regular(os.path.join(cwd, final)), (final, _listing(cwd))
+        assert _regular(os.path.join(cwd, final)), (final, tputil.files_under(cwd))
 
 
 def test_links_at_final_names_are_kept_without_overwrite():
@@ -146,11 +135,11 @@ def test_links_at_final_names_are_kept_without_overwrite():
     for final, _ in names:
         path = os.path.join(cwd, final)
         if "/status/" in final:
-            assert _regular(path), _listing(cwd)        # ours, replaced
+            assert _regular(path), tputil.files_under(cwd)        # ours, replaced
         else:
             assert os.path.islink(path), final
     trace = os.path.join(cwd, "test", "traces", "rank0.%d-1.pt.trace.json.gz" % BATCH)
-    assert _regular(trace), _listing(cwd)
+    assert _regular(trace), tputil.files_under(cwd)
 
 
 def test_link_at_status_folder_is_not_followed():

@@ -95,6 +95,23 @@ def new_dir():
     return tempfile.mkdtemp(dir=_tmp_root)
 
 
+def tmp_host():
+    """This host's name as the library writes it into temporary names
+    (README, "Files trainprof creates")."""
+    import socket
+    return re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname()[:32]) or "_"
+
+
+def files_under(root):
+    """Every file under root, relative and sorted, links marked " -> link"."""
+    out = []
+    for d, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            out.append(os.path.relpath(p, root) + (" -> link" if os.path.islink(p) else ""))
+    return sorted(out)
+
+
 def find_traces(cwd, run_name="test"):
     d = os.path.join(cwd, run_name, "traces")
     if not os.path.isdir(d):

@@ -132,9 +132,5 @@ int main(void)
     tcase_add_test(tc, test_unmatched_pops);
     tcase_add_test(tc, test_past_the_stack);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tp_test_run(s);
 }
