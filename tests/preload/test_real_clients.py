@@ -364,6 +364,10 @@ def test_trainprof_run_cpu_training_loop():
     assert p.stdout == base.stdout
     t = check_cli_trace(cwd)
     assert t["trainprof"]["gpu_activity"].startswith("not started"), t["trainprof"]
+    # no CUPTI thread where there is no driver: only tp-flush and the sampler
+    main = [names for tag, _, names in client_threads(p.stderr) if tag == "main"]
+    assert len(main) == 1 and sorted(n for n in main[0] if n.startswith("tp-")) == \
+        ["tp-flush", "tp-sys"], main
     files = user_files(cwd)
     assert all(f.split(os.sep)[1] in ("traces", "reports") for f in files), files
     assert [l for l in our_lines(p.stderr) if "warning" in l or "error" in l] == []
