@@ -53,6 +53,12 @@ struct tp_schedule {
     int none;                      /* TRAINPROF_SCHEDULE=none: only triggered windows (trigger.h) */
 };
 
+/* TRAINPROF_FILENAME's default: {batch} padded to 8 digits, so that the
+ * windows of a run sort by name in the order they happened up to step
+ * 99,999,999 (TensorBoard's profiler plugin numbers a worker's spans in the
+ * text order of their names; so do `ls` and globs). */
+#define TP_FILENAME_DEFAULT "rank{rank}.{batch:08d}.pt.trace.json"
+
 struct tp_config {
     int enabled;                   /* TRAINPROF_ENABLED */
     struct tp_schedule schedule;   /* TRAINPROF_SCHEDULE */

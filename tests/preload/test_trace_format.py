@@ -54,7 +54,7 @@ def _data_events(trace):
 # ---- all tools ---------------------------------------------------------------
 
 def test_file_name(traced):
-    assert os.path.basename(traced["path"]) == "rank%d.5.pt.trace.json.gz" % RANK
+    assert os.path.basename(traced["path"]) == "rank%d.00000005.pt.trace.json.gz" % RANK
     m = TB_WORKER.match(os.path.basename(traced["path"]))      # TB plugin's discovery
     assert m and m.group(1) == "rank%d" % RANK
     assert traced["path"].endswith(".gz")                     # HTA reads .json/.gz
