@@ -95,6 +95,7 @@ struct tp_config {
 
     /* launcher environment (SPEC 4, ranks) */
     int rank, local_rank, world_size, local_world_size, node_rank;
+    int launched;                  /* a launcher variable gave the rank or the world size */
     char hostname[256];
     char nvtx_injection_path[1024];/* NVTX_INJECTION64_PATH as found, "" if unset */
     char itt_collector_path[1024]; /* INTEL_LIBITTNOTIFY64 as found, "" if unset */
