@@ -4,6 +4,7 @@ TensorBoard profiler plugin's parser (steps, runtime events, no exception).
 Skipped, with the reason, only when a reader cannot be imported."""
 
 import collections
+import json
 import os
 import shutil
 import subprocess
@@ -190,7 +191,6 @@ def test_tb_plugin_orders_three_windows():
     assert "Failed to parse profile data" not in err, err
     line = [x for x in p.stdout.decode().splitlines() if x.startswith("SPANS ")]
     assert line, (p.stdout.decode(), err)
-    import json
     spans = json.loads(line[0][len("SPANS "):])
     assert [s[0] for s in spans] == ["rank0"] * 3, spans
     assert [s[1] for s in spans] == ["1", "2", "3"], spans
