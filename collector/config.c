@@ -61,7 +61,7 @@ struct tp_config tp_cfg;
       tp_opt_parse_run_name, tp_opt_show_string, run_name, 0, 0) \
     X("TRAINPROF_FOLDER", "{run_name}/traces", "{run_name}/traces", \
       "output folder, a format string", tp_opt_parse_format, tp_opt_show_string, folder, 0, 0) \
-    X("TRAINPROF_FILENAME", "rank{rank}.{batch}.pt.trace.json", "rank{rank}.{batch}.pt.trace.json", \
+    X("TRAINPROF_FILENAME", TP_FILENAME_DEFAULT, TP_FILENAME_DEFAULT, \
       "trace file name, a format string; .gz is appended when gzip is on", \
       tp_opt_parse_format, tp_opt_show_string, filename, 0, 0) \
     X("TRAINPROF_GZIP", "1", "1", "gzip the trace", tp_opt_parse_bool, tp_opt_show_bool, gzip, 0, 0) \

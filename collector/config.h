@@ -53,6 +53,12 @@ struct tp_schedule {
     int none;                      /* TRAINPROF_SCHEDULE=none: only triggered windows (trigger.h) */
 };
 
+/* TRAINPROF_FILENAME's default: {batch} padded to 8 digits, so that the
+ * windows of a run sort by name in the order they happened up to step
+ * 99,999,999 (TensorBoard's profiler plugin numbers a worker's spans in the
+ * text order of their names; so do `ls` and globs). */
+#define TP_FILENAME_DEFAULT "rank{rank}.{batch:08d}.pt.trace.json"
+
 struct tp_config {
     int enabled;                   /* TRAINPROF_ENABLED */
     struct tp_schedule schedule;   /* TRAINPROF_SCHEDULE */
@@ -89,6 +95,7 @@ struct tp_config {
 
     /* launcher environment (SPEC 4, ranks) */
     int rank, local_rank, world_size, local_world_size, node_rank;
+    int launched;                  /* a launcher variable gave the rank or the world size */
     char hostname[256];
     char nvtx_injection_path[1024];/* NVTX_INJECTION64_PATH as found, "" if unset */
     char itt_collector_path[1024]; /* INTEL_LIBITTNOTIFY64 as found, "" if unset */

@@ -40,6 +40,7 @@
 #include "memtrack.h"
 #include "oplink.h"
 #include "oplost.h"
+#include "pgroup.h"
 #include "stack.h"
 #include "sysstat.h"
 #include "torchop.h"
@@ -525,6 +526,13 @@ void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
     win.n_comms = (int)tp_comms_list(comms, TP_COMMS_LISTED, &win.comms_created);
     win.comms = comms;
     win.nccl_version = tp_comms_version(nccl_version, sizeof nccl_version);
+    struct tp_pgroup pg;
+    win.launched = tp_cfg.launched;
+    if (tp_pgroup_get(&pg)) {
+        win.pg_backend = pg.backend;
+        win.pg_rank = pg.rank;
+        win.pg_world_size = pg.world_size;
+    }
 
     win.records = tp_buf_drain(w->gen, NULL, NULL, &late, 1);
     win.late = late;

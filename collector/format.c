@@ -3,10 +3,16 @@
  *
  * DESIGN
  * One scanner serves both checking (configuration time, no values) and
- * expanding (save time).  The grammar is Python str.format's without format
- * specs: "{name}" substitutes a variable, "{{" and "}}" are literal braces, a
- * lone "}" or an unterminated "{" is an error, as Composer's
- * folder.format(...) would raise.  Variables are a fixed list so that a typo
+ * expanding (save time).  The grammar is Python str.format's: "{name}"
+ * substitutes a variable, "{{" and "}}" are literal braces, a lone "}" or
+ * an unterminated "{" is an error, as Composer's folder.format(...) would
+ * raise.  Of format specs only the integer padding of Python's mini-language
+ * is taken, "{batch:08d}" (also "{batch:08}", "{rank:3d}"): a width of 1 to
+ * 32, '0' to pad with zeros, else spaces, as Python pads; the default file
+ * name pads {batch} so that the windows of a run sort by name as they
+ * happened (TensorBoard's plugin and `ls` order spans by name as text).
+ * Any other spec, or one on a string variable, is a configuration error
+ * rather than a name Python would write differently.  Variables are a fixed list so that a typo
  * ("{runname}") is a configuration error at start-up rather than a
  * surprise at the first save.  {path} exists only for TRAINPROF_EXEC.
  * Output never overflows: a result that does not fit is an error, never a
@@ -225,10 +231,76 @@ static void put_value(struct sink *s, const char *str)
         put(s, "\"", 1);
 }
 
-static int put_var(struct sink *s, enum fmt_var var, const struct tp_format_vars *v,
-                   char *err, size_t errsz)
+/* An integer variable's format spec, "[0][width][d]": how it pads. */
+struct fmt_spec {
+    int zero;                    /* pad with '0', else ' ' */
+    int width;                   /* 0: no padding */
+};
+
+#define FMT_MAX_WIDTH 32
+
+static int is_int_var(enum fmt_var var)
 {
-    char num[32];
+    return var != FV_RUN_NAME && var != FV_HOSTNAME && var != FV_PATH;
+}
+
+/* Parses spec "p" (n bytes, after the ':') of variable "var". */
+static int parse_spec(const char *p, size_t n, enum fmt_var var, struct fmt_spec *out,
+                      char *err, size_t errsz)
+{
+    struct fmt_spec sp = { 0, 0 };
+    size_t i = 0;
+    if (!is_int_var(var)) {
+        set_err(err, errsz, "{%s} takes no format spec (only integer variables take one, "
+                "e.g. {batch:08d})", fmt_names[var]);
+        return -1;
+    }
+    if (i < n && p[i] == '0') {
+        sp.zero = 1;
+        i++;
+    }
+    while (i < n && p[i] >= '0' && p[i] <= '9') {
+        sp.width = sp.width * 10 + (p[i] - '0');
+        if (sp.width > FMT_MAX_WIDTH)
+            break;
+        i++;
+    }
+    if (i < n && p[i] == 'd')
+        i++;
+    if (i != n || n == 0 || sp.width > FMT_MAX_WIDTH || (sp.zero && !sp.width)) {
+        int shown = n > 32 ? 32 : (int)n;
+        set_err(err, errsz, "format spec \"%.*s%s\" of {%s} not accepted: only [0]WIDTH[d] "
+                "(WIDTH 1 to %d), e.g. {batch:08d}", shown, p, n > 32 ? "..." : "",
+                fmt_names[var], FMT_MAX_WIDTH);
+        return -1;
+    }
+    *out = sp;
+    return 0;
+}
+
+/* "num" padded as "sp" says, into "buf" (size > FMT_MAX_WIDTH + 21). */
+static const char *pad_num(char *buf, size_t n, const char *num, const struct fmt_spec *sp)
+{
+    size_t len = strlen(num);
+    if (!sp || (size_t)sp->width <= len) {
+        snprintf(buf, n, "%s", num);
+        return buf;
+    }
+    size_t pad = (size_t)sp->width - len, at = 0;
+    /* Python puts a zero pad after the sign: -0005 */
+    if (sp->zero && num[0] == '-') {
+        buf[at++] = '-';
+        num++;
+    }
+    memset(buf + at, sp->zero ? '0' : ' ', pad);
+    snprintf(buf + at + pad, n - at - pad, "%s", num);
+    return buf;
+}
+
+static int put_var(struct sink *s, enum fmt_var var, const struct fmt_spec *sp,
+                   const struct tp_format_vars *v, char *err, size_t errsz)
+{
+    char num[32], padded[FMT_MAX_WIDTH + 32];
     const char *str = NULL;
     switch (var) {
     case FV_RUN_NAME: str = v->run_name; break;
@@ -253,6 +325,8 @@ static int put_var(struct sink *s, enum fmt_var var, const struct tp_format_vars
     }
     if (!str)
         str = "";
+    else if (str == num && sp)
+        str = pad_num(padded, sizeof padded, num, sp);
     put_value(s, str);
     return 0;
 }
@@ -297,7 +371,8 @@ static int scan(const char *fmt, const struct tp_format_vars *v, int with_path,
                     (size_t)(p - fmt));
             return -1;
         }
-        size_t nlen = (size_t)(close - p - 1);
+        const char *colon = memchr(p + 1, ':', (size_t)(close - p - 1));
+        size_t nlen = (size_t)((colon ? colon : close) - p - 1);
         int var = -1;
         for (int i = 0; i < FV_COUNT; i++) {
             if (i == FV_PATH && !with_path)
@@ -315,7 +390,14 @@ static int scan(const char *fmt, const struct tp_format_vars *v, int with_path,
                     nlen > 64 ? "..." : "", acc);
             return -1;
         }
-        if (v && put_var(s, (enum fmt_var)var, v, err, errsz) < 0)
+        struct fmt_spec spec, *sp = NULL;
+        if (colon) {
+            if (parse_spec(colon + 1, (size_t)(close - colon - 1), (enum fmt_var)var, &spec,
+                           err, errsz) < 0)
+                return -1;
+            sp = &spec;
+        }
+        if (v && put_var(s, (enum fmt_var)var, sp, v, err, errsz) < 0)
             return -1;
         p = close + 1;
     }

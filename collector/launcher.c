@@ -5,7 +5,9 @@
  * a malformed one is skipped, not reported.  The run name, when
  * TRAINPROF_RUN_NAME is unset, is the launcher's run id or job id, else the
  * program's name with its start time, so that the ranks of one job agree
- * on it without talking to each other.  Every name that ends up in a path
+ * on it without talking to each other.  Whether a rank or world-size
+ * variable was there at all is kept too (launched): the trace claims a
+ * distributed job only on a launcher's or a process group's word.  Every name that ends up in a path
  * is sanitised to one path component.
  */
 #include "config_impl.h"
@@ -22,14 +24,19 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The first well-formed value of "srcs", else "def"; *found is set when
+ * one was (NULL: not wanted). */
 static int first_int(const char *(*get)(const char *), const char *const *srcs,
-                     long long lo, int def)
+                     long long lo, int def, int *found)
 {
     for (; *srcs; srcs++) {
         const char *v = get(*srcs);
         long long n;
-        if (v && tp_opt_to_ll(v, &n) == 0 && n >= lo && n <= INT_MAX)
+        if (v && tp_opt_to_ll(v, &n) == 0 && n >= lo && n <= INT_MAX) {
+            if (found)
+                *found = 1;
             return (int)n;
+        }
     }
     return def;
 }
@@ -45,11 +52,15 @@ void tp_launcher_read(struct tp_config *c, const char *(*get)(const char *))
     static const char *const local_world[] = { "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
                                                "MPI_LOCALNRANKS", NULL };
     static const char *const node[] = { "NODE_RANK", "GROUP_RANK", "SLURM_NODEID", NULL };
-    c->rank = first_int(get, rank, 0, 0);
-    c->local_rank = first_int(get, local_rank, 0, 0);
-    c->world_size = first_int(get, world, 1, 1);
-    c->local_world_size = first_int(get, local_world, 1, 1);
-    c->node_rank = first_int(get, node, 0, 0);
+    /* launched: the process is one of a job's ranks by its launcher's word,
+     * what the trace's distributedInfo needs (a program run by hand gets
+     * rank 0 of 1 too, but no distributedInfo, as torch writes none) */
+    c->launched = 0;
+    c->rank = first_int(get, rank, 0, 0, &c->launched);
+    c->local_rank = first_int(get, local_rank, 0, 0, NULL);
+    c->world_size = first_int(get, world, 1, 1, &c->launched);
+    c->local_world_size = first_int(get, local_world, 1, 1, NULL);
+    c->node_rank = first_int(get, node, 0, 0, NULL);
 
     if (gethostname(c->hostname, sizeof c->hostname - 1) != 0)
         snprintf(c->hostname, sizeof c->hostname, "localhost");

@@ -166,6 +166,13 @@ struct tp_window {
     int n_comms;
     uint32_t comms_created;
     const char *nccl_version;     /* "2.28.9", NULL if unknown */
+    /* who says this process is one rank of a distributed job (Kineto's
+     * distributedInfo is written only then): its launcher's variables
+     * (launched), NCCL communicators (comms_created), or the framework's
+     * process group (pg_backend, from trainprof_process_group) */
+    int launched;
+    const char *pg_backend;       /* "nccl", "gloo", ...; NULL: no group known */
+    int pg_rank, pg_world_size;   /* this process in that group, when pg_backend */
     const char *config_json;      /* effective configuration, a JSON object */
     const char *user_metadata;    /* TRAINPROF_METADATA, a JSON object, or NULL */
     const char *trace_folder;     /* expanded TRAINPROF_FOLDER */

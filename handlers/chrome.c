@@ -9,12 +9,21 @@
  * with the window.  Launch details go under "cuda stream", never "stream":
  * HTA treats any event with a "stream" arg as a GPU event.  Configuration
  * and user metadata are parsed with jansson and re-emitted through our own
- * writer, so their strings get the same escaping as event names.
+ * writer, so their strings get the same escaping as event names.  The
+ * top level claims only what is known, as torch.profiler's does:
+ * Kineto's trace_id, record_shapes (only when on) and host_name, and
+ * distributedInfo only on a process group's, NCCL's or a launcher's word,
+ * with a backend only where one is known; no FLOPs track of zeros.
  */
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -53,6 +62,7 @@ struct chrome {
     int record_shapes;
     const struct tp_window_step *steps;
     uint64_t n_steps;
+    int flops_track;               /* some step has library FLOPs: the FLOPs and TFLOP/s tracks */
     int rank, world_size;          /* the process's, for its process groups */
 };
 
@@ -201,23 +211,51 @@ static void put_rank_list(struct tp_jsonw *j, int n, int as_string)
         tp_jsonw_char(j, '"');
 }
 
-/* Kineto's distributedInfo, as torch.profiler fills it
- * (_get_distributed_info): backend, rank, world_size, and once NCCL
- * communicators exist, pg_count, pg_config (one entry per communicator,
- * named by creation order) and nccl_version. */
-static void put_distributed(struct tp_jsonw *j, const struct tp_window *w)
+/* This process's rank and world size for distributedInfo and the process
+ * groups: the framework's process group's where it told us
+ * (trainprof_process_group), else the launcher's. */
+static void dist_rank(const struct tp_window *w, int *rank, int *world_size)
 {
-    LIT(j, "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": ");
-    tp_jsonw_i64(j, w->rank);
+    *rank = w->pg_backend ? w->pg_rank : w->rank;
+    *world_size = w->pg_backend ? w->pg_world_size : w->world_size;
+}
+
+/* Kineto's distributedInfo, as torch.profiler fills it
+ * (_get_distributed_info): written only while torch.distributed has a
+ * default group there, so here only where something says the process is
+ * one rank of a job: the framework's process group, NCCL communicators,
+ * or the launcher's variables; a program run by hand gets none, as under
+ * torch.profiler.  "backend" is the group's, else "nccl" where NCCL
+ * communicators were created, else left out: a gloo job under torchrun
+ * leaves no trace of its backend in the calls we see, and "nccl" there
+ * (what every trace said before) was false.  Then rank and world_size,
+ * and once NCCL communicators exist pg_count, pg_config (one entry per
+ * communicator, named by creation order) and nccl_version.
+ * Returns 0 when nothing was written. */
+static int put_distributed(struct tp_jsonw *j, const struct tp_window *w)
+{
+    if (!w->pg_backend && !w->comms_created && !w->launched)
+        return 0;
+    int rank, world_size;
+    dist_rank(w, &rank, &world_size);
+    LIT(j, "  \"distributedInfo\": {");
+    if (w->pg_backend || w->comms_created) {
+        LIT(j, "\"backend\": ");
+        tp_jsonw_str(j, w->pg_backend ? w->pg_backend : "nccl");
+        LIT(j, ", ");
+    }
+    /* "rank": N with a space: HTA finds the rank with "rank":\s+(\d+) */
+    LIT(j, "\"rank\": ");
+    tp_jsonw_i64(j, rank);
     LIT(j, ", \"world_size\": ");
-    tp_jsonw_i64(j, w->world_size);
+    tp_jsonw_i64(j, world_size);
     if (w->comms_created) {
         LIT(j, ", \"pg_count\": ");
         tp_jsonw_u64(j, w->comms_created);
         LIT(j, ", \"pg_config\": [");
         for (int i = 0; i < w->n_comms; i++) {
             const struct tp_comm_info *p = &w->comms[i];
-            int world = is_world((int)p->size, p->rank, w->world_size, w->rank);
+            int world = is_world((int)p->size, p->rank, world_size, rank);
             tp_jsonw_lit(j, i ? ", {\"pg_name\": \"" : "{\"pg_name\": \"");
             tp_jsonw_u64(j, p->serial);
             LIT(j, "\", \"pg_desc\": ");
@@ -237,7 +275,68 @@ static void put_distributed(struct tp_jsonw *j, const struct tp_window *w)
         LIT(j, ", \"nccl_version\": ");
         tp_jsonw_str(j, w->nccl_version);
     }
-    tp_jsonw_char(j, '}');
+    LIT(j, "},\n");
+    return 1;
+}
+
+/* A trace's own id, as torch.profiler writes "trace_id" (uuid4().int as
+ * 32 upper-case hex digits): 128 random bits from getrandom with the
+ * version 4 and variant bits set, so that two windows, ranks or runs
+ * never share one.  Without getrandom (seccomp, an old kernel) the clock,
+ * pid and a counter stand in, mixed: unique, if not unguessable. */
+static void trace_id(char out[33])
+{
+    static _Atomic uint64_t seq;
+    uint8_t b[16];
+    ssize_t n = getrandom(b, sizeof b, GRND_NONBLOCK);
+    if (n != (ssize_t)sizeof b) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t x[2] = { (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
+                          ((uint64_t)getpid() << 32) ^ atomic_fetch_add(&seq, 1) };
+        for (int i = 0; i < 2; i++) {        /* splitmix64: spread the bits */
+            uint64_t z = x[i] + 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
+            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+            z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+            z ^= z >> 31;
+            memcpy(b + 8 * i, &z, 8);
+        }
+    }
+    b[6] = (uint8_t)((b[6] & 0x0f) | 0x40);   /* version 4 */
+    b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);   /* RFC 4122 variant */
+    static const char hex[] = "0123456789ABCDEF";
+    for (int i = 0; i < 16; i++) {
+        out[2 * i] = hex[b[i] >> 4];
+        out[2 * i + 1] = hex[b[i] & 15];
+    }
+    out[32] = '\0';
+}
+
+/* Kineto's metadata keys that torch.profiler always sets: "trace_id",
+ * "record_shapes" (1, and only when shapes are recorded) and "host_name"
+ * (gethostname, unsanitised).  One that TRAINPROF_METADATA gives is the
+ * user's: theirs is written in its place, as torch's
+ * custom_trace_id_callback replaces the id. */
+static void put_kineto_metadata(struct tp_jsonw *j, const struct tp_window *w, json_t *user)
+{
+    if (!json_object_get(user, "trace_id")) {
+        char id[33];
+        trace_id(id);
+        LIT(j, "  \"trace_id\": \"");
+        tp_jsonw_lit(j, id);
+        LIT(j, "\",\n");
+    }
+    if (w->record_shapes && !json_object_get(user, "record_shapes"))
+        LIT(j, "  \"record_shapes\": 1,\n");
+    if (!json_object_get(user, "host_name")) {
+        char host[256];
+        if (gethostname(host, sizeof host - 1) != 0)
+            snprintf(host, sizeof host, "%s", w->hostname ? w->hostname : "");
+        host[sizeof host - 1] = '\0';
+        LIT(j, "  \"host_name\": ");
+        tp_jsonw_str(j, host);
+        LIT(j, ",\n");
+    }
 }
 
 static void put_clock_triple(struct tp_jsonw *j, const struct tp_clock_triple *t, int64_t trace_ns)
@@ -287,8 +386,10 @@ static void put_header(struct chrome *c, const struct tp_window *w)
     LIT(j, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [");
     put_devices(j, w);
     LIT(j, "],\n");
+    json_t *user = load_object(w->user_metadata);
+    put_kineto_metadata(j, w, user);
     put_distributed(j, w);
-    LIT(j, ",\n  \"trainprof\": {\"version\": \"" TP_VERSION_STRING "\", \"configuration\": ");
+    LIT(j, "  \"trainprof\": {\"version\": \"" TP_VERSION_STRING "\", \"configuration\": ");
     json_t *cfg = load_object(w->config_json);
     if (cfg)
         put_value(j, cfg);
@@ -368,7 +469,6 @@ static void put_header(struct chrome *c, const struct tp_window *w)
     }
     LIT(j, "]},\n");
 
-    json_t *user = load_object(w->user_metadata);
     if (!user && w->user_metadata && w->user_metadata[0])
         TP_WARN("TRAINPROF_METADATA is not a JSON object; not written to the trace");
     const char *key;
@@ -485,10 +585,11 @@ static void *chrome_open(const struct tp_window *w)
     }
     c->base = w->base_time_ns;
     c->record_shapes = w->record_shapes;
-    c->rank = w->rank;
-    c->world_size = w->world_size;
+    dist_rank(w, &c->rank, &c->world_size);
     c->steps = w->steps;
     c->n_steps = w->steps ? w->steps_recorded : 0;
+    for (uint64_t i = 0; i < c->n_steps; i++)
+        c->flops_track |= c->steps[i].flops > 0;
     c->meta_ts = w->start_ns > c->base ? w->start_ns - c->base : 0;
     put_header(c, w);
     put_steps(c, w);
@@ -1021,9 +1122,13 @@ static void put_counter(struct chrome *c, const char *name, const struct tp_even
 }
 
 /* Per-step FLOPs and achieved TFLOP/s as counters over the step's span,
- * back to 0 after the window's last step. */
+ * back to 0 after the window's last step; no track at all in a window
+ * whose steps counted no library FLOPs (a CPU job, a GPU job without
+ * cuBLAS/cuDNN): a track of zeros says nothing and reads as a measurement. */
 static void put_step_counters(struct chrome *c, const struct tp_event *ev)
 {
+    if (!c->flops_track)
+        return;
     uint64_t idx = ev->rec->u.step.index;
     for (uint64_t i = 0; i < c->n_steps; i++) {
         const struct tp_window_step *s = &c->steps[i];

@@ -63,21 +63,30 @@ static void step_cells(const struct summary *s, const struct tp_window *w, const
         snprintf(c[4], CELL, "--");
 }
 
+/* The per-step table's columns: step and wall time always, FLOPs only
+ * where some step counted library FLOPs, GPU busy only with CUPTI. */
+enum { STEP_COL_STEP, STEP_COL_WALL, STEP_COL_GFLOP, STEP_COL_TFLOPS, STEP_COL_BUSY, STEP_COLS };
+
 struct step_rows {
     const struct summary *s;
     const struct tp_window *w;
+    int col[STEP_COLS];            /* the step_cells column each shown column takes */
 };
 
 static void fill_step_row(void *ctx, size_t row, const char **cells, char (*buf)[CELL])
 {
     const struct step_rows *x = ctx;
+    char all[STEP_COLS][CELL];
     (void)cells;
-    step_cells(x->s, x->w, &x->s->steps[row], buf);
+    step_cells(x->s, x->w, &x->s->steps[row], all);
+    for (int i = 0; i < STEP_COLS && x->col[i] >= 0; i++)
+        memcpy(buf[i], all[x->col[i]], CELL);
 }
 
 static void put_steps(struct tp_jsonw *j, struct summary *s, const struct tp_window *w)
 {
-    static const char *const titles[] = { "Step", "Wall (ms)", "GFLOP", "TFLOP/s", "GPU busy" };
+    static const char *const all_titles[STEP_COLS] = { "Step", "Wall (ms)", "GFLOP", "TFLOP/s",
+                                                       "GPU busy" };
     tp_jsonw_lit(j, "\nPer-step wall time\n");
     if (!s->nsteps) {
         tp_jsonw_lit(j, "(no step recorded)\n");
@@ -88,8 +97,6 @@ static void put_steps(struct tp_jsonw *j, struct summary *s, const struct tp_win
     int64_t sum = 0, busy = 0;
     uint64_t flops = 0;
     tp_sumagg_merge_busy(s);
-    struct step_rows x = { s, w };
-    tp_table_write(j, titles, w->gpu ? 5 : 4, s->nsteps, fill_step_row, &x);
     for (size_t i = 0; i < s->nsteps; i++) {
         sum += s->steps[i].dur_ns;
         flops += tp_summary_step_flops(w, s->steps[i].index);
@@ -97,11 +104,30 @@ static void put_steps(struct tp_jsonw *j, struct summary *s, const struct tp_win
         if (w->gpu && tp_summary_step_span(w, s->steps[i].index, &lo, &hi))
             busy += tp_sumagg_busy_within(s, lo, hi);
     }
+    /* no column of zeros: a step without library FLOPs has no FLOPs to show
+     * (a CPU job, or GPU work without cuBLAS/cuDNN), not 0.000 TFLOP/s */
+    struct step_rows x = { s, w, { 0 } };
+    const char *titles[STEP_COLS];
+    int n = 0;
+    for (int c = 0; c < STEP_COLS; c++) {
+        if (((c == STEP_COL_GFLOP || c == STEP_COL_TFLOPS) && !flops) || (c == STEP_COL_BUSY && !w->gpu))
+            continue;
+        titles[n] = all_titles[c];
+        x.col[n++] = c;
+    }
+    for (int c = n; c < STEP_COLS; c++)
+        x.col[c] = -1;
+    tp_table_write(j, titles, n, s->nsteps, fill_step_row, &x);
     if (w->gpu)
         tp_jsonw_printf(j, "GPU busy share of the steps: %s (kernels, copies and sets on any stream)\n",
                         fmt_pct(a, sizeof a, busy, sum));
     tp_jsonw_printf(j, "Mean step wall time (ms): %s over %zu steps\n",
                     tp_fmt3(a, sizeof a, sum / (int64_t)s->nsteps, 1000000), s->nsteps);
+    if (!flops) {
+        tp_jsonw_lit(j, "Library FLOPs: none in these steps (counted from cuBLAS, cuBLASLt and cuDNN"
+                        " calls only)\n");
+        return;
+    }
     tp_jsonw_printf(j, "Library FLOPs in these steps: %s GFLOP, achieved %s TFLOP/s\n",
                     fmt_gflop(a, sizeof a, flops), fmt_tflops(b, sizeof b, flops, sum));
     if (w->peak_tflops > 0) {
@@ -162,11 +188,15 @@ static void api_row(const struct summary *s, const struct agg *a, char (*c)[CELL
     snprintf(c[5], CELL, "%lld.%02lld%%", (long long)(pct / 100), (long long)(pct % 100));
 }
 
+/* Sections with no row are left out (a CPU job has no API call or launch),
+ * as the operator and library tables are. */
 static void put_apis(struct tp_jsonw *j, struct summary *s)
 {
     static const char *const titles[] = { "Name", "Calls", "Total (ms)", "Mean (us)", "Max (us)", "% Host" };
     char buf[CELL];
-    if (put_agg_table(j, s, "\nHost API calls\n", "(no API call recorded)\n", &s->apis, tp_summary_cmp_total,
+    if (!s->apis.n)
+        return;
+    if (put_agg_table(j, s, "\nHost API calls\n", "", &s->apis, tp_summary_cmp_total,
                       titles, 6, api_row) == 0)
         tp_jsonw_printf(j, "Host API time total (ms): %s\n", tp_fmt3(buf, sizeof buf, s->host_ns, 1000000));
 }
@@ -232,7 +262,9 @@ static void kernel_row(const struct summary *s, const struct agg *a, char (*c)[C
 static void put_kernels(struct tp_jsonw *j, struct summary *s)
 {
     static const char *const titles[] = { "Kernel", "Launches" };
-    if (put_agg_table(j, s, "\nKernels launched\n", "(no launch recorded)\n", &s->kernels, tp_summary_cmp_calls,
+    if (!s->kernels.n)
+        return;
+    if (put_agg_table(j, s, "\nKernels launched\n", "", &s->kernels, tp_summary_cmp_calls,
                       titles, 2, kernel_row) == 0)
         tp_jsonw_printf(j, "Launches total: %llu\n", (unsigned long long)s->launches);
 }

@@ -5,7 +5,9 @@
 #include "resolve.h"
 #include "trainprof.h"
 #include "../collector/core.h"
+#include "../collector/config.h"
 #include "../collector/oplost.h"
+#include "../collector/pgroup.h"
 #include "../collector/ranges.h"
 
 static int tp_api_ready(void)
@@ -60,4 +62,14 @@ TP_EXPORT void trainprof_operators_lost(const char *why)
 TP_EXPORT int trainprof_phase(void)
 {
     return tp_core_active() ? tp_steps_phase() : -1;
+}
+
+/* Not activating, and kept before activation: a process group is often
+ * made before the first CUDA call, and a CPU job's first trainprof_step
+ * comes later still.  Nothing with TRAINPROF_ENABLED=0. */
+TP_EXPORT void trainprof_process_group(const char *backend, int rank, int world_size)
+{
+    tp_config_init();
+    if (tp_cfg.enabled)
+        tp_pgroup_set(backend, rank, world_size);
 }

@@ -60,6 +60,21 @@ int trainprof_itt_collector(void);
  * the reason, in the trace, the summary and the log.  No-op when passive. */
 void trainprof_operators_lost(const char *why);
 
+/* trainprof_process_group - the program's default process group is now
+ * "backend" (what torch.distributed.get_backend() returns: "nccl", "gloo",
+ * "mpi", "cpu:gloo,cuda:nccl", ...; printable ASCII, at most 63 bytes),
+ * this process being "rank" of "world_size" (0 <= rank < world_size);
+ * backend NULL (rank and world_size then ignored): the default group was
+ * destroyed.  The trace's distributedInfo then names that backend, rank and
+ * size, as torch.profiler's does.  Without it, distributedInfo is written
+ * only where the launcher's variables (RANK, WORLD_SIZE, ...) or NCCL
+ * communicators say the process is part of a job, with backend "nccl" only
+ * where NCCL communicators were created, else no backend.  `trainprof run`'s
+ * Python hook calls it after torch.distributed.init_process_group() and
+ * destroy_process_group().  Bad values are ignored; may be called before
+ * the profiler activates (it does not activate it). */
+void trainprof_process_group(const char *backend, int rank, int world_size);
+
 #ifdef __cplusplus
 }
 #endif

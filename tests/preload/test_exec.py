@@ -107,11 +107,11 @@ def test_keep_deletes_the_reports_it_wrote():
                         env=dict(env, TRAINPROF_FOLDER="b", TRAINPROF_KEEP="1"))
     assert first.rc == 0 and second.rc == 0, second.stderr.decode(errors="replace")
     assert len(os.listdir(os.path.join(d, "a"))) == 3
-    assert os.listdir(os.path.join(d, "b")) == ["rank0.3.pt.trace.json.gz"]
+    assert os.listdir(os.path.join(d, "b")) == ["rank0.00000003.pt.trace.json.gz"]
     reports = sorted(os.listdir(os.path.join(d, "reports")))
-    assert reports == sorted(["rank0.%d.pt.trace.summary.%s" % (i, e) for i in (1, 2) for e in ("txt", "json")] +
-                             ["rank0.3.pt.trace-1.summary.%s" % e for e in ("txt", "json")] +
-                             ["rank0.3.pt.trace.summary.%s" % e for e in ("txt", "json")]), reports
+    assert reports == sorted(["rank0.%08d.pt.trace.summary.%s" % (i, e) for i in (1, 2) for e in ("txt", "json")] +
+                             ["rank0.00000003.pt.trace-1.summary.%s" % e for e in ("txt", "json")] +
+                             ["rank0.00000003.pt.trace.summary.%s" % e for e in ("txt", "json")]), reports
 
 
 # ---- values reach the shell as data (issue 14 §1) ---------------------------

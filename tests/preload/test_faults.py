@@ -76,8 +76,8 @@ def test_planted_links_are_not_followed():
     victim = os.path.join(cwd, "victim")
     with open(victim, "w") as f:
         f.write("precious")
-    finals = [os.path.join(cwd, "test", "traces", "rank0.3.pt.trace.json.gz"),
-              os.path.join(cwd, "test", "reports", "rank0.3.pt.trace.summary.txt")]
+    finals = [os.path.join(cwd, "test", "traces", "rank0.00000003.pt.trace.json.gz"),
+              os.path.join(cwd, "test", "reports", "rank0.00000003.pt.trace.summary.txt")]
     for p in finals:
         os.makedirs(os.path.dirname(p), exist_ok=True)
 
@@ -135,7 +135,7 @@ def test_sigkill_during_save_then_next_run_cleans_up():
             break
     assert listing is not None, "the save always finished before the kill"
     traces = os.path.join(cwd, "test", "traces")
-    left = ["%s.%s.%d.tmp" % ("rank0.6000.pt.trace.json.gz", tputil.tmp_host(), pid)]
+    left = ["%s.%s.%d.tmp" % ("rank0.00006000.pt.trace.json.gz", tputil.tmp_host(), pid)]
     assert [f for f in listing if f.endswith(".tmp")] == left, listing
     # nothing under a final name that does not parse
     for f in listing:
@@ -146,7 +146,7 @@ def test_sigkill_during_save_then_next_run_cleans_up():
     assert r.rc == 0, r.stderr
     after = sorted(os.listdir(traces))
     assert not [f for f in after if f.endswith(".tmp")], after
-    assert [os.path.basename(p) for p in r.traces] == ["rank0.3.pt.trace.json.gz"], after
+    assert [os.path.basename(p) for p in r.traces] == ["rank0.00000003.pt.trace.json.gz"], after
     assert _parses(r.traces[0])
 
 
@@ -154,7 +154,7 @@ def test_sigkill_during_save_then_next_run_cleans_up():
 
 FS_ARGS = ["--steps=400", "--launches=8"]       # a trace of some 100 KiB, gzipped
 FS_ENV = {"TRAINPROF_SCHEDULE": "all", "TRAINPROF_LOG": "warn"}
-FS_TRACE = "rank0.400.pt.trace.json.gz"
+FS_TRACE = "rank0.00000400.pt.trace.json.gz"
 
 
 def _plain():
@@ -306,10 +306,10 @@ def test_children_that_exec_write_nothing(how):
     for line in _lines(r):
         assert line.startswith("trainprof: rank 0: saved"), line
     assert len(_lines(r)) == 1, r.stderr
-    assert [os.path.basename(p) for p in r.traces] == ["rank0.4.pt.trace.json.gz"]
-    assert tputil.files_under(r.cwd) == ["test/reports/rank0.4.pt.trace.summary.json",
-                               "test/reports/rank0.4.pt.trace.summary.txt",
-                               "test/traces/rank0.4.pt.trace.json.gz"]
+    assert [os.path.basename(p) for p in r.traces] == ["rank0.00000004.pt.trace.json.gz"]
+    assert tputil.files_under(r.cwd) == ["test/reports/rank0.00000004.pt.trace.summary.json",
+                               "test/reports/rank0.00000004.pt.trace.summary.txt",
+                               "test/traces/rank0.00000004.pt.trace.json.gz"]
     trace = tputil.load_trace(r.traces[0])
     assert {ev["pid"] for ev in tputil.events(trace, ph="X", cat="cuda_runtime")} == {parent}
     la = tputil.launches(trace)

@@ -181,13 +181,13 @@ def test_train_loop_reports_agree():
                    env={"TRAINPROF_HANDLERS": "chrome,summary,memory"})
     assert r.rc == 0, r.stderr
     reports = os.path.join(r.cwd, "test", "reports")
-    summary = os.path.join(reports, "rank0.5.pt.trace.summary.txt")
+    summary = os.path.join(reports, "rank0.00000005.pt.trace.summary.txt")
     text = open(summary).read()
     if "\nMemory held" not in text:
         assert not [f for f in os.listdir(reports) if ".memory." in f]
         pytest.skip("this build records no memory usage (collector/memtrack.c not merged)")
-    doc = json.load(open(os.path.join(reports, "rank0.5.pt.trace.memory.json")))
-    root = ET.parse(os.path.join(reports, "rank0.5.pt.trace.memory.html")).getroot()
+    doc = json.load(open(os.path.join(reports, "rank0.00000005.pt.trace.memory.json")))
+    root = ET.parse(os.path.join(reports, "rank0.00000005.pt.trace.memory.html")).getroot()
     assert len(root.findall(".//" + SVG + "svg")) == len(doc["series"]) >= 1
     length_ms = (doc["window"]["end_ns"] - doc["window"]["start_ns"]) / 1e6
     for s in doc["series"]:

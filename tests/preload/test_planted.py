@@ -55,7 +55,10 @@ def library_files():
 def _expand(pattern, pid, **extra):
     v = {"run_name": "test", "rank": "0", "batch": str(BATCH), "pid": str(pid), "host": tputil.tmp_host()}
     v.update(extra)
-    return re.sub(r"\{(\w+)\}", lambda m: v[m.group(1)], pattern)
+    # {name} or {name:spec}, the spec as Python's format applies it ({batch:08d})
+    return re.sub(r"\{(\w+)(?::([^}]*))?\}",
+                  lambda m: format(int(v[m.group(1)]), m.group(2)) if m.group(2)
+                  else v[m.group(1)], pattern)
 
 
 def _names(pid):
@@ -138,7 +141,7 @@ def test_links_at_final_names_are_kept_without_overwrite():
             assert _regular(path), tputil.files_under(cwd)        # ours, replaced
         else:
             assert os.path.islink(path), final
-    trace = os.path.join(cwd, "test", "traces", "rank0.%d-1.pt.trace.json.gz" % BATCH)
+    trace = os.path.join(cwd, "test", "traces", "rank0.%08d-1.pt.trace.json.gz" % BATCH)
     assert _regular(trace), tputil.files_under(cwd)
 
 

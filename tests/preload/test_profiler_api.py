@@ -70,7 +70,7 @@ def between(start, stop, steps=None):
 def check_window(path, start, stop, batch, steps=None, partial=None):
     trace = tputil.load_trace(path)
     meta = trace["trainprof"]
-    assert re.match(r"^rank0\.%d(-\d+)?\.pt\.trace\.json\.gz$" % batch, os.path.basename(path)), path
+    assert re.match(r"^rank0\.%08d(-\d+)?\.pt\.trace\.json\.gz$" % batch, os.path.basename(path)), path
     listed = list(range(start, (stop if stop is not None else steps - 1) + 1))
     assert tputil.steps(trace) == listed
     assert [s["step"] for s in meta["steps"]] == listed
@@ -140,7 +140,7 @@ def test_pairs_inside_one_step():
     # file takes output.c's suffix
     r = run(["start@2", "stop@2", "start@2", "stop@2"], steps=4)
     names = sorted(os.path.basename(p) for p in r.traces)
-    assert names == ["rank0.3-1.pt.trace.json.gz", "rank0.3.pt.trace.json.gz"], names
+    assert names == ["rank0.00000003-1.pt.trace.json.gz", "rank0.00000003.pt.trace.json.gz"], names
     for p in r.traces:
         trace = tputil.load_trace(p)
         assert tputil.steps(trace) == [2]
@@ -166,6 +166,6 @@ def test_window_after_a_stop_in_the_last_step_is_kept_at_exit():
     # (under the suffix), not dropped as a schedule's teardown calls are
     r = run(["start@1", "stop@3", "start@3"], steps=4)
     names = [os.path.basename(p) for p in r.traces]
-    assert names == ["rank0.4-1.pt.trace.json.gz", "rank0.4.pt.trace.json.gz"], names
+    assert names == ["rank0.00000004-1.pt.trace.json.gz", "rank0.00000004.pt.trace.json.gz"], names
     check_window(r.traces[1], 1, 3, 4)
     check_window(r.traces[0], 3, None, 4, steps=4, partial="exit")

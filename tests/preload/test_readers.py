@@ -4,6 +4,7 @@ TensorBoard profiler plugin's parser (steps, runtime events, no exception).
 Skipped, with the reason, only when a reader cannot be imported."""
 
 import collections
+import json
 import os
 import shutil
 import subprocess
@@ -139,3 +140,59 @@ def test_tb_plugin_run_loader(trace_dir):
     assert "Failed to parse profile data" not in p.stderr.decode(), p.stderr.decode()[-3000:]
     assert "COUNT 1" in out, (out, p.stderr.decode()[-3000:])
     assert "PROFILE rank%d" % RANK in out
+
+
+WINDOWS_SCHEDULE = "wait=2,warmup=1,active=3,repeat=3"      # steps 3-5, 9-11, 15-17
+WINDOWS_STEPS = [[3, 4, 5], [9, 10, 11], [15, 16, 17]]
+
+
+def test_tb_plugin_orders_three_windows():
+    """Three windows of one rank in one folder (issue 22, item 7): the
+    plugin's RunLoader numbers a worker's spans in the text order of the
+    number in their file names, and its span list (what the UI offers) sorts
+    those.  Span 1 must be the first window, 2 the second, 3 the third: with
+    bare {batch} names (6, 12, 18) the text order made span 1 the window of
+    steps 9-11 and span 3 that of steps 3-5."""
+    try:
+        import torch_tb_profiler  # noqa: F401
+    except Exception as e:  # pragma: no cover
+        pytest.skip("torch_tb_profiler cannot be imported: %r" % (e,))
+    r = tputil.run("train_loop", ["--steps=18", "--launches=%d" % LAUNCHES, "--mode=nvtx"],
+                   env={"TRAINPROF_SCHEDULE": WINDOWS_SCHEDULE})
+    assert r.rc == 0, r.stderr
+    assert len(r.traces) == 3, (r.traces, r.stderr)
+    d = tputil.new_dir()
+    for p in r.traces:
+        shutil.copy(p, d)
+    # the names alone already sort as the windows happened (ls, globs)
+    by_name = [tputil.steps(tputil.load_trace(os.path.join(d, f))) for f in sorted(os.listdir(d))]
+    assert by_name == WINDOWS_STEPS, (sorted(os.listdir(d)), by_name)
+    script = textwrap.dedent("""
+        import json, os, sys
+        from torch_tb_profiler import io
+        from torch_tb_profiler.profiler.loader import RunLoader
+        if __name__ == "__main__":
+            run = RunLoader("run", sys.argv[1], io.Cache(sys.argv[2])).load()
+            out = []
+            for worker in run.workers:
+                for span in run.get_spans(worker) or []:
+                    p = run.get_profile(worker, span)
+                    steps = [row[0] for row in p.overview["steps"]["rows"]]
+                    out.append([worker, span, os.path.basename(p.trace_file_path), steps])
+            print("SPANS " + json.dumps(out))
+    """)
+    sp = os.path.join(tputil.new_dir(), "load_spans.py")
+    with open(sp, "w") as f:
+        f.write(script)
+    p = subprocess.run([sys.executable, sp, d, tputil.new_dir()], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=180)
+    err = p.stderr.decode()[-3000:]
+    assert p.returncode == 0, err
+    assert "Failed to parse profile data" not in err, err
+    line = [x for x in p.stdout.decode().splitlines() if x.startswith("SPANS ")]
+    assert line, (p.stdout.decode(), err)
+    spans = json.loads(line[0][len("SPANS "):])
+    assert [s[0] for s in spans] == ["rank0"] * 3, spans
+    assert [s[1] for s in spans] == ["1", "2", "3"], spans
+    # each span's ProfilerStep rows are that window's steps, in window order
+    assert [[int(x) for x in s[3]] for s in spans] == WINDOWS_STEPS, spans

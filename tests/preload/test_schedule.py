@@ -61,7 +61,7 @@ def _check_run(schedule, nsteps, mode, step_on, signal_text, per_step, steps_per
     signals = nsteps // steps_per_signal
     expected = tputil.expected_windows(schedule, signals)
     names = [os.path.basename(p) for p in r.traces]
-    assert names == sorted("rank0.%d.pt.trace.json.gz" % b for b, _, _ in expected), \
+    assert names == sorted("rank0.%08d.pt.trace.json.gz" % b for b, _, _ in expected), \
         (names, expected, r.stderr.decode(errors="replace"))
     by_batch = {tputil.trace_batch(p): p for p in r.traces}
 

@@ -57,9 +57,9 @@ def suffix_after(frames, first):
 
 def test_host_stacks_named_callers():
     res = run()
-    assert reports(res) == ["rank0.5.pt.trace.stacks.gpu.txt", "rank0.5.pt.trace.stacks.txt",
-                            "rank0.5.pt.trace.summary.json", "rank0.5.pt.trace.summary.txt"]
-    host = folded(res, "rank0.5.pt.trace.stacks.txt")
+    assert reports(res) == ["rank0.00000005.pt.trace.stacks.gpu.txt", "rank0.00000005.pt.trace.stacks.txt",
+                            "rank0.00000005.pt.trace.summary.json", "rank0.00000005.pt.trace.summary.txt"]
+    host = folded(res, "rank0.00000005.pt.trace.stacks.txt")
     by_tail = {suffix_after(k, "main"): v for k, v in host.items()}
     required = {
         ("main", "train_step", "forward", "launch_matmul", "cudaLaunchKernel"),
@@ -84,7 +84,7 @@ def test_host_stacks_named_callers():
 
 def test_host_time_matches_trace():
     res = run()
-    host = folded(res, "rank0.5.pt.trace.stacks.txt")
+    host = folded(res, "rank0.00000005.pt.trace.stacks.txt")
     t = tputil.load_trace(res.traces[0])
     for name in ("cudaLaunchKernel", "cudaMemcpy"):
         dur_us = sum(e["dur"] for e in tputil.events(t, ph="X", name=name))
@@ -97,7 +97,7 @@ def test_gpu_stacks_under_launch():
     t = tputil.load_trace(res.traces[0])
     kernels = tputil.events(t, ph="X", cat="kernel")
     assert kernels, "the fake CUPTI gave no kernels"
-    gpu = folded(res, "rank0.5.pt.trace.stacks.gpu.txt")
+    gpu = folded(res, "rank0.00000005.pt.trace.stacks.gpu.txt")
     by_tail = {suffix_after(k, "main"): v for k, v in gpu.items()}
     kname = kernels[0]["name"]
     key = ("main", "train_step", "forward", "launch_matmul", "cudaLaunchKernel", kname)
@@ -112,7 +112,7 @@ def test_gpu_stacks_under_launch():
 def test_without_stacks_no_files_same_trace_shape():
     on = run()
     off = run({"TRAINPROF_WITH_STACK": None})
-    assert reports(off) == ["rank0.5.pt.trace.summary.json", "rank0.5.pt.trace.summary.txt"]
+    assert reports(off) == ["rank0.00000005.pt.trace.summary.json", "rank0.00000005.pt.trace.summary.txt"]
     assert on.stdout == off.stdout
     a, b = tputil.load_trace(on.traces[0]), tputil.load_trace(off.traces[0])
     names = lambda t: sorted((e.get("ph"), e.get("cat"), e.get("name")) for e in t["traceEvents"])
@@ -124,7 +124,7 @@ def test_without_stacks_no_files_same_trace_shape():
 
 def test_depth_limits_frames():
     res = run({"TRAINPROF_STACK_DEPTH": "2"})
-    host = folded(res, "rank0.5.pt.trace.stacks.txt")
+    host = folded(res, "rank0.00000005.pt.trace.stacks.txt")
     assert ("launch_matmul", "cudaLaunchKernel") in {k[-2:] for k in host}
     for k in host:
         assert len(k) == 3, k      # 2 frames + the call
@@ -133,7 +133,7 @@ def test_depth_limits_frames():
 
 def test_handler_listed_without_stacks_writes_nothing():
     res = run({"TRAINPROF_WITH_STACK": None, "TRAINPROF_HANDLERS": "chrome,summary,stacks"})
-    assert reports(res) == ["rank0.5.pt.trace.summary.json", "rank0.5.pt.trace.summary.txt"]
+    assert reports(res) == ["rank0.00000005.pt.trace.summary.json", "rank0.00000005.pt.trace.summary.txt"]
 
 
 def test_keep_deletes_stack_reports():

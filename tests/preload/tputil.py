@@ -225,7 +225,7 @@ def launches_per_step(trace):
 
 
 def trace_batch(path):
-    """The {batch} number in a default-named trace file, rank{r}.{batch}.pt.trace.json.gz."""
+    """The {batch} number in a default-named trace file, rank{r}.{batch:08d}.pt.trace.json.gz."""
     m = re.match(r"^rank(\d+)\.(\d+)\.pt\.trace\.json(\.gz)?$", os.path.basename(path))
     return int(m.group(2)) if m else None
 

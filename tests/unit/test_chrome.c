@@ -58,6 +58,7 @@ static void setup_window(int gzip)
     win.pid = PID;
     win.rank = 3;
     win.world_size = 8;
+    win.launched = 1;             /* rank 3 of 8 by its launcher's variables */
     win.batch = 5;
     win.first_step = 1;
     win.last_step = 4;
@@ -302,8 +303,8 @@ static void check_sample(const char *text)
     ck_assert_msg(root_obj != NULL, "trace is not valid JSON/UTF-8: %s (line %d)", err.text, err.line);
 
     static const char *const order[] = {
-        "schemaVersion", "deviceProperties", "distributedInfo", "trainprof", "job", "team",
-        "displayTimeUnit", "baseTimeNanoseconds", "traceEvents", "traceName",
+        "schemaVersion", "deviceProperties", "trace_id", "host_name", "distributedInfo", "trainprof",
+        "job", "team", "displayTimeUnit", "baseTimeNanoseconds", "traceEvents", "traceName",
     };
     size_t k = 0;
     for (void *it = json_object_iter(root_obj); it; it = json_object_iter_next(root_obj, it), k++) {
@@ -315,7 +316,8 @@ static void check_sample(const char *text)
     ck_assert_int_eq(json_integer_value(json_object_get(root_obj, "schemaVersion")), 1);
     ck_assert(json_is_array(json_object_get(root_obj, "deviceProperties")));
     json_t *di = json_object_get(root_obj, "distributedInfo");
-    ck_assert_str_eq(json_string_value(json_object_get(di, "backend")), "nccl");
+    /* the launcher says rank 3 of 8; nothing says which backend */
+    ck_assert_ptr_null(json_object_get(di, "backend"));
     ck_assert_int_eq(json_integer_value(json_object_get(di, "rank")), 3);
     ck_assert_int_eq(json_integer_value(json_object_get(di, "world_size")), 8);
     ck_assert_ptr_nonnull(strstr(text, "\"rank\": 3"));
@@ -588,6 +590,132 @@ START_TEST(test_empty_window_and_no_steps)
     ck_assert_uint_eq(json_object_size(json_object_get(tp, "configuration")), 0);
     json_t *events = json_object_get(r, "traceEvents");
     ck_assert_uint_eq(json_array_size(events), 3);
+    json_decref(r);
+    free(text);
+}
+END_TEST
+
+/* The trace of a window set up by "setup", parsed; the text in *text. */
+static json_t *trace_of(void (*setup)(void), char **text)
+{
+    setup_window(1);
+    win.user_metadata = NULL;
+    setup();
+    ck_assert_int_eq(run_window(1, feed_sample), 0);
+    *text = load_text(saved.trace, 1);
+    json_t *r = json_loads(*text, 0, NULL);
+    ck_assert_ptr_nonnull(r);
+    return r;
+}
+
+static void dist_nothing(void) { win.launched = 0; win.rank = 0; win.world_size = 1; }
+static void dist_nccl(void) { win.launched = 0; win.comms_created = 1; }
+static void dist_group(void) { win.pg_backend = "gloo"; win.pg_rank = 1; win.pg_world_size = 2; }
+
+/* distributedInfo only where something says the process is part of a job,
+ * with the backend only where it is known (issue 22: a CPU job that never
+ * used torch.distributed said backend "nccl"). */
+START_TEST(test_distributed_info_only_when_known)
+{
+    char *text;
+    /* a program run by hand: none, as torch.profiler writes none */
+    json_t *r = trace_of(dist_nothing, &text);
+    ck_assert_ptr_null(json_object_get(r, "distributedInfo"));
+    ck_assert_ptr_null(strstr(text, "\"backend\""));
+    json_decref(r);
+    free(text);
+    /* NCCL communicators seen: nccl */
+    r = trace_of(dist_nccl, &text);
+    json_t *di = json_object_get(r, "distributedInfo");
+    ck_assert_str_eq(json_string_value(json_object_get(di, "backend")), "nccl");
+    ck_assert_int_eq(json_integer_value(json_object_get(di, "rank")), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(di, "pg_count")), 1);
+    json_decref(r);
+    free(text);
+    /* the framework's process group: its backend, rank and size win over
+     * the launcher's (rank 3 of 8 here) */
+    r = trace_of(dist_group, &text);
+    di = json_object_get(r, "distributedInfo");
+    ck_assert_str_eq(json_string_value(json_object_get(di, "backend")), "gloo");
+    ck_assert_int_eq(json_integer_value(json_object_get(di, "rank")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(di, "world_size")), 2);
+    ck_assert_ptr_nonnull(strstr(text, "\"rank\": 1"));    /* HTA's regex */
+    json_decref(r);
+    free(text);
+}
+END_TEST
+
+static void meta_shapes(void) { win.record_shapes = 1; }
+static void meta_user(void) { win.user_metadata = "{\"trace_id\":\"mine\",\"host_name\":\"h\"}"; }
+
+static int is_trace_id(const char *id)
+{
+    if (!id || strlen(id) != 32)
+        return 0;
+    for (int i = 0; i < 32; i++)
+        if (!strchr("0123456789ABCDEF", id[i]))
+            return 0;
+    return id[12] == '4' && strchr("89AB", id[16]) != NULL;     /* uuid4 */
+}
+
+/* Kineto's trace_id, record_shapes and host_name, as torch.profiler writes
+ * them; a key TRAINPROF_METADATA gives is the user's. */
+START_TEST(test_kineto_metadata)
+{
+    char *text, host[256] = "";
+    ck_assert_int_eq(gethostname(host, sizeof host - 1), 0);
+    json_t *r = trace_of(dist_nothing, &text);
+    const char *id = json_string_value(json_object_get(r, "trace_id"));
+    ck_assert_msg(is_trace_id(id), "trace_id %s", id ? id : "(none)");
+    char first[33];
+    snprintf(first, sizeof first, "%s", id);
+    ck_assert_ptr_null(json_object_get(r, "record_shapes"));
+    ck_assert_str_eq(json_string_value(json_object_get(r, "host_name")), host);
+    json_decref(r);
+    free(text);
+
+    r = trace_of(meta_shapes, &text);
+    id = json_string_value(json_object_get(r, "trace_id"));
+    ck_assert(is_trace_id(id));
+    ck_assert_str_ne(id, first);                        /* one per trace */
+    ck_assert_int_eq(json_integer_value(json_object_get(r, "record_shapes")), 1);
+    json_decref(r);
+    free(text);
+
+    r = trace_of(meta_user, &text);
+    ck_assert_str_eq(json_string_value(json_object_get(r, "trace_id")), "mine");
+    ck_assert_str_eq(json_string_value(json_object_get(r, "host_name")), "h");
+    const char *k = strstr(text, "\"trace_id\"");
+    ck_assert_ptr_null(strstr(k + 1, "\"trace_id\""));  /* written once */
+    json_decref(r);
+    free(text);
+}
+END_TEST
+
+static void no_flops(void)
+{
+    static struct tp_window_step steps[4];
+    for (uint64_t i = 0; i < 4; i++) {
+        steps[i] = win.steps[i];
+        steps[i].flops = 0;
+    }
+    win.steps = steps;
+    win.flops = 0;
+}
+
+/* No FLOPs and TFLOP/s tracks in a window that counted no library FLOPs
+ * (issue 22: a CPU job's trace had both, all zeros). */
+START_TEST(test_no_flops_no_counter_tracks)
+{
+    char *text;
+    json_t *r = trace_of(no_flops, &text);
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(r, "traceEvents"), i, e) {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        ck_assert_msg(strcmp(name, "FLOPs") && strcmp(name, "TFLOP/s"), "counter %s", name);
+    }
+    ck_assert_ptr_nonnull(find_event(json_object_get(r, "traceEvents"), "C", "loss", -1));
     json_decref(r);
     free(text);
 }
@@ -982,6 +1110,9 @@ int main(void)
     tcase_add_test(tc, test_trace_plain);
     tcase_add_test(tc, test_empty_window_and_no_steps);
     tcase_add_test(tc, test_clock_metadata);
+    tcase_add_test(tc, test_distributed_info_only_when_known);
+    tcase_add_test(tc, test_kineto_metadata);
+    tcase_add_test(tc, test_no_flops_no_counter_tracks);
     tcase_add_test(tc, test_memory_events);
     tcase_add_test(tc, test_device_side);
     tcase_add_test(tc, test_no_overwrite);

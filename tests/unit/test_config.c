@@ -101,7 +101,7 @@ START_TEST(test_defaults)
     ck_assert_uint_eq(c.signals[1].every, 1);
     ck_assert_str_eq(c.signals[1].text, "nvtx:step");
     ck_assert_str_eq(c.folder, "{run_name}/traces");
-    ck_assert_str_eq(c.filename, "rank{rank}.{batch}.pt.trace.json");
+    ck_assert_str_eq(c.filename, "rank{rank}.{batch:08d}.pt.trace.json");
     ck_assert_str_eq(c.reports, "{run_name}/reports");
     ck_assert_str_eq(c.exec, "");
     ck_assert_int_eq(c.gzip, 1);

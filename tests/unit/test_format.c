@@ -41,7 +41,23 @@ static const struct fmt_case cases[] = {
     { "{{}}", "{}", NULL },
     { "{runname}", NULL, "unknown variable {runname}" },
     { "{RANK}", NULL, "unknown variable {RANK}" },
-    { "{rank:02d}", NULL, "unknown variable {rank:02d}" },
+    /* Python's integer padding, "[0][width][d]", and nothing else of its specs */
+    { "rank{rank}.{batch:08d}.pt.trace.json", "rank3.00000005.pt.trace.json", NULL },
+    { "{rank:02d}|{batch:08}|{pid:3}|{pid:d}|{batch:1}", "03|00000005|1234|1234|5", NULL },
+    { "{world_size:4d}", "   8", NULL },
+    { "{node_rank:032d}", "00000000000000000000000000000001", NULL },
+    { "{node_rank:033d}", NULL, "WIDTH 1 to 32" },
+    { "{batch:99999999999999999999}", NULL, "WIDTH 1 to 32" },
+    { "{rank:}", NULL, "format spec \"\" of {rank} not accepted" },
+    { "{rank:0}", NULL, "not accepted" },
+    { "{rank:x}", NULL, "not accepted" },
+    { "{rank:08x}", NULL, "not accepted" },
+    { "{rank:>8}", NULL, "not accepted" },
+    { "{rank:8.2f}", NULL, "not accepted" },
+    { "{rank:08dd}", NULL, "not accepted" },
+    { "{run_name:08d}", NULL, "{run_name} takes no format spec" },
+    { "{hostname:10}", NULL, "{hostname} takes no format spec" },
+    { "{rnak:02d}", NULL, "unknown variable {rnak}" },
     { "{}", NULL, "unknown variable {}" },
     { "{ rank }", NULL, "unknown variable { rank }" },
     { "{epoch}", NULL, "accepted: {run_name}, {rank}, {local_rank}, {world_size}, "
@@ -99,6 +115,12 @@ START_TEST(test_path_only_for_exec)
     v.path = "/t/rank3.5.json.gz";
     ck_assert_int_eq(tp_format_expand("cp {path} {rank}", &v, out, sizeof out, err, sizeof err), 0);
     ck_assert_str_eq(out, "cp /t/rank3.5.json.gz 3");
+    ck_assert_int_eq(tp_format_check_exec("cp {path:08d}", err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "{path} takes no format spec"));
+    /* a space-padded number is one word to the shell */
+    ck_assert_int_eq(tp_format_expand_sh("echo {world_size:4d} {batch:03d}", &v, out, sizeof out,
+                                         err, sizeof err), 0);
+    ck_assert_str_eq(out, "echo '   8' 005");
 }
 END_TEST
 
@@ -127,9 +149,17 @@ START_TEST(test_batch_unknown)
     ck_assert_str_eq(out, "job/traces");
     ck_assert_int_eq(tp_format_expand("b{batch}", &v, out, sizeof out, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "{batch}"));
+    ck_assert_int_eq(tp_format_expand("b{batch:08d}", &v, out, sizeof out, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "{batch}"));
     v.batch = 12345678901LL;
     ck_assert_int_eq(tp_format_expand("b{batch}", &v, out, sizeof out, err, sizeof err), 0);
     ck_assert_str_eq(out, "b12345678901");
+    /* wider than the width: the whole number, as Python writes it */
+    ck_assert_int_eq(tp_format_expand("b{batch:08d}", &v, out, sizeof out, err, sizeof err), 0);
+    ck_assert_str_eq(out, "b12345678901");
+    v.batch = INT64_MAX;
+    ck_assert_int_eq(tp_format_expand("{batch:032d}", &v, out, sizeof out, err, sizeof err), 0);
+    ck_assert_str_eq(out, "00000000000009223372036854775807");
 }
 END_TEST
 
