@@ -70,8 +70,9 @@ void trainprof_operators_lost(const char *why);
  * only where the launcher's variables (RANK, WORLD_SIZE, ...) or NCCL
  * communicators say the process is part of a job, with backend "nccl" only
  * where NCCL communicators were created, else no backend.  `trainprof run`'s
- * Python hook calls it after torch.distributed.init_process_group() and
- * destroy_process_group().  Bad values are ignored; may be called before
+ * Python hook calls it at the first step after torch.distributed's default
+ * group is initialized, and at the first after it is destroyed (before any
+ * window of that group is saved).  Bad values are ignored; may be called before
  * the profiler activates (it does not activate it). */
 void trainprof_process_group(const char *backend, int rank, int world_size);
 

@@ -814,10 +814,14 @@ def render_one(d, out):
         out.write("(no step recorded)\n")
     else:
         gpu = d.get("gpu")
-        titles = ["Step", "Wall (ms)", "GFLOP", "TFLOP/s"] + (["GPU busy"] if gpu else [])
+        flops = bool(t.get("flops"))        # no FLOPs columns of zeros (a CPU job), as the library's report
+        titles = ["Step", "Wall (ms)"] + (["GFLOP", "TFLOP/s"] if flops else []) + \
+            (["GPU busy"] if gpu else [])
         rows = []
         for s in steps:
-            r = [s["step"], _ms(s["wall_ns"]), "%.3f" % (s["flops"] / 1e9), "%.3f" % s["tflops_per_s"]]
+            r = [s["step"], _ms(s["wall_ns"])]
+            if flops:
+                r += ["%.3f" % (s["flops"] / 1e9), "%.3f" % s["tflops_per_s"]]
             if gpu:
                 r.append(_pct(s["gpu_busy_ns"] / s["wall_ns"]) if s.get("gpu_busy_ns") is not None
                          and s["wall_ns"] > 0 else "--")
@@ -827,13 +831,16 @@ def render_one(d, out):
             out.write("GPU busy share of the steps: %s (kernels, copies and sets on any stream)\n"
                       % _pct(t.get("gpu_busy_share")))
         out.write("Mean step wall time (ms): %s over %d steps\n" % (_ms(t.get("mean_step_ns")), len(steps)))
-        out.write("Library FLOPs in these steps: %.3f GFLOP, achieved %.3f TFLOP/s\n"
-                  % (t.get("flops", 0) / 1e9, t.get("tflops_per_s", 0)))
-        if t.get("mfu_like") is not None:
-            out.write("Library FLOP utilisation (MFU-like): %.2f%% of %.1f TFLOP/s\n"
-                      % (100 * t["mfu_like"], t["peak_tflops"]))
+        if not flops:
+            out.write("Library FLOPs: none in these steps\n")
         else:
-            out.write("Library FLOP utilisation (MFU-like): unknown (no TRAINPROF_PEAK_TFLOPS)\n")
+            out.write("Library FLOPs in these steps: %.3f GFLOP, achieved %.3f TFLOP/s\n"
+                      % (t.get("flops", 0) / 1e9, t.get("tflops_per_s", 0)))
+            if t.get("mfu_like") is not None:
+                out.write("Library FLOP utilisation (MFU-like): %.2f%% of %.1f TFLOP/s\n"
+                          % (100 * t["mfu_like"], t["peak_tflops"]))
+            else:
+                out.write("Library FLOP utilisation (MFU-like): unknown (no TRAINPROF_PEAK_TFLOPS)\n")
 
     def top(title, key, titles, cells):
         tb = d.get(key) or {}

@@ -51,6 +51,9 @@ interpreter start it
    as ITT collector, and emit_nvtx), trainprof_operators_lost() tells the
    library, which says in the window's trace, summary and log line which
    steps lack operators and why.
+5. tells the library torch.distributed's default process group (backend,
+   rank, size: trainprof_process_group()) at the first step after it is
+   made or destroyed, for the trace's distributedInfo.
 
 torch is never imported here: processes that do not use it (the torchrun
 agent, compilers, DataLoader helpers, tools) pay one meta-path entry and
@@ -330,6 +333,43 @@ def _trainprof_guard():
                 setattr(m, name, wrapper)
 
 
+_trainprof_group = None         # (backend, rank, world size) last told the library
+
+
+def _trainprof_report_group():
+    """Tell the library torch.distributed's default process group (for the
+    trace's distributedInfo) when it changed since the last step: its
+    backend, rank and size, or None once it is destroyed."""
+    global _trainprof_group
+    dist = sys.modules.get("torch.distributed")
+    if dist is None:
+        return
+    try:
+        group = None
+        if dist.is_available() and dist.is_initialized():
+            group = (str(dist.get_backend()), dist.get_rank(), dist.get_world_size())
+    except Exception:
+        return
+    if group == _trainprof_group:
+        return
+    _trainprof_group = group
+    fn = _trainprof_fns.get("trainprof_process_group")
+    if fn is None:
+        import ctypes
+        try:
+            fn = ctypes.CDLL(None).trainprof_process_group
+            fn.restype = None
+            fn.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
+        except (AttributeError, OSError):
+            fn = False
+        _trainprof_fns["trainprof_process_group"] = fn
+    if fn:
+        if group:
+            fn(group[0].encode("ascii", "replace"), group[1], group[2])
+        else:
+            fn(None, 0, 0)
+
+
 def _trainprof_stepped(optimizer):
     """An optimizer's step() has finished: the step ends if it owns them."""
     try:
@@ -337,6 +377,7 @@ def _trainprof_stepped(optimizer):
             return
         fn = _trainprof_fn("trainprof_step", False)   # False: not preloaded, a no-op
         if fn:
+            _trainprof_report_group()
             if _trainprof_theirs is not None:
                 import torch.autograd as ag
                 if not ag._profiler_enabled():     # the program's profiler ended in this step

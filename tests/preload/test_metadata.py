@@ -9,6 +9,7 @@ job without library FLOPs, API calls or launches."""
 import os
 import re
 import socket
+import subprocess
 import sys
 
 import tputil
@@ -108,6 +109,16 @@ def test_cpu_job_has_no_empty_tracks_or_sections():
         assert absent not in text, (absent, text)
     assert "Per-step wall time" in text
     assert "Library FLOPs: none in these steps" in text
+    # `trainprof summary` renders the same window the same way
+    [js] = [f for f in os.listdir(reports) if f.endswith(".summary.json")]
+    p = subprocess.run([sys.executable, os.path.join(tputil.ROOT, "scripts", "trainprof"), "summary",
+                        os.path.join(reports, js)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout.decode()
+    for absent in ("GFLOP", "TFLOP/s", "MFU-like"):
+        assert absent not in out, (absent, out)
+    assert "Library FLOPs: none in these steps" in out and "Per-step wall time" in out, out
 
 
 def test_nccl_job_says_nccl():

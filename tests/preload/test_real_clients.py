@@ -428,6 +428,7 @@ def test_torchrun_gloo_two_ranks():
         t = tputil.load_trace(path)
         assert t["distributedInfo"]["rank"] == rank
         assert t["distributedInfo"]["world_size"] == 2
+        assert t["distributedInfo"]["backend"] == "gloo"    # the hook's report, not "nccl"
         assert tputil.steps(t) == [1, 2, 3, 4]
     assert [l for l in our_lines(p.stderr) if "error" in l] == []
 
