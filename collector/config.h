@@ -22,6 +22,9 @@ enum tp_signal_kind {
 struct tp_signal {
     enum tp_signal_kind kind;
     char pattern[TP_PATTERN_MAX];  /* GLOB or NAME; empty for api */
+    size_t literal;                /* nvtx:GLOB: the bytes of GLOB before its first
+                                      wildcard or escape (*?[\), which a match
+                                      begins with: ranges.c's quick refusal */
     uint64_t every;                /* N, >= 1 */
     char text[TP_PATTERN_MAX + 32];/* the item as written, for metadata */
 };
