@@ -167,16 +167,20 @@ static void NVTX_API tp_nvtx_range_end(nvtxRangeId_t id)
 }
 
 /* An ASCII push: one of torch's operator ranges keeps its fields in the
- * record (collector/torchop.h); nothing is parsed while ranges are off
- * (before activation a range keeps only its place on the stack and whether
- * it ends a step: ranges.h). */
+ * record (collector/torchop.h), and torch's own ProfilerStep#N ranges are
+ * not recorded (they still end a step if an nvtx:GLOB signal names them);
+ * nothing is parsed while ranges are off (before activation a range keeps
+ * only its place on the stack and whether it ends a step: ranges.h). */
 static int tp_nvtx_push_ascii(const char *message, uint32_t domain)
 {
     if (!tp_ranges_taken())
         return tp_range_push(tp_nvtx_text(message), domain, TP_RANGE_NVTX);
     struct tp_torch_op op;
-    if (message && tp_torch_op_parse(message, &op))
+    if (message && tp_torch_op_parse(message, &op)) {
+        if (tp_torch_op_is_profiler_step(message, op.name_len))
+            return tp_range_push_hidden(TP_MSG_TEXT(message, op.name_len), 1);
         return tp_range_push_torch(message, &op, domain);
+    }
     return tp_range_push(tp_nvtx_text(message), domain, TP_RANGE_NVTX);
 }
 
