@@ -256,6 +256,16 @@ int tp_config_parse(struct tp_config *cfg, const char *(*get)(const char *name),
     }
     if (!cfg->run_name[0])
         tp_launcher_run_name(cfg, get);
+    for (int i = 0; i < cfg->n_signals; i++) {
+        const char *pat = cfg->signals[i].pattern;
+        unsigned char c0 = (unsigned char)pat[0];
+        if (cfg->signals[i].kind != TP_SIGNAL_NVTX)
+            continue;
+        if (strchr("*?[\\", c0))      /* fnmatch's specials (flags 0): any first byte */
+            memset(cfg->nvtx_lead, 0xff, sizeof cfg->nvtx_lead);
+        else
+            cfg->nvtx_lead[c0 >> 6] |= UINT64_C(1) << (c0 & 63);
+    }
     if (!cfg->schedule.all && !cfg->schedule.none && cfg->schedule.warmup == 0)
         add_line(cfg, 0, "TRAINPROF_SCHEDULE: Profiler won't be using warmup, "
                  "this can skew profiler results");

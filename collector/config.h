@@ -22,9 +22,6 @@ enum tp_signal_kind {
 struct tp_signal {
     enum tp_signal_kind kind;
     char pattern[TP_PATTERN_MAX];  /* GLOB or NAME; empty for api */
-    size_t literal;                /* nvtx:GLOB: the bytes of GLOB before its first
-                                      wildcard or escape (*?[\), which a match
-                                      begins with: ranges.c's quick refusal */
     uint64_t every;                /* N, >= 1 */
     char text[TP_PATTERN_MAX + 32];/* the item as written, for metadata */
 };
@@ -61,6 +58,10 @@ struct tp_config {
     struct tp_schedule schedule;   /* TRAINPROF_SCHEDULE */
     int n_signals;                 /* TRAINPROF_STEP_ON */
     struct tp_signal signals[TP_MAX_SIGNALS];
+    uint64_t nvtx_lead[4];         /* the bytes an nvtx:GLOB match can begin with, a
+                                      bit each (all where a GLOB begins with a
+                                      wildcard; none without nvtx:GLOB): ranges.c's
+                                      quick refusal of a message before activation */
     char run_name[256];            /* TRAINPROF_RUN_NAME, or derived (SPEC 4) */
     char folder[1024];             /* TRAINPROF_FOLDER (format string, unexpanded) */
     char filename[512];            /* TRAINPROF_FILENAME (format string, unexpanded) */

@@ -130,7 +130,6 @@ static int parse_one_signal(struct tp_signal *sig, const char *item, char *why, 
         return WHY("in \"%.60s\": pattern longer than %zu bytes", item, sizeof sig->pattern - 1);
     memcpy(sig->pattern, pat, plen);
     sig->pattern[plen] = '\0';
-    sig->literal = strcspn(sig->pattern, "*?[\\");
     if (sig->kind == TP_SIGNAL_CALL) {
         for (size_t i = 0; i < plen; i++)
             if (!isalnum((unsigned char)pat[i]) && pat[i] != '_')

@@ -32,9 +32,9 @@
  * ends step 0, so that ProfilerStep#N is the program's iteration N (it
  * ended no step, and was counted as a pop with no open range, when such
  * pushes were not kept).  A pop before activation ends nothing.  The
- * match there is refused by the patterns' literal prefixes first (config.h
- * struct tp_signal), so that a CPU-only process with torch's NVTX ranges
- * on, which never activates, pays a byte compare per push.  A range that
+ * match there is refused by the message's first byte first (config.h
+ * tp_config.nvtx_lead), so that a CPU-only process with torch's NVTX
+ * ranges on, which never activates, pays a bit test per push.  A range that
  * is never recorded has the same place on the stack
  * (tp_range_push_hidden): torch's own ProfilerStep#N ranges (torchop.h).
  */
@@ -62,10 +62,15 @@ struct tp_open_range {
     uint64_t op_id;
 };
 
-static __thread struct tp_open_range tp_stack[TP_RANGE_DEPTH];
-static __thread uint32_t tp_stack_n;            /* open ranges: may exceed TP_RANGE_DEPTH,
+/* initial-exec, as the range clock's below: the library's TLS is static
+ * already (other initial-exec variables mark it STATIC_TLS), and the
+ * default model of a shared object calls __tls_get_addr at every push and
+ * pop (11 instructions a call, tests/bench/RESULTS.md) */
+static __thread struct tp_open_range tp_stack[TP_RANGE_DEPTH] __attribute__((tls_model("initial-exec")));
+static __thread uint32_t tp_stack_n __attribute__((tls_model("initial-exec")));
+                                                /* open ranges: may exceed TP_RANGE_DEPTH,
                                                    stops at UINT32_MAX */
-static __thread int32_t tp_my_tid;
+static __thread int32_t tp_my_tid __attribute__((tls_model("initial-exec")));
 
 
 #define TP_XRANGES 4096
@@ -118,22 +123,12 @@ static int tp_text_is_step(const char *s, size_t len)
     return tp_text_matches(s);
 }
 
-/* 1 if the text "s" ("len" bytes, (size_t)-1: to its NUL) may match an
- * nvtx:GLOB pattern: it begins with the pattern's literal prefix.  0 also
- * when no nvtx:GLOB signal is configured. */
-static int tp_text_may_match(const char *s, size_t len)
+/* 0 if the text "s" ("len" bytes, (size_t)-1: to its NUL) cannot match an
+ * nvtx:GLOB pattern: by its first byte (config.h tp_config.nvtx_lead). */
+static inline int tp_text_may_match(const char *s, size_t len)
 {
-    for (int i = 0; i < tp_cfg.n_signals; i++) {
-        const struct tp_signal *g = &tp_cfg.signals[i];
-        if (g->kind != TP_SIGNAL_NVTX)
-            continue;
-        size_t k = 0;
-        while (k < g->literal && k < len && s[k] == g->pattern[k])
-            k++;                            /* stops at s's NUL: no pattern byte is 0 */
-        if (k == g->literal)
-            return 1;
-    }
-    return 0;
+    unsigned char c = len ? (unsigned char)s[0] : 0;
+    return (int)((tp_cfg.nvtx_lead[c >> 6] >> (c & 63)) & 1);
 }
 
 /* Whether a range named "m" that no window records ends a step: before

@@ -174,7 +174,7 @@ static void NVTX_API tp_nvtx_range_end(nvtxRangeId_t id)
 static int tp_nvtx_push_ascii(const char *message, uint32_t domain)
 {
     if (!tp_ranges_taken())
-        return tp_range_push(tp_nvtx_text(message), domain, TP_RANGE_NVTX);
+        return tp_range_push_hidden(tp_nvtx_text(message), 1);
     struct tp_torch_op op;
     if (message && tp_torch_op_parse(message, &op)) {
         if (tp_torch_op_is_profiler_step(message, op.name_len))
