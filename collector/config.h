@@ -159,6 +159,17 @@ void tp_config_free(struct tp_config *cfg);
 int tp_config_report(void);
 
 /*
+ * tp_config_announce - the start-up line, at info level, of a process that
+ * records (no configuration error, enabled, rank selected): "rank R:
+ * schedule KEYS: what it records, in words (schedule.h
+ * tp_schedule_describe); step signals LIST".  Written by tp-flush as it
+ * starts, never on a program thread: a write to a stderr pipe that is full
+ * and never read would block there; and not at all where stderr would
+ * block (poll), so that tp-flush does not stall there either.
+ */
+void tp_config_announce(void);
+
+/*
  * tp_config_json - the effective configuration as a compact JSON object,
  * allocated with malloc; caller frees.  NULL on allocation failure.
  */
