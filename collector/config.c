@@ -30,11 +30,13 @@
 #include "config_impl.h"
 
 #include "log.h"
+#include "schedule.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -256,6 +258,16 @@ int tp_config_parse(struct tp_config *cfg, const char *(*get)(const char *name),
     }
     if (!cfg->run_name[0])
         tp_launcher_run_name(cfg, get);
+    for (int i = 0; i < cfg->n_signals; i++) {
+        const char *pat = cfg->signals[i].pattern;
+        unsigned char c0 = (unsigned char)pat[0];
+        if (cfg->signals[i].kind != TP_SIGNAL_NVTX)
+            continue;
+        if (strchr("*?[\\", c0))      /* fnmatch's specials (flags 0): any first byte */
+            memset(cfg->nvtx_lead, 0xff, sizeof cfg->nvtx_lead);
+        else
+            cfg->nvtx_lead[c0 >> 6] |= UINT64_C(1) << (c0 & 63);
+    }
     if (!cfg->schedule.all && !cfg->schedule.none && cfg->schedule.warmup == 0)
         add_line(cfg, 0, "TRAINPROF_SCHEDULE: Profiler won't be using warmup, "
                  "this can skew profiler results");
@@ -361,6 +373,30 @@ static void report_run(void)
         }
     }
     errno = saved;
+}
+
+/* What the schedule records (one window unless repeat says otherwise,
+ * where torch.profiler.schedule repeats: our default repeat=1 is kept for a
+ * profiler left attached to a long job), and the step signals. */
+void tp_config_announce(void)
+{
+    const struct tp_config *c = &tp_cfg;
+    if (c->n_errors || !c->enabled || !c->rank_selected || tp_log_level < TP_LOG_INFO)
+        return;
+    /* Not at all where the write could block: the line is information, and
+     * tp-flush, blocked on a stderr pipe that is full and never read, would
+     * not start CUPTI for the first window, which the training thread
+     * awaits (steps.c tp_await_on) and then warns about, blocking in its turn
+     * (test_fatal.py::test_stuck_flush_thread_is_given_up).  A pipe with
+     * room for a page takes this line without blocking. */
+    struct pollfd pfd = { .fd = STDERR_FILENO, .events = POLLOUT };
+    if (poll(&pfd, 1, 0) != 1 || (pfd.revents & (POLLOUT | POLLERR | POLLHUP)) != POLLOUT)
+        return;
+    char sched[256], what[160], sigs[TP_MAX_SIGNALS * (TP_PATTERN_MAX + 33)];
+    TP_INFO("rank %d: schedule %s: %s; step signals %s", c->rank,
+            tp_opt_show_schedule(c, NULL, sched, sizeof sched),
+            tp_schedule_describe(&c->schedule, what, sizeof what),
+            tp_opt_show_step_on(c, NULL, sigs, sizeof sigs));
 }
 
 int tp_config_report(void)

@@ -64,6 +64,10 @@ struct tp_config {
     struct tp_schedule schedule;   /* TRAINPROF_SCHEDULE */
     int n_signals;                 /* TRAINPROF_STEP_ON */
     struct tp_signal signals[TP_MAX_SIGNALS];
+    uint64_t nvtx_lead[4];         /* the bytes an nvtx:GLOB match can begin with, a
+                                      bit each (all where a GLOB begins with a
+                                      wildcard; none without nvtx:GLOB): ranges.c's
+                                      quick refusal of a message before activation */
     char run_name[256];            /* TRAINPROF_RUN_NAME, or derived (SPEC 4) */
     char folder[1024];             /* TRAINPROF_FOLDER (format string, unexpanded) */
     char filename[512];            /* TRAINPROF_FILENAME (format string, unexpanded) */
@@ -160,6 +164,17 @@ void tp_config_free(struct tp_config *cfg);
  * With TRAINPROF_STRICT=1 and an error, exits the process with status 2.
  */
 int tp_config_report(void);
+
+/*
+ * tp_config_announce - the start-up line, at info level, of a process that
+ * records (no configuration error, enabled, rank selected): "rank R:
+ * schedule KEYS: what it records, in words (schedule.h
+ * tp_schedule_describe); step signals LIST".  Written by tp-flush as it
+ * starts, never on a program thread: a write to a stderr pipe that is full
+ * and never read would block there; and not at all where stderr would
+ * block (poll), so that tp-flush does not stall there either.
+ */
+void tp_config_announce(void);
 
 /*
  * tp_config_json - the effective configuration as a compact JSON object,

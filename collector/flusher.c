@@ -305,6 +305,8 @@ static void *tp_flush_main(void *arg)
     tp_depth = 1;
     TP_STORE(tp_flush_tid, gettid());
     prctl(PR_SET_NAME, "tp-flush", 0, 0, 0);
+    if (tp_hooks.start)
+        tp_hooks.start();
     for (;;) {
         tp_sleep(atomic_load(&tp_tick_ms));
         int sig = TP_LOAD(tp_term_pending);

@@ -17,6 +17,9 @@ struct tp_flusher_hooks {
     void (*term)(int sig);
     /* On tp-flush after each wake-up. */
     void (*idle)(void);
+    /* On tp-flush once, as it starts (NULL: none): lines that must not block
+     * a program thread on a full stderr pipe, e.g. the start-up line. */
+    void (*start)(void);
 };
 
 /* tp_flusher_start - start tp-flush (all signals blocked in it; it holds

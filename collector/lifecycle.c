@@ -264,7 +264,8 @@ static void tp_activate(void)
     }
     tp_owner = getpid();
     tp_clock_init();
-    static const struct tp_flusher_hooks hooks = { .term = tp_term_close, .idle = tp_flush_idle_hook };
+    static const struct tp_flusher_hooks hooks = { .term = tp_term_close, .idle = tp_flush_idle_hook,
+                                                   .start = tp_config_announce };
     if (tp_buf_init(tp_cfg.buffer_mb) != 0 || tp_flusher_start(&hooks) != 0) {
         TP_ERROR("cannot start (out of memory or threads): profiling disabled for this process");
         tp_hot_off();

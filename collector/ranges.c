@@ -22,6 +22,21 @@
  * when it has one, else its text is matched against the nvtx:GLOB patterns
  * there and then, and only while an NVTX signal may still count steps.
  * Whether an interned name matches is decided once per string.
+ *
+ * Before activation (and in a passive process) ranges are still kept on
+ * the stack, with no name, no time and no record: only their place, so
+ * that pops match their pushes across activation, and whether they end a
+ * step.  NVTX ranges never activate (decision 3), but a program's
+ * `with nvtx.range("step"):` around its whole iteration pushes its first
+ * range before the first CUDA call: that range's pop, after activation,
+ * ends step 0, so that ProfilerStep#N is the program's iteration N (it
+ * ended no step, and was counted as a pop with no open range, when such
+ * pushes were not kept).  A pop before activation ends nothing.  The
+ * match there is refused by the message's first byte first (config.h
+ * tp_config.nvtx_lead), so that a CPU-only process with torch's NVTX
+ * ranges on, which never activates, pays a bit test per push.  A range that
+ * is never recorded has the same place on the stack
+ * (tp_range_push_hidden): torch's own ProfilerStep#N ranges (torchop.h).
  */
 #include "ranges.h"
 #include "core.h"
@@ -47,10 +62,15 @@ struct tp_open_range {
     uint64_t op_id;
 };
 
-static __thread struct tp_open_range tp_stack[TP_RANGE_DEPTH];
-static __thread uint32_t tp_stack_n;            /* open ranges: may exceed TP_RANGE_DEPTH,
+/* initial-exec, as the range clock's below: the library's TLS is static
+ * already (other initial-exec variables mark it STATIC_TLS), and the
+ * default model of a shared object calls __tls_get_addr at every push and
+ * pop (11 instructions a call, tests/bench/RESULTS.md) */
+static __thread struct tp_open_range tp_stack[TP_RANGE_DEPTH] __attribute__((tls_model("initial-exec")));
+static __thread uint32_t tp_stack_n __attribute__((tls_model("initial-exec")));
+                                                /* open ranges: may exceed TP_RANGE_DEPTH,
                                                    stops at UINT32_MAX */
-static __thread int32_t tp_my_tid;
+static __thread int32_t tp_my_tid __attribute__((tls_model("initial-exec")));
 
 
 #define TP_XRANGES 4096
@@ -101,6 +121,28 @@ static int tp_text_is_step(const char *s, size_t len)
         s = buf;
     }
     return tp_text_matches(s);
+}
+
+/* 0 if the text "s" ("len" bytes, (size_t)-1: to its NUL) cannot match an
+ * nvtx:GLOB pattern: by its first byte (config.h tp_config.nvtx_lead). */
+static inline int tp_text_may_match(const char *s, size_t len)
+{
+    unsigned char c = len ? (unsigned char)s[0] : 0;
+    return (int)((tp_cfg.nvtx_lead[c >> 6] >> (c & 63)) & 1);
+}
+
+/* Whether a range named "m" that no window records ends a step: before
+ * activation, if an nvtx:GLOB signal is configured (no signal has fired
+ * yet); after, while one may still count steps. */
+static uint8_t tp_hidden_step(struct tp_msg m)
+{
+    if (tp_core_active() && !tp_steps_nvtx_possible())
+        return 0;
+    if (!m.text)
+        return m.id ? (uint8_t)tp_is_step_range(m.id) : 0;
+    if (!tp_text_may_match(m.text, m.len))
+        return 0;
+    return (uint8_t)tp_text_is_step(m.text, m.len);
 }
 
 /* The interned name of message "m" for a range or mark, which a window
@@ -209,11 +251,26 @@ static void tp_push_past_stack(void)
         tp_steps_range_lost();
 }
 
+int tp_range_push_hidden(struct tp_msg m, int may_step)
+{
+    if (tp_depth > 0)
+        return -1;
+    uint32_t n = tp_stack_n;
+    if (n < TP_RANGE_DEPTH) {
+        struct tp_open_range *o = &tp_stack[n];
+        o->recording = 0;
+        o->torch = 0;
+        o->name = 0;
+        o->step = may_step ? tp_hidden_step(m) : 0;
+    }
+    return tp_pushed(n);
+}
+
 int tp_range_push(struct tp_msg m, uint32_t domain, enum tp_range_source src)
 {
     (void)src;
     if (!tp_ranges_on())
-        return -1;
+        return tp_range_push_hidden(m, 1);
     uint32_t n = tp_stack_n;
     if (n < TP_RANGE_DEPTH)
         tp_open(&tp_stack[n], m, domain);
@@ -247,7 +304,7 @@ static struct tp_open_range *tp_open_op(struct tp_msg name, uint32_t domain, uin
 int tp_range_push_torch(const char *msg, const struct tp_torch_op *op, uint32_t domain)
 {
     if (!tp_ranges_on())
-        return -1;
+        return tp_range_push_hidden(TP_MSG_TEXT(msg, op->name_len), 1);
     struct tp_open_range *o = tp_open_op(TP_MSG_TEXT(msg, op->name_len), domain, op->op_id);
     if (o) {
         o->seq = op->seq;
@@ -259,29 +316,32 @@ int tp_range_push_torch(const char *msg, const struct tp_torch_op *op, uint32_t 
 int tp_range_push_op(uint32_t name, uint64_t op_id)
 {
     if (!tp_ranges_on())
-        return -1;
+        return tp_range_push_hidden(TP_MSG_ID(0), 0);
     tp_open_op(TP_MSG_ID(name), 0, op_id);
     return tp_pushed(tp_stack_n);
 }
 
 int tp_range_pop(void)
 {
-    if (!tp_core_active() || tp_depth > 0)
+    if (tp_depth > 0)
         return -1;
     uint32_t n = tp_stack_n;
     if (n == 0) {
-        tp_steps_pop_unmatched();
+        if (tp_core_active())
+            tp_steps_pop_unmatched();
         return -1;
     }
     tp_stack_n = --n;
-    if (n < TP_RANGE_DEPTH)
+    /* before activation (or passive) a pop only leaves the stack */
+    if (n < TP_RANGE_DEPTH && tp_core_active())
         tp_close(&tp_stack[n], 0, 0, TP_RANGE_NVTX);
     return n > INT_MAX ? INT_MAX : (int)n;
 }
 
 uint64_t tp_range_start(struct tp_msg m, uint32_t domain)
 {
-    if (!tp_ranges_on())
+    uint8_t early = 0;      /* before activation: kept only if it ends a step */
+    if (!tp_ranges_on() && (tp_depth > 0 || tp_core_active() || !(early = tp_hidden_step(m))))
         return 0;
     uint64_t id = atomic_fetch_add(&tp_xrange_next, 1);
     unsigned slot = (unsigned)(id % TP_XRANGES);
@@ -292,7 +352,10 @@ uint64_t tp_range_start(struct tp_msg m, uint32_t domain)
     if (atomic_exchange_explicit(&tp_xranges[slot].id, 0, memory_order_relaxed) &&
         tp_xranges[slot].r.recording)
         tp_steps_range_lost();
-    tp_open(&tp_xranges[slot].r, m, domain);
+    if (early)
+        tp_xranges[slot].r = (struct tp_open_range){ .step = 1 };
+    else
+        tp_open(&tp_xranges[slot].r, m, domain);
     tp_xranges[slot].tid = tp_my_tid;
     atomic_store_explicit(&tp_xranges[slot].id, id, memory_order_release);
     return id;
@@ -300,7 +363,7 @@ uint64_t tp_range_start(struct tp_msg m, uint32_t domain)
 
 void tp_range_end(uint64_t id)
 {
-    if (!id || !tp_core_active() || tp_depth > 0)
+    if (!id || tp_depth > 0)
         return;
     unsigned slot = (unsigned)(id % TP_XRANGES);
     uint64_t want = id;
@@ -310,7 +373,8 @@ void tp_range_end(uint64_t id)
     int32_t tid = tp_xranges[slot].tid;
     if (!atomic_compare_exchange_strong(&tp_xranges[slot].id, &want, 0))
         return;
-    tp_close(&o, tid, id, TP_RANGE_NVTX);
+    if (tp_core_active())   /* an end before activation only frees the slot */
+        tp_close(&o, tid, id, TP_RANGE_NVTX);
 }
 
 static void tp_instant(int kind, struct tp_msg m, uint32_t domain, double value)

@@ -8,9 +8,11 @@
  * another thread.  A range is written as one TP_REC_RANGE record when it ends, if a
  * window was recording when it began.  Ends of ranges whose message matches
  * an nvtx:GLOB step signal end a step (even outside windows).
- * All functions are safe, and do nothing, before activation (ranges never
- * activate: nothing is interned or kept then) and with the profiler
- * passive.
+ * All functions are safe before activation and with the profiler passive,
+ * and record nothing then (ranges never activate: nothing is interned);
+ * push/pop ranges keep their place on the stack then, and whether they end
+ * a step, so that a range pushed before activation and popped after it
+ * ends a step as any other.
  */
 #ifndef TRAINPROF_COLLECTOR_RANGES_H
 #define TRAINPROF_COLLECTOR_RANGES_H
@@ -36,6 +38,12 @@ struct tp_msg {
  * depth before the push, 0 for an outermost range (NVTX's return value), or
  * -1. */
 int tp_range_push(struct tp_msg m, uint32_t domain, enum tp_range_source src);
+
+/* Push a range that no window records (its place on the stack only, so that
+ * pops match): what tp_range_push does before activation, and torch's own
+ * ProfilerStep#N ranges (torchop.h).  With "may_step" it ends a step if its
+ * name "m" matches an nvtx:GLOB signal.  As tp_range_push. */
+int tp_range_push_hidden(struct tp_msg m, int may_step);
 
 /* tp_ranges_taken - 1 if ranges are recorded or counted now (activated,
  * not inside the profiler): callers skip building a name otherwise. */

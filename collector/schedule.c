@@ -13,6 +13,8 @@
  */
 #include "schedule.h"
 
+#include <stdio.h>
+
 enum tp_action tp_schedule_action(const struct tp_schedule *s, uint64_t step)
 {
     if (s->all)
@@ -43,6 +45,32 @@ int tp_schedule_finished(const struct tp_schedule *s, uint64_t step)
         return 0;
     return step >= s->skip_first &&
            step - s->skip_first >= s->repeat * (s->wait + s->warmup + s->active);
+}
+
+const char *tp_schedule_describe(const struct tp_schedule *s, char *buf, size_t n)
+{
+    if (s->all)
+        return "records every step, one window saved at exit";
+    if (s->profiler_api)
+        return "records from cudaProfilerStart to cudaProfilerStop";
+    if (s->none)
+        return "records only when triggered";
+    unsigned long long first = s->skip_first + s->wait + s->warmup, last = first + s->active - 1,
+                       period = s->wait + s->warmup + s->active;
+    char steps[64];
+    if (last == first)
+        snprintf(steps, sizeof steps, "step %llu", first);
+    else
+        snprintf(steps, sizeof steps, "steps %llu-%llu", first, last);
+    if (s->repeat == 1)
+        snprintf(buf, n, "records %s, one window (repeat=0: every %llu steps until exit)", steps,
+                 period);
+    else if (s->repeat == 0)
+        snprintf(buf, n, "records %s, then every %llu steps until exit", steps, period);
+    else
+        snprintf(buf, n, "records %s, then every %llu steps, %llu windows in all", steps, period,
+                 (unsigned long long)s->repeat);
+    return buf;
 }
 
 const char *tp_action_name(enum tp_action a)

@@ -4,6 +4,7 @@
 #ifndef TRAINPROF_COLLECTOR_SCHEDULE_H
 #define TRAINPROF_COLLECTOR_SCHEDULE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "config.h"
 
@@ -18,6 +19,14 @@ enum tp_action tp_schedule_action(const struct tp_schedule *s, uint64_t step);
 /* tp_schedule_finished - 1 if no step >= "step" will ever record or warm up
  * by the schedule (always with s->none; triggers are steps.c's affair). */
 int tp_schedule_finished(const struct tp_schedule *s, uint64_t step);
+
+/* tp_schedule_describe - what schedule "s" records, in words, into "buf"
+ * (size "n"): "records steps 1-4, one window (repeat=0: every 5 steps
+ * until exit)", "... then every 5 steps until exit", "... then every 5
+ * steps, 3 windows in all"; for all, none and profiler-api their own.
+ * The start-up line says it: a schedule without repeat records one window
+ * (repeat=1, our default) where torch.profiler.schedule's repeats. */
+const char *tp_schedule_describe(const struct tp_schedule *s, char *buf, size_t n);
 
 /* tp_action_name - "NONE", "WARMUP", "RECORD", "RECORD_AND_SAVE". */
 const char *tp_action_name(enum tp_action a);

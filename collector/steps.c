@@ -50,7 +50,7 @@
 #include <string.h>
 #include <time.h>
 
-static _Atomic int tp_active;              /* activated and not passive */
+_Atomic int tp_steps_active;               /* activated and not passive (steps.h) */
 
 /* steps and windows, under tp_step_lock */
 static pthread_mutex_t tp_step_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -73,11 +73,6 @@ static int tp_warned_unseen;
 /* call:NAME and launch:GLOB counters */
 static unsigned tp_call_api[TP_MAX_SIGNALS];
 static _Atomic uint64_t tp_signal_count[TP_MAX_SIGNALS];
-
-int tp_core_active(void)
-{
-    return atomic_load_explicit(&tp_active, memory_order_acquire);
-}
 
 /* tp_steps_nvtx_possible(): an nvtx:GLOB signal is configured (set at
  * activation) and no other signal fired first (cleared then). */
@@ -411,7 +406,7 @@ void tp_steps_begin(uint64_t start)
                         s->text, s->pattern);
         }
     }
-    atomic_store(&tp_active, 1);
+    atomic_store(&tp_steps_active, 1);
     pthread_mutex_lock(&tp_step_lock);
     tp_begin_tick = tp_step_start = start;
     tp_enter_step(tp_step_start);
@@ -420,7 +415,7 @@ void tp_steps_begin(uint64_t start)
 
 void tp_steps_atfork_child(void)
 {
-    atomic_store(&tp_active, 0);
+    atomic_store(&tp_steps_active, 0);
     atomic_store(&tp_phase, -1);
 }
 

@@ -15,8 +15,14 @@
  * 0, which began at tick "start"; from then on tp_core_active() is 1. */
 void tp_steps_begin(uint64_t start);
 
-/* tp_core_active - 1 if activated and not passive. */
-int tp_core_active(void);
+/* tp_core_active - 1 if activated and not passive.  One load: every range
+ * push and pop asks it (ranges.c). */
+extern _Atomic int tp_steps_active;
+
+static inline int tp_core_active(void)
+{
+    return atomic_load_explicit(&tp_steps_active, memory_order_acquire);
+}
 
 /* tp_steps_phase - the current step to the schedule: 2 records, 1 warms
  * up, 0 neither, -1 no window will open again (trainprof_phase). */

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* One operator range, pointing into its message. */
 struct tp_torch_op {
@@ -31,6 +32,24 @@ struct tp_torch_op {
  * describes it.  0 for any other message (a user's own NVTX range).
  */
 int tp_torch_op_parse(const char *msg, struct tp_torch_op *op);
+
+/*
+ * tp_torch_op_is_profiler_step - 1 if the range name "name" ("n" bytes) is
+ * one of torch's own ProfilerStep#N ranges: torch.profiler's step() opens
+ * record_function("ProfilerStep#N") in a program that runs its own
+ * profiler, and torch's ITT and NVTX states announce it like any
+ * record_function.  They are not written (tp_range_push_hidden): the trace
+ * has trainprof's steps, each once.  A copy under another name or category
+ * would still be a step to its readers: HTA counts every event whose name
+ * starts with (Trace._filter_irrelevant_gpu_kernels: contains)
+ * "ProfilerStep", in any category; the TensorBoard plugin every X event
+ * named "ProfilerStep#..." of category user_annotation or cpu_op.
+ */
+static inline int tp_torch_op_is_profiler_step(const char *name, size_t n)
+{
+    static const char p[] = "ProfilerStep#";
+    return n >= sizeof p - 1 && name[0] == 'P' && memcmp(name, p, sizeof p - 1) == 0;
+}
 
 struct tp_record;
 

@@ -41,15 +41,37 @@
  * (collector/intern.h's overflow id).  A handle
  * carries the name's interned id once a recorded range used it (interning
  * takes the intern table's lock, so it is done once per name, not per
- * push).  Domains are few, made under the same lock and always enabled
- * (flags 1: ittnotify's macros skip a disabled domain), and not recorded;
- * task ids and parents are ignored: ITT tasks nest per thread, as the range
- * stack does.
+ * push).  Task ids and parents are ignored: ITT tasks nest per thread, as
+ * the range stack does.
+ *
+ * Only torch's domain becomes operators.  We are the process's one ITT
+ * collector, so every ITT user's tasks reach us: oneDNN's primitives
+ * (domains "dnnl::primitive::execute" and "::create", one "convolution" or
+ * "reorder" task per primitive run inside torch's own aten:: operators),
+ * OpenVINO's, a user's through the ittapi package.  torch.profiler shows
+ * none of them, and they are no torch operators; they are dropped, and as
+ * cheaply as ITT allows: a domain's flags are its runtime's (ittnotify.h:
+ * "the meaning of different non-zero values is reserved to the runtime"),
+ * and ittnotify's macros skip every call on a domain whose flags are 0.
+ * torch's domain ("PyTorch", torch/csrc/itt_wrapper.cpp: the one every
+ * emit_itt operator and torch.profiler.itt range is announced in) gets
+ * flags TP_ITT_TORCH, every other domain 0: ours when made, and those
+ * ittnotify made itself before it loaded us (flags 1, torch's among them:
+ * torch makes its domain at start-up) when __itt_api_init hands us its
+ * global, whose domain list (ittnotify_config.h's __itt_global, the layout
+ * of ITT API 3) we walk.  A task on a domain with other flags (one we
+ * never saw) is recorded only if the domain is named "PyTorch", checked per
+ * call without writing to it.  A task on a domain we drop is neither
+ * pushed nor popped: its __itt_task_end, on the same domain, pops nothing.
+ * torch's own ProfilerStep#N ranges (a program's own torch.profiler's
+ * step(), collector/torchop.h) keep their place on the range stack and
+ * are not recorded: the handle of such a name says so.
  */
 #include "itt.h"
 #include "wrap.h"
 #include "../collector/intern.h"
 #include "../collector/ranges.h"
+#include "../collector/torchop.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -59,7 +81,7 @@
 /* The layouts of ittnotify.h (ittapi include/ittnotify.h, ITT API 3.0):
  * a program reads domain->flags and keeps the pointers we return. */
 struct tp_itt_domain {
-    volatile int flags;           /* non-zero: enabled */
+    volatile int flags;           /* non-zero: enabled; ours: TP_ITT_TORCH or 0 */
     const char *nameA;
     void *nameW;
     int extra1;
@@ -77,6 +99,7 @@ struct tp_itt_string {
     /* ours, after ITT's fields */
     uint32_t id;                  /* interned name, 0 until a recorded range used it */
     uint32_t hash;
+    uint8_t hidden;               /* torch's own ProfilerStep#N: never recorded */
     char name[];
 };
 
@@ -87,6 +110,12 @@ struct tp_itt_id {
 /* External ids of ITT operators: above our correlation ids (from 2^32),
  * below the steps' (2^48) and 2^53. */
 #define TP_ITT_OP_ID_BASE (UINT64_C(1) << 44)
+
+/* torch's ITT domain (torch/csrc/itt_wrapper.cpp), and the flags its
+ * domain gets: non-zero (enabled) and not ittnotify's own 1, so that one
+ * compare tells a recorded domain from one we never saw. */
+#define TP_ITT_TORCH_DOMAIN "PyTorch"
+#define TP_ITT_TORCH 0x7470
 
 #define TP_ITT_DOMAINS 16
 #define TP_ITT_BUCKETS 1024       /* the process-wide name table */
@@ -122,6 +151,11 @@ static uint32_t tp_itt_hash(const char *s, size_t *len)
     return h;
 }
 
+static int tp_itt_is_torch(const char *name)
+{
+    return name && strcmp(name, TP_ITT_TORCH_DOMAIN) == 0;
+}
+
 TP_EXPORT struct tp_itt_domain *__itt_domain_create(const char *name)
 {
     struct tp_itt_domain *d = NULL;
@@ -136,7 +170,8 @@ TP_EXPORT struct tp_itt_domain *__itt_domain_create(const char *name)
         snprintf(tp_itt_domain_names[i], sizeof tp_itt_domain_names[i], "%s", name);
         d = &tp_itt_domains[i];
         d->nameA = tp_itt_domain_names[i];
-        d->flags = 1;
+        /* read with no lock by ittnotify's macros: a whole int, stored once */
+        __atomic_store_n(&d->flags, tp_itt_is_torch(name) ? TP_ITT_TORCH : 0, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&tp_itt_lock);
     return d;              /* NULL past TP_ITT_DOMAINS: ittnotify then skips its calls */
@@ -150,6 +185,7 @@ static struct tp_itt_string *tp_itt_make(const char *name, size_t len)
         memcpy(h->name, name, len + 1);
         h->strA = h->name;
         h->extra2 = &tp_itt_tag;
+        h->hidden = (uint8_t)tp_torch_op_is_profiler_step(name, len);
     }
     return h;
 }
@@ -195,17 +231,36 @@ TP_EXPORT struct tp_itt_string *__itt_string_handle_create(const char *name)
     return h;
 }
 
+/* 1 if the tasks of "d" are torch's, which we record: its flags say so;
+ * one with flags we did not set (never seen) is checked by name. */
+static __attribute__((noinline)) int tp_itt_unseen_is_torch(const struct tp_itt_domain *d)
+{
+    return __atomic_load_n(&d->flags, __ATOMIC_RELAXED) != 0 && tp_itt_is_torch(d->nameA);
+}
+
+static inline int tp_itt_recorded(const struct tp_itt_domain *d)
+{
+    return d && (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) == TP_ITT_TORCH || tp_itt_unseen_is_torch(d));
+}
+
 TP_EXPORT void __itt_task_begin(const struct tp_itt_domain *domain, struct tp_itt_id id,
                                 struct tp_itt_id parent, struct tp_itt_string *name)
 {
-    (void)domain;
     (void)id;
     (void)parent;
-    if (!tp_ranges_taken())
+    if (!tp_itt_recorded(domain))
         return;
+    if (!tp_ranges_taken()) {           /* its place on the stack (ranges.h) */
+        tp_range_push_op(0, 0);
+        return;
+    }
     uint32_t nid = 0;
     if (name && name->extra2 != &tp_itt_tag)  /* made by ittnotify before it loaded us */
         name = name->strA ? __itt_string_handle_create(name->strA) : NULL;
+    if (name && name->hidden) {
+        tp_range_push_hidden(TP_MSG_ID(0), 0);
+        return;
+    }
     if (name) {
         nid = __atomic_load_n(&name->id, __ATOMIC_ACQUIRE);
         if (!nid) {
@@ -218,8 +273,8 @@ TP_EXPORT void __itt_task_begin(const struct tp_itt_domain *domain, struct tp_it
 
 TP_EXPORT void __itt_task_end(const struct tp_itt_domain *domain)
 {
-    (void)domain;
-    tp_range_pop();
+    if (tp_itt_recorded(domain))
+        tp_range_pop();
 }
 
 /* ittnotify_config.h's __itt_global up to its API table (pack(8), which is
@@ -241,6 +296,9 @@ struct tp_itt_global {
     void *error_handler;
     const char **dll_path_ptr;
     struct tp_itt_api_info *api_list_ptr;
+    void *next;
+    void *thread_list;
+    struct tp_itt_domain *domain_list;   /* the domains ittnotify made before loading us */
 };
 
 static const unsigned char tp_itt_magic[8] = { 0xED, 0xAB, 0xAB, 0xEC, 0x0D, 0xEE, 0xDA, 0x30 };
@@ -270,6 +328,9 @@ TP_EXPORT void __itt_api_init(struct tp_itt_global *g, int init_groups)
                 fn = ours[i].fn;
         *e->func_ptr = fn;
     }
+    /* ittnotify's own domains (malloc'd, flags 1), under its lock */
+    for (struct tp_itt_domain *d = g->domain_list; d; d = d->next)
+        __atomic_store_n(&d->flags, tp_itt_is_torch(d->nameA) ? TP_ITT_TORCH : 0, __ATOMIC_RELEASE);
     __atomic_store_n(&tp_itt_state, 2, __ATOMIC_RELEASE);
 }
 

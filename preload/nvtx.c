@@ -152,13 +152,13 @@ static nvtxRangeId_t NVTX_API tp_nvtx_range_start_a(const char *message)
 static nvtxRangeId_t NVTX_API tp_nvtx_range_start_w(const wchar_t *message)
 {
     char buf[TP_NVTX_WIDE];
-    return tp_ranges_taken() ? tp_range_start(tp_nvtx_wide(message, buf), 0) : 0;
+    return tp_range_start(tp_nvtx_wide(message, buf), 0);
 }
 
 static nvtxRangeId_t NVTX_API tp_nvtx_range_start_ex(const nvtxEventAttributes_t *a)
 {
     char buf[TP_NVTX_WIDE];
-    return tp_ranges_taken() ? tp_range_start(tp_nvtx_message(a, buf), 0) : 0;
+    return tp_range_start(tp_nvtx_message(a, buf), 0);
 }
 
 static void NVTX_API tp_nvtx_range_end(nvtxRangeId_t id)
@@ -167,14 +167,20 @@ static void NVTX_API tp_nvtx_range_end(nvtxRangeId_t id)
 }
 
 /* An ASCII push: one of torch's operator ranges keeps its fields in the
- * record (collector/torchop.h); nothing is parsed while ranges are off. */
+ * record (collector/torchop.h), and torch's own ProfilerStep#N ranges are
+ * not recorded (they still end a step if an nvtx:GLOB signal names them);
+ * nothing is parsed while ranges are off (before activation a range keeps
+ * only its place on the stack and whether it ends a step: ranges.h). */
 static int tp_nvtx_push_ascii(const char *message, uint32_t domain)
 {
     if (!tp_ranges_taken())
-        return -1;
+        return tp_range_push_hidden(tp_nvtx_text(message), 1);
     struct tp_torch_op op;
-    if (message && tp_torch_op_parse(message, &op))
+    if (message && tp_torch_op_parse(message, &op)) {
+        if (tp_torch_op_is_profiler_step(message, op.name_len))
+            return tp_range_push_hidden(TP_MSG_TEXT(message, op.name_len), 1);
         return tp_range_push_torch(message, &op, domain);
+    }
     return tp_range_push(tp_nvtx_text(message), domain, TP_RANGE_NVTX);
 }
 
@@ -186,7 +192,7 @@ static int NVTX_API tp_nvtx_range_push_a(const char *message)
 static int NVTX_API tp_nvtx_range_push_w(const wchar_t *message)
 {
     char buf[TP_NVTX_WIDE];
-    return tp_ranges_taken() ? tp_range_push(tp_nvtx_wide(message, buf), 0, TP_RANGE_NVTX) : -1;
+    return tp_range_push(tp_nvtx_wide(message, buf), 0, TP_RANGE_NVTX);
 }
 
 static int NVTX_API tp_nvtx_range_push_ex(const nvtxEventAttributes_t *a)
@@ -194,7 +200,7 @@ static int NVTX_API tp_nvtx_range_push_ex(const nvtxEventAttributes_t *a)
     char buf[TP_NVTX_WIDE];
     if (a && a->size >= TP_NVTX_ATTR_MIN && a->messageType == NVTX_MESSAGE_TYPE_ASCII)
         return tp_nvtx_push_ascii(a->message.ascii, 0);
-    return tp_ranges_taken() ? tp_range_push(tp_nvtx_message(a, buf), 0, TP_RANGE_NVTX) : -1;
+    return tp_range_push(tp_nvtx_message(a, buf), 0, TP_RANGE_NVTX);
 }
 
 static int NVTX_API tp_nvtx_range_pop(void)
@@ -275,7 +281,7 @@ static nvtxRangeId_t NVTX_API tp_nvtx_domain_range_start_ex(nvtxDomainHandle_t d
                                                            const nvtxEventAttributes_t *a)
 {
     char buf[TP_NVTX_WIDE];
-    return tp_ranges_taken() ? tp_range_start(tp_nvtx_message(a, buf), tp_nvtx_handle_id(domain)) : 0;
+    return tp_range_start(tp_nvtx_message(a, buf), tp_nvtx_handle_id(domain));
 }
 
 static void NVTX_API tp_nvtx_domain_range_end(nvtxDomainHandle_t domain, nvtxRangeId_t id)
@@ -288,8 +294,7 @@ static int NVTX_API tp_nvtx_domain_range_push_ex(nvtxDomainHandle_t domain,
                                                  const nvtxEventAttributes_t *a)
 {
     char buf[TP_NVTX_WIDE];
-    return tp_ranges_taken() ?
-        tp_range_push(tp_nvtx_message(a, buf), tp_nvtx_handle_id(domain), TP_RANGE_NVTX) : -1;
+    return tp_range_push(tp_nvtx_message(a, buf), tp_nvtx_handle_id(domain), TP_RANGE_NVTX);
 }
 
 static int NVTX_API tp_nvtx_domain_range_pop(nvtxDomainHandle_t domain)

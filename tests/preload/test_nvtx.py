@@ -147,6 +147,29 @@ def test_api_steps_not_counted_twice():
     assert tputil.trace_batch(r.traces[0]) == NSTEPS
 
 
+@pytest.mark.parametrize("form", ["push-pop", "start-end"])
+def test_step_range_begun_before_activation_is_step_0(form):
+    """The first `step` range is pushed before the first CUDA call, as
+    `with nvtx.range("step"):` around a whole iteration does.  NVTX ranges
+    do not activate the library, the cudaMalloc inside the range does; the
+    range's end then ends step 0, so that ProfilerStep#N holds the
+    program's iteration N (each iteration marks "iteration N")."""
+    args = ["--steps", 7, "--cuda-in-step"] + (["--start-end"] if form == "start-end" else [])
+    plain = tputil.run(PROG, args, preload=False)
+    r = tputil.run(PROG, args, env={"TRAINPROF_SCHEDULE": "wait=1,warmup=1,active=3"})
+    trace = _one_trace(r)
+    assert r.stdout == plain.stdout
+    steps = _step_events(trace)
+    assert sorted(steps) == [2, 3, 4], sorted(steps)
+    assert tputil.trace_batch(r.traces[0]) == 5
+    for n, s in steps.items():
+        marks = [ev["name"] for ev in tputil.events(trace, ph="i")
+                 if ev["name"].startswith("iteration ") and _inside(ev, s)]
+        assert marks == ["iteration %d" % n], (n, marks)
+    # the pop of the range begun before activation was not an unmatched one
+    assert trace["trainprof"]["unmatched_range_pops"] == 0
+
+
 def test_sets_injection_path_to_itself():
     r = tputil.run(PROG, ["--steps", 1, "--print-env"])
     assert r.rc == 0

@@ -320,6 +320,31 @@ def test_itt_of_another_tool_keeps_nvtx():
     assert any("Sequence number" in e["args"] for e in ops)
 
 
+def test_only_torch_itt_domain_becomes_operators():
+    """The library is the process's ITT collector, so oneDNN's own tasks
+    (one "convolution" or "reorder" per primitive run, in its domains
+    "dnnl::primitive::*") reach it too.  Only torch's domain becomes
+    operators: a CNN's trace has torch's convolutions, and none of oneDNN's
+    tasks, as a cpu_op or a user_annotation (torch.profiler shows none)."""
+    base, _ = plain("cnn")
+    p, cwd, _ = client("cnn", via_cli=True)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout == base.stdout
+    traces = glob.glob(os.path.join(cwd, "*", "traces", "*"))
+    assert len(traces) == 1, listing(cwd)
+    ev = tputil.load_trace(traces[0])["traceEvents"]
+    ops = collections.Counter(e["name"] for e in ev if e.get("cat") == "cpu_op")
+    notes = collections.Counter(e["name"] for e in ev if e.get("cat") == "user_annotation")
+    assert ops["aten::convolution"] >= 8 and ops["aten::mkldnn_convolution"] >= 8, ops
+    assert all(ITT_IDS[0] <= e["args"]["External id"] < ITT_IDS[1]
+               for e in ev if e.get("cat") == "cpu_op")
+    dnnl = ("convolution", "reorder", "eltwise", "inner_product", "pooling", "sum")
+    assert not [n for n in list(ops) + list(notes) if n in dnnl], (ops, notes)
+    # torch's record_function annotations, and our steps, are all there is
+    assert set(notes) == {"ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4",
+                          "Optimizer.zero_grad#SGD.zero_grad", "Optimizer.step#SGD.step"}, notes
+
+
 def our_lines_warn(stderr):
     return [l for l in stderr.decode(errors="replace").splitlines()
             if l.startswith("trainprof:") and ("warning" in l or "error" in l)]

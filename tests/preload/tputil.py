@@ -33,6 +33,15 @@ LAUNCH_APIS = frozenset((
 
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 
+# the start-up line each recording process writes at info level
+# (collector/config.h tp_config_announce)
+STARTUP_RE = re.compile(r"^trainprof: rank \d+: schedule \S+: .*; step signals \S+$")
+
+
+def not_startup(lines):
+    """The lines of "lines" other than start-up lines."""
+    return [l for l in lines if not STARTUP_RE.match(l)]
+
 
 def build_dir():
     """The build folder under test: $TP_TEST_BUILD or build (relative to the repo)."""

@@ -18,6 +18,11 @@
  *                launch (op ids in the message, as torch's emit_nvtx)
  *   --sleep-us U sleep U microseconds in each step (time for tp-flush to
  *                start the device side between steps)
+ *   --cuda-in-step  make the first CUDA call (cudaMalloc, which activates
+ *                the library) inside the first step range, as a program
+ *                whose `with nvtx.range("step"):` holds its whole iteration
+ *                does; each step then also marks "iteration N"
+ *   --start-end  the step range is nvtxRangeStartA/nvtxRangeEnd, not push/pop
  *   --print-env  print NVTX_INJECTION64_PATH to stderr ("(unset)" if unset)
  * Prints one deterministic line to stdout.  Exit status 0 unless a CUDA call
  * fails.
@@ -68,6 +73,7 @@ static nvtxEventAttributes_t ascii_attr(const char *msg)
 int main(int argc, char **argv)
 {
     int nsteps = 5, api_steps = 0, print_env = 0, torch_ops = 0, sleep_us = 0;
+    int cuda_in_step = 0, start_end = 0;
     static char kernel_stub;
     void (*tp_step)(void) = NULL;
     unsigned char *host_in, *host_out;
@@ -85,9 +91,13 @@ int main(int argc, char **argv)
             torch_ops = 1;
         else if (!strcmp(argv[i], "--sleep-us") && i + 1 < argc)
             sleep_us = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--cuda-in-step"))
+            cuda_in_step = 1;
+        else if (!strcmp(argv[i], "--start-end"))
+            start_end = 1;
         else {
             fprintf(stderr, "usage: nvtx_ranges [--steps N] [--api-steps] [--print-env] "
-                    "[--torch-ops] [--sleep-us U]\n");
+                    "[--torch-ops] [--sleep-us U] [--cuda-in-step] [--start-end]\n");
             return 2;
         }
     }
@@ -104,13 +114,25 @@ int main(int argc, char **argv)
         return 1;
     for (int i = 0; i < NBYTES; i++)
         host_in[i] = (unsigned char)(i * 7);
-    check(cudaMalloc(&dev, NBYTES), "cudaMalloc");
+    if (!cuda_in_step)
+        check(cudaMalloc(&dev, NBYTES), "cudaMalloc");
 
     nvtxDomainHandle_t domain = nvtxDomainCreateA("tp_test_domain");
     nvtxStringHandle_t reg = nvtxDomainRegisterStringA(domain, "registered_forward");
 
     for (int s = 0; s < nsteps; s++) {
-        nvtxRangePushA("step");
+        nvtxRangeId_t step_id = 0;
+        if (start_end)
+            step_id = nvtxRangeStartA("step");
+        else
+            nvtxRangePushA("step");
+        if (cuda_in_step) {
+            char it[32];
+            if (s == 0)
+                check(cudaMalloc(&dev, NBYTES), "cudaMalloc");
+            snprintf(it, sizeof it, "iteration %d", s);
+            nvtxMarkA(it);
+        }
 
         nvtxRangePushA("outer");
         nvtxRangePushA("inner");
@@ -168,7 +190,10 @@ int main(int argc, char **argv)
         nvtxEventAttributes_t m = ascii_attr("domain_mark");
         nvtxDomainMarkEx(domain, &m);
 
-        nvtxRangePop();   /* step */
+        if (start_end)
+            nvtxRangeEnd(step_id);
+        else
+            nvtxRangePop();   /* step */
         if (tp_step)
             tp_step();
 

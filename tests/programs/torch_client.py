@@ -2,6 +2,9 @@
 
 Usage: python torch_client.py MODE
   train       an MLP trained with AdamW for ten steps on the CPU
+  cnn         a small CNN (two Conv2d) trained with SGD for ten steps on the
+              CPU: oneDNN runs its convolutions, and announces each
+              primitive as a task in ITT domains of its own
   twoopt      ten iterations of a loop with two optimizers (a GAN's shape:
               AdamW on one model, SGD on another, both step every iteration)
   nvtx        the same with torch's NVTX operator ranges on (what emit_nvtx
@@ -78,6 +81,21 @@ def train(batches):
         opt.step()
         print("step %d loss %.6f" % (step, loss.item()))
         sys.stderr.write("op-ranges %d %s\n" % (step, torch.autograd._profiler_enabled()))
+
+
+def cnn():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3),
+                                torch.nn.Flatten(), torch.nn.Linear(8 * 12 * 12, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+    g = torch.Generator().manual_seed(1)
+    for step in range(STEPS):
+        x, y = torch.randn(8, 3, 16, 16, generator=g), torch.randint(0, 10, (8,), generator=g)
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        print("step %d loss %.6f" % (step, loss.item()))
 
 
 def two_optimizers(batches):
@@ -179,6 +197,8 @@ def main():
         train(fixed_batches())
     elif mode == "twoopt":
         two_optimizers(fixed_batches())
+    elif mode == "cnn":
+        cnn()
     elif mode == "nvtx":
         nvtx_on()
         train(fixed_batches())

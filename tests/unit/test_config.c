@@ -928,6 +928,7 @@ static void run_child(const char *const *env, struct child_result *r)
         ssize_t w = write(STDERR_FILENO, "<init>", 6);
         int passive = tp_config_report();
         int again = tp_config_report();
+        tp_config_announce();           /* tp-flush's, once activated */
         (void)w;
         _exit(passive == again ? 100 + passive * 10 + tp_log_level : 99);
     }
@@ -960,6 +961,31 @@ START_TEST(test_report_clean)
     ck_assert_int_eq(r.passive, 0);
     ck_assert_int_eq(r.log_level, TP_LOG_INFO);
     ck_assert(r.silent_init);
+    /* one start-up line: the effective schedule, in words, and the signals */
+    ck_assert_str_eq(r.out, "trainprof: rank 0: schedule skip_first=0,wait=0,warmup=1,active=4,"
+                            "repeat=1: records steps 1-4, one window (repeat=0: every 5 steps "
+                            "until exit); step signals api,nvtx:step\n");
+}
+END_TEST
+
+/* The start-up line is an info line, of the rank that records, with the
+ * effective schedule (keys not given take their defaults). */
+START_TEST(test_report_startup_line)
+{
+    const char *env[] = { "TRAINPROF_SCHEDULE=wait=5,active=3,repeat=0", "RANK=3", "WORLD_SIZE=4",
+                          "TRAINPROF_STEP_ON=launch:*gemm*/2", NULL };
+    struct child_result r;
+    run_child(env, &r);
+    ck_assert_int_eq(r.passive, 0);
+    ck_assert_str_eq(r.out, "trainprof: rank 3: schedule skip_first=0,wait=5,warmup=1,active=3,"
+                            "repeat=0: records steps 6-8, then every 9 steps until exit; "
+                            "step signals launch:*gemm*/2\n");
+    const char *quiet[] = { "TRAINPROF_LOG=warn", NULL };
+    run_child(quiet, &r);
+    ck_assert_int_eq(r.passive, 0);
+    ck_assert_str_eq(r.out, "");
+    const char *other[] = { "TRAINPROF_RANKS=1", "RANK=0", "WORLD_SIZE=2", NULL };
+    run_child(other, &r);
     ck_assert_str_eq(r.out, "");
 }
 END_TEST
@@ -1102,7 +1128,9 @@ START_TEST(test_dump_config)
         else if (is_value_default(v[i].def))
             ck_assert_str_eq(val, v[i].def);
     }
-    ck_assert_ptr_null(line);
+    ck_assert_ptr_nonnull(line);
+    ck_assert_ptr_nonnull(strstr(line, ": schedule skip_first=0,wait=2,"));  /* the start-up line */
+    ck_assert_ptr_null(strtok_r(NULL, "\n", &save));
 }
 END_TEST
 
@@ -1232,6 +1260,7 @@ static Suite *config_suite(void)
     TCase *r = tcase_create("report");
     tcase_set_timeout(r, 30);
     tcase_add_test(r, test_report_clean);
+    tcase_add_test(r, test_report_startup_line);
     tcase_add_test(r, test_report_error_once);
     tcase_add_loop_test(r, test_report_levels, 0, sizeof level_cases / sizeof level_cases[0]);
     tcase_add_test(r, test_report_disabled);

@@ -19,13 +19,18 @@
 #include "collector/steps.h"
 #include "tests/unit/tp_test.h"
 
-static void activate(void)
+static void configure(void)
 {
     setenv("TRAINPROF_SCHEDULE", "all", 1);
     setenv("TRAINPROF_ACTIVITIES", "cpu", 1);
     setenv("TRAINPROF_SYS", "none", 1);
     setenv("TRAINPROF_PROFILE_MEMORY", "0", 1);
     tp_config_init();
+}
+
+static void activate(void)
+{
+    configure();
     tp_clock_init();
     ck_assert_int_eq(tp_buf_init(4), 0);
     tp_steps_begin(tp_clock_now());
@@ -123,6 +128,49 @@ START_TEST(test_past_the_stack)
 }
 END_TEST
 
+static void count_steps(void *ctx, const struct tp_tbuf *t, const struct tp_record *r)
+{
+    (void)t;
+    if (r->kind == TP_REC_STEP)
+        ++*(uint64_t *)ctx;
+}
+
+static uint64_t steps_recorded(void)
+{
+    uint64_t n = 0;
+    tp_buf_drain(TP_HOT_GEN(tp_hot_load()), count_steps, &n, NULL, 1);
+    return n;
+}
+
+/* Ranges pushed before activation keep their place on the stack: popped
+ * after it, they end a step if their name matches an nvtx:GLOB signal
+ * ("step1" here: "st" is the pattern's literal prefix, "stop" shares it
+ * but does not match, "xstep" and "st" do not), and no pop is unmatched.
+ * A pop before activation ends nothing.  Before, such pushes were not
+ * kept: their pops were unmatched, and the step range ended no step. */
+START_TEST(test_pushed_before_activation)
+{
+    setenv("TRAINPROF_STEP_ON", "api,nvtx:st[a-e]p*", 1);
+    configure();
+    ck_assert_int_eq(tp_core_active(), 0);
+    ck_assert_int_eq(tp_range_push(TP_MSG_TEXT("step0", (size_t)-1), 0, TP_RANGE_NVTX), 0);
+    ck_assert_int_eq(tp_range_pop(), 0);                /* before activation: no step */
+    static const char *const names[] = { "step1", "stop", "xstep", "st" };
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(tp_range_push(TP_MSG_TEXT(names[i], (size_t)-1), 0, TP_RANGE_NVTX), i);
+    ck_assert_uint_eq(tp_range_test_depth(), 4);
+    activate();
+    uint64_t lost0, pops0, lost, pops;
+    tp_steps_range_losses(&lost0, &pops0);
+    for (int i = 3; i >= 0; i--)
+        ck_assert_int_eq(tp_range_pop(), i);
+    ck_assert_uint_eq(tp_range_test_depth(), 0);
+    tp_steps_range_losses(&lost, &pops);
+    ck_assert_uint_eq(pops - pops0, 0);
+    ck_assert_uint_eq(steps_recorded(), 1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ranges");
@@ -131,6 +179,7 @@ int main(void)
     tcase_add_test(tc, test_depth_saturates);
     tcase_add_test(tc, test_unmatched_pops);
     tcase_add_test(tc, test_past_the_stack);
+    tcase_add_test(tc, test_pushed_before_activation);
     suite_add_tcase(s, tc);
     return tp_test_run(s);
 }

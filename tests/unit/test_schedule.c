@@ -4,6 +4,7 @@
  * step (no modulo, no division), over many parameter sets and 200 steps.
  */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include "collector/schedule.h"
 #include "tests/unit/tp_test.h"
@@ -101,6 +102,45 @@ START_TEST(test_none)
 }
 END_TEST
 
+/* The start-up line's words agree with the schedule: the first window's
+ * recorded steps, the period, and one window where repeat is 1 (torch's
+ * schedule without repeat repeats; ours records once). */
+START_TEST(test_describe)
+{
+    static const struct {
+        struct tp_schedule s;
+        const char *want;
+    } cases[] = {
+        { { .warmup = 1, .active = 4, .repeat = 1 },
+          "records steps 1-4, one window (repeat=0: every 5 steps until exit)" },
+        { { .skip_first = 2, .wait = 5, .warmup = 1, .active = 3, .repeat = 1 },
+          "records steps 8-10, one window (repeat=0: every 9 steps until exit)" },
+        { { .warmup = 1, .active = 1, .repeat = 0 }, "records step 1, then every 2 steps until exit" },
+        { { .wait = 1, .warmup = 1, .active = 2, .repeat = 3 },
+          "records steps 2-3, then every 4 steps, 3 windows in all" },
+        { { .all = 1 }, "records every step, one window saved at exit" },
+        { { .none = 1 }, "records only when triggered" },
+        { { .profiler_api = 1, .warmup = 1, .active = 4, .repeat = 1 },
+          "records from cudaProfilerStart to cudaProfilerStop" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char buf[160];
+        ck_assert_str_eq(tp_schedule_describe(&cases[i].s, buf, sizeof buf), cases[i].want);
+        if (cases[i].s.all || cases[i].s.none || cases[i].s.profiler_api)
+            continue;
+        /* the steps named are the first window's recorded ones */
+        unsigned long long a, b;
+        int n = sscanf(buf, "records steps %llu-%llu", &a, &b);
+        if (n != 2 && sscanf(buf, "records step %llu", &a) == 1)
+            b = a;
+        for (uint64_t st = 0; st <= b + 1; st++) {
+            enum tp_action x = tp_schedule_action(&cases[i].s, st);
+            ck_assert_int_eq(x == TP_RECORD || x == TP_RECORD_AND_SAVE, st >= a && st <= b);
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("schedule");
@@ -110,6 +150,7 @@ int main(void)
     tcase_add_test(tc, test_all_and_repeat_zero);
     tcase_add_test(tc, test_profiler_api);
     tcase_add_test(tc, test_none);
+    tcase_add_test(tc, test_describe);
     suite_add_tcase(s, tc);
     return tp_test_run(s);
 }
