@@ -508,11 +508,9 @@ int tp_cupti_start(int had_context)
     /* Without libcuda in the process CUPTI has nothing to trace: say so
      * here, a symbol lookup, rather than start tp-cupti for nothing (a CPU
      * job's every process would carry an idle thread). */
-    static const char *const count_name[] = { "cuDeviceGetCount" };
-    void *count_fn = NULL;
-    if (tp_driver_syms(count_name, &count_fn, 1) != 0 || !count_fn) {
-        snprintf(tp_status_text, sizeof tp_status_text,
-                 "not started: no CUDA driver in this process (libcuda not loaded)");
+    char why[80];
+    if (!tp_driver_loaded(why, sizeof why)) {
+        snprintf(tp_status_text, sizeof tp_status_text, "not started: %s", why);
         return -1;
     }
     tp_start_job.had_context = had_context;

@@ -71,6 +71,18 @@ static void tp_fill(const struct tp_driver_api *api, int ordinal, CUdevice dev, 
 
 typedef CUresult (*tp_pctx_fn)(CUdevice, unsigned int *, int *);
 
+static const char tp_no_driver[] = "no CUDA driver in this process (libcuda not loaded)";
+
+int tp_driver_loaded(char *why, size_t why_size)
+{
+    static const char *const names[] = { "cuDeviceGetCount" };
+    void *fn = NULL;
+    if (tp_driver_syms(names, &fn, 1) == 0 && fn)
+        return 1;
+    snprintf(why, why_size, "%s", tp_no_driver);
+    return 0;
+}
+
 int tp_driver_ready(int had_context, const char *vis, char *why, size_t why_size)
 {
     static const char *const names[] = { "cuDeviceGetCount", "cuDeviceGet", "cuDevicePrimaryCtxGetState" };
@@ -81,7 +93,7 @@ int tp_driver_ready(int had_context, const char *vis, char *why, size_t why_size
         why_size = sizeof dummy;
     }
     if (tp_driver_syms(names, fn, 3) != 0 || !fn[0]) {
-        snprintf(why, why_size, "no CUDA driver in this process (libcuda not loaded)");
+        snprintf(why, why_size, "%s", tp_no_driver);
         return 0;
     }
     int n = 0;

@@ -40,6 +40,14 @@ struct tp_devprop {
  */
 int tp_driver_ready(int had_context, const char *vis, char *why, size_t why_size);
 
+/*
+ * tp_driver_loaded - 1 if libcuda is in the process (its cuDeviceGetCount
+ * is found; nothing is called), else 0 and "why" (size why_size > 0) gets
+ * tp_driver_ready's sentence for it.  A symbol lookup only: callable where
+ * a driver call might block.
+ */
+int tp_driver_loaded(char *why, size_t why_size);
+
 /* tp_devprops_get - the devices of the loaded driver, queried once (later
  * calls return the same table); 0 and *out = NULL if libcuda is not loaded
  * in the process (it is never loaded by us) or cuInit has not succeeded. */

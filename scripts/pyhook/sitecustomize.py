@@ -103,16 +103,17 @@ _trainprof_ops_on = False       # torch's operator ranges are on (ours): "itt" o
 _trainprof_itt_failed = False   # ITT was on for a step and never reached the library
 
 
-def _trainprof_fn(name, returns_int):
-    """The preloaded library's function NAME (no arguments) through ctypes,
-    looked up once; False where the library is not preloaded (or older)."""
+def _trainprof_fn(name, returns_int, argtypes=()):
+    """The preloaded library's function NAME through ctypes, taking
+    arguments of the ctypes types "argtypes", looked up once; False where
+    the library is not preloaded (or older)."""
     fn = _trainprof_fns.get(name)
     if fn is None:
         import ctypes
         try:
             fn = getattr(ctypes.CDLL(None), name)
             fn.restype = ctypes.c_int if returns_int else None
-            fn.argtypes = []
+            fn.argtypes = list(argtypes)
         except (AttributeError, OSError):
             fn = False
         _trainprof_fns[name] = fn
@@ -231,15 +232,7 @@ def _trainprof_lost(why):
         return
     _trainprof_theirs = why
     import ctypes
-    fn = _trainprof_fns.get("trainprof_operators_lost")
-    if fn is None:
-        try:
-            fn = ctypes.CDLL(None).trainprof_operators_lost
-            fn.restype = None
-            fn.argtypes = [ctypes.c_char_p]
-        except (AttributeError, OSError):
-            fn = False
-        _trainprof_fns["trainprof_operators_lost"] = fn
+    fn = _trainprof_fn("trainprof_operators_lost", False, (ctypes.c_char_p,))
     if fn:
         fn(why.encode() if why else None)
 
@@ -353,16 +346,8 @@ def _trainprof_report_group():
     if group == _trainprof_group:
         return
     _trainprof_group = group
-    fn = _trainprof_fns.get("trainprof_process_group")
-    if fn is None:
-        import ctypes
-        try:
-            fn = ctypes.CDLL(None).trainprof_process_group
-            fn.restype = None
-            fn.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
-        except (AttributeError, OSError):
-            fn = False
-        _trainprof_fns["trainprof_process_group"] = fn
+    import ctypes
+    fn = _trainprof_fn("trainprof_process_group", False, (ctypes.c_char_p, ctypes.c_int, ctypes.c_int))
     if fn:
         if group:
             fn(group[0].encode("ascii", "replace"), group[1], group[2])
