@@ -5,14 +5,17 @@ CPU (the PyPI torch wheel), as the user of each profiler would run it.
     plain       no profiler
     torchprof   torch.profiler.profile(activities=[CPU]) around the loop
                 (recording only: the trace is exported after the timing)
+    torchprof_shapes  the same with record_shapes=True
     nvtx        torch's NVTX operator ranges on (emit_nvtx's state) with no
                 injection library: torch's own formatting, NVTX's no-op
+    nvtx_shapes the same with shapes (emit_nvtx(record_shapes=True))
     itt         torch's ITT operator ranges on (emit_itt's state) with no
                 collector: torch's own cost of that state, ITT's no-op
     trainprof   the loop as it is; run it under `trainprof run` with
                 TRAINPROF_SCHEDULE=all, which records every step with torch's
                 operators on (the optimizer hook turns them on: ITT, or NVTX
-                where INTEL_LIBITTNOTIFY64 names another library)
+                where INTEL_LIBITTNOTIFY64 names another library, or with
+                TRAINPROF_RECORD_SHAPES=1)
 
 Prints "ms_per_step=X" (the mean over the steps after the first 20).
 """
@@ -44,13 +47,14 @@ def main():
         opt.step()
 
     prof = None
-    if mode in ("nvtx", "itt"):
+    if mode in ("nvtx", "nvtx_shapes", "itt"):
         from torch.autograd import ProfilerConfig, ProfilerState, _enable_profiler
-        state = ProfilerState.NVTX if mode == "nvtx" else ProfilerState.ITT
-        _enable_profiler(ProfilerConfig(state, False, False, False, False, False,
+        state = ProfilerState.ITT if mode == "itt" else ProfilerState.NVTX
+        _enable_profiler(ProfilerConfig(state, mode == "nvtx_shapes", False, False, False, False,
                                         torch._C._profiler._ExperimentalConfig()), set())
-    if mode == "torchprof":
-        prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+    if mode in ("torchprof", "torchprof_shapes"):
+        prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                      record_shapes=mode == "torchprof_shapes")
         prof.__enter__()
     skip = 20
     for _ in range(skip):
@@ -63,7 +67,7 @@ def main():
         prof.__exit__(None, None, None)
         with tempfile.TemporaryDirectory() as d:
             prof.export_chrome_trace(os.path.join(d, "t.json"))
-    if mode in ("nvtx", "itt"):
+    if mode in ("nvtx", "nvtx_shapes", "itt"):
         torch.autograd._disable_profiler()
     print("ms_per_step=%.4f" % ms)
 
