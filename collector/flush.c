@@ -122,6 +122,7 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
     }
     char kbuf[TP_INTERN_LEN_MAX + 1];
     struct tp_torch_op op;
+    struct tp_op_autograd ag;
     struct tp_event ev;
     memset(&ev, 0, sizeof ev);
     ev.rec = r;
@@ -171,6 +172,9 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
         if (d->ops && tp_torch_op_of(r, ev.name, &op)) {
             ev.op = &op;
             ev.external_id = op.op_id;
+            ag = (struct tp_op_autograd){ .seq = op.seq };
+            tp_oplink_autograd_of(d->ops, op.op_id, &ag);
+            ev.autograd = &ag;
         }
         break;
     case TP_REC_MARK:

@@ -26,6 +26,7 @@
 struct tp_dev_record;
 struct tp_devprop;
 struct tp_torch_op;
+struct tp_op_autograd;
 
 struct tp_event {
     const struct tp_record *rec;   /* the raw record, for kind-specific fields */
@@ -71,6 +72,10 @@ struct tp_event {
     /* RANGE: one of torch's operator ranges (collector/torchop.h), its
      * fields pointing into "name"; NULL for any other range */
     const struct tp_torch_op *op;
+    /* with "op": its place in autograd (collector/oplink.h): the sequence
+     * number to write in place of op->seq, the fwdbwd flows that end and
+     * start at it; NULL if unknown */
+    const struct tp_op_autograd *autograd;
 };
 
 /* Memory held in one (device, class) as a window saw it (collector/memtrack.h). */

@@ -33,6 +33,7 @@
 #include "../collector/config.h"
 #include "../collector/cupti.h"
 #include "../collector/devprops.h"
+#include "../collector/oplink.h"
 #include "../collector/torchop.h"
 #include "jsonw.h"
 #include "output.h"
@@ -874,6 +875,19 @@ static void put_flow(struct chrome *c, const struct tp_event *ev, char ph)
     tp_jsonw_char(&c->j, '}');
 }
 
+/* One end of a fwdbwd flow (Kineto's forward-to-backward link, oplink.c):
+ * the start at the forward operator, the end ("bp": "e") at the backward
+ * node; "id" is the node's op id, unique in the trace. */
+static void put_fwdbwd(struct chrome *c, const struct tp_event *ev, char ph, uint64_t id)
+{
+    if (ph == 'f')
+        HEAD(c, "{\"ph\": \"f\", \"bp\": \"e\", \"cat\": \"fwdbwd\", ", "fwdbwd", ev);
+    else
+        HEAD(c, "{\"ph\": \"s\", \"cat\": \"fwdbwd\", ", "fwdbwd", ev);
+    put_key_u64(&c->j, ", \"id\": ", id);
+    tp_jsonw_char(&c->j, '}');
+}
+
 /* The counter track of (device, class): Perfetto draws one memory track
  * per name, "<name> bytes". */
 static void mem_track_name(char *buf, size_t n, int device, int mclass)
@@ -1210,15 +1224,23 @@ static void put_torch_op(struct chrome *c, const struct tp_event *ev)
     put_dur(c, ev);
     put_key_u64(j, ", \"args\": {\"External id\": ", op->op_id);
     put_key_u64(j, ", \"Record function id\": ", op->op_id);
-    if (op->seq >= 0) {
+    const struct tp_op_autograd *ag = ev->autograd;
+    int64_t seq = ag ? ag->seq : op->seq;
+    if (seq >= 0) {
         LIT(j, ", \"Sequence number\": ");
-        tp_jsonw_i64(j, op->seq);
+        tp_jsonw_i64(j, seq);
     }
     if (op->sizes) {
         LIT(j, ", \"Input Dims\": ");
         tp_jsonw_raw(j, op->sizes, op->sizes_len);
     }
     LIT(j, "}}");
+    if (!ag)
+        return;
+    if (ag->flow_end)
+        put_fwdbwd(c, ev, 'f', op->op_id);
+    for (size_t i = 0; i < ag->n_flows_out; i++)
+        put_fwdbwd(c, ev, 's', ag->flows_out[i]);
 }
 
 static void chrome_event(void *state, const struct tp_event *ev)

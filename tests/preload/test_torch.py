@@ -111,6 +111,43 @@ def test_operators_of_real_torch():
     steps = [e for e in t["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")]
     assert len(steps) == 4
     assert all(any(_inside(e, s) for s in steps) for e in ops)
+    check_autograd_links(t)
+
+
+WRAPPER = "autograd::engine::evaluate_function: "
+
+
+def check_autograd_links(t):
+    """Kineto's autograd fields: each evaluate_function wrapper has its
+    node's Sequence number (none where the node has none: AccumulateGrad),
+    and fwdbwd flows join each numbered backward node (the end, "bp": "e",
+    at the node's ts) to a forward operator of the same number that
+    started before it (the start at its ts), every numbered node once."""
+    ev = t["traceEvents"]
+    ops = [e for e in ev if e.get("cat") == "cpu_op"]
+    at = {(e["tid"], e["ts"]): e for e in ops}
+    nodes = []
+    for w in (e for e in ops if e["name"].startswith(WRAPPER)):
+        node = [e for e in ops if e["tid"] == w["tid"] and e["name"] == w["name"][len(WRAPPER):]
+                and _inside(e, w)]
+        assert len(node) == 1, (w, node)
+        assert w["args"].get("Sequence number") == node[0]["args"].get("Sequence number"), w
+        if "Sequence number" in node[0]["args"]:
+            nodes.append(node[0])
+    assert len(nodes) >= 5, len(nodes)
+    flows = collections.defaultdict(dict)
+    for e in ev:
+        if e.get("cat") == "fwdbwd":
+            assert e["name"] == "fwdbwd"
+            assert (e["tid"], e["ts"]) in at, e
+            assert e["ph"] in "sf" and (e["ph"] == "s") == ("bp" not in e), e
+            assert e["id"] not in flows or e["ph"] not in flows[e["id"]], e
+            flows[e["id"]][e["ph"]] = at[(e["tid"], e["ts"])]
+    assert sorted(id(f["f"]) for f in flows.values()) == sorted(id(n) for n in nodes)
+    for f in flows.values():
+        fwd, bwd = f["s"], f["f"]
+        assert fwd["args"]["Sequence number"] == bwd["args"]["Sequence number"], f
+        assert fwd["ts"] < bwd["ts"] and not fwd["name"].startswith(WRAPPER), f
 
 
 def test_operators_link_calls_and_kernels_on_the_fakes():
