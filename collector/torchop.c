@@ -35,16 +35,22 @@ static int read_u64(const char **p, uint64_t *out)
 }
 
 /* A decimal with an optional minus at *p, written as a JSON integer (no
- * leading zero: the shapes are pasted into the trace as they are);
- * advances *p. */
-static int read_i64(const char **p)
+ * leading zero: the shapes are pasted into the trace as they are), of at
+ * most 19 digits; advances *p.  Only its form is checked: its value is not
+ * needed (inline, a loop of two compares a digit: this runs for every
+ * number of every operator's shapes, 15 to a GEMM's message). */
+static inline int read_i64(const char **p)
 {
-    uint64_t v;
-    if (**p == '-')
-        (*p)++;
-    if ((*p)[0] == '0' && (*p)[1] >= '0' && (*p)[1] <= '9')
+    const char *s = *p;
+    if (*s == '-')
+        s++;
+    const char *d = s;
+    while ((unsigned)(*s - '0') < 10)
+        s++;
+    if (s == d || s - d > 19 || (*d == '0' && s - d > 1))
         return 0;
-    return read_u64(p, &v);
+    *p = s;
+    return 1;
 }
 
 /* [[a, b], [], [c]] of (possibly negative) integers at *p; advances *p. */
@@ -119,8 +125,25 @@ int tp_torch_op_is_operator(const char *name, size_t n)
     return n == 6 && memcmp(name, "detach", 6) == 0;
 }
 
-static const char *const keys[] = { ", seq = ", ", op_id = ", ", sizes = ", ", input_op_ids = " };
+#define KEY(k) { k, sizeof k - 1 }
+static const struct {
+    const char *text;
+    size_t len;
+} keys[] = { KEY(", seq = "), KEY(", op_id = "), KEY(", sizes = "), KEY(", input_op_ids = ") };
 #define NKEYS (sizeof keys / sizeof keys[0])
+
+/* The field key at "c" (", seq = ", ...), by index; -1 if none.  Their
+ * third bytes differ ('s', 'o', 's', 'i'): most commas of a message (those
+ * of its shapes) are refused by one compare. */
+static inline int key_at(const char *c)
+{
+    if (c[1] != ' ')
+        return -1;
+    for (size_t k = 0; k < NKEYS; k++)
+        if (c[2] == keys[k].text[2] && strncmp(c, keys[k].text, keys[k].len) == 0)
+            return (int)k;
+    return -1;
+}
 
 int tp_torch_op_parse(const char *msg, struct tp_torch_op *op)
 {
@@ -131,23 +154,20 @@ int tp_torch_op_parse(const char *msg, struct tp_torch_op *op)
     const char *end = NULL;
     size_t first = 0;
     for (const char *c = strchr(msg, ','); c && !end; c = strchr(c + 1, ',')) {
-        if (c[1] != ' ')
-            continue;
-        for (size_t k = 0; k < NKEYS && !end; k++)
-            if (strncmp(c, keys[k], strlen(keys[k])) == 0) {
-                end = c;
-                first = k;
-            }
+        int k = key_at(c);
+        if (k >= 0) {
+            end = c;
+            first = (size_t)k;
+        }
     }
     if (!end || end == msg)
         return 0;
     struct tp_torch_op o = { .name_len = (size_t)(end - msg), .seq = -1 };
     const char *s = end;
     for (size_t k = first; k < NKEYS && *s; k++) {
-        size_t n = strlen(keys[k]);
-        if (strncmp(s, keys[k], n) != 0)
+        if (strncmp(s, keys[k].text, keys[k].len) != 0)
             continue;                       /* fields are optional, in this order */
-        s += n;
+        s += keys[k].len;
         uint64_t v;
         switch (k) {
         case 0:

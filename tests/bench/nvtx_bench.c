@@ -2,7 +2,10 @@
  * nvtx_bench.c - ns per NVTX push + pop of a message shaped like one of
  * torch's operator ranges, unique per call as torch's op_id makes it:
  * "aten::addmm, seq = S, op_id = N" (about 40 characters).
- * Usage: nvtx_bench RANGES STEPS.  Prints "ns_per_range=X" on stdout.  The
+ * With a third argument "shapes", the messages carry what torch adds with
+ * record_shapes: ", sizes = [[128], [32, 64], [64, 128], [], []],
+ * input_op_ids = [(N,0), ...]" (about 150 characters).
+ * Usage: nvtx_bench RANGES STEPS [shapes].  Prints "ns_per_range=X" on stdout.  The
  * messages are formatted outside the timed loop, so the figure is the
  * push/pop path alone (the injection library's, or NVTX's no-op without
  * one).  Steps are signalled through trainprof_step() when the library is
@@ -15,7 +18,7 @@
 
 #include <nvtx3/nvToolsExt.h>
 
-#define MSG 80
+#define MSG 256
 
 static double now_ns(void)
 {
@@ -27,6 +30,7 @@ static double now_ns(void)
 int main(int argc, char **argv)
 {
     long per = argc > 1 ? atol(argv[1]) : 100000, steps = argc > 2 ? atol(argv[2]) : 10;
+    int shapes = argc > 3 && argv[3][0] == 's';
     void (*step)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "trainprof_step");
     char *msgs = malloc((size_t)per * MSG);
     if (!msgs || per <= 0 || steps <= 0)
@@ -37,7 +41,13 @@ int main(int argc, char **argv)
     long id = 1;
     for (long s = 0; s < steps; s++) {
         for (long i = 0; i < per; i++, id++)
-            snprintf(msgs + i * MSG, MSG, "aten::addmm, seq = %ld, op_id = %ld", id / 3, id);
+            if (shapes)
+                snprintf(msgs + i * MSG, MSG,
+                         "aten::addmm, seq = %ld, op_id = %ld, sizes = [[128], [32, 64], [64, 128], "
+                         "[], []], input_op_ids = [(%ld,0), (%ld,0), (%ld,0), (0,-1), (0,-1)]",
+                         id / 3, id, id - 3, id - 2, id - 1);
+            else
+                snprintf(msgs + i * MSG, MSG, "aten::addmm, seq = %ld, op_id = %ld", id / 3, id);
         double t0 = now_ns();
         for (long i = 0; i < per; i++) {
             nvtxRangePushA(msgs + i * MSG);
