@@ -174,10 +174,10 @@ def _first(evs, pred):
 
 def test_comparisons_catch_differences():
     """Each comparison reports a difference made on purpose in a copy of
-    torch's MLP trace (so that the tests above can fail)."""
+    torch's MLP trace (so that the tests above can fail); a step that holds
+    another iteration (steps 3 and 5 swapped) shows in the shapes."""
     _, theirs = pair("mlp")
-    steps = {e["name"]: e for e in theirs["traceEvents"] if tp.STEP_RE.match(e.get("name", ""))}
-    s4 = steps["ProfilerStep#4"]
+    s4 = _first(theirs["traceEvents"], lambda e: e.get("name") == "ProfilerStep#4")
 
     def in4(pred):
         return lambda e: pred(e) and tp.inside(e, s4)
@@ -215,13 +215,18 @@ def test_comparisons_catch_differences():
         other = _first(evs, in4(lambda e: e.get("name") == "aten::linear"))
         f["ts"] = other["ts"]
 
+    def swap(evs):          # steps 3 and 5 trade numbers: the same operators,
+        steps = {e["name"]: e for e in evs if tp.STEP_RE.match(e.get("name", ""))}
+        steps["ProfilerStep#3"]["name"], steps["ProfilerStep#5"]["name"] = \
+            "ProfilerStep#5", "ProfilerStep#3"      # on other batch sizes
+
     # change -> the checks that must report it (a renamed operator also
     # changes its sequence number's key and its flow's pair; one that
     # straddles two steps leaves step 4, which the other checks may see)
     cases = [(rename, {"names", "sequence", "flows"}), (reshape, {"dims"}),
              (straddle, {"nesting"}), (overlap, {"nesting"}), (unannotate, {"annotations"}),
              (renumber, {"sequence"}), (unsequence, {"sequence"}), (unflow, {"flows"}),
-             (reflow, {"flows"})]
+             (reflow, {"flows"}), (swap, {"dims"})]
     for change, expect in cases:
         got = tp.compare_all(_perturbed(theirs, change), theirs)
         reported = {k for k, v in got.items() if v}

@@ -33,7 +33,7 @@ import tputil
 PROGRAM = os.path.join(tputil.ROOT, "tests", "programs", "torch_four.py")
 TRAINPROF = os.path.join(tputil.ROOT, "scripts", "trainprof")
 MODELS = ("mlp", "cnn", "transformer", "gan")
-ITERS = 7                                   # torch_four.py's ITERS
+ITERS = 6                                   # torch_four.py's ITERS
 BATCH = 8                                   # torch_four.py's BATCH: iteration i has BATCH + i
 SCHEDULE = "wait=2,warmup=1,active=3"       # iterations 3-5; 0-1 wait, 2 warms up
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")

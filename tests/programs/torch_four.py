@@ -39,7 +39,7 @@ import sys
 
 import torch
 
-ITERS = 7
+ITERS = 6
 BATCH = 8
 
 
