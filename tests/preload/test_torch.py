@@ -7,6 +7,8 @@ import collections
 import os
 import glob
 
+import pytest
+
 import tputil
 from test_real_clients import client, plain, listing
 
@@ -271,11 +273,15 @@ def test_summary_operator_table_on_the_fakes():
     assert float(gpu) > 0 and float(a_gpu) > 0              # the copy; the kernel
 
 
-def test_readers_see_the_operators():
+@pytest.mark.parametrize("shapes", [False, True], ids=["itt", "shapes"])
+def test_readers_see_the_operators(shapes):
     """The TensorBoard plugin's operator view and HTA read the operators of
     a `trainprof run` of the real torch: the plugin's per-name calls and self
     host time agree with our summary's operator table; HTA's trace has them
-    as cpu_op events in its iterations."""
+    as cpu_op events in its iterations.  With shapes (torch's NVTX state:
+    sequence numbers, fwdbwd flows) the plugin's view by input shape has
+    aten::addmm's shapes, one row per layer, and HTA loads the trace with
+    its flows."""
     import tempfile
     try:
         from torch_tb_profiler import consts
@@ -285,14 +291,21 @@ def test_readers_see_the_operators():
     except Exception as e:  # pragma: no cover - depends on the environment
         import pytest
         pytest.skip("a trace reader cannot be imported: %r" % (e,))
-    p, cwd, _ = client("train", via_cli=True)
+    p, cwd, _ = client("train", via_cli=True, env={"TRAINPROF_RECORD_SHAPES": "1"} if shapes else {})
     assert p.returncode == 0, p.stderr[-3000:]
     path = glob.glob(os.path.join(cwd, "*", "traces", "*"))[0]
+    assert ('"fwdbwd"' in tputil.read_raw(path)) == shapes
     m = consts.WORKER_PATTERN.match(os.path.basename(path))
     worker, span = m.group(1), m.group(2)[1:] if m.group(2) else None
     data = RunProfileData.parse(worker, span, path, tempfile.mkdtemp())
-    view = RunGenerator(worker, span, data).generate_run_profile().operation_table_by_name["data"]
+    profile = RunGenerator(worker, span, data).generate_run_profile()
+    view = profile.operation_table_by_name["data"]
     tb = {r["name"]: r for r in view}
+    if shapes:
+        by_shape = [r for r in profile.operation_table_by_name_input["data"] if r["name"] == "aten::addmm"]
+        # the MLP of torch_client.py: Linear(64, 128) and Linear(128, 10), batch 32
+        assert sorted(r["input_shape"] for r in by_shape) == [
+            "[[10], [32, 128], [128, 10], [], []]", "[[128], [32, 64], [64, 128], [], []]"], by_shape
     summary = glob.glob(os.path.join(cwd, "*", "reports", "*.summary.txt"))[0]
     ours = _summary_table(summary, "Operators (PyTorch)")
     for name in ("aten::addmm", "aten::relu", "aten::mm"):
