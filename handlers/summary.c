@@ -3,8 +3,11 @@
  * (SPEC 8, decision 10), followed by its figures for machines,
  * "<trace base>.summary.json" (summary_json.c, same aggregates), in tables laid out like torch's
  * key_averages().table() (table.c writes them; this file decides what they
- * hold).  The handler's open() and event() are summary_agg.c's, which
- * aggregates the events while they stream; this file is its close(): the
+ * hold): the operator table has torch's operators, its record_function
+ * annotations and the steps, with torch's two percentages, and with input
+ * shapes a second table by (name, shapes), each cut to its 100 largest rows
+ * as torch's row_limit.  The handler's open() and event() are
+ * summary_agg.c's, which aggregates the events while they stream; this file is its close(): the
  * file is written then, after chrome has saved the trace, through
  * output.c.  No trace, no summary.  Times are kept in integer ns and
  * printed with integer arithmetic so that the figures add up exactly.
@@ -215,27 +218,106 @@ static void lib_row(const struct summary *s, const struct agg *a, char (*c)[CELL
     }
 }
 
-static void op_row(const struct summary *s, const struct agg *a, char (*c)[CELL])
+/* "part" as a percentage of "whole" with two decimals, rounded, integer
+ * arithmetic (torch's table prints its percentages with two). */
+static const char *fmt_pct2(char *buf, size_t n, int64_t part, int64_t whole)
 {
-    (void)s;
-    snprintf(c[1], CELL, "%llu", (unsigned long long)a->calls);
-    tp_fmt3(c[2], CELL, a->total_ns, 1000000);
-    tp_fmt3(c[3], CELL, a->self_ns, 1000000);
-    tp_fmt3(c[4], CELL, a->total_ns / (int64_t)a->calls, 1000);
-    tp_fmt3(c[5], CELL, a->gpu_ns, 1000000);
+    int64_t p = whole > 0 ? (part * 10000 + whole / 2) / whole : 0;
+    snprintf(buf, n, "%lld.%02lld%%", (long long)(p / 100), (long long)(p % 100));
+    return buf;
 }
 
-/* torch's operators (cpu_op), like key_averages(): host time with and
- * without the operators they called, and the device time of the work they
- * launched when CUPTI ran. */
+/* Rows of the operator tables shown at most, as key_averages().table()'s
+ * row_limit (100): the rest are counted under the table. */
+enum { OPS_TEXT_ROWS = 100 };
+
+struct op_rows {
+    const struct summary *s;
+    struct agg **v;
+    int gpu, by_shape;
+    char name[TP_TABLE_NAME_MAX + 8];   /* a by-shape row's name: enough to be cut as a name */
+};
+
+static void fill_op_row(void *ctx, size_t row, const char **cells, char (*c)[CELL])
+{
+    struct op_rows *x = ctx;
+    const struct agg *a = x->v[row];
+    int64_t all = x->s->ops_self_ns;
+    int k = 1;
+    snprintf(c[k++], CELL, "%llu", (unsigned long long)a->calls);
+    tp_fmt3(c[k++], CELL, a->total_ns, 1000000);
+    fmt_pct2(c[k++], CELL, a->total_ns, all);
+    tp_fmt3(c[k++], CELL, a->self_ns, 1000000);
+    fmt_pct2(c[k++], CELL, a->self_ns, all);
+    tp_fmt3(c[k++], CELL, a->calls ? a->total_ns / (int64_t)a->calls : 0, 1000);
+    if (x->gpu)
+        tp_fmt3(c[k++], CELL, a->gpu_ns, 1000000);
+    cells[0] = a->name;
+    if (x->by_shape) {
+        size_t n;
+        cells[k] = tp_summary_shape_split(a->name, &n);
+        if (n > sizeof x->name - 1)
+            n = sizeof x->name - 1;
+        memcpy(x->name, a->name, n);
+        x->name[n] = 0;
+        cells[0] = x->name;
+    }
+}
+
+/* One operator table: the OPS_TEXT_ROWS largest rows of "t" by host total. */
+static void put_op_table(struct tp_jsonw *j, struct summary *s, const struct tp_window *w,
+                         const char *heading, const struct agg_table *t, int by_shape)
+{
+    const char *titles[TP_TABLE_COLS] = { "Name", "Calls", "Host total (ms)", "Host total %",
+                                          "Self host (ms)", "Self host %", "Mean (us)" };
+    int n = 7;
+    if (w->gpu)
+        titles[n++] = "GPU (ms)";
+    if (by_shape)
+        titles[n++] = "Input Shapes";
+    struct agg **v = tp_summary_sorted(t, tp_summary_cmp_total);
+    if (!v)
+        return;
+    struct op_rows *x = calloc(1, sizeof *x);
+    if (!x) {
+        free(v);
+        return;
+    }
+    *x = (struct op_rows){ .s = s, .v = v, .gpu = w->gpu, .by_shape = by_shape };
+    size_t rows = t->n < OPS_TEXT_ROWS ? t->n : OPS_TEXT_ROWS;
+    tp_jsonw_lit(j, heading);
+    tp_table_write_left(j, titles, n, by_shape ? 1u | 1u << (n - 1) : 1u, rows, fill_op_row, x);
+    if (t->n > rows)
+        tp_jsonw_printf(j, "%zu more rows left out (the %d with the most host total time are shown)\n",
+                        t->n - rows, OPS_TEXT_ROWS);
+    free(x);
+    free(v);
+}
+
+/* torch's operators (cpu_op), its record_function annotations
+ * (Optimizer.step#AdamW.step, a user's record_function) and the steps, like
+ * key_averages().table(): host time with and without the operators they
+ * called, each as a share of the self host time of all rows (which adds up
+ * to the host time of the threads that ran them, steps included), and the
+ * device time of the work they launched when CUPTI ran.  With input shapes
+ * (TRAINPROF_RECORD_SHAPES=1), again by (name, input shapes), as
+ * key_averages(group_by_input_shape=True). */
 static void put_ops(struct tp_jsonw *j, struct summary *s, const struct tp_window *w)
 {
-    static const char *const titles[] = { "Name", "Calls", "Host total (ms)", "Self host (ms)",
-                                          "Mean (us)", "GPU (ms)" };
+    char buf[CELL];
+    tp_sumagg_finish_ops(s);
     if (!s->ops.n)
         return;
-    put_agg_table(j, s, "\nOperators (PyTorch)\n", "", &s->ops, tp_summary_cmp_total, titles, w->gpu ? 6 : 5,
-                  op_row);
+    put_op_table(j, s, w, "\nOperators (PyTorch)\n", &s->ops, 0);
+    tp_jsonw_printf(j, "Host total %% and Self host %%: shares of the self host time of all rows, %s ms"
+                       " (torch's CPU total %% and Self CPU %%)",
+                    tp_fmt3(buf, sizeof buf, s->ops_self_ns, 1000000));
+    if (s->nsteps)
+        tp_jsonw_printf(j, "; %s: the %zu steps, self the time outside any top-level operator or"
+                           " annotation", TP_SUMMARY_STEP_ROW, s->nsteps);
+    tp_jsonw_lit(j, "\n");
+    if (s->ops_with_shapes)
+        put_op_table(j, s, w, "\nOperators by input shape\n", &s->op_shapes, 1);
 }
 
 static void put_libs(struct tp_jsonw *j, struct summary *s)

@@ -8,9 +8,13 @@
  * are kept in integer ns so that the report's figures add up exactly.
  * Operators end children first, so an operator's self time is its duration
  * less the operators on its thread that ended inside it and are not yet
- * claimed.  Collectives are keyed by (kind, group size); their kernels
- * find them through the library call that issued them (ev->issuer, from the
- * host/device join).  The device work linked to torch's operators finds its
+ * claimed; torch's record_function annotations take part like operators
+ * (rows of their own, marked as annotations), and each operator is also
+ * counted under (name, input shapes), the by-shape table.  The ranges no
+ * parent claimed are their thread's top-level ones: at close they give the
+ * steps' row its self time (tp_sumagg_finish_ops).  Collectives are keyed
+ * by (kind, group size); their kernels find them through the library call
+ * that issued them (ev->issuer, from the host/device join).  The device work linked to torch's operators finds its
  * operator by External id in an array sorted at the first device event
  * (device events come after all host events of the window).  Device work is also
  * kept as spans, merged at close into disjoint ones (streams overlap) for
@@ -23,6 +27,7 @@
 #include "summary_impl.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,14 +57,28 @@ struct op_thread {
 struct op_ref {
     uint64_t op_id;
     const char *name;
+    const char *shape_key;       /* its op_shapes entry's name, NULL if none */
 };
 
+/* FNV-1a over 8-byte words, then the tail bytes, and a final mix so that
+ * the low bits used as the slot depend on every byte: the operator tables'
+ * keys (a name and its input shapes) run to 40-100 bytes, and a byte at a
+ * time made hashing them a fifth of the summary's time per operator. */
 static uint64_t hash_str(const char *s)
 {
     uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
+    size_t n = strlen(s), i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 1099511628211ull;
+        h ^= h >> 32;
+    }
+    for (; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 32);
 }
 
 static struct agg *agg_slot(struct agg *slots, size_t cap, const char *key)
@@ -228,17 +247,82 @@ static void summary_coll_kernel(struct summary *s, const struct tp_event *ev, in
         c->dev_ns += dur;
 }
 
-/* One of torch's operators: calls and host time by name, self time from
- * the children it ends after, and its id for the device work linked to it. */
+/* The by-shape key of an operator: its name, TP_SUMMARY_SHAPE_SEP, its
+ * input shapes as torch wrote them, "[]" when it wrote none (torch's
+ * key_averages(group_by_input_shape=True) shows "[]" for an operator with no
+ * tensor input and for a record_function annotation). */
+static void shape_key(char *key, size_t cap, const char *name, size_t n, const struct tp_torch_op *op)
+{
+    const char *sz = op->sizes ? op->sizes : "[]";
+    size_t zn = op->sizes ? op->sizes_len : 2;
+    if (n > cap / 2 - 1)
+        n = cap / 2 - 1;
+    if (zn > cap - n - 2)
+        zn = cap - n - 2;
+    memcpy(key, name, n);
+    key[n] = TP_SUMMARY_SHAPE_SEP;
+    memcpy(key + n + 1, sz, zn);
+    key[n + 1 + zn] = 0;
+}
+
+/* The first operator with input shapes: the by-shape table starts from the
+ * rows so far, each (name, "[]") since none of their calls had shapes, and
+ * the operators so far find their by-shape row for their device work.  A
+ * window without shapes (the default, and every window through ITT) so
+ * pays nothing for the table it does not print. */
+static void shapes_start(struct summary *s)
+{
+    char key[TP_INTERN_LEN_MAX + 4];
+    struct op_ref *r = s->op_refs;
+    s->shapes_on = 1;
+    for (size_t i = 0; i < s->ops.cap; i++) {
+        const struct agg *a = &s->ops.slots[i];
+        if (!a->name)
+            continue;
+        snprintf(key, sizeof key, "%s%c[]", a->name, TP_SUMMARY_SHAPE_SEP);
+        struct agg *b = agg_find(s, &s->op_shapes, key);
+        if (!b)
+            return;
+        char *name = b->name;
+        *b = *a;
+        b->name = name;
+    }
+    for (size_t i = 0; i < s->n_op_refs; i++) {
+        snprintf(key, sizeof key, "%s%c[]", r[i].name, TP_SUMMARY_SHAPE_SEP);
+        struct agg *b = agg_find(s, &s->op_shapes, key);
+        r[i].shape_key = b ? b->name : NULL;
+    }
+}
+
+/* One of torch's operators or record_function annotations: calls and host
+ * time by name (and by name and input shapes), self time from the children
+ * it ends after (operators and annotations alike: an annotation's self time
+ * excludes the operators run inside it, as in torch's key_averages()), and
+ * its id for the device work linked to it.  Those not claimed by a parent
+ * when the window ends are its thread's top-level ranges, which the step
+ * row's self time leaves out (tp_sumagg_finish_ops). */
 static void summary_op(struct summary *s, const struct tp_event *ev, int64_t dur)
 {
     char name[TP_INTERN_LEN_MAX + 1];
+    char key[2 * TP_INTERN_LEN_MAX + 2];
     size_t n = ev->op->name_len < sizeof name - 1 ? ev->op->name_len : sizeof name - 1;
     memcpy(name, ev->name, n);
     name[n] = 0;
+    if (ev->op->sizes && !s->shapes_on)
+        shapes_start(s);
     struct agg *a = agg_add(s, &s->ops, name, dur);
     if (!a)
         return;
+    if (a->calls == 1)
+        a->kind = ev->op->cpu_op ? TP_SUMROW_OP : TP_SUMROW_ANNOTATION;
+    struct agg *b = NULL;
+    if (s->shapes_on) {
+        shape_key(key, sizeof key, name, n, ev->op);
+        b = agg_add(s, &s->op_shapes, key, dur);
+        if (b && b->calls == 1)
+            b->kind = a->kind;
+    }
+    s->ops_with_shapes += ev->op->sizes != NULL;
     struct op_thread *t = NULL;
     for (size_t i = 0; i < s->n_op_threads && !t; i++)
         if (s->op_threads[i].tid == ev->tid)
@@ -257,7 +341,10 @@ static void summary_op(struct summary *s, const struct tp_event *ev, int64_t dur
     int64_t start = ev->ts_ns, end = ev->ts_ns + dur, children = 0;
     while (t->n && t->v[t->n - 1].start >= start && t->v[t->n - 1].end <= end)
         children += t->v[--t->n].dur;
-    a->self_ns += dur > children ? dur - children : 0;
+    int64_t self = dur > children ? dur - children : 0;
+    a->self_ns += self;
+    if (b)
+        b->self_ns += self;
     struct op_done *d = tp_grow(t->v, &t->cap, t->n + 1, sizeof *d, 64);
     struct op_ref *r = tp_grow(s->op_refs, &s->cap_op_refs, s->n_op_refs + 1, sizeof *r, 256);
     if (d)
@@ -269,7 +356,7 @@ static void summary_op(struct summary *s, const struct tp_event *ev, int64_t dur
         return;
     }
     t->v[t->n++] = (struct op_done){ start, end, dur };
-    s->op_refs[s->n_op_refs++] = (struct op_ref){ ev->op->op_id, a->name };
+    s->op_refs[s->n_op_refs++] = (struct op_ref){ ev->op->op_id, a->name, b ? b->name : NULL };
     s->op_refs_sorted = 0;
 }
 
@@ -286,11 +373,14 @@ static void summary_op_device(struct summary *s, const struct tp_event *ev, int6
         qsort(s->op_refs, s->n_op_refs, sizeof *s->op_refs, cmp_op_ref);
         s->op_refs_sorted = 1;
     }
-    struct op_ref key = { ev->external_id, NULL };
+    struct op_ref key = { ev->external_id, NULL, NULL };
     const struct op_ref *r = bsearch(&key, s->op_refs, s->n_op_refs, sizeof *s->op_refs, cmp_op_ref);
     struct agg *a = r ? agg_find(s, &s->ops, r->name) : NULL;
     if (a)
         a->gpu_ns += dur;
+    struct agg *b = r && r->shape_key ? agg_find(s, &s->op_shapes, r->shape_key) : NULL;
+    if (b)
+        b->gpu_ns += dur;
 }
 
 void tp_sumagg_event(void *state, const struct tp_event *ev)
@@ -307,8 +397,7 @@ void tp_sumagg_event(void *state, const struct tp_event *ev)
         return;
     }
     if (ev->op) {
-        if (ev->op->cpu_op)
-            summary_op(s, ev, dur);
+        summary_op(s, ev, dur);
         return;
     }
     if (!r)
@@ -348,8 +437,7 @@ void tp_sumagg_event(void *state, const struct tp_event *ev)
             return;
         }
         s->steps = v;
-        s->steps[s->nsteps].index = r->u.step.index;
-        s->steps[s->nsteps].dur_ns = dur;
+        s->steps[s->nsteps] = (struct step_row){ r->u.step.index, dur, ev->ts_ns, ev->tid };
         s->nsteps++;
         break;
     }
@@ -395,6 +483,100 @@ int64_t tp_sumagg_busy_within(const struct summary *s, int64_t a, int64_t b)
     return t;
 }
 
+static int cmp_done_start(const void *a, const void *b)
+{
+    const struct op_done *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* ns of [a, b) inside the ranges "v" (sorted by start; disjoint, as a
+ * thread's top-level ranges are: nested ones were claimed by their parent). */
+static int64_t covered_within(const struct op_done *v, size_t n, int64_t a, int64_t b)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid].start < a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo > 0)
+        lo--;               /* the one range that began before a may reach into it */
+    int64_t t = 0;
+    for (size_t i = lo; i < n && v[i].start < b; i++) {
+        int64_t x = v[i].start > a ? v[i].start : a;
+        int64_t y = v[i].end < b ? v[i].end : b;
+        if (y > x)
+            t += y - x;
+    }
+    return t;
+}
+
+/*
+ * The steps are one row, "ProfilerStep*", over the window's steps: torch's
+ * table has a row per ProfilerStep#N, each different name its own key, which
+ * in a window of many steps pushes the operators out of a bounded table with
+ * rows that differ only in their index; the per-step table above already
+ * gives each step's wall time.  What the row adds is the steps' self time,
+ * the host time of the step's thread spent in no top-level operator or
+ * annotation (Python, the data loader, the profiler's own step signal):
+ * torch's ProfilerStep#N is a record_function around the step, so its self
+ * time is that too.  Steps are recorded on their own buffer, so their events
+ * may come before the operators inside them: the step rows are made here,
+ * once every event is in, from the ranges no parent claimed.
+ */
+void tp_sumagg_finish_ops(struct summary *s)
+{
+    if (s->ops_finished)
+        return;
+    s->ops_finished = 1;
+    if (!s->ops.n)
+        return;                 /* no operator: no operator table, nor step row */
+    /* a thread's top-level ranges are in the order they ended, which for
+     * disjoint ranges is their start order: sorted only if they are not
+     * (ranges pushed and popped from other threads) */
+    for (size_t i = 0; s->nsteps && i < s->n_op_threads; i++) {
+        struct op_thread *t = &s->op_threads[i];
+        size_t k = 1;
+        while (k < t->n && t->v[k - 1].start <= t->v[k].start)
+            k++;
+        if (k < t->n)
+            qsort(t->v, t->n, sizeof *t->v, cmp_done_start);
+    }
+    char key[sizeof TP_SUMMARY_STEP_ROW + 3];
+    snprintf(key, sizeof key, "%s%c[]", TP_SUMMARY_STEP_ROW, TP_SUMMARY_SHAPE_SEP);
+    for (size_t k = 0; k < s->nsteps; k++) {
+        const struct step_row *st = &s->steps[k];
+        const struct op_thread *t = NULL;
+        for (size_t i = 0; i < s->n_op_threads && !t; i++)
+            if (s->op_threads[i].tid == st->tid)
+                t = &s->op_threads[i];
+        int64_t cov = t ? covered_within(t->v, t->n, st->start_ns, st->start_ns + st->dur_ns) : 0;
+        int64_t self = st->dur_ns > cov ? st->dur_ns - cov : 0;
+        struct agg *a = agg_add(s, &s->ops, TP_SUMMARY_STEP_ROW, st->dur_ns);
+        if (a) {
+            a->kind = TP_SUMROW_STEP;
+            a->self_ns += self;
+        }
+        struct agg *b = s->ops_with_shapes ? agg_add(s, &s->op_shapes, key, st->dur_ns) : NULL;
+        if (b) {
+            b->kind = TP_SUMROW_STEP;
+            b->self_ns += self;
+        }
+    }
+    for (size_t i = 0; i < s->ops.cap; i++)
+        if (s->ops.slots[i].name)
+            s->ops_self_ns += s->ops.slots[i].self_ns;
+}
+
+const char *tp_summary_shape_split(const char *key, size_t *name_len)
+{
+    const char *sep = strrchr(key, TP_SUMMARY_SHAPE_SEP);
+    *name_len = sep ? (size_t)(sep - key) : strlen(key);
+    return sep ? sep + 1 : "[]";
+}
+
 void tp_sumagg_free(struct summary *s)
 {
     agg_free(&s->libs);
@@ -402,6 +584,7 @@ void tp_sumagg_free(struct summary *s)
     agg_free(&s->kernels);
     agg_free(&s->gpu);
     agg_free(&s->ops);
+    agg_free(&s->op_shapes);
     for (size_t i = 0; i < s->n_op_threads; i++)
         free(s->op_threads[i].v);
     free(s->op_threads);

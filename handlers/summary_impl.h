@@ -11,6 +11,9 @@
 
 #include "handler.h"
 
+/* What a row of the operator tables stands for (struct agg's kind). */
+enum { TP_SUMROW_OP, TP_SUMROW_ANNOTATION, TP_SUMROW_STEP };
+
 struct agg {
     char *name;
     uint64_t calls;
@@ -18,7 +21,16 @@ struct agg {
     uint64_t flops;
     int64_t self_ns, gpu_ns;     /* torch's operators: host time less their
                                     children's; device work linked to them */
+    int kind;                    /* operator tables: TP_SUMROW_* */
 };
+
+/* The row "ProfilerStep*" of the operator tables: every recorded step of
+ * the window in one row (tp_sumagg_finish_ops says why). */
+#define TP_SUMMARY_STEP_ROW "ProfilerStep*"
+
+/* The by-shape table's keys: the name, this byte, the input shapes as
+ * torch wrote them ("[]" when it wrote none). */
+#define TP_SUMMARY_SHAPE_SEP '\x1f'
 
 struct agg_table {
     struct agg *slots;           /* open addressing, name NULL = empty */
@@ -29,6 +41,8 @@ struct agg_table {
 struct step_row {
     uint64_t index;
     int64_t dur_ns;
+    int64_t start_ns;            /* Unix ns */
+    int32_t tid;                 /* the thread that signalled it */
 };
 
 /* Collectives per (kind, group size). */
@@ -47,6 +61,12 @@ struct op_ref;
 
 struct summary {
     struct agg_table apis, kernels, libs, gpu, ops;
+    struct agg_table op_shapes;  /* ops' rows by (name, input shapes), from
+                                    the first operator with shapes on */
+    int shapes_on;
+    uint64_t ops_with_shapes;    /* operators that carried input shapes */
+    int64_t ops_self_ns;         /* the self time of every row of ops (tp_sumagg_finish_ops) */
+    int ops_finished;
     struct op_thread *op_threads;
     size_t n_op_threads, cap_op_threads;
     struct op_ref *op_refs;      /* sorted at the first device event */
@@ -79,6 +99,18 @@ void *tp_sumagg_open(const struct tp_window *w);
 /* tp_sumagg_event - the handler's event(): adds event "ev" to the struct
  * summary "state".  Out of memory sets its oom flag and drops the event. */
 void tp_sumagg_event(void *state, const struct tp_event *ev);
+
+/* tp_sumagg_finish_ops - completes the operator tables once every event
+ * is in: the row TP_SUMMARY_STEP_ROW (the steps' time, their self time the
+ * part not inside any top-level operator or annotation of the step's
+ * thread) when the window has operators, and ops_self_ns, the sum of all
+ * rows' self time that the percentages divide by.  Calling it again
+ * changes nothing. */
+void tp_sumagg_finish_ops(struct summary *s);
+
+/* tp_summary_shape_split - the input shapes part of by-shape key "key"
+ * (after TP_SUMMARY_SHAPE_SEP), and in *name_len the length of its name. */
+const char *tp_summary_shape_split(const char *key, size_t *name_len);
 
 /* tp_sumagg_merge_busy - merges the device spans of "s" (streams overlap)
  * into disjoint ones sorted by start, in place; merging again changes

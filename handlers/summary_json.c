@@ -247,18 +247,79 @@ static void row_lib(struct tp_jsonw *j, const struct agg *a)
     tp_jsonw_u64(j, a->flops);
 }
 
-static void row_op(struct tp_jsonw *j, const struct agg *a)
-{
-    LIT(j, ", \"self_ns\": ");
-    tp_jsonw_i64(j, a->self_ns);
-    LIT(j, ", \"gpu_ns\": ");
-    tp_jsonw_i64(j, a->gpu_ns);
-}
-
 static void row_none(struct tp_jsonw *j, const struct agg *a)
 {
     (void)j;
     (void)a;
+}
+
+static const char *const row_kind[] = { "operator", "annotation", "step" };
+
+/* "k": the operator table "t" as put_table writes one, each row also with
+ * its kind (an operator, a record_function annotation, or the steps'
+ * TP_SUMMARY_STEP_ROW), self time, device time and its shares of the
+ * self host time of all rows ("self_ns" beside "total_ns"); by-shape rows
+ * name their "input_shapes" as torch wrote them.  The by-shape table is
+ * null when no operator of the window carried input shapes. */
+static void put_op_table(struct tp_jsonw *j, const struct summary *s, const char *k,
+                         const struct agg_table *t, int by_shape)
+{
+    uint64_t calls = 0;
+    int64_t total = 0;
+    LIT(j, "  \"");
+    tp_jsonw_lit(j, k);
+    if (by_shape && !s->ops_with_shapes) {
+        LIT(j, "\": null,\n");
+        return;
+    }
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->slots[i].name) {
+            calls += t->slots[i].calls;
+            total += t->slots[i].total_ns;
+        }
+    LIT(j, "\": {\"distinct\": ");
+    tp_jsonw_u64(j, t->n);
+    LIT(j, ", \"calls\": ");
+    tp_jsonw_u64(j, calls);
+    LIT(j, ", \"total_ns\": ");
+    tp_jsonw_i64(j, total);
+    LIT(j, ", \"self_ns\": ");
+    tp_jsonw_i64(j, s->ops_self_ns);
+    LIT(j, ", \"top\": [");
+    struct agg **v = tp_summary_sorted(t, tp_summary_cmp_total);
+    size_t n = v ? (t->n < TOP ? t->n : TOP) : 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct agg *a = v[i];
+        tp_jsonw_lit(j, i ? ",\n    {\"name\": " : "\n    {\"name\": ");
+        if (by_shape) {
+            size_t len;
+            const char *shapes = tp_summary_shape_split(a->name, &len);
+            char *name = strndup(a->name, len < NAME_KEEP + 1 ? len : NAME_KEEP + 1);
+            put_name(j, name ? name : "");
+            free(name);
+            LIT(j, ", \"input_shapes\": ");
+            put_name(j, shapes);
+        } else {
+            put_name(j, a->name);
+        }
+        LIT(j, ", \"kind\": ");
+        tp_jsonw_str(j, row_kind[a->kind >= 0 && a->kind <= TP_SUMROW_STEP ? a->kind : 0]);
+        LIT(j, ", \"calls\": ");
+        tp_jsonw_u64(j, a->calls);
+        LIT(j, ", \"total_ns\": ");
+        tp_jsonw_i64(j, a->total_ns);
+        LIT(j, ", \"self_ns\": ");
+        tp_jsonw_i64(j, a->self_ns);
+        LIT(j, ", \"gpu_ns\": ");
+        tp_jsonw_i64(j, a->gpu_ns);
+        LIT(j, ", \"total_share\": ");
+        put_ratio(j, a->total_ns, s->ops_self_ns);
+        LIT(j, ", \"self_share\": ");
+        put_ratio(j, a->self_ns, s->ops_self_ns);
+        tp_jsonw_char(j, '}');
+    }
+    free(v);
+    LIT(j, "]},\n");
 }
 
 static const char *mem_class_name(unsigned c)
@@ -426,7 +487,9 @@ int tp_summary_json_write(struct summary *s, const struct tp_window *w, struct t
         /* device work by GPU time (kernels, copies, sets), when CUPTI ran */
         put_table(&j, "gpu_work", &s->gpu, tp_summary_cmp_total, TOP, row_max);
         put_table(&j, "launches", &s->kernels, tp_summary_cmp_calls, TOP, row_none);
-        put_table(&j, "operators", &s->ops, tp_summary_cmp_total, TOP, row_op);
+        tp_sumagg_finish_ops(s);
+        put_op_table(&j, s, "operators", &s->ops, 0);
+        put_op_table(&j, s, "operators_by_shape", &s->op_shapes, 1);
         put_table(&j, "library_calls", &s->libs, tp_summary_cmp_total, TOP_SMALL, row_lib);
         put_table(&j, "api_calls", &s->apis, tp_summary_cmp_total, TOP_SMALL, row_max);
         put_memory(&j, s, w);

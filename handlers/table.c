@@ -2,6 +2,7 @@
  * table.c - DESIGN: the text tables of the reports, laid out like torch's
  * key_averages().table(): the name column left-aligned and cut (on a UTF-8
  * boundary, with "...") at TP_TABLE_NAME_MAX bytes, numbers right-aligned,
+ * other text columns (torch's "Input Shapes") left-aligned and cut alike,
  * columns two spaces apart, dashed rules above and below the header and
  * under the last row.  A table is written in two passes over its rows:
  * tp_table_fit() to find each column's width, then the rules and
@@ -45,21 +46,28 @@ void tp_table_rule(struct tp_jsonw *j, const struct tp_table *t)
     tp_jsonw_char(j, '\n');
 }
 
+/* Whether column "c" of "t" is left-aligned text (column 0 always is). */
+static int is_left(const struct tp_table *t, int c)
+{
+    return c == 0 || (c < 32 && (t->left >> c & 1u));
+}
+
 void tp_table_row(struct tp_jsonw *j, const struct tp_table *t, const char *const *cells)
 {
     for (int c = 0; c < t->ncols; c++) {
-        size_t len = c == 0 ? cut_utf8(cells[0], TP_TABLE_NAME_MAX) : strlen(cells[c]);
-        int cut = c == 0 && len < strlen(cells[0]);
+        int left = is_left(t, c);
+        size_t len = left ? cut_utf8(cells[c], TP_TABLE_NAME_MAX) : strlen(cells[c]);
+        int cut = left && len < strlen(cells[c]);
         size_t shown = len + (cut ? 3 : 0);
         size_t pad = t->width[c] > shown ? t->width[c] - shown : 0;
         if (c)
             tp_jsonw_raw(j, "  ", 2);
-        for (size_t k = 0; c && k < pad; k++)
+        for (size_t k = 0; !left && k < pad; k++)
             tp_jsonw_char(j, ' ');
         tp_jsonw_raw(j, cells[c], len);
         if (cut)
             tp_jsonw_raw(j, "...", 3);
-        for (size_t k = 0; !c && k < pad && c + 1 < t->ncols; k++)
+        for (size_t k = 0; left && k < pad && c + 1 < t->ncols; k++)
             tp_jsonw_char(j, ' ');
     }
     tp_jsonw_char(j, '\n');
@@ -69,8 +77,8 @@ void tp_table_fit(struct tp_table *t, const char *const *cells)
 {
     for (int c = 0; c < t->ncols; c++) {
         size_t len = strlen(cells[c]);
-        if (c == 0 && len > TP_TABLE_NAME_MAX)
-            len = cut_utf8(cells[0], TP_TABLE_NAME_MAX) + 3;
+        if (is_left(t, c) && len > TP_TABLE_NAME_MAX)
+            len = cut_utf8(cells[c], TP_TABLE_NAME_MAX) + 3;
         if (len > t->width[c])
             t->width[c] = len;
     }
@@ -79,7 +87,13 @@ void tp_table_fit(struct tp_table *t, const char *const *cells)
 void tp_table_write(struct tp_jsonw *j, const char *const *titles, int ncols, size_t nrows,
                     tp_table_fill fill, void *ctx)
 {
-    struct tp_table t = { .ncols = ncols, .titles = titles };
+    tp_table_write_left(j, titles, ncols, 1u, nrows, fill, ctx);
+}
+
+void tp_table_write_left(struct tp_jsonw *j, const char *const *titles, int ncols, unsigned left,
+                         size_t nrows, tp_table_fill fill, void *ctx)
+{
+    struct tp_table t = { .ncols = ncols, .titles = titles, .left = left };
     char buf[TP_TABLE_COLS][TP_TABLE_CELL];
     const char *cells[TP_TABLE_COLS];
     tp_table_fit(&t, titles);

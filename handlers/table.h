@@ -18,6 +18,8 @@ struct tp_table {
     int ncols;
     const char *const *titles;  /* column 0 is the left-aligned name */
     size_t width[TP_TABLE_COLS];
+    unsigned left;              /* bit c: column c is left-aligned text, cut
+                                   as the name is (column 0 always) */
 };
 
 /* tp_table_fit - widen the columns of "t" to hold "cells". */
@@ -39,6 +41,12 @@ typedef void (*tp_table_fill)(void *ctx, size_t row, const char **cells,
  * "titles": fitted in a first pass, then ruled and written in a second. */
 void tp_table_write(struct tp_jsonw *j, const char *const *titles, int ncols, size_t nrows,
                     tp_table_fill fill, void *ctx);
+
+/* tp_table_write_left - tp_table_write with the columns of bitmask "left"
+ * (bit c for column c) left-aligned and cut like the name, for text such
+ * as torch's "Input Shapes". */
+void tp_table_write_left(struct tp_jsonw *j, const char *const *titles, int ncols, unsigned left,
+                         size_t nrows, tp_table_fill fill, void *ctx);
 
 /* tp_table_cells - a whole table of "nrows" rows of "ncols" cells
  * (cells[row * ncols + col]) under "titles": fitted, ruled and written. */

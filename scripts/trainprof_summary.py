@@ -4,8 +4,11 @@ DESIGN
 Every input becomes one dict in the schema of the summary handler's
 "<trace base>.summary.json" (trainprof.summary/1, README "summary.json"):
 read as it is when the handler wrote one, else computed from the trace
-alone.  One window prints the tables of the live .summary.txt from that
-dict; several ranks print a job table (per step the median and the
+alone (the operator tables as summary_agg.c builds them: torch's
+record_function annotations are rows, the steps one row ProfilerStep*,
+whose self time is the time of the step's thread in no top-level operator,
+and a table by (name, input shapes)).  One window prints the tables of the
+live .summary.txt from that dict; several ranks print a job table (per step the median and the
 slowest rank, per rank GPU busy, collective time and the wait over the
 fastest rank, the MFU-like spread) and name the ranks whose steps are more
 than 10% slower than the median.  Folders are walked: each trace is
@@ -65,6 +68,7 @@ DTYPE_SIZE = {"Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Float8_e4m3fn"
               "UInt64": 8}
 DEVICE_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+STEP_ROW = "ProfilerStep*"          # the operator tables' row of the steps (summary_impl.h)
 WS = re.compile(r"[ \t\r\n,]*")
 BLANKS = re.compile(r"[ \t\r\n]*")
 MAX_HEADER = 16 << 20             # a trace's keys before traceEvents at most (as merge)
@@ -231,7 +235,7 @@ def stream_trace(path, on_header, on_events, follow=True):
 # ---- a trace to the summary.json schema ----------------------------------------
 
 class _Agg:
-    __slots__ = ("calls", "total", "max", "extra", "extra2")
+    __slots__ = ("calls", "total", "max", "extra", "extra2", "kind")
 
     def __init__(self):
         self.calls = 0
@@ -239,6 +243,7 @@ class _Agg:
         self.max = 0
         self.extra = 0
         self.extra2 = 0
+        self.kind = "operator"
 
 
 def _ns(us):
@@ -262,8 +267,12 @@ class _TraceSummary:
 
     def __init__(self):
         self.header = {}
-        self.tables = {k: {} for k in ("api", "launch", "lib", "gpu", "op")}
+        self.tables = {k: {} for k in ("api", "launch", "lib", "gpu", "op", "shape")}
         self.steps = {}               # index -> (start_ns, end_ns)
+        self.step_tid = {}            # index -> the thread it was recorded on
+        self.step_cov = {}            # index -> ns in top-level operators of its thread (op_roots)
+        self.step_order = None        # (starts, [(start, end, index)]) by start, for op_roots
+        self.ops_with_shapes = 0
         self.busy = []                # merged spans not yet folded (fold_busy)
         self.pending_busy = []        # spans in arrival order since the last fold
         self.busy_mark = -(1 << 62)
@@ -285,7 +294,7 @@ class _TraceSummary:
         self.op_tail_ids = array("q")
         self.op_tail_idx = array("l")
         self.op_tail = {}
-        self.op_name_list = []
+        self.op_name_list = []        # (name, by-shape key)
         self.op_name_index = {}
         self.coll = {}                # (kind, ranks) -> [calls, bytes, bus, host_ns, dev_ns]
         self.coll_by_span = {}        # (tid, ts, dur) -> key, waiting for its annotation
@@ -379,7 +388,8 @@ class _TraceSummary:
             if ext is not None:
                 op = self.op_name_of(ext)
                 if op is not None:
-                    self.tables["op"][op].extra2 += dur
+                    self.tables["op"][op[0]].extra2 += dur
+                    self.tables["shape"][op].extra2 += dur
                 key = self.coll_ext.get(ext)
                 if key is not None and cat == "kernel":
                     self.coll[key][4] += dur
@@ -408,9 +418,14 @@ class _TraceSummary:
                 # wall time gives the end (finish() corrects it); a step
                 # that comes after device work was folded has no busy time
                 self.steps[int(m.group(1))] = (start, start + dur + 3)
+                self.step_tid[int(m.group(1))] = e.get("tid")
+                self.step_order = None
                 if self.busy_folded:
                     self.steps_after_fold = True
-            elif name.startswith("nccl:"):
+            elif name.startswith("nccl:") and "Input type" in args:
+                # the annotation chrome.c writes around one of our
+                # collective calls (torch's own record_function of that
+                # name has no "Input type": an annotation row, below)
                 span = (e.get("tid"), ts, durus)
                 key = self.coll_by_span.pop(span, None)
                 ext = args.get("External id")
@@ -418,25 +433,61 @@ class _TraceSummary:
                     self.coll_ext[ext] = key
                 else:
                     self.annot_by_span[span] = ext
+            elif "Record function id" in args:
+                # torch's record_function annotations (Optimizer.step#...,
+                # a user's): rows of the operator table, as summary_agg.c
+                self.operator(e, name, start, dur, args, "annotation")
 
-    def operator(self, e, name, start, dur, args):
+    def operator(self, e, name, start, dur, args, kind="operator"):
         a = self.agg("op", name, dur)
-        done = self.op_done.setdefault(e.get("tid"), [])
+        if a.calls == 1:
+            a.kind = kind
+        dims = args.get("Input Dims")
+        if dims is not None:
+            self.ops_with_shapes += 1
+        skey = (name, str(dims) if dims is not None else "[]")   # torch's own spelling of int lists
+        b = self.agg("shape", skey, dur)
+        if b.calls == 1:
+            b.kind = kind
+        tid = e.get("tid")
+        done = self.op_done.setdefault(tid, [])
         end = start + dur
         children = 0
         while done and done[-1][0] >= start and done[-1][1] <= end:
             children += done.pop()[2]
         a.extra += max(dur - children, 0)
+        b.extra += max(dur - children, 0)
         done.append((start, end, dur))
         if len(done) > 4096:          # unclaimed roots: keep the recent ones
+            self.op_roots(tid, done[:2048])
             del done[:2048]
         ext = args.get("External id")
         if isinstance(ext, int) and -(1 << 63) <= ext < (1 << 63):
-            k = self.op_name_index.get(name)
+            k = self.op_name_index.get(skey)
             if k is None:
-                k = self.op_name_index[name] = len(self.op_name_list)
-                self.op_name_list.append(name)
+                k = self.op_name_index[skey] = len(self.op_name_list)
+                self.op_name_list.append(skey)
             self.op_add(ext, k)
+
+    def op_roots(self, tid, roots):
+        """Adds the time of top-level operators and annotations (those no
+        parent claimed) to the steps of their thread that they fall in: a
+        step's self time is the rest, as summary_agg.c's.  The trace writes
+        its steps before any other event (chrome.c), so they are known."""
+        if not self.steps:
+            return
+        if self.step_order is None:
+            order = sorted((lo, hi, idx) for idx, (lo, hi) in self.steps.items())
+            self.step_order = ([x[0] for x in order], order)
+        starts, order = self.step_order
+        for a, b, _ in roots:
+            i = max(bisect.bisect_right(starts, a) - 1, 0)
+            while i < len(order) and order[i][0] < b:
+                lo, hi, idx = order[i]
+                x, y = max(a, lo), min(b, hi)
+                if y > x and self.step_tid.get(idx) == tid:
+                    self.step_cov[idx] = self.step_cov.get(idx, 0) + y - x
+                i += 1
 
     def op_add(self, ext, k):
         """Operators are looked up by External id while they are still read
@@ -459,7 +510,7 @@ class _TraceSummary:
             self.op_tail_ids, self.op_tail_idx, self.op_tail = array("q"), array("l"), {}
 
     def op_name_of(self, ext):
-        """The name of the operator with External id "ext", or None."""
+        """(name, by-shape key) of the operator with External id "ext", or None."""
         if not isinstance(ext, int):
             return None
         k = self.op_tail.get(ext)
@@ -509,6 +560,28 @@ class _TraceSummary:
             m["peak_at_ns"] = _ns(e.get("ts", 0.0))
         m["end_bytes"] = total
 
+    def finish_ops(self):
+        """The steps' row, STEP_ROW (summary_agg.c's tp_sumagg_finish_ops
+        says why one row), once every event is in; returns the self time
+        of all rows, which the shares divide by."""
+        t = self.tables["op"]
+        if not t:
+            return 0
+        self.step_order = None            # the steps' ends as finish() corrected them
+        for tid, done in self.op_done.items():
+            self.op_roots(tid, done)
+        self.op_done = {}
+        for idx, (lo, hi) in sorted(self.steps.items()):
+            dur = hi - lo
+            own = max(dur - self.step_cov.get(idx, 0), 0)
+            for table, key in (("op", STEP_ROW), ("shape", (STEP_ROW, "[]"))):
+                if table == "shape" and not self.ops_with_shapes:
+                    continue
+                a = self.agg(table, key, dur)
+                a.kind = "step"
+                a.extra += own
+        return sum(a.extra for a in t.values())
+
     def finish(self, path):
         h = self.header
         tp = h.get("trainprof") or {}
@@ -523,6 +596,7 @@ class _TraceSummary:
                 a = self.steps[st["step"]][0]
                 self.steps[st["step"]] = (a, a + _ns(st.get("wall_ms", 0) * 1000.0))
         self.fold_busy(final=True)
+        ops_self = self.finish_ops()
         steps, sum_wall, sum_flops, sum_busy = [], 0, 0, 0
         for s in tp.get("steps") or []:
             idx = s["step"]
@@ -588,7 +662,8 @@ class _TraceSummary:
             "gpu_ns": sum(a.total for a in t["gpu"].values()) if gpu else None,
             "gpu_work": _table(t["gpu"], lambda a: {"max_ns": a.max}),
             "launches": _table(t["launch"], lambda a: {}, by_calls=True),
-            "operators": _table(t["op"], lambda a: {"self_ns": a.extra, "gpu_ns": a.extra2}),
+            "operators": _op_table(t["op"], ops_self),
+            "operators_by_shape": _op_table(t["shape"], ops_self) if self.ops_with_shapes else None,
             "library_calls": _table(t["lib"], lambda a: {"flops": a.extra}, top=10),
             "api_calls": _table(t["api"], lambda a: {"max_ns": a.max}, top=10),
             "memory": [dict(self.mem[d], peak_at_ns=None if self.mem[d]["peak_at_ns"] is None
@@ -607,6 +682,22 @@ class _TraceSummary:
                          "gpu_kernels_linked": cov.get("kernels_linked_to_launches"),
                          "ratio": cov.get("ratio")},
         }
+
+
+def _op_table(t, self_ns):
+    """The operator table of summary_json.c (put_op_table): rows by total
+    time, each with its kind, self and device time and their shares of
+    "self_ns", the self time of all rows."""
+    rows = []
+    for key, a in sorted(t.items(), key=lambda kv: (-kv[1].total, kv[0]))[:TOP]:
+        r = {"name": key} if isinstance(key, str) else {"name": key[0], "input_shapes": key[1]}
+        r.update({"kind": a.kind, "calls": a.calls, "total_ns": a.total, "self_ns": a.extra,
+                  "gpu_ns": a.extra2,
+                  "total_share": a.total / self_ns if self_ns > 0 else None,
+                  "self_share": a.extra / self_ns if self_ns > 0 else None})
+        rows.append(r)
+    return {"distinct": len(t), "calls": sum(a.calls for a in t.values()),
+            "total_ns": sum(a.total for a in t.values()), "self_ns": self_ns, "top": rows}
 
 
 def _table(t, extra, top=TOP, by_calls=False):
@@ -753,7 +844,9 @@ def collect(paths, say=lambda msg: None):
 
 # ---- printing ------------------------------------------------------------------
 
-def _table_text(titles, rows, left=1):
+def _table_text(titles, rows, left=1, left_last=False):
+    """Columns as table.c lays them out: the first "left" (and the last,
+    with left_last: torch's "Input Shapes") left-aligned, the others right."""
     rows = [[("--" if c is None else str(c)) for c in r] for r in rows]
     w = [len(t) for t in titles]
     for r in rows:
@@ -762,7 +855,7 @@ def _table_text(titles, rows, left=1):
     rule = "  ".join("-" * x for x in w)
 
     def line(cells):
-        return "  ".join(c.ljust(w[i]) if i < left else c.rjust(w[i])
+        return "  ".join(c.ljust(w[i]) if i < left or (left_last and i == len(cells) - 1) else c.rjust(w[i])
                          for i, c in enumerate(cells)).rstrip()
 
     out = [rule, line(titles), rule] + [line(r) for r in rows] + [rule]
@@ -779,6 +872,10 @@ def _us(ns):
 
 def _pct(x):
     return "--" if x is None else "%.1f%%" % (100.0 * x)
+
+
+def _pct2(x):
+    return "--" if x is None else "%.2f%%" % (100.0 * x)
 
 
 def _human(n):
@@ -849,10 +946,25 @@ def render_one(d, out):
         out.write("\n%s (%d of %d)\n" % (title, len(tb["top"]), tb.get("distinct", 0)))
         out.write(_table_text(titles, [[r["name"]] + cells(r) for r in tb["top"]]))
 
-    top("Operators (PyTorch)", "operators",
-        ["Name", "Calls", "Host total (ms)", "Self host (ms)", "Mean (us)", "GPU (ms)"],
-        lambda r: [r["calls"], _ms(r["total_ns"]), _ms(r.get("self_ns")), _us(r["total_ns"] // r["calls"]),
-                   _ms(r.get("gpu_ns")) if d.get("gpu") else "--"])
+    def op_cells(r):
+        # a summary.json of before the shares: none, "--"
+        return [r["calls"], _ms(r["total_ns"]), _pct2(r.get("total_share")), _ms(r.get("self_ns")),
+                _pct2(r.get("self_share")), _us(r["total_ns"] // r["calls"])] + \
+            ([_ms(r.get("gpu_ns"))] if d.get("gpu") else [])
+
+    op_titles = ["Name", "Calls", "Host total (ms)", "Host total %", "Self host (ms)", "Self host %",
+                 "Mean (us)"] + (["GPU (ms)"] if d.get("gpu") else [])
+    top("Operators (PyTorch)", "operators", op_titles, op_cells)
+    ops = d.get("operators") or {}
+    if ops.get("top") and ops.get("self_ns") is not None:
+        out.write("Host total %% and Self host %%: shares of the self host time of all rows, %s ms"
+                  " (torch's CPU total %% and Self CPU %%)\n" % _ms(ops["self_ns"]))
+    shapes = d.get("operators_by_shape") or {}
+    if shapes.get("top"):
+        out.write("\nOperators by input shape (%d of %d)\n" % (len(shapes["top"]), shapes.get("distinct", 0)))
+        out.write(_table_text(op_titles + ["Input Shapes"],
+                              [[r["name"]] + op_cells(r) + [r.get("input_shapes")] for r in shapes["top"]],
+                              left=1, left_last=True))
     top("Library calls (cuBLAS, cuBLASLt, cuDNN, NCCL)", "library_calls",
         ["Name", "Calls", "Total (ms)", "Mean (us)", "GFLOP"],
         lambda r: [r["calls"], _ms(r["total_ns"]), _us(r["total_ns"] // r["calls"]),

@@ -220,11 +220,12 @@ def listing(d):
     return sorted(out)
 
 
-def client(mode, preload=True, via_cli=False, env=None, spy=False, timeout=300, launcher=()):
+def client(mode, preload=True, via_cli=False, env=None, spy=False, timeout=300, launcher=(),
+           run_args=()):
     """Run torch_client.py MODE in a fresh folder: (CompletedProcess, folder,
     seconds).  via_cli runs it through `trainprof run` (which puts our
-    library first in LD_PRELOAD, after a sanitizer runtime); spy preloads
-    the dlopen counter after our library."""
+    library first in LD_PRELOAD, after a sanitizer runtime), with the
+    options run_args; spy preloads the dlopen counter after our library."""
     cwd = tputil.new_dir()
     direct = preload and not via_cli
     e = tputil.base_env(dict({"TRAINPROF_SYS": None, "PYTHONDONTWRITEBYTECODE": "1",
@@ -240,7 +241,7 @@ def client(mode, preload=True, via_cli=False, env=None, spy=False, timeout=300, 
         e["LD_PRELOAD"] = " ".join(pre)
     cmd = [sys.executable] + list(launcher) + [CLIENT, mode]
     if via_cli:
-        cmd = [sys.executable, TRAINPROF, "run", "--lib", tputil.lib_path(), "--"] + cmd
+        cmd = [sys.executable, TRAINPROF, "run", "--lib", tputil.lib_path()] + list(run_args) + ["--"] + cmd
     t = time.monotonic()
     p = subprocess.run(cmd, cwd=cwd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        stdin=subprocess.DEVNULL, timeout=timeout)

@@ -214,6 +214,23 @@ def test_trace_alone_agrees_with_summary_json(job):
                 {r["name"]: r["calls"] for r in s[table]["top"]}, table
         for a, b in zip(t["operators"]["top"], s["operators"]["top"]):
             assert abs(a["gpu_ns"] - b["gpu_ns"]) <= a["calls"], a["name"]
+        # the operator tables (issue 22): annotation and step rows, self
+        # times, shares, and the rows by input shape, as the library's
+        assert {r["kind"] for r in s["operators"]["top"]} == {"operator", "annotation", "step"}
+        for table in ("operators", "operators_by_shape"):
+            tt, ss = t[table], s[table]
+            assert tt["distinct"] == ss["distinct"] and tt["calls"] == ss["calls"], table
+            assert abs(tt["self_ns"] - ss["self_ns"]) <= tt["calls"], table
+            by_key = {(r["name"], r.get("input_shapes")): r for r in ss["top"]}
+            assert set(by_key) == {(r["name"], r.get("input_shapes")) for r in tt["top"]}, table
+            for a in tt["top"]:
+                b = by_key[(a["name"], a.get("input_shapes"))]
+                assert (a["kind"], a["calls"]) == (b["kind"], b["calls"]), (table, a, b)
+                assert abs(a["self_ns"] - b["self_ns"]) <= 4 * a["calls"], (table, a, b)
+                assert abs(a["gpu_ns"] - b["gpu_ns"]) <= a["calls"], (table, a, b)
+                assert abs(a["self_share"] - b["self_share"]) < 1e-6, (table, a, b)
+        assert any(r["name"] == "aten::addmm" and r["input_shapes"] == "[[256], [64, 256], [256, 256]]"
+                   for r in s["operators_by_shape"]["top"])
         tc, sc = t["collectives"], s["collectives"]
         assert tc["basis"] == sc["basis"]
         assert [(r["kind"], r["ranks"], r["calls"], r["bytes"], r["basis"]) for r in tc["rows"]] == \
@@ -237,7 +254,8 @@ def test_one_rank_prints_the_tables(job):
         p = cli([arg])
         assert p.returncode == 0, p.stderr
         out = p.stdout.decode()
-        for title in ("Per-step wall time", "Operators (PyTorch)", "Library calls", "Host API calls",
+        for title in ("Per-step wall time", "Operators (PyTorch)", "Operators by input shape",
+                      "Self host %", "Library calls", "Host API calls",
                       "Kernels launched", "GPU activity: active", "Memory held", "Collectives (NCCL)",
                       "Events:"):
             assert title in out, (title, out)

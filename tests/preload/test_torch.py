@@ -4,13 +4,17 @@ NVTX and ITT profiler states).  The workloads are
 tests/programs/torch_client.py's; the helpers are test_real_clients.py's."""
 
 import collections
+import json
 import os
 import glob
+import re
+import subprocess
+import sys
 
 import pytest
 
 import tputil
-from test_real_clients import client, plain, listing
+from test_real_clients import CLIENT, client, plain, listing
 
 
 def run_all(mode):
@@ -237,21 +241,29 @@ def test_operator_ranges_only_while_profiling():
     assert not any(_op_ranges_state(base.stderr).values())
 
 
-def _summary_table(path, heading):
-    """{name: [cells]} of the table under "heading" in a summary report."""
+def _summary_rows(path, heading):
+    """[{column title: cell}] of the table under "heading" in a summary
+    report, cut where its dashed rule puts the columns (names and input
+    shapes hold spaces)."""
     lines = open(path, encoding="utf-8").read().splitlines()
     i = lines.index(heading)
-    rows, rules = {}, 0
-    for line in lines[i + 1:]:
+    spans = [m.span() for m in re.finditer(r"-+", lines[i + 1])]
+
+    def cells(line):
+        return [line[a:b].strip() for a, b in spans[:-1]] + [line[spans[-1][0]:].strip()]
+
+    titles = cells(lines[i + 2])
+    rows = []
+    for line in lines[i + 4:]:
         if line.startswith("---"):
-            rules += 1
-            if rules == 3:
-                break
-            continue
-        if rules == 2:
-            cells = line.split()          # names here have no spaces
-            rows[cells[0]] = cells[1:]
+            break
+        rows.append(dict(zip(titles, cells(line))))
     return rows
+
+
+def _summary_table(path, heading):
+    """{name: {column title: cell}} of the table under "heading"."""
+    return {r["Name"]: r for r in _summary_rows(path, heading)}
 
 
 def test_summary_operator_table_on_the_fakes():
@@ -264,13 +276,82 @@ def test_summary_operator_table_on_the_fakes():
     reports = glob.glob(os.path.join(r.cwd, "*", "reports", "*.summary.txt"))
     assert len(reports) == 1, listing(r.cwd)
     rows = _summary_table(reports[0], "Operators (PyTorch)")
-    assert sorted(rows) == ["aten::addmm", "aten::linear"], rows
-    calls, total, self_, mean, gpu = rows["aten::linear"]
-    a_calls, a_total, a_self, _, a_gpu = rows["aten::addmm"]
+    # the program's ranges, and the steps' row (nvtx_ranges has no annotation)
+    assert sorted(rows) == ["ProfilerStep*", "aten::addmm", "aten::linear"], rows
+    lin, add = rows["aten::linear"], rows["aten::addmm"]
+    calls, total, self_, gpu = (lin[k] for k in ("Calls", "Host total (ms)", "Self host (ms)", "GPU (ms)"))
+    a_calls, a_total, a_self, a_gpu = (add[k] for k in ("Calls", "Host total (ms)", "Self host (ms)",
+                                                         "GPU (ms)"))
     assert calls == a_calls == "2"
     assert float(a_self) == float(a_total)                  # addmm calls no operator
     assert abs(float(self_) - (float(total) - float(a_total))) <= 0.002
     assert float(gpu) > 0 and float(a_gpu) > 0              # the copy; the kernel
+
+
+def _torch_key_averages():
+    """torch.profiler's key_averages(group_by_input_shape=True) of the same
+    train loop (torch_client.py keyavg): {(name, input shapes): calls}."""
+    p = subprocess.run([sys.executable, CLIENT, "keyavg"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    rows = [json.loads(l) for l in p.stdout.decode().splitlines() if l.startswith("{")]
+    return {(r["name"], r["input_shapes"]): r["calls"] for r in rows}
+
+
+def test_summary_operator_tables_of_real_torch():
+    """`trainprof run --record-shapes` of the train loop: the summary's
+    operator table is key_averages().table()'s: torch's record_function
+    annotations (AdamW's step and zero_grad) and the steps are rows, the
+    Self host % column adds up to 100% and Host total % of the steps is
+    about 100% (all the operators ran inside them); the table by input shape
+    has the (name, shapes) keys torch's own key_averages(group_by_input_shape
+    =True) has for the linears and their addmm, with a call per recorded
+    step for each."""
+    p, cwd, _ = client("train", via_cli=True, run_args=["--record-shapes"])
+    assert p.returncode == 0, p.stderr[-3000:]
+    reports = glob.glob(os.path.join(cwd, "*", "reports", "*.summary.txt"))
+    assert len(reports) == 1, listing(cwd)
+    text = open(reports[0], encoding="utf-8").read()
+    assert "more rows left out" not in text.split("Operators by input shape")[0]
+    rows = _summary_table(reports[0], "Operators (PyTorch)")
+    steps = rows["ProfilerStep*"]
+    n_steps = int(steps["Calls"])
+    assert n_steps == 4, steps
+    for name in ("Optimizer.step#AdamW.step", "Optimizer.zero_grad#AdamW.zero_grad"):
+        assert int(rows[name]["Calls"]) == n_steps, rows[name]
+    step = rows["Optimizer.step#AdamW.step"]
+    # AdamW's step runs operators: its self time is less than its total
+    assert float(step["Self host (ms)"]) < float(step["Host total (ms)"]), step
+    pct = lambda c: float(c.rstrip("%"))
+    shares = [pct(r["Self host %"]) for r in rows.values()]
+    assert abs(sum(shares) - 100.0) <= 0.005 * len(shares) + 0.01, sum(shares)
+    assert abs(pct(steps["Host total %"]) - 100.0) <= 0.02, steps
+    # the shares are of the self time of all rows, which the line names
+    all_ms = float(re.search(r"self host time of all rows, ([0-9.]+) ms", text).group(1))
+    assert abs(sum(float(r["Self host (ms)"]) for r in rows.values()) - all_ms) <= 0.001 * len(rows)
+    # by input shape, against torch's own grouping of the same loop
+    ours = collections.defaultdict(int)
+    for r in _summary_rows(reports[0], "Operators by input shape"):
+        ours[(r["Name"], r["Input Shapes"])] += int(r["Calls"])
+    theirs = _torch_key_averages()
+    for name in ("aten::addmm", "aten::linear"):
+        mine = {k: c for k, c in ours.items() if k[0] == name}
+        torch_keys = {k: c for k, c in theirs.items() if k[0] == name}
+        assert set(mine) == set(torch_keys) and len(mine) == 2, (mine, torch_keys)
+        for k in mine:               # torch profiled all 10 iterations; we 4 steps
+            assert mine[k] * 10 == torch_keys[k] * n_steps, (k, mine[k], torch_keys[k])
+    assert ("Optimizer.step#AdamW.step", "[]") in ours and ("Optimizer.step#AdamW.step", "[]") in theirs
+    # summary.json marks the rows' kinds and carries the by-shape rows
+    sj = glob.glob(os.path.join(cwd, "*", "reports", "*.summary.json"))[0]
+    d = json.load(open(sj))
+    kinds = {r["name"]: r["kind"] for r in d["operators"]["top"]}
+    assert kinds["ProfilerStep*"] == "step" and kinds["Optimizer.step#AdamW.step"] == "annotation"
+    assert kinds["aten::addmm"] == "operator"
+    top = d["operators_by_shape"]["top"]         # the 20 largest rows
+    m = re.search(r"\n(\d+) more rows left out", text.split("Operators by input shape")[1])
+    assert d["operators_by_shape"]["distinct"] == len(ours) + (int(m.group(1)) if m else 0)
+    addmm = {(r["name"], r["input_shapes"]) for r in top if r["name"] == "aten::addmm"}
+    assert addmm and addmm <= {k for k in theirs if k[0] == "aten::addmm"}, addmm
 
 
 @pytest.mark.parametrize("shapes", [False, True], ids=["itt", "shapes"])
@@ -309,7 +390,7 @@ def test_readers_see_the_operators(shapes):
     summary = glob.glob(os.path.join(cwd, "*", "reports", "*.summary.txt"))[0]
     ours = _summary_table(summary, "Operators (PyTorch)")
     for name in ("aten::addmm", "aten::relu", "aten::mm"):
-        calls, _total, self_ms, _mean = ours[name][:4]
+        calls, self_ms = ours[name]["Calls"], ours[name]["Self host (ms)"]
         assert tb[name]["calls"] == int(calls), (name, tb[name], ours[name])
         assert abs(tb[name]["host_self_duration"] / 1000.0 - float(self_ms)) <= 0.002 * int(calls) + 0.002
     hta_dir = tempfile.mkdtemp()
@@ -318,7 +399,7 @@ def test_readers_see_the_operators(shapes):
     df = t.get_trace(0)
     names = t.symbol_table.get_sym_table()
     ops = df[df["name"].map(lambda i: names[i]) == "aten::addmm"]
-    assert len(ops) == int(ours["aten::addmm"][0])
+    assert len(ops) == int(ours["aten::addmm"]["Calls"])
     assert set(int(i) for i in ops["iteration"]) == {1, 2, 3, 4}
 
 

@@ -7,6 +7,9 @@ Usage: python torch_client.py MODE
               primitive as a task in ITT domains of its own
   twoopt      ten iterations of a loop with two optimizers (a GAN's shape:
               AdamW on one model, SGD on another, both step every iteration)
+  keyavg      the train loop under torch.profiler(record_shapes=True): prints
+              key_averages(group_by_input_shape=True) as JSON lines (name,
+              input shapes, calls), what trainprof's summary is compared with
   nvtx        the same with torch's NVTX operator ranges on (what emit_nvtx
               does, through the same _enable_profiler call, without
               torch.cuda.synchronize())
@@ -121,6 +124,16 @@ def fixed_batches():
     return [(d.x[i * 32:(i + 1) * 32], d.y[i * 32:(i + 1) * 32]) for i in range(STEPS)]
 
 
+def key_averages():
+    """torch's own operator table of the train loop, by input shape."""
+    import json
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        train(fixed_batches())
+    for e in prof.key_averages(group_by_input_shape=True):
+        print(json.dumps({"name": e.key, "input_shapes": str(e.input_shapes), "calls": e.count}))
+
+
 def nvtx_on():
     from torch.autograd import ProfilerConfig, ProfilerState, _enable_profiler
     cfg = ProfilerConfig(ProfilerState.NVTX, False, False, False, False, False,
@@ -195,6 +208,8 @@ def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "train"
     if mode == "train":
         train(fixed_batches())
+    elif mode == "keyavg":
+        key_averages()
     elif mode == "twoopt":
         two_optimizers(fixed_batches())
     elif mode == "cnn":

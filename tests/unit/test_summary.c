@@ -6,6 +6,10 @@
  * table; collectives' bandwidths from host or device (kernel) time; the
  * one-line summary.  The summary.json beside the text (issue 15), parsed
  * with jansson: the same figures, exact integers, top rows cut to 20.
+ * The operator tables (issue 22): torch's operators, its record_function
+ * annotations and the steps' row, each self time and share computed here
+ * from the ranges fed (nesting by time on each thread), and the table by
+ * input shapes.
  */
 #include <check.h>
 #include <ftw.h>
@@ -867,6 +871,375 @@ START_TEST(test_json_top_rows)
 }
 END_TEST
 
+/* ---- the operator tables (issue 22): annotations, steps, shares, shapes ---- */
+
+#include "collector/torchop.h"
+
+/* Ranges as torch announces them, in us from the first step's start: two
+ * linears each around an addmm (one with a t), AdamW's step annotation
+ * around two operators, an operator on a second thread, and an addmm in the
+ * second step with the first addmm's shapes. */
+struct op_in {
+    int tid_off;             /* tid = PID + tid_off */
+    const char *name;
+    int64_t start_us, dur_us;
+    const char *sizes;       /* input shapes, as torch writes them */
+    int cpu_op;
+};
+
+static const struct op_in ops_in[] = {
+    { 0, "aten::linear", 1000, 3000, "[[2, 4], [8, 4], [8]]", 1 },
+    { 0, "aten::t", 1100, 200, "[[8, 4]]", 1 },
+    { 0, "aten::addmm", 1500, 2000, "[[8], [2, 4], [4, 8], [], []]", 1 },
+    { 0, "aten::linear", 4200, 800, "[[2, 8], [3, 8], [3]]", 1 },
+    { 0, "aten::addmm", 4300, 600, "[[3], [2, 8], [8, 3], [], []]", 1 },
+    { 0, "Optimizer.step#AdamW.step", 6000, 3000, NULL, 0 },
+    { 0, "aten::add_", 6500, 1000, "[[4], [4], []]", 1 },
+    { 0, "aten::mul_", 7500, 500, "[[4], []]", 1 },
+    { 1, "aten::mm", 2000, 1000, "[[2, 4], [4, 8]]", 1 },
+    { 0, "aten::addmm", 10500, 500, "[[8], [2, 4], [4, 8], [], []]", 1 },
+};
+#define N_OPS_IN (sizeof ops_in / sizeof ops_in[0])
+static const int64_t op_steps_us[][2] = { { 0, 10000 }, { 10000, 2000 } };   /* start, duration */
+#define N_OP_STEPS 2
+#define OP_GPU_NS 250000          /* device work linked to ops_in[2] */
+static size_t op_sizes_from;      /* feed_ops: the shapes of the ranges sent from this one on
+                                     (in the order sent; N_OPS_IN: none) */
+static const char *op_sent_sizes[N_OPS_IN];   /* what feed_ops sent of ops_in[i]'s shapes */
+static struct tp_torch_op op_fields[N_OPS_IN];
+
+static int64_t op_t0(void)
+{
+    return win.start_ns + MS;
+}
+
+/* Index of the innermost range of ops_in holding range i on its thread, -1 if none. */
+static int op_parent(size_t i)
+{
+    const struct op_in *a = &ops_in[i];
+    int best = -1;
+    for (size_t j = 0; j < N_OPS_IN; j++) {
+        const struct op_in *b = &ops_in[j];
+        if (j == i || b->tid_off != a->tid_off || b->start_us > a->start_us ||
+            b->start_us + b->dur_us < a->start_us + a->dur_us)
+            continue;
+        if (best < 0 || b->dur_us < ops_in[best].dur_us)
+            best = (int)j;
+    }
+    return best;
+}
+
+/* Self time of range i: its duration less its direct children's (ns). */
+static int64_t op_self_ns(size_t i)
+{
+    int64_t self = ops_in[i].dur_us;
+    for (size_t k = 0; k < N_OPS_IN; k++)
+        if (op_parent(k) == (int)i)
+            self -= ops_in[k].dur_us;
+    return self * 1000;
+}
+
+/* Self time of step k: its time on its thread (PID) in no top-level range (ns). */
+static int64_t step_self_ns(int k)
+{
+    int64_t a = op_steps_us[k][0], b = a + op_steps_us[k][1], self = b - a;
+    for (size_t i = 0; i < N_OPS_IN; i++)
+        if (ops_in[i].tid_off == 0 && op_parent(i) < 0 && ops_in[i].start_us >= a &&
+            ops_in[i].start_us + ops_in[i].dur_us <= b)
+            self -= ops_in[i].dur_us;
+    return self * 1000;
+}
+
+/* Calls, total and self ns of the rows of "name" (and "sizes" when
+ * by_shape: NULL stands for "[]"); the step row for TP step name. */
+struct op_expect {
+    uint64_t calls;
+    int64_t total, self;
+};
+
+static struct op_expect op_expected(const char *name, int by_shape, const char *sizes)
+{
+    struct op_expect e = { 0, 0, 0 };
+    if (!strcmp(name, "ProfilerStep*")) {
+        for (int k = 0; k < N_OP_STEPS; k++) {
+            e.calls++;
+            e.total += op_steps_us[k][1] * 1000;
+            e.self += step_self_ns(k);
+        }
+        return e;
+    }
+    for (size_t i = 0; i < N_OPS_IN; i++) {
+        const char *z = op_sent_sizes[i] ? op_sent_sizes[i] : "[]";
+        if (strcmp(ops_in[i].name, name) || (by_shape && strcmp(z, sizes ? sizes : "[]")))
+            continue;
+        e.calls++;
+        e.total += ops_in[i].dur_us * 1000;
+        e.self += op_self_ns(i);
+    }
+    return e;
+}
+
+/* The self time of every row: the shares' denominator. */
+static int64_t op_all_self(void)
+{
+    int64_t all = 0;
+    for (size_t i = 0; i < N_OPS_IN; i++)
+        all += op_self_ns(i);
+    for (int k = 0; k < N_OP_STEPS; k++)
+        all += step_self_ns(k);
+    return all;
+}
+
+/* The steps first (they come from their own buffer), then each thread's
+ * ranges in the order they end, then device work linked to ops_in[2]. */
+static void feed_ops(const struct tp_handler *h, void *st)
+{
+    for (int k = N_OP_STEPS - 1; k >= 0; k--) {
+        prep(TP_REC_STEP, NULL, NULL, op_steps_us[k][1] * 1000);
+        rec.u.step.index = (uint64_t)k;
+        ev.ts_ns = op_t0() + op_steps_us[k][0] * 1000;
+        h->event(st, &ev);
+    }
+    int sent[N_OPS_IN] = { 0 };
+    for (size_t n = 0; n < N_OPS_IN; n++) {
+        size_t next = N_OPS_IN;
+        for (size_t i = 0; i < N_OPS_IN; i++)
+            if (!sent[i] && (next == N_OPS_IN || ops_in[i].start_us + ops_in[i].dur_us <
+                                                     ops_in[next].start_us + ops_in[next].dur_us))
+                next = i;
+        sent[next] = 1;
+        const struct op_in *o = &ops_in[next];
+        const char *z = n >= op_sizes_from ? o->sizes : NULL;
+        op_sent_sizes[next] = z;
+        op_fields[next] = (struct tp_torch_op){ .name_len = strlen(o->name), .seq = -1,
+                                                .op_id = 100 + next, .sizes = z,
+                                                .sizes_len = z ? strlen(z) : 0, .cpu_op = o->cpu_op };
+        prep(TP_REC_RANGE, o->name, NULL, o->dur_us * 1000);
+        ev.tid = PID + o->tid_off;
+        ev.ts_ns = op_t0() + o->start_us * 1000;
+        ev.op = &op_fields[next];
+        ev.external_id = op_fields[next].op_id;
+        h->event(st, &ev);
+    }
+    static struct tp_dev_record d;
+    memset(&d, 0, sizeof d);
+    d.kind = TP_DEV_KERNEL;
+    struct tp_event e = { .dev = &d, .name = "gemm", .tid = 7, .cbid = -1, .ts_ns = op_t0() + 2 * MS,
+                          .dur_ns = OP_GPU_NS, .occupancy = -1, .external_id = 102 };
+    h->event(st, &e);
+}
+
+/* "part" of "whole" as the table prints a share: two decimals, rounded. */
+static void pct2(char *buf, size_t n, int64_t part, int64_t whole)
+{
+    int64_t p = (part * 10000 + whole / 2) / whole;
+    snprintf(buf, n, "%lld.%02lld%%", (long long)(p / 100), (long long)(p % 100));
+}
+
+static void ms3(char *buf, size_t n, int64_t ns)
+{
+    snprintf(buf, n, "%lld.%03lld", (long long)(ns / 1000000), (long long)(ns % 1000000 / 1000));
+}
+
+/* The cells of an operator row after its name: calls, total, total %,
+ * self, self %, mean (us), GPU (ms) when "gpu". */
+static void check_op_cells(const char *r, const char *what, struct op_expect e, int64_t all)
+{
+    unsigned long long calls;
+    char total[32], tpct[32], self[32], spct[32], mean[32], want[32];
+    ck_assert_msg(sscanf(r, "%llu %31s %31s %31s %31s %31s", &calls, total, tpct, self, spct, mean) == 6,
+                  "%s: %s", what, r);
+    ck_assert_msg(calls == e.calls, "%s: %llu calls", what, calls);
+    ms3(want, sizeof want, e.total);
+    ck_assert_msg(!strcmp(total, want), "%s: total %s, not %s", what, total, want);
+    pct2(want, sizeof want, e.total, all);
+    ck_assert_msg(!strcmp(tpct, want), "%s: total %s, not %s", what, tpct, want);
+    ms3(want, sizeof want, e.self);
+    ck_assert_msg(!strcmp(self, want), "%s: self %s, not %s", what, self, want);
+    pct2(want, sizeof want, e.self, all);
+    ck_assert_msg(!strcmp(spct, want), "%s: self %s, not %s", what, spct, want);
+    snprintf(want, sizeof want, "%lld.%03lld", (long long)(e.total / (int64_t)e.calls / 1000),
+             (long long)(e.total / (int64_t)e.calls % 1000));
+    ck_assert_msg(!strcmp(mean, want), "%s: mean %s, not %s", what, mean, want);
+}
+
+/* The line of the by-shape table for (name, shapes): the cells after the name. */
+static const char *shape_row(const char *text, const char *name, const char *shapes)
+{
+    const char *s = strstr(text, "\nOperators by input shape\n");
+    ck_assert_msg(s != NULL, "no by-shape table");
+    const char *end = strstr(s + 1, "\n\n");
+    size_t n = strlen(name), z = strlen(shapes);
+    for (const char *l = strchr(s + 1, '\n'); l && (!end || l < end); l = strchr(l + 1, '\n')) {
+        const char *nl = strchr(l + 1, '\n');
+        if (!strncmp(l + 1, name, n) && l[1 + n] == ' ' && nl && nl - l - 1 >= (ptrdiff_t)z &&
+            !strncmp(nl - z, shapes, z) && nl[-(ptrdiff_t)z - 1] == ' ')
+            return l + 1 + n;
+    }
+    ck_abort_msg("by-shape row %s %s missing", name, shapes);
+    return NULL;
+}
+
+/* Every name of ops_in once, and the step row. */
+static const char *const op_names[] = { "aten::linear", "aten::t", "aten::addmm", "Optimizer.step#AdamW.step",
+                                        "aten::add_", "aten::mul_", "aten::mm", "ProfilerStep*" };
+
+/* The ranges of ops_in, the shapes sent from the _i-th range on (in the
+ * order sent): every row of both tables, in text and in summary.json, is
+ * what the ranges add up to.  _i > 0: the by-shape table starts at the
+ * first range with shapes, from the rows before it, each (name, "[]"). */
+START_TEST(test_operator_table)
+{
+    setup_window();
+    op_sizes_from = (size_t)_i;
+    char path[256];
+    char *text = run_and_read(feed_ops, path, sizeof path);
+    ck_assert_ptr_nonnull(text);
+    int64_t all = op_all_self();
+    /* every row, the annotation and the steps' included, with its shares */
+    for (size_t i = 0; i < sizeof op_names / sizeof *op_names; i++)
+        check_op_cells(row(text, "Operators (PyTorch)", op_names[i]), op_names[i],
+                       op_expected(op_names[i], 0, NULL), all);
+    /* the annotation's self time excludes the operators inside it, the
+     * steps' the top-level ranges of their thread (not the second thread's) */
+    ck_assert_int_eq(op_expected("Optimizer.step#AdamW.step", 0, NULL).self, (3000 - 1000 - 500) * 1000);
+    ck_assert_int_eq(op_expected("ProfilerStep*", 0, NULL).self,
+                     ((10000 - 3000 - 800 - 3000) + (2000 - 500)) * 1000);
+    /* the self shares add up to 100% (to the rounding of each) */
+    const char *sec = strstr(text, "Operators (PyTorch)\n");
+    double sum = 0;
+    int rows = 0;
+    for (size_t i = 0; i < sizeof op_names / sizeof *op_names; i++) {
+        const char *r = row(sec, "Operators (PyTorch)", op_names[i]);
+        double p;
+        ck_assert_int_eq(sscanf(r, "%*s %*s %*s %*s %lf%%", &p), 1);
+        sum += p;
+        rows++;
+    }
+    ck_assert_msg(sum > 100.0 - 0.005 * rows && sum < 100.0 + 0.005 * rows, "self shares add to %f", sum);
+    char want[64];
+    ms3(want, sizeof want, all);
+    char line[160];
+    snprintf(line, sizeof line, "shares of the self host time of all rows, %s ms", want);
+    ck_assert_ptr_nonnull(strstr(text, line));
+    /* by (name, input shapes), every row: with all the shapes sent, the
+     * addmm with the first shapes twice, the other once; an annotation and
+     * the steps have "[]" as in torch; with shapes only from the fourth
+     * range on (_i 3), the three before have "[]" too */
+    for (size_t i = 0; i < N_OPS_IN; i++) {
+        const char *z = op_sent_sizes[i] ? op_sent_sizes[i] : "[]";
+        check_op_cells(shape_row(text, ops_in[i].name, z), z, op_expected(ops_in[i].name, 1, z), all);
+    }
+    static const char *const addmm[] = { "[[8], [2, 4], [4, 8], [], []]", "[[3], [2, 8], [8, 3], [], []]" };
+    if (_i == 0)
+        for (int i = 0; i < 2; i++)
+            ck_assert_uint_eq(op_expected("aten::addmm", 1, addmm[i]).calls, (uint64_t)(2 - i));
+    check_op_cells(shape_row(text, "Optimizer.step#AdamW.step", "[]"), "AdamW by shape",
+                   op_expected("Optimizer.step#AdamW.step", 1, NULL), all);
+    check_op_cells(shape_row(text, "ProfilerStep*", "[]"), "steps by shape", op_expected("ProfilerStep*", 1, NULL),
+                   all);
+
+    /* summary.json: the same rows, kinds, exact ns and shares */
+    json_t *d = load_json();
+    json_t *o = json_object_get(d, "operators");
+    ck_assert_int_eq(jint(o, "self_ns"), all);
+    ck_assert_int_eq(jint(o, "distinct"), (json_int_t)(sizeof op_names / sizeof *op_names));
+    for (size_t i = 0; i < sizeof op_names / sizeof *op_names; i++) {
+        json_t *r = top_row(d, "operators", op_names[i]);
+        struct op_expect e = op_expected(op_names[i], 0, NULL);
+        ck_assert_int_eq(jint(r, "calls"), (json_int_t)e.calls);
+        ck_assert_int_eq(jint(r, "total_ns"), e.total);
+        ck_assert_int_eq(jint(r, "self_ns"), e.self);
+        ck_assert_double_eq_tol(json_number_value(json_object_get(r, "self_share")), (double)e.self / (double)all,
+                                1e-12);
+        ck_assert_double_eq_tol(json_number_value(json_object_get(r, "total_share")),
+                                (double)e.total / (double)all, 1e-12);
+        const char *kind = i == 7 ? "step" : i == 3 ? "annotation" : "operator";
+        ck_assert_str_eq(json_string_value(json_object_get(r, "kind")), kind);
+    }
+    ck_assert_int_eq(jint(top_row(d, "operators", "aten::addmm"), "gpu_ns"), OP_GPU_NS);
+    json_t *bs = json_object_get(d, "operators_by_shape");
+    ck_assert_msg(json_is_object(bs), "no operators_by_shape");
+    ck_assert_int_eq(jint(bs, "self_ns"), all);
+    size_t i, found = 0;
+    json_t *r;
+    const char *linked = op_sent_sizes[2] ? op_sent_sizes[2] : "[]";   /* the device work's operator */
+    json_array_foreach(json_object_get(bs, "top"), i, r) {
+        if (strcmp(json_string_value(json_object_get(r, "name")), "aten::addmm"))
+            continue;
+        const char *z = json_string_value(json_object_get(r, "input_shapes"));
+        struct op_expect e = op_expected("aten::addmm", 1, z);
+        ck_assert_uint_gt(e.calls, 0);
+        ck_assert_int_eq(jint(r, "calls"), (json_int_t)e.calls);
+        ck_assert_int_eq(jint(r, "total_ns"), e.total);
+        ck_assert_int_eq(jint(r, "self_ns"), e.self);
+        ck_assert_int_eq(jint(r, "gpu_ns"), strcmp(z, linked) ? 0 : OP_GPU_NS);
+        found += e.calls;
+    }
+    ck_assert_uint_eq(found, 3);
+    json_decref(d);
+}
+END_TEST
+
+/* Without shapes: the operator table as above, no by-shape table. */
+START_TEST(test_operator_table_no_shapes)
+{
+    setup_window();
+    op_sizes_from = N_OPS_IN;
+    char path[256];
+    char *text = run_and_read(feed_ops, path, sizeof path);
+    ck_assert_ptr_nonnull(text);
+    int64_t all = op_all_self();
+    for (size_t i = 0; i < sizeof op_names / sizeof *op_names; i++)
+        check_op_cells(row(text, "Operators (PyTorch)", op_names[i]), op_names[i],
+                       op_expected(op_names[i], 0, NULL), all);
+    ck_assert_ptr_null(strstr(text, "Operators by input shape"));
+    json_t *d = load_json();
+    ck_assert(json_is_null(json_object_get(d, "operators_by_shape")));
+    json_decref(d);
+}
+END_TEST
+
+/* 105 operators, no step: the text table shows the 100 with the most host
+ * time and says how many it left out; summary.json keeps 20. */
+static void feed_many_ops(const struct tp_handler *h, void *st)
+{
+    static char names[105][32];
+    static struct tp_torch_op f[105];
+    for (int i = 0; i < 105; i++) {
+        snprintf(names[i], sizeof names[i], "aten::op_%03d", i);
+        f[i] = (struct tp_torch_op){ .name_len = strlen(names[i]), .seq = -1, .op_id = 1 + (uint64_t)i,
+                                     .sizes = "[[1]]", .sizes_len = 5, .cpu_op = 1 };
+        prep(TP_REC_RANGE, names[i], NULL, 1000 * (i + 1));
+        ev.ts_ns = win.start_ns + i * MS;
+        ev.op = &f[i];
+        h->event(st, &ev);
+    }
+}
+
+START_TEST(test_operator_table_bounded)
+{
+    setup_window();
+    char path[256];
+    char *text = run_and_read(feed_many_ops, path, sizeof path);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_ptr_nonnull(strstr(text, "\naten::op_104 "));
+    ck_assert_ptr_nonnull(strstr(text, "\naten::op_005 "));
+    ck_assert_ptr_null(strstr(text, "\naten::op_004 "));
+    const char *a = strstr(text, "Operators (PyTorch)\n"), *b = strstr(text, "Operators by input shape\n");
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    const char *left = strstr(a, "5 more rows left out");
+    ck_assert_msg(left && left < b, "no count of the rows left out");
+    ck_assert_ptr_nonnull(strstr(b, "5 more rows left out"));
+    json_t *d = load_json();
+    ck_assert_int_eq(jint(json_object_get(d, "operators"), "distinct"), 105);
+    ck_assert_uint_eq(json_array_size(json_object_get(json_object_get(d, "operators"), "top")), 20);
+    ck_assert_uint_eq(json_array_size(json_object_get(json_object_get(d, "operators_by_shape"), "top")), 20);
+    json_decref(d);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("summary");
@@ -885,6 +1258,9 @@ int main(void)
     tcase_add_test(tc, test_json_gpu);
     tcase_add_test(tc, test_json_collectives_and_memory);
     tcase_add_test(tc, test_json_top_rows);
+    tcase_add_loop_test(tc, test_operator_table, 0, 4);
+    tcase_add_test(tc, test_operator_table_no_shapes);
+    tcase_add_test(tc, test_operator_table_bounded);
     suite_add_tcase(s, tc);
     return tp_test_run(s);
 }
