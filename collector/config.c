@@ -80,7 +80,7 @@ struct tp_config tp_cfg;
       tp_opt_parse_exec, tp_opt_show_string, exec, 0, 0) \
     X("TRAINPROF_ACTIVITIES", "cpu,cuda", "cpu,cuda", "cpu: host calls; cuda: GPU activity (CUPTI)", \
       tp_opt_parse_activities, tp_opt_show_activities, activities, 0, 0) \
-    X("TRAINPROF_RECORD_SHAPES", "0", "0", "shapes and dtypes of library calls", \
+    X("TRAINPROF_RECORD_SHAPES", "0", "0", "shapes of library calls and torch operators", \
       tp_opt_parse_bool, tp_opt_show_bool, record_shapes, 0, 0) \
     X("TRAINPROF_PROFILE_MEMORY", "1", "1", "allocations and the memory timeline", \
       tp_opt_parse_bool, tp_opt_show_bool, profile_memory, 0, 0) \
