@@ -1,4 +1,4 @@
-"""cuBLAS and cuBLASLt wrappers (preload/cublas.def, preload/cublaslt.def):
+"""cuBLAS and cuBLASLt wrappers (collector/apis/cublas.def, cublaslt.def):
 every GEMM entry point is recorded once per call as a cpu_op event with the
 FLOPs computed here by hand from the shapes the program prints, the
 precision class, and the sizes with TRAINPROF_RECORD_SHAPES=1."""
