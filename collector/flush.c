@@ -64,7 +64,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Kineto's time base: floor(unix_s / 7889238) * 7889238 s (decision 5). */
+/* Kineto's time base: floor(unix_s / 7889238) * 7889238 s (a quarter of a year). */
 #define TP_TRIMONTH_S 7889238ll
 
 static uint64_t tp_next_corr = 1;          /* correlation ids of our own, flush thread only */
