@@ -459,10 +459,10 @@ static void tp_enable_all(void)
 
 static struct { int had_context, rc; } tp_start_job;
 
-/* tp-cupti: the first start, only with a driver and a context (CUPTI
- * without a driver crashes: devprops.h, tp_driver_ready).  Not a final state: a process may create its context after a
- * trainprof_* call activated us; asking again costs a loader callback
- * while libcuda is absent. */
+/* tp-cupti: the first start, only with a driver and a context (CUPTI without
+ * a driver crashes: devprops.h, tp_driver_ready).  Not a final state: a
+ * process may create its context after a trainprof_* call activated us;
+ * asking again costs a loader callback while libcuda is absent. */
 static void tp_start_run(void *arg)
 {
     (void)arg;

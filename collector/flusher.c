@@ -149,7 +149,7 @@ void tp_flusher_schedule(int on)
     if (atomic_exchange(&tp_sched_on, on) != on) {
         if (on > 0)
             atomic_fetch_add(&tp_on_asked, 1);
-        tp_wake();      /* tp-flush starts or stops CUPTI (never the training thread) and the sampler */
+        tp_wake();      /* tp-flush, not this thread, starts or stops CUPTI and the sampler */
     }
 }
 

@@ -6,7 +6,8 @@
  * our interposer (preload/dlsym.c), which for a handle of a wrapped library
  * asks our own resolution whether to hand out a wrapper - and our
  * resolution calling it back recursed until the stack overflowed (ctypes
- * opening a cudart RTLD_LOCAL: tests/programs/dlsym_local.c).  Everything trainprof looks up for itself goes through here.
+ * opening a cudart RTLD_LOCAL: tests/programs/dlsym_local.c).  Everything
+ * trainprof looks up for itself goes through here.
  */
 #ifndef TRAINPROF_COLLECTOR_LOADER_H
 #define TRAINPROF_COLLECTOR_LOADER_H

@@ -1,12 +1,13 @@
 /*
  * steps.c - DESIGN: steps and windows.  Steps are counted under one mutex:
  * steps are rare next to calls, and the step path is where windows open
- * and close.  The first step signal to fire becomes the one that counts,
- * so that api,nvtx:step never counts a step twice.  At each step the schedule gives the next step's action;
- * the hot word's mode follows it (call.c composes the word), the flush
- * thread learns whether the step warms up or records (it starts the host
- * sampler and CUPTI), and a window that ends is handed to the flush thread
- * (flusher.c): one queue insert and one write(2) on the training thread.
+ * and close.  The first step signal to fire becomes the one that counts, so
+ * that api,nvtx:step never counts a step twice.  At each step the schedule
+ * gives the next step's action; the hot word's mode follows it (call.c
+ * composes the word), the flush thread learns whether the step warms up or
+ * records (it starts the host sampler and CUPTI), and a window that ends is
+ * handed to the flush thread (flusher.c): one queue insert and one write(2)
+ * on the training thread.
  * The modules (modules.def) hear of each window's start and end.
  * launch:GLOB and call:NAME signals are counted here too, from the slow
  * path of tp_call_finish (protocol.h).  A recorded step's marker goes to

@@ -23,8 +23,9 @@
  * copies (cublasSet/GetMatrixAsync, ...Vector...) are copy records as the
  * runtime's: rows x cols x elemSize bytes, the direction, the stream; the
  * copy they make underneath (through the runtime linked statically into
- * cuBLAS, so never through our runtime wrappers) is, like a GEMM's launches, recorded on its own where
- * it reaches a wrapper (the driver's), inside the library call's span.
+ * cuBLAS, so never through our runtime wrappers) is, like a GEMM's launches,
+ * recorded on its own where it reaches a wrapper (the driver's), inside the
+ * library call's span.
  */
 #include "../collector/flops/blas.h"
 #include "../collector/flops/gemm.h"

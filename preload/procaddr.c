@@ -22,9 +22,10 @@
  * with every slot taken the real pointer is handed out.  The lookup path
  * takes a mutex, never calls CUDA (cudart makes its lookups before
  * cuInit) and never activates the profiler (a lookup is no CUDA work); with
- * TRAINPROF_ENABLED=0 or an excluded rank it substitutes nothing.  cuGetExportTable is not touched.  The runtime's own lookups of
- * driver functions (cudaGetDriverEntryPoint*) get the same substitution, at
- * the end of this file.
+ * TRAINPROF_ENABLED=0 or an excluded rank it substitutes nothing.
+ * cuGetExportTable is not touched.  The runtime's own lookups of driver
+ * functions (cudaGetDriverEntryPoint*) get the same substitution, at the end
+ * of this file.
  */
 #include "driver.h"
 #include "resolve.h"

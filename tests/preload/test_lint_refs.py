@@ -68,8 +68,10 @@ def test_clean_tree_passes(tmp_path):
 
 PLANTED = [
     ("collector/d.c", "/* d.c - as SPEC 4 says */\n", "collector/d.c:1: cites the specification"),
-    ("collector/d.c", "/* d.c - the file formats\n * (SPEC\n * 7.1) */\n", "collector/d.c:2: cites the specification"),
-    ("collector/d.c", "int x;\n/* never activates (decision 3) */\n", "collector/d.c:2: cites a decision"),
+    ("collector/d.c", "/* d.c - the file formats\n * (SPEC\n * 7.1) */\n",
+     "collector/d.c:2: cites the specification"),
+    ("collector/d.c", "int x;\n/* never activates (decision 3) */\n",
+     "collector/d.c:2: cites a decision"),
     ("collector/d.c", "// see notes/injection.md 1.4\n", "collector/d.c:1: cites notes"),
     ("collector/d.c", "/* the precision rules of notes 1.4 */\n", "collector/d.c:1: cites notes"),
     ("collector/d.c", "/* fixed in #21 */\n", "collector/d.c:1: cites an issue number"),
@@ -82,7 +84,8 @@ PLANTED = [
     ("collector/d.c", "/* the FLOPs: flops/gone.c */\n",
      "collector/d.c:1: names a path that does not exist: flops/gone.c"),
     ("scripts/x.py", '"""x - the merge (issue 15)."""\n', "scripts/x.py:1: cites an issue number"),
-    ("scripts/x.py", "x = 1\n# hostile input (finding 2)\n", "scripts/x.py:2: cites an issue number"),
+    ("scripts/x.py", "x = 1\n# hostile input (finding 2)\n",
+     "scripts/x.py:2: cites an issue number"),
     ("scripts/x.py", '"""x - see README "What the commands accept"."""\n',
      "scripts/x.py:1: cites a README section that does not exist"),
     ("scripts/x.sh", "# make bench (../shared)\n", "scripts/x.sh:1: cites notes"),
