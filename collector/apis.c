@@ -61,7 +61,8 @@ static const struct { const char *name; int cbid; uint8_t layer, form; } tp_apis
 };
 
 /* Driver entries (without _ptsz/_ptds) and the runtime call that reaches
- * them (notes/static-cudart.md, "Runtime call to driver call"). */
+ * them: every cudart, static or shared, serves these runtime calls through
+ * these driver entries (cudaProfilerStart through cuProfilerStart, ...). */
 static const char *const tp_driver_logical[][2] = {
     { "cuGraphLaunch", "cudaGraphLaunch" },
     { "cuProfilerStart", "cudaProfilerStart" },

@@ -40,7 +40,7 @@ int tp_api_layer(unsigned id);
 /* tp_api_logical - the id of the logical call ("cudaGraphLaunch" for
  * "cudaGraphLaunch_ptsz", "cuGraphLaunch" and "cuGraphLaunch_ptsz"), used by
  * call:NAME step signals: a driver entry maps to the runtime call that
- * reaches it (notes/static-cudart.md), launches excepted (cuLaunchKernel
+ * reaches it (the table in apis.c), launches excepted (cuLaunchKernel
  * serves several runtime launch forms). */
 unsigned tp_api_logical(unsigned id);
 

@@ -35,7 +35,7 @@ extern _Atomic uint32_t tp_hot;
  * recorded call or inside the profiler itself; helper threads keep it > 0
  * for life.  Library calls (cuBLAS, cuBLASLt, cuDNN, NCCL) nest separately
  * in tp_lib_depth: a GEMM that re-enters cuBLASLt is one record, while the
- * launches it makes are records of their own (decision 1). */
+ * launches it makes are records of their own, nested inside its span. */
 extern __thread int tp_depth __attribute__((tls_model("initial-exec")));
 extern __thread int tp_lib_depth __attribute__((tls_model("initial-exec")));
 

@@ -1,5 +1,5 @@
 /*
- * clock.h - the hot-path clock (decision 9).
+ * clock.h - the hot-path clock.
  *
  * On x86-64 with an invariant TSC the hot path reads rdtsc (~10 ns here,
  * against ~24 ns for one clock_gettime).  Ticks are converted to Unix

@@ -9,15 +9,17 @@
  * environment; tp_config_init() runs it once over getenv()/environ, which
  * appear in this file and nowhere else (make lint), and there copies the
  * environment for TRAINPROF_EXEC's children, once.  Parsing is silent
- * (decision 3): a bad value stores one line, "trainprof: error: VAR="value":
- * what is accepted", keeps the default in its place and counts an error;
- * tp_config_report() prints the lines at activation, honours TRAINPROF_LOG,
- * TRAINPROF_DUMP_CONFIG and TRAINPROF_STRICT, and tells the caller to stay
- * passive.  TRAINPROF_ENABLED=0 silences all of it, STRICT included: a
- * disabled profiler must not stop a program (the exec child of decision 10
- * inherits the parent's variables).  Launcher variables are not ours to
- * validate: a malformed RANK is skipped and the next source in SPEC 4's
- * order is tried.  An empty value means unset, so `TRAINPROF_X= cmd`
+ * (nothing is printed before activation): a bad value stores one line,
+ * "trainprof: error: VAR="value": what is accepted", keeps the default in its
+ * place and counts an error; tp_config_report() prints the lines at
+ * activation, honours TRAINPROF_LOG, TRAINPROF_DUMP_CONFIG and
+ * TRAINPROF_STRICT, and tells the caller to stay passive.
+ * TRAINPROF_ENABLED=0 silences all of it, STRICT included: a disabled
+ * profiler must not stop a program (the TRAINPROF_EXEC child inherits the
+ * parent's variables, with TRAINPROF_ENABLED=0).  Launcher variables are not
+ * ours to validate: a malformed RANK is skipped and the next source in
+ * README's order (Configuration, "Ranks come from the launcher's
+ * environment") is tried.  An empty value means unset, so `TRAINPROF_X= cmd`
  * restores a default.
  *
  * The parts: config_values.c (value parsers and printers),
@@ -55,7 +57,7 @@ struct tp_config tp_cfg;
     X("TRAINPROF_ENABLED", "1", "1", "0: pass-through only", \
       tp_opt_parse_bool, tp_opt_show_bool, enabled, 0, 0) \
     X("TRAINPROF_SCHEDULE", TP_SCHEDULE_DEFAULT_TEXT, TP_SCHEDULE_DEFAULT_TEXT, \
-      "step schedule (SPEC 5); any subset of keys, or all, none or profiler-api", \
+      "step schedule as torch.profiler's; any subset of keys, or all, none or profiler-api", \
       tp_opt_parse_schedule, tp_opt_show_schedule, schedule, 0, 0) \
     X("TRAINPROF_STEP_ON", "api,nvtx:step", "api,nvtx:step", "comma list of step signals", \
       tp_opt_parse_step_on, tp_opt_show_step_on, signals, 0, 0) \
@@ -108,7 +110,7 @@ struct tp_config tp_cfg;
       tp_opt_parse_bool, tp_opt_show_bool, strict, 0, 0) \
     X("TRAINPROF_DUMP_CONFIG", "0", "0", "1: print the effective configuration at activation", \
       tp_opt_parse_bool, tp_opt_show_bool, dump_config, 0, 0) \
-    X("TRAINPROF_CUPTI_PATH", "unset", NULL, "libcupti to load (issue 4)", \
+    X("TRAINPROF_CUPTI_PATH", "unset", NULL, "libcupti to load when none is loaded yet", \
       tp_opt_parse_string, tp_opt_show_string, cupti_path, 0, 0) \
     X("TRAINPROF_TRIGGER", "unset", NULL, \
       "on-demand capture: the trigger file tp-flush polls, a format string; unset: " \

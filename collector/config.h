@@ -68,7 +68,7 @@ struct tp_config {
                                       bit each (all where a GLOB begins with a
                                       wildcard; none without nvtx:GLOB): ranges.c's
                                       quick refusal of a message before activation */
-    char run_name[256];            /* TRAINPROF_RUN_NAME, or derived (SPEC 4) */
+    char run_name[256];            /* TRAINPROF_RUN_NAME, or derived (launcher.c) */
     char folder[1024];             /* TRAINPROF_FOLDER (format string, unexpanded) */
     char filename[512];            /* TRAINPROF_FILENAME (format string, unexpanded) */
     int gzip;                      /* TRAINPROF_GZIP */
@@ -97,7 +97,7 @@ struct tp_config {
     int strict;                    /* TRAINPROF_STRICT */
     int dump_config;               /* TRAINPROF_DUMP_CONFIG */
 
-    /* launcher environment (SPEC 4, ranks) */
+    /* launcher environment (launcher.c: ranks) */
     int rank, local_rank, world_size, local_world_size, node_rank;
     int launched;                  /* a launcher variable gave the rank or the world size */
     char hostname[256];
@@ -139,7 +139,8 @@ const char *tp_config_handler_names(void);
 char **tp_config_exec_env(void);
 
 /*
- * tp_config_init - parse the environment into tp_cfg, silently (decision 3).
+ * tp_config_init - parse the environment into tp_cfg, silently (tp_config_report
+ * prints the messages, at activation).
  * Idempotent and thread-safe: the first caller parses, others wait.
  * Errors and warnings are kept in tp_cfg.messages for tp_config_report().
  */

@@ -1,6 +1,6 @@
 /*
  * config_grammar.c - DESIGN: the small languages of the configuration:
- * TRAINPROF_SCHEDULE (SPEC 5: keys from schedule.h's one list of keys,
+ * TRAINPROF_SCHEDULE (torch.profiler.schedule's keys: from schedule.h's one list of keys,
  * defaults and minimums, or "all", or "none" (only triggered windows), or
  * "profiler-api": windows from cudaProfilerStart to cudaProfilerStop),
  * TRAINPROF_STEP_ON (step signals:

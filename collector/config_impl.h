@@ -104,7 +104,7 @@ const char *tp_opt_show_step_on(const struct tp_config *c, const struct opt *o, 
 /* ---- launcher environment (launcher.c) ---- */
 
 /* tp_launcher_read - rank, local rank, world sizes and node rank from the
- * launcher's variables (SPEC 4's order; a malformed one is skipped),
+ * launcher's variables (README's order, in Configuration; a malformed one is skipped),
  * hostname, program name and NVTX_INJECTION64_PATH. */
 void tp_launcher_read(struct tp_config *c, const char *(*get)(const char *));
 

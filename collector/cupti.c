@@ -14,7 +14,7 @@
  * clock.  Collect (tp-flush only): FlushAll with no lock of ours held, then
  * decode every completed buffer into the pending lists.
  *
- * Lifecycle (decision 6): kinds are toggled per window only on CUPTI >=
+ * Lifecycle (README "What is in a trace", on CUPTI): kinds are toggled per window only on CUPTI >=
  * 130001 (13.0 GA could deadlock disabling CONCURRENT_KERNEL); the last
  * stop flushes, disables and, when the driver (libcuda already loaded:
  * never loaded by us) is >= 12.6 and no stream capture may be open, has
@@ -52,7 +52,7 @@
 #include <time.h>
 
 #define TP_CUPTI_TOGGLE_VERSION 130001u  /* 13.0 Update 1: disabling kinds is safe */
-#define TP_CUPTI_FINALIZE_CUDA  12060    /* cuptiFinalize with graphs fixed (notes 2.5) */
+#define TP_CUPTI_FINALIZE_CUDA  12060    /* cuptiFinalize with CUDA graphs: fixed in 12.6 */
 #define TP_CUPTI_STR(x) #x
 #define TP_CUPTI_XSTR(x) TP_CUPTI_STR(x)
 #define TP_TEARDOWN_WAIT_MS 200           /* for a CUDA call to finalize from */
@@ -459,10 +459,10 @@ static void tp_enable_all(void)
 
 static struct { int had_context, rc; } tp_start_job;
 
-/* tp-cupti: the first start.  Decision 6: only with a driver and a
- * context.  Not a final state: a process may create its context after a
- * trainprof_* call activated us; asking again costs a loader callback
- * while libcuda is absent. */
+/* tp-cupti: the first start, only with a driver and a context (CUPTI without
+ * a driver crashes: devprops.h, tp_driver_ready).  Not a final state: a
+ * process may create its context after a trainprof_* call activated us;
+ * asking again costs a loader callback while libcuda is absent. */
 static void tp_start_run(void *arg)
 {
     (void)arg;

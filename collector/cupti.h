@@ -57,7 +57,7 @@ struct tp_dev_cuda_event {
 
 /* A runtime or driver API record of a launch, copy, set or synchronization
  * (the only cbids enabled): what joins our host records to CUPTI's
- * correlation ids (decision 1). */
+ * correlation ids (devjoin.h). */
 struct tp_dev_api {
     uint64_t start, end;        /* tp_clock ticks */
     uint32_t correlation;

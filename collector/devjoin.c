@@ -1,5 +1,5 @@
 /*
- * devjoin.c - DESIGN: the host/device join of decision 1, done once per
+ * devjoin.c - DESIGN: the host/device join (devjoin.h), done once per
  * window on the flush thread over sorted arrays (no hashing): CUPTI's API records sorted
  * by start are searched from each host record's start; the correlations
  * that have device work, the ones joined to host records and the external

@@ -1,6 +1,6 @@
 /*
  * devjoin.h - the device side of one window, joined to its host side on the
- * flush thread (decision 1).
+ * flush thread.
  *
  * A host call and CUPTI's API record of it run on the same thread, CUPTI's
  * inside ours, on the same clock (ours is CUPTI's timestamp callback): the

@@ -1,7 +1,7 @@
 /*
  * devprops.c - DESIGN: device properties from the driver the process has
  * already loaded (loader.c: we never load libcuda, never call
- * cuInit, never touch the runtime - decision 2), queried once on the flush
+ * cuInit, never touch the runtime: README "Never harming the job"), queried once on the flush
  * thread and kept for the life of the process.  Occupancy uses the
  * toolkit's header-only calculator (cuda_occupancy.h) the way Kineto's
  * DeviceProperties.cpp does: the kernel's registers and static shared

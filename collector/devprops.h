@@ -1,7 +1,7 @@
 /*
  * devprops.h - device properties for the trace's deviceProperties and for
  * occupancy estimates, asked of the CUDA driver on the flush thread
- * (decision 2: never the runtime, never from a wrapper).
+ * (never the runtime, never from a wrapper).
  */
 #ifndef TRAINPROF_COLLECTOR_DEVPROPS_H
 #define TRAINPROF_COLLECTOR_DEVPROPS_H
@@ -32,7 +32,7 @@ struct tp_devprop {
  * "had_context" says a CUDA call already succeeded (a context existed for
  * it).  Only then may CUPTI be loaded: without a driver, CUPTI 13.2's
  * cuptiGetVersion recurses through its own error path until the stack
- * overflows (issue 10).  Makes only side-effect-free driver queries.
+ * overflows (seen with the PyPI wheels' CUPTI).  Makes only side-effect-free driver queries.
  * When not ready, "why" (if not NULL) gets one sentence saying which of
  * those is missing: no driver, driver not initialized, no device ("vis":
  * the value of CUDA_VISIBLE_DEVICES, NULL if unset, named when it hides

@@ -1,10 +1,19 @@
 /*
  * flush.c - DESIGN: turns one window of raw records into events for the
- * handlers, on the tp-flush thread.  One pass over the buffers counts the
- * window's records (the trace states its size before its events), a second
- * pass converts and dispatches each record to every handler and gives the
- * chunks back to the pool as it goes, so peak memory stays near the records
- * already held.  Names are resolved here: API names from the tables, kernel
+ * handlers, on the tp-flush thread.  tp_flush_write walks the window's
+ * records (tp_buf_drain) up to six times; the first five only peek, before
+ * the handlers open, so that a trace can state its counts before its events:
+ *   1. count the records, and the stale ones (late);
+ *   2. the steps: their boundaries, the launches and the names lost
+ *      (tp_collect_step);
+ *   3. each step's library FLOPs (tp_collect_flops);
+ *   4. torch's operators and the calls inside them (tp_oplink_new, oplink.c);
+ *   5. with CUPTI's records, the host side of the host/device join
+ *      (tp_join_record; devjoin.c);
+ *   6. convert and dispatch each record to every handler, giving the chunks
+ *      back to the pool as it goes, so peak memory stays near the records
+ *      already held.
+ * Names are resolved here: API names from the tables, kernel
  * names from the registration table (demangled once per kernel), then
  * cudaFuncGetName, then the stub's symbol, then its address.  Handlers
  * are reached through the sink (sink.h) only: the window they see is
@@ -55,7 +64,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Kineto's time base: floor(unix_s / 7889238) * 7889238 s (decision 5). */
+/* Kineto's time base: floor(unix_s / 7889238) * 7889238 s (a quarter of a year). */
 #define TP_TRIMONTH_S 7889238ll
 
 static uint64_t tp_next_corr = 1;          /* correlation ids of our own, flush thread only */
@@ -236,7 +245,7 @@ static void tp_join_record(void *ctx, const struct tp_tbuf *t, const struct tp_r
     tp_devjoin_host(ctx, t, (struct tp_record *)r);
 }
 
-/* ---- per-step FLOPs: two peeks before the handlers open ------------------ */
+/* ---- the steps and their FLOPs: two peeks before the handlers open -------- */
 
 struct tp_step_ticks {
     uint64_t t0, t1;

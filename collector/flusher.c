@@ -2,7 +2,7 @@
  * flusher.c - DESIGN: the flush thread, tp-flush.  Closing a window costs
  * the training thread one queue insert and one wake-up of tp-flush;
  * everything else happens here: waiting for the window's device
- * records (decision 5), draining and handing it to the handlers (flush.c),
+ * records (tp_device_wait), draining and handing it to the handlers (flush.c),
  * running the modules' follow hooks (the host sampler, CUPTI) as the
  * schedule asks, and the output side's idle work.
  *
@@ -41,8 +41,8 @@
  * Warmup and windows must not begin before CUPTI is on: the kinds are
  * turned on here, and a step shorter than tp-flush's reaction (a loaded
  * machine, or no warmup at all) left the first calls of the window
- * without CUPTI records (unlinked launches, coverage below 1: issue 14's
- * "linking miss").  The step that turns the schedule on waits, bounded,
+ * without CUPTI records (unlinked launches, coverage below 1: the
+ * "linking miss" test_cupti.py reproduces).  The step that turns the schedule on waits, bounded,
  * until this thread has followed it (tp_flusher_await_on); once followed,
  * the check is two atomic loads.
  *
@@ -149,7 +149,7 @@ void tp_flusher_schedule(int on)
     if (atomic_exchange(&tp_sched_on, on) != on) {
         if (on > 0)
             atomic_fetch_add(&tp_on_asked, 1);
-        tp_wake();      /* tp-flush starts or stops CUPTI (decision 6) and the sampler */
+        tp_wake();      /* tp-flush, not this thread, starts or stops CUPTI and the sampler */
     }
 }
 
@@ -262,7 +262,7 @@ static void tp_follow(int queued)
     pthread_mutex_unlock(&tp_q_lock);
 }
 
-/* Wait until the device side of "w" is complete (decision 5): every launch
+/* Wait until the device side of "w" is complete: every launch
  * has its device record, or 2 more steps or 10 s have passed, or the process
  * is exiting (then CUPTI is flushed forcibly). */
 static void tp_device_wait(const struct tp_handoff *w)

@@ -1,5 +1,5 @@
 /*
- * format.c - SPEC 7 format strings.
+ * format.c - the format strings of file names and commands (README "Configuration").
  *
  * DESIGN
  * One scanner serves both checking (configuration time, no values) and

@@ -1,5 +1,5 @@
 /*
- * format.h - SPEC 7 format strings: {run_name}, {rank}, {local_rank},
+ * format.h - format strings (README "Configuration"): {run_name}, {rank}, {local_rank},
  * {world_size}, {local_world_size}, {node_rank}, {batch}, {pid}, {hostname}.
  */
 #ifndef TRAINPROF_COLLECTOR_FORMAT_H
@@ -42,7 +42,7 @@ int tp_format_check(const char *fmt, char *err, size_t errsz);
 
 /*
  * tp_format_check_exec - as tp_format_check, also accepting {path}
- * (TRAINPROF_EXEC, SPEC 8).  Returns 0 or -1 with a reason in "err".
+ * (TRAINPROF_EXEC).  Returns 0 or -1 with a reason in "err".
  */
 int tp_format_check_exec(const char *fmt, char *err, size_t errsz);
 

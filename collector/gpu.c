@@ -1,7 +1,7 @@
 /*
  * gpu.c - DESIGN: the device side as a module (modules.def): CUPTI is
- * loaded, started and stopped on tp-flush as the schedule asks (decision
- * 6), never on a training thread.  While a step warms up or records and
+ * loaded, started and stopped on tp-flush as the schedule asks, never on
+ * a training thread (enabling kinds can stall it).  While a step warms up or records and
  * TRAINPROF_ACTIVITIES has cuda, CUPTI's kinds are on and, while
  * recording, library calls push their external correlation id
  * (TP_HOT_EXTCORR).  Outside, the kinds go off once the queued windows are
@@ -45,7 +45,7 @@ static void gpu_follow(const struct tp_follow *f)
     }
     tp_cupti_stop(f->final);
     if (tp_cupti_enabled()) {
-        /* CUPTI 13.0 GA keeps its kinds on between windows (notes 2.4):
+        /* CUPTI 13.0 GA keeps its kinds on between windows (cupti.c):
          * drop what they record there */
         struct tp_dev_batch junk;
         uint64_t now = tp_clock_now();

@@ -30,8 +30,8 @@ void tp_kernels_alias(const void *kernel, const void *stub);
 /* tp_kernels_name_id - interned demangled name of the launched function
  * ("func" with enum tp_func_kind "kind"), or 0 if unknown.  Flush thread.
  * A TP_FUNC_DRIVER handle missing from the table is asked of the loaded
- * driver (cuKernelGetName, then cuFuncGetName: side-effect-free queries,
- * decision 2), once per handle; libcuda is never loaded for that. */
+ * driver (cuKernelGetName, then cuFuncGetName: side-effect-free queries),
+ * once per handle; libcuda is never loaded for that. */
 uint32_t tp_kernels_name_id(uint64_t func, int kind);
 
 /* tp_kernels_match - 1 if the function's demangled name matches "glob"

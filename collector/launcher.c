@@ -1,6 +1,6 @@
 /*
  * launcher.c - DESIGN: what the launcher tells us.  Ranks and sizes come
- * from the first well-formed variable of SPEC 4's list (torchrun, MPI
+ * from the first well-formed variable of README's list (torchrun, MPI
  * implementations, SLURM); launcher variables are not ours to validate, so
  * a malformed one is skipped, not reported.  The run name, when
  * TRAINPROF_RUN_NAME is unset, is the launcher's run id or job id, else the

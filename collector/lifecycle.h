@@ -11,7 +11,8 @@ struct tp_call;
 
 extern int tp_exit_hooked;    /* the exit flush is registered */
 
-/* tp_core_activate - activate the profiler if not yet done (decision 3). */
+/* tp_core_activate - activate the profiler if not yet done (README
+ * "Never harming the job": what activates). */
 void tp_core_activate(void);
 
 /* tp_core_after_call - bookkeeping after the first real CUDA call returned
@@ -19,7 +20,7 @@ void tp_core_activate(void);
 void tp_core_after_call(void);
 
 /* Slow path of tp_call_begin, before activation: the call is timed, and
- * tp_call_end activates the profiler if it succeeded (decision 3). */
+ * tp_call_end activates the profiler if it succeeded (a failed call does not). */
 int tp_call_begin_slow(struct tp_call *c, uint16_t api, uint32_t hot);
 
 /* tp_call_activated - after a call made before activation returned

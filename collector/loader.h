@@ -5,8 +5,9 @@
  * The collector never calls the dlsym symbol: in libtrainprof.so that is
  * our interposer (preload/dlsym.c), which for a handle of a wrapped library
  * asks our own resolution whether to hand out a wrapper - and our
- * resolution calling it back recursed until the stack overflowed (issue
- * 10).  Everything trainprof looks up for itself goes through here.
+ * resolution calling it back recursed until the stack overflowed (ctypes
+ * opening a cudart RTLD_LOCAL: tests/programs/dlsym_local.c).  Everything
+ * trainprof looks up for itself goes through here.
  */
 #ifndef TRAINPROF_COLLECTOR_LOADER_H
 #define TRAINPROF_COLLECTOR_LOADER_H

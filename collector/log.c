@@ -1,7 +1,7 @@
 /*
  * log.c - DESIGN: one write(2) per line, "trainprof: <level>: <text>\n".
  * Info lines carry no level word ("trainprof: saved ..."), errors and
- * warnings do, as SPEC 4 shows.  errno is preserved for the caller.
+ * warnings do, as README's examples show.  errno is preserved for the caller.
  * Lines repeat values from the user and from files (a bad item of a
  * variable, a path, jansson's "near '...'"), so every line passes through
  * tp_log_escape before it is written: a value can neither end the line

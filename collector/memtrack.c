@@ -17,7 +17,7 @@
  * window records: a window's start level and the frees of memory allocated
  * before it are only right that way.  The device of an allocation comes
  * from side-effect-free driver queries, made only when libcuda is already
- * loaded (SPEC decision 2); never from the runtime.
+ * loaded; never from the runtime (README "Never harming the job").
  */
 #include "memtrack.h"
 #include "config.h"

@@ -1,5 +1,6 @@
 /*
- * ondemand.c - DESIGN: on-demand cycles (SPEC 4, TRAINPROF_TRIGGER).
+ * ondemand.c - DESIGN: on-demand cycles (TRAINPROF_TRIGGER; README
+ * "Capturing a running job").
  *
  * tp-flush reads the trigger file (trigger.c) and hands the request over
  * here under a lock of its own that only ever guards a copy; it never

@@ -1,7 +1,7 @@
 /*
  * ondemand.h - on-demand cycles: a window that a trigger (trigger.c) asks
- * for, starting at a given step, outside the schedule (SPEC 4,
- * TRAINPROF_TRIGGER).  tp-flush hands requests over; the steps take them
+ * for, starting at a given step, outside the schedule
+ * (TRAINPROF_TRIGGER).  tp-flush hands requests over; the steps take them
  * at a step boundary, under their lock, and ask the cycle's action where
  * the schedule says NONE.
  */

@@ -26,7 +26,7 @@
  * Before activation (and in a passive process) ranges are still kept on
  * the stack, with no name, no time and no record: only their place, so
  * that pops match their pushes across activation, and whether they end a
- * step.  NVTX ranges never activate (decision 3), but a program's
+ * step.  NVTX ranges never activate, but a program's
  * `with nvtx.range("step"):` around its whole iteration pushes its first
  * range before the first CUDA call: that range's pop, after activation,
  * ends step 0, so that ProfilerStep#N is the program's iteration N (it
@@ -161,7 +161,7 @@ static uint32_t tp_msg_name(struct tp_msg m, int recording, uint8_t *step)
     return id;
 }
 
-/* NVTX ranges never activate the profiler (decision 3): a CPU-only process
+/* NVTX ranges never activate the profiler: a CPU-only process
  * with NVTX ranges on (torch's emit_nvtx) stays inert. */
 static int tp_ranges_on(void)
 {

@@ -8,7 +8,7 @@
  * there made the job overwrite the link's target.  Here:
  *
  * - The temporary name is "<final>.<host>.<pid>.tmp": HTA loads every
- *   .json/.gz of a trace folder (SPEC decision 10), so it must end in
+ *   .json/.gz of a trace folder, so it must end in
  *   neither; host and pid name the writer, so that a later process can
  *   tell a dead writer's leftover (tp_safefile_clean) from a live one's
  *   file, even in a folder that nodes share.

@@ -1,5 +1,6 @@
 /*
- * schedule.h - torch.profiler.schedule, exactly (SPEC 5).
+ * schedule.h - torch.profiler.schedule, exactly (README "Steps" and
+ * TRAINPROF_SCHEDULE: repeat defaults to 1).
  */
 #ifndef TRAINPROF_COLLECTOR_SCHEDULE_H
 #define TRAINPROF_COLLECTOR_SCHEDULE_H

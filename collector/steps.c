@@ -1,12 +1,13 @@
 /*
  * steps.c - DESIGN: steps and windows.  Steps are counted under one mutex:
  * steps are rare next to calls, and the step path is where windows open
- * and close.  The first step signal to fire becomes the one that counts
- * (decision 4).  At each step the schedule gives the next step's action;
- * the hot word's mode follows it (call.c composes the word), the flush
- * thread learns whether the step warms up or records (it starts the host
- * sampler and CUPTI), and a window that ends is handed to the flush thread
- * (flusher.c): one queue insert and one write(2) on the training thread.
+ * and close.  The first step signal to fire becomes the one that counts, so
+ * that api,nvtx:step never counts a step twice.  At each step the schedule
+ * gives the next step's action; the hot word's mode follows it (call.c
+ * composes the word), the flush thread learns whether the step warms up or
+ * records (it starts the host sampler and CUPTI), and a window that ends is
+ * handed to the flush thread (flusher.c): one queue insert and one write(2)
+ * on the training thread.
  * The modules (modules.def) hear of each window's start and end.
  * launch:GLOB and call:NAME signals are counted here too, from the slow
  * path of tp_call_finish (protocol.h).  A recorded step's marker goes to
@@ -64,7 +65,7 @@ static int tp_recording;                   /* a window is open */
 static int tp_warned_start;                /* the window-start wait timed out once */
 #define TP_START_WAIT_MS 500
 static int tp_finished;                    /* the schedule has finished */
-static _Atomic int tp_signal_kind = -1;    /* the signal that counts steps (decision 4) */
+static _Atomic int tp_signal_kind = -1;    /* the signal that counts steps: the first to fire */
 static uint32_t tp_signal_flags;           /* TP_HOT_LAUNCH_SIG | TP_HOT_CALL_SIG, while steps matter */
 static uint64_t tp_begin_tick;             /* when step 0 began */
 static _Atomic int tp_phase = -1;          /* tp_steps_phase() */

@@ -30,7 +30,7 @@ int tp_steps_phase(void);
 
 /* tp_steps_nvtx_possible - 1 if the end of an NVTX range may still end a
  * step: an nvtx:GLOB signal is configured and no other signal has fired
- * first (decision 4).  One load: it is asked at every range push. */
+ * first.  One load: it is asked at every range push. */
 extern _Atomic int tp_steps_nvtx_live;
 
 static inline int tp_steps_nvtx_possible(void)

@@ -1,5 +1,5 @@
 /*
- * sysstat.h - the host statistics sampler (SPEC 6, TRAINPROF_SYS).
+ * sysstat.h - the host statistics sampler (TRAINPROF_SYS).
  *
  * A helper thread "tp-sys" reads /proc every TRAINPROF_SYS_INTERVAL seconds
  * while a warmup or recording window is open, and keeps the values in a

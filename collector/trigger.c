@@ -1,6 +1,6 @@
 /*
  * trigger.c - DESIGN: on-demand capture of a running job with no daemon
- * (SPEC 4; the file formats are in trigger.h).
+ * (README "Capturing a running job"; the file formats are in trigger.h).
  *
  * Everything here runs on tp-flush, from its idle hook, except
  * tp_trigger_init (activation), the signal handler and the last status at
@@ -39,8 +39,8 @@
  * TRAINPROF_TRIGGER_SIGNAL: installed at activation over SIG_DFL only;
  * the handler sets a flag and wakes tp-flush (async-signal-safe), so the
  * file is read at once.  In a process that is not the owner (a fork that
- * missed the atfork handler) it restores the default and re-raises
- * (decision 7).
+ * missed the atfork handler) it restores the default and re-raises,
+ * as lifecycle.c's handlers do.
  */
 #include "trigger.h"
 #include "buffer.h"

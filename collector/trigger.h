@@ -1,6 +1,6 @@
 /*
- * trigger.h - on-demand capture of a running job, with no daemon (SPEC 4,
- * TRAINPROF_TRIGGER): tp-flush polls a trigger file under the run folder
+ * trigger.h - on-demand capture of a running job, with no daemon
+ * (TRAINPROF_TRIGGER): tp-flush polls a trigger file under the run folder
  * and publishes a per-rank status file there; `trainprof trigger` and
  * `trainprof status` (scripts/) are the other side.
  *

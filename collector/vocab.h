@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-/* What memory an allocation holds (SPEC 6: counted separately). */
+/* What memory an allocation holds (each class is counted apart). */
 enum tp_mem_class {
     TP_MEM_DEVICE = 0,  /* device memory: cudaMalloc*, cuMemAlloc*, VMM physical (cuMemCreate) */
     TP_MEM_MANAGED,     /* unified memory (cudaMallocManaged, cuMemAllocManaged) */

@@ -1,7 +1,7 @@
 /*
- * chrome.c - DESIGN: the Kineto-compatible trace of SPEC 7.1, streamed.
- * open() writes the top-level keys up to "traceEvents": [ in Kineto's order
- * (notes/trace-format.md 2.1), event() appends one event per line as it
+ * chrome.c - DESIGN: the Kineto-compatible trace (README "What is in a
+ * trace"), streamed.  open() writes the top-level keys up to "traceEvents": [
+ * in the order of Kineto's ChromeTraceLogger, event() appends one event per line as it
  * arrives, close() appends the metadata events of every thread seen and
  * "traceName", then commits the file through output.c (temporary name,
  * rename).  Nothing is buffered per event besides the writer's 64 KiB and a
@@ -135,7 +135,7 @@ static int is_reserved(const char *key)
     return 0;
 }
 
-/* Kineto's deviceProperties entries (notes/trace-format.md 2.1). */
+/* Kineto's deviceProperties entries, with its keys (ChromeTraceLogger's). */
 static void put_devices(struct tp_jsonw *j, const struct tp_window *w)
 {
     for (int i = 0; i < w->n_devices; i++) {
@@ -166,7 +166,7 @@ static void put_devices(struct tp_jsonw *j, const struct tp_window *w)
     }
 }
 
-/* "coverage": what the wrappers saw against what CUPTI saw (SPEC 7.1). */
+/* "coverage": what the wrappers saw against what CUPTI saw (README "What is in a trace"). */
 static void put_coverage(struct tp_jsonw *j, const struct tp_window *w)
 {
     LIT(j, ", \"gpu_activity\": ");

@@ -1,15 +1,15 @@
 /*
  * exec.c - DESIGN: TRAINPROF_EXEC, the first half of the post-save stage
- * (SPEC 8; handlers/handlers.c).  After the handlers have saved the
+ * (README "Outputs"; handlers/handlers.c).  After the handlers have saved the
  * window's trace and reports, TRAINPROF_EXEC is
  * expanded once per saved file ({path} = that file, the trace first, plus
- * the SPEC 7 variables), each value quoted for the shell so that it is
+ * the format-string variables), each value quoted for the shell so that it is
  * data, never code (collector/format.c, tp_format_expand_sh), and started as "/bin/sh -c CMD" with
  * posix_spawn from tp-flush: the training thread never waits for it.  The
  * child reads /dev/null, writes its standard output to our stderr (so that
  * the program's standard output carries only its own), and gets our
  * environment with TRAINPROF_ENABLED=0, so the preloaded library stays inert
- * in it (decision 10): the copy config.c took at activation (w->exec_env),
+ * in it: the copy config.c took at activation (w->exec_env),
  * never environ itself, which a program thread's setenv may reallocate
  * while tp-flush reads it.  tp-flush runs with every signal blocked and a
  * Python host ignores SIGPIPE; the child gets an empty mask and SIGPIPE's

@@ -1,5 +1,5 @@
 /*
- * exec.h - TRAINPROF_EXEC (SPEC 8): a command run after each saved file
+ * exec.h - TRAINPROF_EXEC: a command run after each saved file
  * (trace and reports); TRAINPROF_KEEP asks here before deleting a trace and
  * its reports.
  */

@@ -4,14 +4,14 @@
  * path is hand-rolled (integers from a two-digit table, microseconds as
  * integer division of nanoseconds, string escaping that copies runs of
  * plain bytes with memcpy) because printf per field costs about 80 ns and
- * a trace must be written at >= 1 M events/s (SPEC 12).  Even so deflate
+ * a trace must be written at >= 1 M events/s (README "Overhead").  Even so deflate
  * level 1 takes about 60% of the time of a gzip trace (perf, 1 M launch
  * events), so with gzip a helper thread ("tp-gzip", signals blocked, alive
  * only while one file is written) compresses and writes full buffers while
  * the caller formats the next ones: a ring of four 64 KiB buffers, the
  * caller waiting only when all four are queued.  gzip is one member
  * (deflateInit2 windowBits 15+16, ended by Z_FINISH) because catapult
- * reads only the first member (notes/trace-format.md 1.7).  Strings come
+ * (chrome://tracing, TensorBoard's trace view) reads only the first member.  Strings come
  * out valid UTF-8 with no byte for which iscntrl() is true, since Perfetto's
  * tokenizer rejects those and JSON.parse rejects raw controls.
  */

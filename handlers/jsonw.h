@@ -2,7 +2,7 @@
  * jsonw.h - a streaming JSON (and plain text) writer to a file descriptor,
  * optionally through zlib as one gzip member.
  *
- * Traces are streamed, never built as a document (SPEC decision 13).  The
+ * Traces are streamed, never built as a document in memory.  The
  * writer owns no file: it writes to an fd that handlers/output.c opened.
  * Errors are sticky: the first failure (write, zlib, memory) is kept in
  * "err" as an errno value, every later call is a no-op, and

@@ -3,7 +3,7 @@
  * (handlers/handlers.c).  The traces this process saved are filed oldest
  * first with the reports of their window; past the limit the oldest are
  * deleted, trace and reports together, unless a TRAINPROF_EXEC command for
- * them still runs (tp_exec_busy; SPEC 8: the command must be able to read
+ * them still runs (tp_exec_busy: the command must be able to read
  * its file): then the deletion waits for the next window, an idle tick of
  * tp-flush, or exit.  Locked because exit runs on the thread that calls
  * exit(), not on tp-flush.

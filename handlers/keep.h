@@ -1,6 +1,6 @@
 /*
  * keep.h - TRAINPROF_KEEP: only this process's K newest traces, and their
- * reports, stay on disk (SPEC 8).
+ * reports, stay on disk.
  */
 #ifndef TRAINPROF_HANDLERS_KEEP_H
 #define TRAINPROF_HANDLERS_KEEP_H

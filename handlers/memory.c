@@ -1,5 +1,5 @@
 /*
- * memory.c - DESIGN: the memory handler (SPEC 8): "<reports>/<trace
+ * memory.c - DESIGN: the memory handler (README "Outputs"): "<reports>/<trace
  * base>.memory.html", one self-contained page (inline CSS and SVG, no
  * script, no external font) with one step plot per (device, class) of the
  * bytes the process held over the window, and "<trace base>.memory.json"

@@ -1,5 +1,6 @@
 /*
- * output.h - atomic creation of output files for handlers (SPEC 7).
+ * output.h - atomic creation of output files for handlers (README "Files
+ * trainprof creates").
  *
  * A file is written under "<final>.<host>.<pid>.tmp" in its final folder
  * (created exclusively, never through a link: collector/safefile.c, the

@@ -13,7 +13,7 @@
  * issued it, through the External id) weigh their device duration under
  * that call's stack, a kernel's name as one more frame; the file exists only
  * when the window has such device time.  Values are summed in ns per stack
- * and rounded to integer us once (SPEC decision 11); lines that round to 0
+ * and rounded to integer us once, after summing; lines that round to 0
  * are left out; lines are sorted bytewise so that outputs compare.
  * Nothing is written when no event carries frames.
  */

@@ -1,6 +1,6 @@
 /*
  * summary.c - DESIGN: a text report per trace, "<reports>/<trace base>.summary.txt"
- * (SPEC 8, decision 10), followed by its figures for machines,
+ * (README "Outputs": the trace folder holds traces only), followed by its figures for machines,
  * "<trace base>.summary.json" (summary_json.c, same aggregates), in tables laid out like torch's
  * key_averages().table() (table.c writes them; this file decides what they
  * hold): the operator table has torch's operators, its record_function
@@ -14,7 +14,7 @@
  * Memory comes from the window's tp_mem_usage rows, not from events.
  * Collectives are keyed by (kind, group size); their bandwidths use the
  * device time of the kernels they issued when CUPTI saw any of them, else the
- * host call durations, labelled host-enqueue based (decision 12).  close()
+ * host call durations, labelled host-enqueue based.  close()
  * also fills saved->line, the one line TRAINPROF_LOG=info prints.
  */
 #include "summary_impl.h"
@@ -382,7 +382,7 @@ static void put_gpu(struct tp_jsonw *j, struct summary *s, const struct tp_windo
                         (unsigned long long)w->gpu_dropped);
 }
 
-/* Memory held per (device, class) in the window (SPEC 8), omitted without data. */
+/* Memory held per (device, class) in the window, omitted without data. */
 static void put_memory(struct tp_jsonw *j, const struct summary *s, const struct tp_window *w)
 {
     static const char *const titles[] = { "Memory", "Start", "Peak", "Peak at (ms)", "End",

@@ -670,7 +670,8 @@ int tp_summary_cmp_coll(const void *a, const void *b)
     return x->ranks < y->ranks ? -1 : x->ranks > y->ranks;
 }
 
-/* 1 when the collectives' kernels were seen on the device (decision 12). */
+/* 1 when the collectives' kernels were seen on the device: their bandwidth
+ * then uses device time, else host-enqueue time. */
 int tp_summary_coll_device(const struct summary *s, const struct tp_window *w)
 {
     for (size_t i = 0; w->gpu && i < s->ncoll; i++)

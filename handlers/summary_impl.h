@@ -153,7 +153,7 @@ int tp_summary_step_span(const struct tp_window *w, uint64_t index, int64_t *a, 
 int tp_summary_mem_has_data(const struct tp_mem_usage *u);
 
 /* tp_summary_coll_device - 1 when CUPTI saw kernels of the window's
- * collectives, so that their time is device time (decision 12). */
+ * collectives, so that their time is device time (else host-enqueue). */
 int tp_summary_coll_device(const struct summary *s, const struct tp_window *w);
 
 /*

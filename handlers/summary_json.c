@@ -1,13 +1,13 @@
 /*
  * summary_json.c - DESIGN: the summary for machines,
- * "<reports>/<trace base>.summary.json" (issue 15): the figures of the text
+ * "<reports>/<trace base>.summary.json": the figures of the text
  * report (summary.c) from the same aggregates, in a versioned schema
  * (TP_SUMMARY_SCHEMA, documented in README.md "summary.json") that
  * `trainprof summary` reads to analyse a whole job without opening its
  * traces.  A few KiB per window whatever the window's size: the name tables
  * are cut to their TOP largest rows (with the count and total of all rows
  * beside them) and names to NAME_KEEP bytes, so that 4,096 ranks' files read
- * in seconds.  Streamed through jsonw.c like the trace (decision 13), one
+ * in seconds.  Streamed through jsonw.c like the trace, one
  * key or row per line; times are integer ns (exact, like the text report's
  * sums), Unix ns for instants; a figure that does not apply is null, never
  * a made-up 0.

@@ -1,6 +1,6 @@
 /*
  * api.c - DESIGN: the public trainprof_* functions (preload/trainprof.h).
- * Each activates the profiler (decision 3) and is a no-op when passive.
+ * Each activates the profiler and is a no-op when passive.
  */
 #include "resolve.h"
 #include "trainprof.h"

@@ -5,15 +5,15 @@
  *
  * Same shape as the runtime wrappers (preload/cudart.c) with library
  * nesting: tp_lib_begin counts depth in tp_lib_depth, so the cublasLtMatmul
- * that cuBLAS may make while serving a GEMM (libcublas.so.13 imports it,
- * notes 1.1) passes through as part of the outer record, while the CUDA
- * runtime launches it makes are recorded on their own (decision 1).  A
+ * that cuBLAS may make while serving a GEMM (libcublas.so.13 imports it
+ * from libcublasLt) passes through as part of the outer record, while the CUDA
+ * runtime launches it makes are recorded on their own, inside its span.  A
  * missing real function returns CUBLAS_STATUS_NOT_INITIALIZED, what cuBLAS
  * returns for a call it cannot serve.
  *
  * Decoding happens only when a record is written, after the real call:
  * sizes and types are arguments, and the handle's math mode (which decides
- * TF32 for float data, notes 1.4) is read with cublasGetMathMode, a getter
+ * TF32 for float data: collector/flops/gemm.h) is read with cublasGetMathMode, a getter
  * of the real library that neither allocates nor launches, and only for
  * float data with no or the default compute type.  The routines that are
  * not products (collector/flops/blas.h) cost a switch and a few multiplies;
@@ -23,8 +23,9 @@
  * copies (cublasSet/GetMatrixAsync, ...Vector...) are copy records as the
  * runtime's: rows x cols x elemSize bytes, the direction, the stream; the
  * copy they make underneath (through the runtime linked statically into
- * cuBLAS, notes 5.3) is, like a GEMM's launches, recorded on its own where
- * it reaches a wrapper (the driver's), inside the library call's span.
+ * cuBLAS, so never through our runtime wrappers) is, like a GEMM's launches,
+ * recorded on its own where it reaches a wrapper (the driver's), inside the
+ * library call's span.
  */
 #include "../collector/flops/blas.h"
 #include "../collector/flops/gemm.h"

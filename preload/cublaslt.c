@@ -2,7 +2,7 @@
  * cublaslt.c - DESIGN: the cuBLASLt wrapper, expanded from cublaslt.def.
  *
  * cublasLtMatmul carries no sizes: they live in opaque descriptors that
- * PyTorch destroys right after the call (notes 1.3), so they are read here,
+ * PyTorch destroys right after the call (ATen's CUDABlas.cpp), so they are read here,
  * after the real call and only when a record is written, with the real
  * library's getters (cublasLtMatmulDescGetAttribute,
  * cublasLtMatrixLayoutGetAttribute: plain reads, no allocation, no lock, no

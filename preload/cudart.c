@@ -103,7 +103,7 @@ static inline void *const *tp_at(void *const *p)
 
 /* Bytes of one element of CUDA array "a" (a cudaArray_t is a CUarray:
  * cudaMemcpy3DOperand says so), from the driver's descriptor, a
- * side-effect-free query (SPEC decision 2); 0 if unknown (no driver, or a
+ * side-effect-free query; 0 if unknown (no driver, or a
  * format whose elements are not whole bytes per channel). */
 typedef CUresult (*tp_arraydesc_fn)(CUDA_ARRAY3D_DESCRIPTOR *, CUarray);
 static uint64_t tp_array_elem(const void *a)

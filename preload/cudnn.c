@@ -1,7 +1,7 @@
 /*
  * cudnn.c - DESIGN: the cuDNN wrappers, expanded from cudnn.def with the
  * shape of the runtime wrappers (preload/cudart.c), nesting as library calls
- * (tp_lib_begin: launches made inside are still recorded, decision 1).
+ * (tp_lib_begin: launches made inside are still recorded, on their own).
  *
  * A legacy convolution's FLOPs and implicit-GEMM shape come from its
  * descriptors, read with the real library's getters only while recording,

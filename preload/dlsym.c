@@ -1,5 +1,5 @@
 /*
- * dlsym.c - DESIGN: the dlsym interposer (notes/injection.md 1.4, decision 8).
+ * dlsym.c - DESIGN: the dlsym interposer.
  *
  * glibc resolves RTLD_NEXT (and RTLD_DEFAULT's namespace) from dlsym's
  * return address, so those two handles must reach the real dlsym by a jump
@@ -19,7 +19,7 @@
  * when the function it forwards to is that pointer (libcudnn.so.9 looks up
  * libcudnn_graph's functions of the same names: handing it our wrapper
  * would loop).  Everything else, NULL and dlerror state included, passes
- * through.  Never activates the profiler (decision 3).
+ * through.  Never activates the profiler (a lookup is no CUDA work).
  */
 #include "driver.h"
 #include "resolve.h"

@@ -9,8 +9,8 @@
  *    that a wrapper always calls exactly the function the caller was given.
  * A driver call made inside a runtime wrapper is folded into the runtime
  * record by tp_depth (collector/core.h); one made inside a library call is
- * recorded (decision 1).  The name-capture calls (cuLibraryGetKernel,
- * cuModuleGetFunction, cuKernelGetFunction) feed collector/kernels and never
+ * recorded on its own, inside the library call's span.  The name-capture calls (cuLibraryGetKernel,
+ * cuModuleGetFunction, cuKernelGetFunction) feed collector/kernels.c and never
  * activate, like __cudaRegisterFunction in cudart.c.
  */
 #include "driver.h"

@@ -87,8 +87,9 @@ void *tp_procaddr_wrap_symbol(const char *sym, void *real);
 /* tp_dlsym_real: collector/loader.h */
 
 /* tp_lookup_enabled - 1 if lookups may hand out our wrappers: an enabled,
- * selected process whose configuration parsed (decision 8: otherwise the
- * real pointers).  Parses the configuration silently if not yet done. */
+ * selected process whose configuration parsed (otherwise the real pointers:
+ * TRAINPROF_ENABLED=0 leaves every lookup as it was).  Parses the
+ * configuration silently if not yet done. */
 int tp_lookup_enabled(void);
 
 /* tp_dlsym_init - from our constructor: take our own handle now, while a

@@ -1,5 +1,6 @@
 /*
- * init.c - DESIGN: the constructor does the least it can (SPEC 3): hand
+ * init.c - DESIGN: the constructor does the least it can (a process
+ * that never uses CUDA must stay inert: README "Never harming the job"): hand
  * the output side (handlers/handlers.c) down to the collector, which never
  * names a handler itself, parse the configuration silently, make this
  * library the NVTX injection library and the ITT collector (preload/nvtx.c,
@@ -34,7 +35,7 @@ static int tp_self_path(char *path)
  * INTEL_LIBITTNOTIFY64) at this library, "self" (tp_self_path).  Only when
  * the variable was unset at startup ("found" empty: another tool's, or a
  * parent's, is kept); the caller checks that profiling is enabled and this
- * rank selected (SPEC decision 8).  Silent: a failure leaves that API
+ * rank selected (a disabled process leaves the variable unset).  Silent: a failure leaves that API
  * uninstrumented.  Returns 1 if the variable names this library now (set
  * here, or found naming it). */
 static int tp_point_at_self(const char *var, const char *found, const char *self)

@@ -2,7 +2,7 @@
  * nccl.c - DESIGN: the NCCL wrappers, expanded from nccl.def with the shape
  * of the runtime wrappers (preload/cudart.c), nesting as library calls
  * (tp_lib_begin: the launches a collective makes are still recorded as
- * runtime calls of their own, decision 1).
+ * runtime calls of their own).
  *
  * A collective's record holds what its arguments say: bytes = count x the
  * element size (NCCL exports no type-size function, so the table is ours,

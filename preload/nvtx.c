@@ -4,12 +4,13 @@
  * NVTX3 is header-only; each DSO that uses it dlopen()s NVTX_INJECTION64_PATH
  * on its first NVTX call and calls InitializeInjectionNvtx2 with an export
  * table through which we fill that DSO's CORE and CORE2 function slots
- * (notes/injection.md 3.1-3.3).  The constructor points the variable at our
- * own file (dladdr + realpath, never overwriting another tool's value), so
- * dlopen() returns the already preloaded object.  Each callback hands its
- * message to the range API of collector/ranges.h as text, which interns it
- * only when a window records it: before activation and outside windows a
- * message costs no memory, however many distinct ones a program sends.
+ * (NVTX's nvtxInit.h, in CUDA's headers, is the loader's side).  The
+ * constructor points the variable at our own file (dladdr + realpath, never
+ * overwriting another tool's value), so dlopen() returns the already
+ * preloaded object.  Each callback hands its message to the range API of
+ * collector/ranges.h as text, which interns it only when a window records it:
+ * before activation and outside windows a message costs no memory, however
+ * many distinct ones a program sends.
  * Nothing here allocates per call, locks (beyond a first-time intern), calls
  * CUDA or prints.  Handles are encodings of interned ids (id + 1, so never
  * NULL): a domain handle carries its name's id and a registered string handle

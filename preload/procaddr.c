@@ -1,6 +1,6 @@
 /*
  * procaddr.c - DESIGN: cuGetProcAddress{,_v2} interposition
- * (notes/injection.md 1.5, notes/static-cudart.md).
+ * (tests/programs/driver_calls.c replays what a cudart does here).
  *
  * Every cudart, static or shared, asks the driver for its entry points
  * through cuGetProcAddress_v2, and from the second lookup on through the
@@ -20,11 +20,12 @@
  * our own wrappers passes through untouched.  A slot stays bound to its real
  * pointer for the life of the process; the same pointer gets the same slot;
  * with every slot taken the real pointer is handed out.  The lookup path
- * takes a mutex, never calls CUDA and never activates the profiler
- * (decision 3); with TRAINPROF_ENABLED=0 or an excluded rank it substitutes
- * nothing.  cuGetExportTable is not touched.  The runtime's own lookups of
- * driver functions (cudaGetDriverEntryPoint*) get the same substitution, at
- * the end of this file.
+ * takes a mutex, never calls CUDA (cudart makes its lookups before
+ * cuInit) and never activates the profiler (a lookup is no CUDA work); with
+ * TRAINPROF_ENABLED=0 or an excluded rank it substitutes nothing.
+ * cuGetExportTable is not touched.  The runtime's own lookups of driver
+ * functions (cudaGetDriverEntryPoint*) get the same substitution, at the end
+ * of this file.
  */
 #include "driver.h"
 #include "resolve.h"

@@ -2,14 +2,15 @@
  * resolve.c - DESIGN: resolution is lazy (at a wrapper's first call, when
  * the library that defines the function is loaded) and cached by the
  * caller in its own slot.  The scan fallback is what finds functions in
- * libraries Python loaded with RTLD_LOCAL (notes/injection.md 1.3).
+ * libraries Python loaded with RTLD_LOCAL: dlsym(RTLD_NEXT) does not find
+ * a function in a dependency of an RTLD_LOCAL dlopen.
  *
  * Every lookup here uses the real dlsym (tp_dlsym_real), never the dlsym
  * symbol: that one is our interposer, and for a handle of a wrapped library
  * it calls tp_resolve to decide whether to hand out our wrapper.  Through
  * the symbol, a lookup in a cudart that ctypes had opened RTLD_LOCAL went
  * tp_dlsym_handle -> tp_resolve -> dlsym(handle) -> tp_dlsym_handle ...
- * until the stack overflowed, with the profiler enabled or not (issue 10).
+ * until the stack overflowed, with the profiler enabled or not (tests/programs/dlsym_local.c).
  */
 #include "resolve.h"
 #include "../collector/grow.h"

@@ -1,6 +1,6 @@
 /*
- * wrap.h - the one shape of every generated wrapper (STYLE: "every wrapper
- * has the same short shape").  Each preload/<lib>.c defines its record
+ * wrap.h - the one shape of every generated wrapper: every wrapper has the
+ * same short shape.  Each preload/<lib>.c defines its record
  * expressions (TP_R_*) and expands its .def list through TP_WRAP.
  */
 #ifndef TRAINPROF_PRELOAD_WRAP_H

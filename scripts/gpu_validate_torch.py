@@ -26,10 +26,11 @@ to after that synchronisation (the profilers' own step calls are outside it),
 so host-side overhead shows fully.
 
 Schedule: skip_first=10, wait=0, warmup=2, active=10, repeat=1 for both
-profilers (SPEC 5: ours is torch.profiler.schedule): steps 12-21 are
+profilers (ours counts as torch.profiler.schedule does): steps 12-21 are
 recorded.  Step times compare medians over those steps (min-max spread), and
 over the steps after the window (from window end + 2, when our device side
-has closed) to the end: SPEC 12 wants the latter equal to plain.
+has closed) to the end: the target (README "Overhead") is the latter equal
+to plain.
 
 Then it prints one table (fixed columns) and, with --out, writes it as
 Markdown for tests/bench/RESULTS.md:
@@ -325,7 +326,7 @@ def build_rows(results, nsteps):
                      _fmt_time(base_a),
                      _fmt_time(_stats(tp.get("step_times_ms") or [], aft), base_a),
                      _fmt_time(_stats(ours.get("step_times_ms") or [], aft), base_a),
-                     "SPEC 12: trainprof equal to plain"])
+                     "target: trainprof equal to plain"])
     rows.append(["final loss", fmt(pl.get("loss")), fmt(tp.get("loss")), fmt(ours.get("loss")),
                  "bf16 with atomics: close, not identical"])
     for m, r in zip(MODES, (pl, tp, ours)):

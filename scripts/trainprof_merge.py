@@ -1,4 +1,4 @@
-"""trainprof_merge - `trainprof merge TRACE... -o OUT.json.gz` (SPEC 9, issue 15).
+"""trainprof_merge - `trainprof merge TRACE... -o OUT.json.gz`.
 
 DESIGN
 One Kineto-format trace with every rank, for Perfetto, streamed: memory does
@@ -50,7 +50,8 @@ applied: it would move events by noise.  The output's baseTimeNanoseconds is
 the smallest input base; every rank's residual bound is printed and written
 under "trainprof"."merge".
 
-Hostile input (issue 21) is answered with one line naming the file, exit
+Hostile input (README "What `merge`, `summary`, `trigger` and `status`
+accept") is answered with one line naming the file, exit
 status 2, in bounded time and memory: a trace is read only if it is a
 regular file; gzip is inflated INFLATE bytes at a time (0.5 MB of gzip held
 a 512 MiB string, once inflated whole: 3.2 GB); the keys before

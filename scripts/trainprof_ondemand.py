@@ -1,5 +1,5 @@
 """trainprof trigger / trainprof status: on-demand capture of a running job
-(SPEC 4, TRAINPROF_TRIGGER), with no daemon.  Python standard library only;
+(TRAINPROF_TRIGGER), with no daemon.  Python standard library only;
 scripts/trainprof imports it.
 
 The processes' side is collector/trigger.c.  Each process that watches

@@ -1,4 +1,4 @@
-"""trainprof_summary - `trainprof summary PATH...` (issue 15, SPEC 9).
+"""trainprof_summary - `trainprof summary PATH...`.
 
 DESIGN
 Every input becomes one dict in the schema of the summary handler's
@@ -25,7 +25,8 @@ that does not falls back to one raw_decode per element).  Memory is the
 chunk, the name tables, and the few per-window lists (steps, collectives
 waiting for their kernels), not the trace.  Python standard library only.
 
-Hostile input (issue 21): only regular files are read (trainprof_files; a
+Hostile input (README "What `merge`, `summary`, `trigger` and `status`
+accept"): only regular files are read (trainprof_files; a
 FIFO would block, a link to /dev/zero never ends; names met in a folder are
 not followed if links), a summary.json of at most MAX_SUMMARY bytes, a
 trace's header values and events of at most MAX_HEADER and MAX_EVENT; a

@@ -15,7 +15,7 @@
  * from the dims of its output-side tensor "out" (y for forward, dy for both
  * backward passes: N, K, output spatial...) and of its filter "w" (K,
  * C/groups, filter spatial...), in logical order.  Every pass does
- * 2 * numel(out) * prod(w[1:]) FLOPs (notes 2.3); as an implicit GEMM
+ * 2 * numel(out) * prod(w[1:]) FLOPs (torch.utils.flop_counter's count); as an implicit GEMM
  * m = N, n = K, k = prod(w[1:]), batch = prod(out[2:]).  Sizes saturate at
  * UINT32_MAX, FLOPs at UINT64_MAX.  Returns 0, or -1 (fields left 0) when
  * the dims cannot be a convolution (fewer than 3, non-positive, K differs).

@@ -1,6 +1,6 @@
 /*
  * cudnn_graph.c - DESIGN: the FLOPs of cudnnBackendExecute (the cuDNN
- * backend/graph API that PyTorch uses, notes 2.2), by following the
+ * backend/graph API that PyTorch uses), by following the
  * descriptors the program builds, without Finalize (which needs a handle).
  *
  * The hand-written wrappers of cudnnBackendCreateDescriptor, SetAttribute,
@@ -29,7 +29,7 @@
  *
  * cudnnBackendExecute's record (TP_R_BEXEC in cudnn.c, recording only):
  * plan -> config -> engine -> graph (or config -> graph from the
- * heuristics) -> ops, the sum of the ops' FLOPs (notes 2.3: convolution
+ * heuristics) -> ops, the sum of the ops' FLOPs (conv.h, gemm.h: convolution
  * 2 numel(y or dy) prod(w[1:]); matmul 2 numel(C) A[-1]); m/n/k/batch,
  * dtype and precision of the first op with FLOPs.  The result is cached in
  * the plan's slot with the epoch it was computed at: a later Execute of the

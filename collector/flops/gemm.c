@@ -6,8 +6,8 @@
  * FLOPs follow torch.utils.flop_counter (one multiply-add = 2 FLOPs, alpha,
  * beta and epilogues ignored) and LAWN 41 for complex (8 per complex MAC);
  * products saturate instead of wrapping, so an absurd shape shows as
- * UINT64_MAX rather than as a small number.  The precision rules are those
- * of notes 1.4.
+ * UINT64_MAX rather than as a small number.  The precision rules are
+ * tp_gemm_precision's (gemm.h).
  */
 #include "gemm.h"
 

@@ -1,7 +1,7 @@
 /*
  * gemm.h - pure helpers of the cuBLAS/cuBLASLt wrappers (preload/): FLOPs and sizes of
  * a matrix product, CUDA data and compute types to ours, the precision
- * class (notes 1.2-1.4).  No library call, no state: unit-testable alone.
+ * class (the rules: tp_gemm_precision below).  No library call, no state: unit-testable alone.
  */
 #ifndef TRAINPROF_COLLECTOR_FLOPS_GEMM_H
 #define TRAINPROF_COLLECTOR_FLOPS_GEMM_H
@@ -53,7 +53,7 @@ int tp_gemm_needs_mode(int atype, int ct);
  * tp_gemm_precision - enum tp_precision allowed for a GEMM on data "atype"
  * (cudaDataType of A) with compute type "ct" (cublasComputeType_t, or
  * TP_GEMM_CT_NONE) under cublasMath_t "mode" (0 when unknown, and for
- * cuBLASLt, which has no math mode).  Notes 1.4: 8-bit float data -> fp8;
+ * cuBLASLt, which has no math mode): 8-bit float data -> fp8;
  * the FAST_16F/16BF/TF32 compute types -> fp16/bf16/tf32; 16-bit data ->
  * its own class; float data with CUBLAS_COMPUTE_32F or no compute type ->
  * tf32 iff (mode & 0xf) == CUBLAS_TF32_TENSOR_OP_MATH, else fp32; the

@@ -6,10 +6,10 @@
  *
  * Neither torch.utils.flop_counter (its formulas: mm, addmm, bmm, baddbmm,
  * _scaled_mm, convolution and its backward, the attention ops) nor the
- * profiler's computeFlops (notes/flops-and-apis.md §3) has an RNN formula,
- * so the count is ours, written as the GEMMs of the cell equations of
- * cudnn_adv.h's cudnnRNNMode_t, with 2 FLOPs per multiply-add as for every
- * other GEMM (notes 2.3):
+ * profiler's computeFlops (seven ops: aten::conv2d, mm, addmm, bmm, baddbmm,
+ * mul, add) has an RNN formula, so the count is ours, written as the GEMMs of
+ * the cell equations of cudnn_adv.h's cudnnRNNMode_t, with 2 FLOPs per
+ * multiply-add as for every other GEMM (gemm.c):
  *
  *   gates G = 1 (RNN_RELU, RNN_TANH), 4 (LSTM: i, f, g, o), 3 (GRU: r, z, h')
  *   D = 2 if bidirectional, else 1;  P = projSize (== hiddenSize H when the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""summary_bench - how fast `trainprof summary` reads a big job (issue 15).
+"""summary_bench - how fast `trainprof summary` reads a big job.
 
   tests/bench/summary_bench.py files [N]        N summary.json files (default
                                                 4096), then `trainprof summary`

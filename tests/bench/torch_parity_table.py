@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """torch_parity_table.py - `trainprof run` against torch.profiler, per step,
-as a table (issue 22).
+as a table.
 
 Runs each of tests/programs/torch_four.py's programs under `trainprof run
 --record-shapes` and under torch.profiler with the same schedule (the runs

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """trigger_latency - how long `trainprof trigger` takes to start a window in a
-running job (issue 15): a job of two train_loop processes on the fake
+running job: a job of two train_loop processes on the fake
 runtime (TRAINPROF_SCHEDULE=none, --sleep-us per step), triggered with
 `trainprof trigger --run`, several times.
 

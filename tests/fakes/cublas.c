@@ -8,7 +8,7 @@
  * expanded here too, so a wrong parameter list fails to compile against
  * cublas_api.h) and succeeds without computing or copying.  Two behave like the real
  * library in the ways the wrappers must cope with: cublasGemmEx calls
- * cublasLtMatmul through the PLT (libcublas.so.13 imports it, notes 1.1),
+ * cublasLtMatmul through the PLT (libcublas.so.13 imports it from libcublasLt),
  * and cublasSgemm_v2 launches one kernel through the CUDA runtime.  Both
  * symbols are left undefined here and bound at load time from the program's
  * libraries (or the preloaded wrappers), as in the real library.  The

@@ -4,7 +4,7 @@
  * DESIGN
  * Built from the real cuda.h as build/fakes/libcuda.so with soname
  * libcuda.so.1, so that a program can dlopen("libcuda.so.1") and speak the
- * runtime's lookup protocol (notes/static-cudart.md) to it: cuGetProcAddress
+ * runtime's lookup protocol (preload/procaddr.c) to it: cuGetProcAddress
  * and cuGetProcAddress_v2 answer from one table of (name, ABI version,
  * per-thread stream, function), choosing the variant by version and flags
  * as the real driver does, with NOT_FOUND and the matching symbolStatus for

@@ -14,7 +14,7 @@
  * it reports, cudnnSetDropoutDescriptor one when given states to fill),
  * through the CUDA runtime found at run time (dlsym(RTLD_DEFAULT), so it is
  * the fake runtime, or the profiler's wrapper of it when preloaded), as the
- * real library does: such launches are recorded on their own (decision 1).
+ * real library does: such launches are recorded on their own.
  * FAKE_CUDNN_NO_LAUNCH=1 (read at the first cudnnCreate) skips the launch,
  * for timing the cuDNN wrappers alone.  Nothing is printed.
  */

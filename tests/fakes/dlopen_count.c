@@ -4,8 +4,8 @@
  * (a file whose base name starts with "libcuda.so") that failed, with and
  * without RTLD_NOLOAD, and prints them on stderr at exit:
  * "dlopen_count: libcuda failed <n> noload_failed <m>".  Each failed dlopen
- * of a bare name searches the loader's paths; issue 10 saw hundreds per
- * step.  The real dlopen comes from dlsym(RTLD_NEXT); glibc then takes the
+ * of a bare name searches the loader's paths; a torch job once made
+ * hundreds per step.  The real dlopen comes from dlsym(RTLD_NEXT); glibc then takes the
  * caller's $ORIGIN from here, which is fine for a test that only counts.
  */
 #define _GNU_SOURCE

@@ -84,7 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!nul)
             abort();
         /* as printed (tp_log_line escapes the line): one line, nothing for
-         * a terminal to act on (issue 14's log injection): no control
+         * a terminal to act on (no log injection): no control
          * byte, valid UTF-8 (jansson checks it) */
         static char esc[4 * sizeof cfg.messages[0] + 1];
         size_t n_esc = tp_log_escape(msg, (size_t)(nul - msg), esc, sizeof esc);

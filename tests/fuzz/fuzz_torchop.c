@@ -1,5 +1,5 @@
 /*
- * fuzz_torchop.c - libFuzzer harness: the NVTX message parser of issue 6
+ * fuzz_torchop.c - libFuzzer harness: the NVTX message parser
  * (collector/torchop.c, tp_torch_op_parse): torch's operator ranges
  * "NAME[, seq = N][, op_id = N][, sizes = [[...]]][, input_op_ids = [...]]"
  * read back into a cpu_op's name and args.

@@ -1,4 +1,4 @@
-"""scripts/trainprof (SPEC 9): `run` preloads the library, maps options to
+"""scripts/trainprof: `run` preloads the library, maps options to
 TRAINPROF_* variables and, for Python commands, installs the optimizer-step
 hook (scripts/pyhook/sitecustomize.py)."""
 

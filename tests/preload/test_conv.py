@@ -1,4 +1,4 @@
-"""Legacy cuDNN convolutions (preload/cudnn.def): each call is one cpu_op
+"""Legacy cuDNN convolutions (collector/apis/cudnn.def): each call is one cpu_op
 event with the FLOPs, precision and implicit-GEMM shape computed here by hand
 from the cases of tests/programs/conv_calls.c, whose descriptors are the real
 cuDNN's and whose executing calls are the fake tests/fakes/cudnn_exec.c."""
@@ -82,7 +82,7 @@ def test_flops_without_shapes_and_launches_inside_recorded():
     assert total == len(CALLS) * sum(expected(c)[0] for c in CASES)
     for ev in ops:
         assert "m" not in ev["args"] and "Input Dims" not in ev["args"], ev
-    # the fake launches one kernel per call: recorded too (decision 1)
+    # the fake launches one kernel per call: recorded too, on its own
     la = [ev for ev in tputil.launches(trace) if ev["args"].get("kernel") == "cudnn_fake_conv"]
     assert len(la) == len(ops)
     for ev in ops:

@@ -1,4 +1,4 @@
-"""Coverage of what torch calls (issue 13, section 4): every function of the
+"""Coverage of what torch calls: every function of the
 CUDA runtime, driver, cuBLAS/cuBLASLt, cuDNN and NCCL families that the PyPI
 torch wheel's own libraries (torch/lib/*.so*) import is either interposed by
 build/libtrainprof.so (one of its exported functions) or listed, with a

@@ -3,8 +3,8 @@
 The fake turns what the fake runtime and driver "run" into real CUPTI
 records delivered from its own thread; these tests check what reaches the
 trace: kernel/memcpy/memset/sync events on pid = device, tid = stream,
-linked to the launches by CUPTI's correlation id (decision 1) with ac2g
-flows, the coverage metadata, and CUPTI's lifecycle (decision 6)."""
+linked to the launches by CUPTI's correlation id with ac2g flows, the
+coverage metadata, and CUPTI's lifecycle (README "What is in a trace")."""
 
 import os
 import re
@@ -37,7 +37,7 @@ per_version = pytest.mark.parametrize("cupti_version", VERSIONS)
 
 def run_loop(env=None, steps=STEPS, schedule=SCHEDULE, cupti_version=None, **kw):
     # steps of 5 ms, so that tp-flush has enabled CUPTI during the warmup step
-    # (it does so off the training thread, decision 6)
+    # (it does so off the training thread)
     e = {"TRAINPROF_SCHEDULE": schedule, "TRAIN_LAUNCHES": LAUNCHES, "TRAIN_SLEEP_US": 5000}
     if cupti_version:
         e["FAKE_CUPTI_VERSION"] = cupti_version
@@ -95,7 +95,7 @@ def test_kernels_linked_to_launches(cupti_version):
 
 
 def test_every_launch_linked_under_load():
-    """Issue 14's linking miss: under load, launches at the start of a window
+    """The linking miss: under load, launches at the start of a window
     kept our own id (2^32 + n) and their kernels stayed unlinked (coverage
     0.75, 0.92).  The cause was not the join's time test but CUPTI being
     turned on by tp-flush after the window had begun: a warmup step shorter
@@ -347,7 +347,7 @@ def test_driver_launches_linked_and_device_properties():
     """A program that reaches the fake driver only through cuGetProcAddress
     (as static cudart does): its driver launches link to CUPTI's kernels,
     deviceProperties come from the driver, and with a driver loaded CUPTI
-    is finalised after the last window (decision 6)."""
+    is finalised after the last window."""
     d = tputil.new_dir()
     log = os.path.join(d, "cupti.log")
     res = tputil.run("driver_calls", env={
@@ -396,7 +396,7 @@ def test_library_call_external_id_reaches_its_kernel(cupti_version):
 
 def test_cupti_13_0_ga_keeps_kinds_on_between_windows():
     """On CUPTI 13.0 GA disabling CONCURRENT_KERNEL mid-run may deadlock
-    (notes 2.4): kinds are enabled once, records between windows are
+    (fixed in 13.0 Update 1): kinds are enabled once, records between windows are
     dropped, and each window still gets exactly its own kernels."""
     d = tputil.new_dir()
     log = os.path.join(d, "cupti.log")
@@ -412,7 +412,7 @@ def test_cupti_13_0_ga_keeps_kinds_on_between_windows():
         assert t["trainprof"]["coverage"]["ratio"] == 1.0
 
 
-# ---- the CUPTI gate (decision 6, issue 10) -----------------------------------
+# ---- the CUPTI gate: a driver and a context, or no CUPTI ---------------------
 
 GATE_PROG = r"""
 import ctypes, sys, time

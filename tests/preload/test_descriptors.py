@@ -2,7 +2,7 @@
 (close_range(3, ~0U, 0), as daemonizing code, some launchers and test
 harnesses do) and then opens files of its own: the library must neither
 read nor write them, nor spin on what it had open, nor take descriptors a
-program under a low RLIMIT_NOFILE needs (issue 21, finding 3).  The
+program under a low RLIMIT_NOFILE needs.  The
 program is tests/programs/close_fds.c."""
 
 import glob

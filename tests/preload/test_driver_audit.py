@@ -1,4 +1,4 @@
-"""The driver layer against NVIDIA's own description of it (issue 13, section 3).
+"""The driver layer against NVIDIA's own description of it.
 
 cudaTypedefs.h declares one PFN_<request>_v<N>[_ptsz|_ptds] per ABI of every
 driver entry point: what ("request", N) a cuGetProcAddress lookup names, and

@@ -1,5 +1,5 @@
-"""The exec handler (SPEC 8): TRAINPROF_EXEC runs once per saved file (each
-trace, then its reports) with {path} and the SPEC 7 variables, with
+"""The exec handler: TRAINPROF_EXEC runs once per saved file (each
+trace, then its reports) with {path} and the format-string variables, with
 TRAINPROF_ENABLED=0, its stdout on stderr; a failure is a warning that
 changes neither rc nor stdout; TRAINPROF_KEEP waits for the commands before
 deleting a trace and its reports; the host's own children keep their exit
@@ -114,7 +114,7 @@ def test_keep_deletes_the_reports_it_wrote():
                              ["rank0.00000003.pt.trace.summary.%s" % e for e in ("txt", "json")]), reports
 
 
-# ---- values reach the shell as data (issue 14 §1) ---------------------------
+# ---- values reach the shell as data ----------------------------------------
 
 # Each holds something /bin/sh would run or split if it were pasted raw; the
 # last is a byte that is not UTF-8 (os.fsencode gives 0xff back).
@@ -219,8 +219,8 @@ def _sh_quote(b):
 
 def test_program_changing_its_environment():
     """A thread of the program calls setenv/unsetenv in a loop while every
-    step is a saved window with TRAINPROF_EXEC (issue 14: the child's
-    environment was built from environ on tp-flush, a use-after-free)."""
+    step is a saved window with TRAINPROF_EXEC (the child's environment was
+    once built from environ on tp-flush, a use-after-free)."""
     for _ in range(5):
         # host side only: a libcupti loaded by tp-flush (the fake's resolvers
         # call getenv) races with the program's setenv as any library would

@@ -1,4 +1,4 @@
-"""Faults the library must survive (issue 14, section 4), and what it must
+"""Faults the library must survive, and what it must
 not do to the files around it: links planted at the names it writes are
 never followed, a save cut by SIGKILL leaves no half file under a final name
 and its temporary file is removed by the next run, the output folder missing

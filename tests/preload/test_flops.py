@@ -1,4 +1,4 @@
-"""Per-step library FLOPs (issue 3): the trace's trainprof.steps and the
+"""Per-step library FLOPs: the trace's trainprof.steps and the
 FLOPs / TFLOP/s counters agree with the GEMM and convolution events."""
 
 import pathlib

@@ -1,4 +1,4 @@
-"""Library FLOPs inside CUDA graphs (issue 3): GEMMs captured into a graph
+"""Library FLOPs inside CUDA graphs: GEMMs captured into a graph
 count at every launch of it, not where they were captured."""
 
 import pytest

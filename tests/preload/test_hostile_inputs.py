@@ -1,19 +1,19 @@
-"""The trainprof command against hostile inputs (issue 21): what anyone who
+"""The trainprof command against hostile inputs: what anyone who
 can write a run folder, or hand over a trace, can make it do.
 
 - `trigger` acts only on status files as collector/trigger.c writes them,
   signals only processes of the run, writes only a plain file name in the
-  run folder (finding 1);
+  run folder;
 - every file the command creates is made under a fresh name with
   O_EXCL|O_NOFOLLOW and renamed into place: a planted link is never written
-  through (finding 2);
-- a byte that is not UTF-8 ends `merge` with one line, never a loop
-  (finding 8);
+  through;
+- a byte that is not UTF-8 ends `merge` with one line, never a loop;
 - `summary` reads regular files only, of bounded size, and skips a
-  malformed summary.json with one line (finding 9);
+  malformed summary.json with one line;
 - huge strings, gzip bombs, corrupt gzip, bad CRCs, deep nesting, odd
   options: one line naming the file, exit status 2, bounded time and memory
-  (finding 10; the bounds are in README "What the commands accept").
+  (the bounds are in README "What `merge`, `summary`, `trigger` and `status`
+  accept").
 
 Each case runs the command in a child process and measures its peak memory
 (wait4) and time, so that a loop or a runaway read fails the test instead of
@@ -153,7 +153,7 @@ def engines():
     return ["c", "python"] if os.path.exists(ENGINE) else ["python"]
 
 
-# ---- trigger and status: status files (finding 1) -----------------------------
+# ---- trigger and status: status files ------------------------------------------
 
 def status_doc(pid, rank=0, **kw):
     d = {"schema": 1, "run_name": "job", "trigger_file": "trigger", "host": socket.gethostname(),
@@ -345,7 +345,7 @@ def test_trigger_signals_the_real_job_after_its_checks():
     assert p.returncode == -signal.SIGTERM, p.stderr.read()
 
 
-# ---- creating files (finding 2) -------------------------------------------------
+# ---- creating files -------------------------------------------------------------
 
 def test_merge_never_writes_through_a_planted_link(tmp_path):
     src = write(str(tmp_path / "in.json"), b'{"traceEvents": [\n{"ph": "X", "pid": 1, "ts": 1}\n]}\n')
@@ -427,7 +427,7 @@ def test_no_file_is_created_but_through_trainprof_files():
     assert not found, "\n".join(found)
 
 
-# ---- merge: bytes that are not UTF-8 (finding 8) ---------------------------------
+# ---- merge: bytes that are not UTF-8 ---------------------------------------------
 
 @pytest.mark.parametrize("engine", ["c", "python"])
 @pytest.mark.parametrize("where", ["header", "event"])
@@ -448,7 +448,7 @@ def test_merge_non_utf8_byte_is_one_error_line(tmp_path, engine, where):
     assert sorted(os.listdir(tmp_path)) == ["bad.json"]
 
 
-# ---- summary: what it reads (finding 9) ------------------------------------------
+# ---- summary: what it reads -------------------------------------------------------
 
 def summary_doc(rank, n):
     return {"schema": "trainprof.summary/1", "trace": "rank%d.1.pt.trace.json.gz" % rank, "run": "r",
@@ -524,7 +524,7 @@ def test_summary_json_of_odd_types_is_skipped(doc):
     assert job_table_ranks(r.out) == [0, 1], r
 
 
-# ---- bounds (finding 10) ---------------------------------------------------------
+# ---- bounds -----------------------------------------------------------------------
 
 def test_merge_header_string_of_64_mib_is_refused_in_bounded_memory(tmp_path):
     # 0.07 MB of gzip; before: all of it inflated at once and decoded in

@@ -1,4 +1,5 @@
-"""The shared library's contract with the dynamic linker (SPEC 2, decision 8)."""
+"""The shared library's contract with the dynamic linker (README "Building and
+dependencies"; preload/trainprof.map)."""
 import re
 import subprocess
 

@@ -1,5 +1,5 @@
 """What the library keeps is bounded, and what it cannot keep is counted
-(README "Never harming the job"; issue 21).
+(README "Never harming the job").
 
 build/programs/nvtx_flood sends NVTX at volumes past every bound: millions
 of distinct messages, more records than TRAINPROF_BUFFER_MB holds.  Before

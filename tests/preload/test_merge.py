@@ -1,4 +1,4 @@
-"""`trainprof merge` (issue 15, section 3) on the traces of a 4-rank job:
+"""`trainprof merge` on the traces of a 4-rank job:
 tests/programs/ddp_loop.c as ranks 0-3 with torchrun's variables, on the
 fakes with the fake CUPTI (kernels, flows on GPU tracks), meeting after
 ncclCommInitRank as a real job's ranks do.

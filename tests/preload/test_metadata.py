@@ -1,4 +1,4 @@
-"""A trace's top-level metadata says only what is true (issue 22, item 8):
+"""A trace's top-level metadata says only what is true:
 distributedInfo only where a launcher, NCCL or the framework's process
 group says the process is one rank of a job, with the backend only where it
 is known (a CPU job that never used torch.distributed said backend "nccl");

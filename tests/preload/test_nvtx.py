@@ -1,4 +1,4 @@
-"""NVTX through injection (SPEC 3, 5; notes/injection.md 3).
+"""NVTX through injection (preload/nvtx.c; README "Steps", nvtx:GLOB).
 
 build/programs/nvtx_ranges annotates a 5-step loop with the toolkit's NVTX3
 header only; each step is an NVTX range named `step`.  The library must make
@@ -139,7 +139,7 @@ def test_cross_thread_range(recorded):
 
 def test_api_steps_not_counted_twice():
     # trainprof_step() after each `step` range: the first signal that fires
-    # (nvtx) is used from then on (decision 4), so no step counts twice.
+    # (nvtx) is used from then on, so no step counts twice.
     r = tputil.run(PROG, ["--steps", NSTEPS, "--api-steps"],
                    env={"TRAINPROF_SCHEDULE": "all"})
     trace = _one_trace(r)

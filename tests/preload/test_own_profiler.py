@@ -1,5 +1,5 @@
 """Programs that profile themselves with torch's own profiler, under
-`trainprof run` (issue 21, finding 0).
+`trainprof run`.
 
 torch runs one profiler at a time.  `trainprof run`'s Python hook turns
 torch's ITT/NVTX operator ranges on in the steps that warm up or record;
@@ -72,7 +72,7 @@ def own_files(cwd):
 def our_steps(trace):
     """[(N, event)] of the ProfilerStep#N events: trainprof's steps, each once
     (torch's own ProfilerStep#N ranges of a program's profiler, which reach
-    the library through ITT, are not written: issue 22)."""
+    the library through ITT, are not written: README "What is in a trace")."""
     return [(int(STEP_RE.match(ev["name"]).group(1)), ev)
             for ev in tputil.events(trace, ph="X") if STEP_RE.match(ev.get("name", ""))]
 

@@ -1,5 +1,5 @@
-"""Links planted at every name the library writes are never followed
-(issue 21, finding 2).  The names come from one place, README.md's table
+"""Links planted at every name the library writes are never followed.
+The names come from one place, README.md's table
 "Files trainprof creates": its rows whose second column starts with
 `library`.  So the list is tested both ways: a link is planted at each of
 its temporary names (and at the fixed names a writer might use instead,

@@ -1,4 +1,4 @@
-"""Profiler-API windows (issue 15, section 5): with
+"""Profiler-API windows: with
 TRAINPROF_SCHEDULE=profiler-api, cudaProfilerStart/cuProfilerStart opens a
 window and cudaProfilerStop/cuProfilerStop closes it, as nsys's
 --capture-range=cudaProfilerApi does; steps are still counted by the step

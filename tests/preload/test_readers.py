@@ -147,7 +147,7 @@ WINDOWS_STEPS = [[3, 4, 5], [9, 10, 11], [15, 16, 17]]
 
 
 def test_tb_plugin_orders_three_windows():
-    """Three windows of one rank in one folder (issue 22, item 7): the
+    """Three windows of one rank in one folder: the
     plugin's RunLoader numbers a worker's spans in the text order of the
     number in their file names, and its span list (what the UI offers) sorts
     those.  Span 1 must be the first window, 2 the second, 3 the third: with

@@ -1,5 +1,5 @@
-"""The readers PyTorch users run, on a 4-rank data-parallel run (issue 12,
-section 3): the TensorBoard plugin's Overview, Operator, Kernel, Trace,
+"""The readers PyTorch users run, on a 4-rank data-parallel run: the
+TensorBoard plugin's Overview, Operator, Kernel, Trace,
 Memory and Distributed views, and Holistic Trace Analysis's temporal, idle,
 kernel, overlap, launch-stats and straggler analyses, on the traces of
 tests/programs/ddp_loop.c run as ranks 0-3 of 4 on the fakes, CUPTI's fake

@@ -1,4 +1,4 @@
-"""Real software that nobody here wrote, under the preload (issue 10).
+"""Real software that nobody here wrote, under the preload.
 
 Our fakes agree with our own code; these tests run what users run: the PyPI
 PyTorch wheel (a CUDA build that runs on the CPU here, with its own

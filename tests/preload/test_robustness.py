@@ -1,4 +1,5 @@
-"""The library never changes what the program does (SPEC 1, 3, 11): same
+"""The library never changes what the program does (README "Never harming
+the job"): same
 stdout and exit status, nothing of ours on stdout, inert without CUDA, bad
 configuration reported once and ignored, SIGTERM, threads, fork."""
 
@@ -70,7 +71,7 @@ def test_inert_without_cuda(prog):
 
 def test_inert_even_when_misconfigured():
     """Configuration errors are reported at activation, never by a process
-    that does not use CUDA (decision 3)."""
+    that does not use CUDA."""
     pre = tputil.run("no_cuda", env={"TRAINPROF_SCHEDULE": "wait=-1", "TRAINPROF_STRICT": "1"})
     assert pre.rc == 0
     assert pre.stderr == b""
@@ -126,7 +127,7 @@ FORGED_VALUES = [
 
 @pytest.mark.parametrize("var,value", FORGED_VALUES, ids=[v[0] for v in FORGED_VALUES])
 def test_echoed_value_is_escaped(var, value):
-    """Issue 14: every echoed value is escaped, so the error stays one line
+    """Every echoed value is escaped, so the error stays one line
     of ours with no raw control or non-UTF-8 byte."""
     raw = lambda s: s.replace("%s", FORGE).encode("latin-1").decode("utf-8", "surrogateescape")
     plain = tputil.run("train_loop", ["--steps=6"], preload=False)
@@ -155,7 +156,7 @@ def test_strict_exits_2():
 
 def test_strict_quiet_still_says_why():
     """TRAINPROF_LOG=quiet silences messages, but never the error that makes
-    TRAINPROF_STRICT=1 end the program (issue 14)."""
+    TRAINPROF_STRICT=1 end the program."""
     pre = tputil.run("train_loop", ["--steps=6"],
                      env={"TRAINPROF_SCHEDULE": "wait=-1", "TRAINPROF_STRICT": "1",
                           "TRAINPROF_LOG": "quiet"})

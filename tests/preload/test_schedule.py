@@ -2,7 +2,7 @@
 right ProfilerStep#N and exactly the right launches in each step.
 
 Expectations come from tputil.schedule_fn, an independent implementation of
-torch.profiler.schedule (SPEC 5), not from the library.
+torch.profiler.schedule, not from the library.
 """
 
 import os
@@ -81,8 +81,8 @@ def _check_run(schedule, nsteps, mode, step_on, signal_text, per_step, steps_per
         assert meta["steps_recorded"] == len(got)
         assert meta["dropped_events"] == 0
         if schedule != "all":
-            # With `all` the save at exit is the window's planned end; SPEC
-            # does not say whether that counts as partial.
+            # With `all` the save at exit is the window's planned end, not a
+            # cut: "partial" as computed above does not apply.
             assert meta["partial"] is partial, (batch, meta["partial"])
 
         per = tputil.launches_per_step(trace)

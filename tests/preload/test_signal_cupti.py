@@ -1,5 +1,5 @@
 """SIGTERM or SIGINT arriving while the thread it interrupts is inside
-CUPTI, holding CUPTI's lock (issue 21, finding 4).  The handler has tp-flush
+CUPTI, holding CUPTI's lock.  The handler has tp-flush
 save the open window; tp-flush's CUPTI calls (cuptiActivityFlushAll) wait on
 that lock, which the interrupted thread holds until the handler returns: the
 handler's 20 s passed and the window was not saved (7 of 12 runs on the fake

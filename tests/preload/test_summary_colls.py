@@ -8,7 +8,7 @@ The fake ncclAllReduce launches one kernel; when the fake CUPTI was enabled in
 time (it is enabled asynchronously, so either may happen in a short run),
 those rows use the kernels' device time and the other collectives fall back to
 their host durations, each row naming its basis; without device records every
-row is host-enqueue based and the heading says so (SPEC decision 12)."""
+row is host-enqueue based and the heading says so."""
 
 import collections
 import glob

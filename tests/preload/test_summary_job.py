@@ -1,5 +1,5 @@
-"""summary.json and `trainprof summary` on a 4-rank job (issue 15, sections 1
-and 2): tests/programs/ddp_loop.c run as ranks 0-3 of 4, at the same time,
+"""summary.json and `trainprof summary` on a 4-rank job:
+tests/programs/ddp_loop.c run as ranks 0-3 of 4, at the same time,
 in one folder, with the launcher variables of torchrun (RANK, LOCAL_RANK,
 WORLD_SIZE, TORCHELASTIC_RUN_ID) or of srun (SLURM_PROCID, SLURM_LOCALID,
 SLURM_NTASKS, SLURM_JOB_ID), on the fakes with the fake CUPTI.  Rank 2
@@ -214,7 +214,7 @@ def test_trace_alone_agrees_with_summary_json(job):
                 {r["name"]: r["calls"] for r in s[table]["top"]}, table
         for a, b in zip(t["operators"]["top"], s["operators"]["top"]):
             assert abs(a["gpu_ns"] - b["gpu_ns"]) <= a["calls"], a["name"]
-        # the operator tables (issue 22): annotation and step rows, self
+        # the operator tables: annotation and step rows, self
         # times, shares, and the rows by input shape, as the library's
         assert {r["kind"] for r in s["operators"]["top"]} == {"operator", "annotation", "step"}
         for table in ("operators", "operators_by_shape"):

@@ -222,7 +222,7 @@ def test_operator_ranges_only_while_profiling():
     assert p.stdout == base.stdout
     # the ranges go off outside every open annotation: turned off inside
     # Optimizer.step#, torch's NVTX observer found no profiler state at the
-    # annotation's end and printed an 18-line INTERNAL ASSERT (issue 22)
+    # annotation's end and printed an 18-line INTERNAL ASSERT
     assert b"RecordFunction callback" not in p.stderr and b"INTERNAL ASSERT" not in p.stderr, \
         p.stderr[-3000:]
     state = _op_ranges_state(p.stderr)

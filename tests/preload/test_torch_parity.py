@@ -1,5 +1,5 @@
-"""`trainprof run` against torch.profiler on real PyTorch (issue 22: a trace
-a torch.profiler user cannot tell from torch's own).
+"""`trainprof run` against torch.profiler on real PyTorch: a trace
+a torch.profiler user cannot tell from torch's own.
 
 Four kinds of training program (tests/programs/torch_four.py: an MLP with
 AdamW, a CNN with SGD, a TransformerEncoderLayer with Adam, a GAN whose

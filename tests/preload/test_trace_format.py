@@ -1,5 +1,6 @@
-"""The trace checklist of notes/trace-format.md section 7 (all tools, TB, HTA)
-and SPEC 7.1, checked by parsing a real trace of train_loop."""
+"""What Perfetto, chrome://tracing, the TensorBoard plugin and HTA need of a
+trace, and the schema of README "What is in a trace", checked by parsing a
+real trace of train_loop."""
 
 import collections
 import gzip

@@ -1,4 +1,4 @@
-"""On-demand capture of a running job (issue 15, SPEC 4): TRAINPROF_SCHEDULE=none,
+"""On-demand capture of a running job (README "Capturing a running job"): TRAINPROF_SCHEDULE=none,
 the trigger file, the status files, `trainprof trigger` and `trainprof status`.
 
 A job here is two train_loop processes (ranks 0 and 1 of 2) in one run

@@ -1,6 +1,6 @@
 """Compare a trace of `trainprof run` with torch.profiler's trace of the same
-program, step by step (issue 22: a trace a torch.profiler user cannot tell
-from torch's own).  Used by tests/preload/test_torch_parity.py and by
+program, step by step (a trace a torch.profiler user cannot tell from torch's
+own).  Used by tests/preload/test_torch_parity.py and by
 tests/bench/torch_parity_table.py.
 
 The program is tests/programs/torch_four.py MODEL: run once as

@@ -239,7 +239,7 @@ def trace_batch(path):
     return int(m.group(2)) if m else None
 
 
-# ---- an independent implementation of torch.profiler.schedule (SPEC 5) -----
+# ---- an independent implementation of torch.profiler.schedule ------------
 
 NONE, WARMUP, RECORD, RECORD_AND_SAVE = "NONE", "WARMUP", "RECORD", "RECORD_AND_SAVE"
 

@@ -8,7 +8,7 @@
  * dlsym(handle, name) and prints "name<TAB>object" where object is the file
  * that defines the pointer it got (dladdr), or "-" for NULL.  Under the
  * preload that lookup goes through trainprof's dlsym interposer, which once
- * recursed with its own resolution until the stack overflowed (issue 10),
+ * recursed with its own resolution until the stack overflowed,
  * enabled or not.  With "call", it then calls cudaMalloc(&p, 256) through
  * the pointer it was handed (LIBRARY must be a CUDA runtime) and prints
  * "cudaMalloc<TAB>rc", so that a test can see a failed call (no driver)

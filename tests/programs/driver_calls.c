@@ -1,6 +1,6 @@
 /*
  * driver_calls.c - reaches the CUDA driver the way CUDA 13's runtime does
- * (notes/static-cudart.md): dlopen("libcuda.so.1"), ONE
+ * (preload/procaddr.c): dlopen("libcuda.so.1"), ONE
  * dlsym(h, "cuGetProcAddress_v2"), through it the probe ("", 0), cuInit and
  * the self-lookups ("cuGetProcAddress", 11030 / 12000), then every other
  * entry point through the 12000 pointer (some through the 11030 one), with

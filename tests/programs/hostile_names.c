@@ -64,7 +64,7 @@ int main(int argc, char **argv)
     }
 
     /* set-up made a CUDA call before the first step, as training programs
-     * do: NVTX ranges alone never activate the profiler (decision 3) */
+     * do: NVTX ranges alone never activate the profiler */
     PROG_CHECK(cudaDeviceSynchronize());
     long launches = 0;
     for (long s = 0; s < steps; s++) {

@@ -1,7 +1,7 @@
 /*
  * setenv_loop.c - a program thread that changes the environment while
- * windows are saved (issue 14: the exec handler must not read environ on
- * tp-flush while setenv reallocates it).
+ * windows are saved (the exec handler must not read environ on tp-flush
+ * while setenv reallocates it).
  *
  * DESIGN
  * One thread calls setenv and unsetenv in a loop on 64 variables of its

@@ -1,7 +1,7 @@
 /*
  * test_chrome.c - the chrome handler, fed synthetic windows through its
  * callbacks, its output gunzipped and parsed with jansson and checked
- * against notes/trace-format.md section 7: key order, "rank": with a
+ * for what the readers need (README "What is in a trace"): key order, "rank": with a
  * space, name+ph on every event, cat+dur on every X, at most 3 decimals,
  * integer pid/tid, no "stream" key on CPU events, ProfilerStep#N,
  * metadata rows per thread, hostile names as valid UTF-8.  Also the
@@ -613,8 +613,8 @@ static void dist_nccl(void) { win.launched = 0; win.comms_created = 1; }
 static void dist_group(void) { win.pg_backend = "gloo"; win.pg_rank = 1; win.pg_world_size = 2; }
 
 /* distributedInfo only where something says the process is part of a job,
- * with the backend only where it is known (issue 22: a CPU job that never
- * used torch.distributed said backend "nccl"). */
+ * with the backend only where it is known (a CPU job that never used
+ * torch.distributed once said backend "nccl"). */
 START_TEST(test_distributed_info_only_when_known)
 {
     char *text;
@@ -704,7 +704,7 @@ static void no_flops(void)
 }
 
 /* No FLOPs and TFLOP/s tracks in a window that counted no library FLOPs
- * (issue 22: a CPU job's trace had both, all zeros). */
+ * (a CPU job's trace once had both, all zeros). */
 START_TEST(test_no_flops_no_counter_tracks)
 {
     char *text;

@@ -1,5 +1,5 @@
 /*
- * test_devjoin.c - the join of host records to CUPTI's records (decision 1):
+ * test_devjoin.c - the join of host records to CUPTI's records (devjoin.h):
  * a launch takes the correlation of the CUPTI API record inside its interval
  * on its thread, preferring one with device work over a nested call without
  * any; another thread's record is never taken while one of ours fits; a

@@ -131,7 +131,7 @@ START_TEST(test_fake_driver)
 }
 END_TEST
 
-/* The CUPTI gate (decision 6, issue 10): a driver that is loaded, initialised
+/* The CUPTI gate (collector/devprops.h, tp_driver_ready): a driver that is loaded, initialised
  * and has a device, and a context - an active primary context, or a CUDA
  * call that already succeeded. */
 START_TEST(test_driver_ready)

@@ -1,5 +1,5 @@
 /*
- * test_exec.c - the exec handler: the command is expanded ({path}, SPEC 7
+ * test_exec.c - the exec handler: the command is expanded ({path}, the format-string
  * variables), runs with TRAINPROF_ENABLED=0 and stdout on our stderr, a
  * failure is one warning, tp_exec_busy() holds while it runs, and reaping
  * waits only for our own pids: a child of the host keeps its status.

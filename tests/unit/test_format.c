@@ -1,5 +1,5 @@
 /*
- * test_format.c - SPEC 7 format strings: expansion, literal braces and
+ * test_format.c - format strings (collector/format.c): expansion, literal braces and
  * every error (unknown variable, unterminated or lone brace, overflow).
  *
  * DESIGN

@@ -4,9 +4,9 @@
  * maxima, shares, launches, dropped) must equal what was fed.  Also: no
  * trace, no summary; an existing summary is never replaced; the memory
  * table; collectives' bandwidths from host or device (kernel) time; the
- * one-line summary.  The summary.json beside the text (issue 15), parsed
+ * one-line summary.  The summary.json beside the text, parsed
  * with jansson: the same figures, exact integers, top rows cut to 20.
- * The operator tables (issue 22): torch's operators, its record_function
+ * The operator tables: torch's operators, its record_function
  * annotations and the steps' row, each self time and share computed here
  * from the ranges fed (nesting by time on each thread), and the table by
  * input shapes.
@@ -342,7 +342,7 @@ START_TEST(test_empty_and_no_replace)
     ck_assert_ptr_nonnull(text);
     ck_assert_ptr_nonnull(strstr(text, "Steps:        none recorded"));
     ck_assert_ptr_nonnull(strstr(text, "(no step recorded)"));
-    /* no section without a row in it (issue 22: a CPU job's summary showed
+    /* no section without a row in it (a CPU job's summary once showed
      * "Host API calls" and "Kernels launched" with nothing under them) */
     ck_assert_ptr_null(strstr(text, "Host API calls"));
     ck_assert_ptr_null(strstr(text, "Kernels launched"));
@@ -871,7 +871,7 @@ START_TEST(test_json_top_rows)
 }
 END_TEST
 
-/* ---- the operator tables (issue 22): annotations, steps, shares, shapes ---- */
+/* ---- the operator tables: annotations, steps, shares, shapes ---------------- */
 
 #include "collector/torchop.h"
 
