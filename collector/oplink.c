@@ -34,6 +34,7 @@
 #include "intern.h"
 #include "torchop.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +66,10 @@ struct tp_op_flow {
 struct tp_op_corr {
     uint64_t corr, ext;
 };
+
+/* lower_bound() reads each array's key where its elements begin */
+_Static_assert(offsetof(struct tp_op_corr, corr) == 0 && offsetof(struct tp_op_note, op_id) == 0 &&
+               offsetof(struct tp_op_flow, fwd) == 0, "sort keys first");
 
 struct tp_oplink {
     struct tp_op_span *v;
@@ -104,6 +109,24 @@ static int cmp_span(const void *a, const void *b)
     if (x->t0 != y->t0)
         return x->t0 < y->t0 ? -1 : 1;
     return x->t1 > y->t1 ? -1 : x->t1 < y->t1;
+}
+
+/* The first of "n" elements of "size" bytes, sorted by the uint64_t each
+ * begins with (struct tp_op_corr, tp_op_note, tp_op_flow), whose key is
+ * not below "key"; n if none. */
+static size_t lower_bound(const void *base, size_t n, size_t size, uint64_t key)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        uint64_t k;
+        memcpy(&k, (const char *)base + mid * size, sizeof k);
+        if (k < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 static int cmp_u64(uint64_t a, uint64_t b)
@@ -305,14 +328,7 @@ uint64_t tp_oplink_corr(struct tp_oplink *l, uint64_t corr)
         qsort(l->c, l->nc, sizeof *l->c, cmp_corr);
         l->sorted = 1;
     }
-    size_t lo = 0, hi = l->nc;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (l->c[mid].corr < corr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = lower_bound(l->c, l->nc, sizeof *l->c, corr);
     return lo < l->nc && l->c[lo].corr == corr ? l->c[lo].ext : 0;
 }
 
@@ -320,26 +336,12 @@ void tp_oplink_autograd_of(const struct tp_oplink *l, uint64_t op_id, struct tp_
 {
     if (!l || !l->nnotes)
         return;
-    size_t lo = 0, hi = l->nnotes;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (l->notes[mid].op_id < op_id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = lower_bound(l->notes, l->nnotes, sizeof *l->notes, op_id);
     if (lo < l->nnotes && l->notes[lo].op_id == op_id) {
         a->seq = l->notes[lo].seq;
         a->flow_end = l->notes[lo].flow_end;
     }
-    lo = 0, hi = l->nflows;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (l->flows[mid].fwd < op_id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    lo = lower_bound(l->flows, l->nflows, sizeof *l->flows, op_id);
     size_t end = lo;
     while (end < l->nflows && l->flows[end].fwd == op_id)
         end++;
