@@ -66,7 +66,6 @@ SIGHUP included).
 
 import collections
 import ctypes
-import gzip
 import json
 import multiprocessing
 import os

@@ -239,7 +239,7 @@ def test_trigger_over_the_schedules_window_is_ignored():
     job = Job(ranks=1, env={"TRAINPROF_SCHEDULE": "wait=2,warmup=1,active=2,repeat=0",
                             "TRAINPROF_TRIGGER": "{run_name}/trigger"})
     try:
-        st = job.wait_status(running)
+        job.wait_status(running)
         res = cli("trigger", "--run", job.folder, "--steps", 2)
         assert res.returncode == 1 and b"ignored: the schedule warms up or records at step" in res.stdout, res
         t = list(job.statuses().values())[0]["last_trigger"]
