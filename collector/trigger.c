@@ -51,6 +51,7 @@
 #include "log.h"
 #include "ondemand.h"
 #include "safefile.h"
+#include "schedule.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -406,22 +407,6 @@ static json_t *tp_tr_trigger_json(uint64_t step)
     return t;
 }
 
-static void tp_tr_schedule(char *b, size_t n)
-{
-    const struct tp_schedule *s = &tp_cfg.schedule;
-    if (s->all || s->none) {
-        snprintf(b, n, "%s", s->all ? "all" : "none");
-        return;
-    }
-    size_t len = 0;
-    b[0] = '\0';
-#define TP_TR_SHOW(key, def, min) \
-    len += (size_t)snprintf(b + len, len < n ? n - len : 0, "%s" #key "=%llu", len ? "," : "", \
-                            (unsigned long long)s->key);
-    TP_SCHEDULE_KEYS(TP_TR_SHOW)
-#undef TP_TR_SHOW
-}
-
 static void tp_tr_write_status(int exited)
 {
     uint64_t step = tp_ondemand_current();
@@ -435,7 +420,7 @@ static void tp_tr_write_status(int exited)
         tp_tr_rate_step = step;
     }
     char sched[256], last[512], sig[32] = "";
-    tp_tr_schedule(sched, sizeof sched);
+    tp_schedule_show(&tp_cfg.schedule, sched, sizeof sched);
     tp_log_last(last, sizeof last);
     if (tp_tr_sig == SIGUSR1 || tp_tr_sig == SIGUSR2)
         snprintf(sig, sizeof sig, "%s", tp_tr_sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
