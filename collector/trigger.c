@@ -52,6 +52,7 @@
 #include "ondemand.h"
 #include "safefile.h"
 #include "schedule.h"
+#include "sighandler.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -118,10 +119,7 @@ static void tp_tr_handler(int sig)
 {
     int saved = errno;
     if (getpid() != tp_tr_owner) {
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        sigaction(sig, &dfl, NULL);
+        tp_sighandler_default(sig);
         raise(sig);
     } else {
         tp_tr_sig_flag = 1;
@@ -132,18 +130,11 @@ static void tp_tr_handler(int sig)
 
 static void tp_tr_install(int sig)
 {
-    struct sigaction old;
-    if (sigaction(sig, NULL, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) {
+    int got = tp_sighandler_install_over_default(sig, tp_tr_handler);
+    if (got == 0)
         TP_WARN("TRAINPROF_TRIGGER_SIGNAL: the program handles signal %d itself; not installed "
                 "(the trigger file is still polled)", sig);
-        return;
-    }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = tp_tr_handler;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    tp_tr_sig_installed = sigaction(sig, &sa, NULL) == 0;
+    tp_tr_sig_installed = got == 1;
 }
 
 /* Our handler is still the one in place (the program may replace it). */
@@ -158,10 +149,7 @@ void tp_trigger_atfork_child(void)
 {
     tp_tr_on = 0;
     if (tp_tr_sig_installed) {
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        sigaction(tp_tr_sig, &dfl, NULL);
+        tp_sighandler_default(tp_tr_sig);
         tp_tr_sig_installed = 0;
     }
 }
