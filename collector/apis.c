@@ -65,13 +65,17 @@ static const struct { const char *name; int cbid; uint8_t layer, form; } tp_apis
  * record of form NONE otherwise, told apart here alone), WIN elsewhere. */
 #undef TP_R_PROFILER
 #define TP_R_PROFILER(...) (-1)
-#define TP_GATE_OF(rec) ((rec) == TP_FORM_ALLOC || (rec) == TP_FORM_FREE ? TP_GATE_MEM \
-                         : (rec) == -1 ? TP_GATE_PAPI : TP_GATE_WIN)
+#define TP_GATE_OF(rec) \
+    ((rec) == TP_FORM_ALLOC || (rec) == TP_FORM_FREE ? TP_GATE_MEM \
+     : (rec) == -1                                   ? TP_GATE_PAPI \
+                                                     : TP_GATE_WIN)
 #define TP_GATE_CHECK(name, gate, rec) \
-    _Static_assert(TP_GATE_##gate == TP_GATE_OF(rec), #name ": its gate column disagrees with its record");
+    _Static_assert(TP_GATE_##gate == TP_GATE_OF(rec), \
+                   #name ": its gate column disagrees with its record");
 #define TP_FN(ret, name, params, args, cbid, gate, rec) TP_GATE_CHECK(name, gate, rec)
-#define TP_LIB_FN(ret, name, params, args, gate, rec) TP_GATE_CHECK(name, gate, rec)
-#define TP_DRV_FN(ret, name, params, args, cbid, gate, rec, request, version) TP_GATE_CHECK(name, gate, rec)
+#define TP_LIB_FN(ret, name, params, args, gate, rec)   TP_GATE_CHECK(name, gate, rec)
+#define TP_DRV_FN(ret, name, params, args, cbid, gate, rec, request, version) \
+    TP_GATE_CHECK(name, gate, rec)
 #include "apis/cudart.def"
 #include "apis/cuda.def"
 #include "apis/cublas.def"

@@ -170,8 +170,10 @@ static void put_devices(struct tp_jsonw *j, const struct tp_window *w)
 static void put_coverage(struct tp_jsonw *j, const struct tp_window *w)
 {
     static const struct tp_coverage_keys keys = {
-        .launches = "launches_seen_by_wrappers", .kernels = "kernels_seen_by_cupti",
-        .linked = "kernels_linked_to_launches", .records = "device_records",
+        .launches = "launches_seen_by_wrappers",
+        .kernels = "kernels_seen_by_cupti",
+        .linked = "kernels_linked_to_launches",
+        .records = "device_records",
         .dropped = "device_records_dropped",
     };
     LIT(j, ", \"gpu_activity\": ");

@@ -431,7 +431,9 @@ static void put_colls(struct tp_jsonw *j, struct summary *s, const struct tp_win
 
 /* README "summary.json": the trace's figures, under the short names */
 static const struct tp_coverage_keys coverage_keys = {
-    .launches = "host_launches", .kernels = "gpu_kernels", .linked = "gpu_kernels_linked",
+    .launches = "host_launches",
+    .kernels = "gpu_kernels",
+    .linked = "gpu_kernels_linked",
 };
 
 static void put_tail(struct tp_jsonw *j, const struct summary *s, const struct tp_window *w)

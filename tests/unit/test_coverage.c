@@ -14,12 +14,16 @@
 #include "tests/unit/tp_test.h"
 
 static const struct tp_coverage_keys trace_keys = {
-    .launches = "launches_seen_by_wrappers", .kernels = "kernels_seen_by_cupti",
-    .linked = "kernels_linked_to_launches", .records = "device_records",
+    .launches = "launches_seen_by_wrappers",
+    .kernels = "kernels_seen_by_cupti",
+    .linked = "kernels_linked_to_launches",
+    .records = "device_records",
     .dropped = "device_records_dropped",
 };
 static const struct tp_coverage_keys summary_keys = {
-    .launches = "host_launches", .kernels = "gpu_kernels", .linked = "gpu_kernels_linked",
+    .launches = "host_launches",
+    .kernels = "gpu_kernels",
+    .linked = "gpu_kernels_linked",
 };
 
 static char *render(const struct tp_window *w, const struct tp_coverage_keys *k)
@@ -67,17 +71,19 @@ START_TEST(test_without_cupti)
     struct tp_window w;
     memset(&w, 0, sizeof w);
     w.host_launches = 16;
-    w.gpu_kernels = 5;          /* not shown: CUPTI did not run */
+    w.gpu_kernels = 5; /* not shown: CUPTI did not run */
     w.coverage = -1;
     char *t = render(&w, &trace_keys), *s = render(&w, &summary_keys);
-    ck_assert_str_eq(t, "{\"launches_seen_by_wrappers\": 16, \"kernels_seen_by_cupti\": null, "
-                        "\"kernels_linked_to_launches\": null, \"ratio\": null, \"device_records\": 0, "
-                        "\"device_records_dropped\": 0}");
-    ck_assert_str_eq(s, "{\"host_launches\": 16, \"gpu_kernels\": null, \"gpu_kernels_linked\": null, "
-                        "\"ratio\": null}");
+    ck_assert_str_eq(t,
+                     "{\"launches_seen_by_wrappers\": 16, \"kernels_seen_by_cupti\": null, "
+                     "\"kernels_linked_to_launches\": null, \"ratio\": null, \"device_records\": 0, "
+                     "\"device_records_dropped\": 0}");
+    ck_assert_str_eq(s,
+                     "{\"host_launches\": 16, \"gpu_kernels\": null, \"gpu_kernels_linked\": null, "
+                     "\"ratio\": null}");
     free(t);
     free(s);
-    w.gpu = 1;                  /* CUPTI ran, no ratio (no launch to link) */
+    w.gpu = 1; /* CUPTI ran, no ratio (no launch to link) */
     s = render(&w, &summary_keys);
     ck_assert_str_eq(s, "{\"host_launches\": 16, \"gpu_kernels\": 5, \"gpu_kernels_linked\": 0, "
                         "\"ratio\": null}");

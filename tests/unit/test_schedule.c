@@ -151,7 +151,8 @@ START_TEST(test_show)
         struct tp_schedule s;
         const char *want;
     } cases[] = {
-        { { .warmup = 1, .active = 4, .repeat = 1 }, "skip_first=0,wait=0,warmup=1,active=4,repeat=1" },
+        { { .warmup = 1, .active = 4, .repeat = 1 },
+          "skip_first=0,wait=0,warmup=1,active=4,repeat=1" },
         { { .skip_first = 2, .wait = 5, .warmup = 0, .active = 3, .repeat = 0 },
           "skip_first=2,wait=5,warmup=0,active=3,repeat=0" },
         { { .all = 1 }, "all" },

@@ -77,7 +77,7 @@ START_TEST(test_refused_and_unreadable)
 {
     /* SIGKILL's disposition reads as SIG_DFL, but no handler may take it */
     ck_assert_int_eq(tp_sighandler_install_over_default(SIGKILL, ours), -1);
-    ck_assert_int_eq(tp_sighandler_install_over_default(0, ours), 0);     /* not a signal */
+    ck_assert_int_eq(tp_sighandler_install_over_default(0, ours), 0); /* not a signal */
 }
 END_TEST
 
