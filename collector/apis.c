@@ -43,11 +43,11 @@
 
 static const struct { const char *name; int cbid; uint8_t layer, form; } tp_apis[TP_API_COUNT] = {
     [TP_API_NONE] = { "", -1, TP_LAYER_NONE, TP_FORM_NONE },
-#define TP_FN(ret, name, params, args, cbid, rec) \
+#define TP_FN(ret, name, params, args, cbid, gate, rec) \
     [TP_API_##name] = { #name, CUPTI_RUNTIME_TRACE_CBID_##cbid, TP_LAYER_RUNTIME, rec },
-#define TP_LIB_FN(ret, name, params, args, rec) \
+#define TP_LIB_FN(ret, name, params, args, gate, rec) \
     [TP_API_##name] = { #name, -1, TP_LAYER_LIBRARY, rec },
-#define TP_DRV_FN(ret, name, params, args, cbid, rec, request, version) \
+#define TP_DRV_FN(ret, name, params, args, cbid, gate, rec, request, version) \
     [TP_API_##name] = { #name, CUPTI_DRIVER_TRACE_CBID_##cbid, TP_LAYER_DRIVER, rec },
 #include "apis/cudart.def"
 #include "apis/cuda.def"
@@ -59,6 +59,32 @@ static const struct { const char *name; int cbid; uint8_t layer, form; } tp_apis
 #undef TP_LIB_FN
 #undef TP_FN
 };
+
+/* Each line's gate agrees with its record, at compile time: MEM on exactly
+ * the allocation and free records, PAPI on exactly the profiler API's (a
+ * record of form NONE otherwise, told apart here alone), WIN elsewhere. */
+#undef TP_R_PROFILER
+#define TP_R_PROFILER(...) (-1)
+#define TP_GATE_OF(rec) \
+    ((rec) == TP_FORM_ALLOC || (rec) == TP_FORM_FREE ? TP_GATE_MEM \
+     : (rec) == -1                                   ? TP_GATE_PAPI \
+                                                     : TP_GATE_WIN)
+#define TP_GATE_CHECK(name, gate, rec) \
+    _Static_assert(TP_GATE_##gate == TP_GATE_OF(rec), \
+                   #name ": its gate column disagrees with its record");
+#define TP_FN(ret, name, params, args, cbid, gate, rec) TP_GATE_CHECK(name, gate, rec)
+#define TP_LIB_FN(ret, name, params, args, gate, rec)   TP_GATE_CHECK(name, gate, rec)
+#define TP_DRV_FN(ret, name, params, args, cbid, gate, rec, request, version) \
+    TP_GATE_CHECK(name, gate, rec)
+#include "apis/cudart.def"
+#include "apis/cuda.def"
+#include "apis/cublas.def"
+#include "apis/cublaslt.def"
+#include "apis/nccl.def"
+#include "apis/cudnn.def"
+#undef TP_DRV_FN
+#undef TP_LIB_FN
+#undef TP_FN
 
 /* Driver entries (without _ptsz/_ptds) and the runtime call that reaches
  * them: every cudart, static or shared, serves these runtime calls through

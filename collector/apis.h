@@ -8,11 +8,21 @@
 
 #include <stdint.h>
 
+/* The "gate" column of the .def lists (collector/apis/cudart.def): which
+ * calls of an entry point take its wrapper's recording path besides those
+ * made while a window records.  A constant of each wrapper: its fast-path
+ * test (preload/wrap.h TP_PASS) is compiled for it. */
+enum tp_gate {
+    TP_GATE_WIN = 0, /* none */
+    TP_GATE_MEM,     /* all while allocations are tracked (memtrack.h) */
+    TP_GATE_PAPI,    /* all with TRAINPROF_SCHEDULE=profiler-api */
+};
+
 enum tp_api_id {
     TP_API_NONE = 0,
-#define TP_FN(ret, name, params, args, cbid, rec) TP_API_##name,
-#define TP_LIB_FN(ret, name, params, args, rec) TP_API_##name,
-#define TP_DRV_FN(ret, name, params, args, cbid, rec, request, version) TP_API_##name,
+#define TP_FN(ret, name, params, args, cbid, gate, rec)                       TP_API_##name,
+#define TP_LIB_FN(ret, name, params, args, gate, rec)                         TP_API_##name,
+#define TP_DRV_FN(ret, name, params, args, cbid, gate, rec, request, version) TP_API_##name,
 #include "apis/cudart.def"
 #include "apis/cuda.def"
 #include "apis/cublas.def"

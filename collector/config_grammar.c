@@ -12,6 +12,7 @@
  * and printers in the shape of config_values.c.
  */
 #include "config_impl.h"
+#include "schedule.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -240,22 +241,8 @@ int tp_opt_parse_ranks(struct tp_config *c, const struct opt *o, const char *val
 
 const char *tp_opt_show_schedule(const struct tp_config *c, const struct opt *o, char *b, size_t n)
 {
-    const struct tp_schedule *s = &c->schedule;
     (void)o;
-    if (s->all)
-        return "all";
-    if (s->profiler_api)
-        return "profiler-api";
-    if (s->none)
-        return "none";
-    size_t len = 0;
-    b[0] = '\0';
-#define SHOW(key, def, min) \
-    len += (size_t)snprintf(b + len, len < n ? n - len : 0, "%s" #key "=%llu", len ? "," : "", \
-                            (unsigned long long)s->key);
-    TP_SCHEDULE_KEYS(SHOW)
-#undef SHOW
-    return b;
+    return tp_schedule_show(&c->schedule, b, n);
 }
 
 const char *tp_opt_show_step_on(const struct tp_config *c, const struct opt *o, char *b, size_t n)

@@ -57,6 +57,7 @@
 #include "log.h"
 #include "module.h"
 #include "protocol.h"
+#include "sighandler.h"
 #include "stack.h"
 #include "steps.h"
 #include "trigger.h"
@@ -118,28 +119,16 @@ static void tp_term_handler(int sig)
     /* bounded: torchrun sends SIGKILL 30 s after SIGTERM */
     if (getpid() == tp_owner && tp_core_active())
         tp_flusher_term(sig, 20000);
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigaction(sig, &dfl, NULL);
+    tp_sighandler_default(sig);
     raise(sig);            /* pending until this handler returns */
     errno = saved;
 }
 
 static void tp_term_install(void)
 {
-    for (int i = 0; i < 2; i++) {
-        struct sigaction old;
-        if (sigaction(tp_term_nums[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
-            (old.sa_flags & SA_SIGINFO))
-            continue;
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = tp_term_handler;
-        sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESTART;
-        tp_term_installed[i] = sigaction(tp_term_nums[i], &sa, NULL) == 0;
-    }
+    for (int i = 0; i < 2; i++)
+        tp_term_installed[i] =
+            tp_sighandler_install_over_default(tp_term_nums[i], tp_term_handler) == 1;
 }
 
 static void tp_fatal_handler(int sig, siginfo_t *si, void *ctx)
@@ -161,10 +150,7 @@ static void tp_fatal_handler(int sig, siginfo_t *si, void *ctx)
             old->sa_handler(sig);
         return;
     }
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigaction(sig, &dfl, NULL);
+    tp_sighandler_default(sig);
     if (!si || si->si_code <= 0 || sig == SIGABRT)
         raise(sig);         /* sent, not a fault: pending until this handler returns */
     errno = saved;          /* a fault: its instruction runs again and faults again */
@@ -219,14 +205,9 @@ static void tp_atfork_child(void)
     tp_modules_atfork_child();
     tp_steps_atfork_child();
     tp_trigger_atfork_child();
-    for (int i = 0; i < 2; i++) {
-        if (!tp_term_installed[i])
-            continue;
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        sigaction(tp_term_nums[i], &dfl, NULL);
-    }
+    for (int i = 0; i < 2; i++)
+        if (tp_term_installed[i])
+            tp_sighandler_default(tp_term_nums[i]);
     for (int i = 0; i < TP_N_FATAL; i++)
         if (tp_fatal_installed[i])
             sigaction(tp_fatal_nums[i], &tp_fatal_old[i], NULL);

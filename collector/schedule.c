@@ -47,6 +47,23 @@ int tp_schedule_finished(const struct tp_schedule *s, uint64_t step)
            step - s->skip_first >= s->repeat * (s->wait + s->warmup + s->active);
 }
 
+const char *tp_schedule_show(const struct tp_schedule *s, char *b, size_t n)
+{
+    const char *word = s->all ? "all" : s->profiler_api ? "profiler-api" : s->none ? "none" : NULL;
+    if (word) {
+        snprintf(b, n, "%s", word);
+        return b;
+    }
+    size_t len = 0;
+    b[0] = '\0';
+#define TP_SCHED_SHOW(key, def, min) \
+    len += (size_t)snprintf(b + len, len < n ? n - len : 0, "%s" #key "=%llu", len ? "," : "", \
+                            (unsigned long long)s->key);
+    TP_SCHEDULE_KEYS(TP_SCHED_SHOW)
+#undef TP_SCHED_SHOW
+    return b;
+}
+
 const char *tp_schedule_describe(const struct tp_schedule *s, char *buf, size_t n)
 {
     if (s->all)

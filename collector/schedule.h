@@ -29,6 +29,14 @@ int tp_schedule_finished(const struct tp_schedule *s, uint64_t step);
  * (repeat=1, our default) where torch.profiler.schedule's repeats. */
 const char *tp_schedule_describe(const struct tp_schedule *s, char *buf, size_t n);
 
+/* tp_schedule_show - schedule "s" as TRAINPROF_SCHEDULE would say it, into
+ * "b" (size "n", cut to fit): "all", "profiler-api", "none", or every key
+ * with its value in the keys' order ("skip_first=0,wait=5,warmup=1,
+ * active=3,repeat=1").  Returns b.  The one printer of a schedule: the
+ * configuration's dump, the start-up line and the status file's
+ * "schedule" (trigger.c) say the same. */
+const char *tp_schedule_show(const struct tp_schedule *s, char *b, size_t n);
+
 /* tp_action_name - "NONE", "WARMUP", "RECORD", "RECORD_AND_SAVE". */
 const char *tp_action_name(enum tp_action a);
 

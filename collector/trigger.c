@@ -51,6 +51,8 @@
 #include "log.h"
 #include "ondemand.h"
 #include "safefile.h"
+#include "schedule.h"
+#include "sighandler.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -117,10 +119,7 @@ static void tp_tr_handler(int sig)
 {
     int saved = errno;
     if (getpid() != tp_tr_owner) {
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        sigaction(sig, &dfl, NULL);
+        tp_sighandler_default(sig);
         raise(sig);
     } else {
         tp_tr_sig_flag = 1;
@@ -131,18 +130,11 @@ static void tp_tr_handler(int sig)
 
 static void tp_tr_install(int sig)
 {
-    struct sigaction old;
-    if (sigaction(sig, NULL, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) {
+    int got = tp_sighandler_install_over_default(sig, tp_tr_handler);
+    if (got == 0)
         TP_WARN("TRAINPROF_TRIGGER_SIGNAL: the program handles signal %d itself; not installed "
                 "(the trigger file is still polled)", sig);
-        return;
-    }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = tp_tr_handler;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    tp_tr_sig_installed = sigaction(sig, &sa, NULL) == 0;
+    tp_tr_sig_installed = got == 1;
 }
 
 /* Our handler is still the one in place (the program may replace it). */
@@ -157,10 +149,7 @@ void tp_trigger_atfork_child(void)
 {
     tp_tr_on = 0;
     if (tp_tr_sig_installed) {
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        sigaction(tp_tr_sig, &dfl, NULL);
+        tp_sighandler_default(tp_tr_sig);
         tp_tr_sig_installed = 0;
     }
 }
@@ -406,22 +395,6 @@ static json_t *tp_tr_trigger_json(uint64_t step)
     return t;
 }
 
-static void tp_tr_schedule(char *b, size_t n)
-{
-    const struct tp_schedule *s = &tp_cfg.schedule;
-    if (s->all || s->none) {
-        snprintf(b, n, "%s", s->all ? "all" : "none");
-        return;
-    }
-    size_t len = 0;
-    b[0] = '\0';
-#define TP_TR_SHOW(key, def, min) \
-    len += (size_t)snprintf(b + len, len < n ? n - len : 0, "%s" #key "=%llu", len ? "," : "", \
-                            (unsigned long long)s->key);
-    TP_SCHEDULE_KEYS(TP_TR_SHOW)
-#undef TP_TR_SHOW
-}
-
 static void tp_tr_write_status(int exited)
 {
     uint64_t step = tp_ondemand_current();
@@ -435,7 +408,7 @@ static void tp_tr_write_status(int exited)
         tp_tr_rate_step = step;
     }
     char sched[256], last[512], sig[32] = "";
-    tp_tr_schedule(sched, sizeof sched);
+    tp_schedule_show(&tp_cfg.schedule, sched, sizeof sched);
     tp_log_last(last, sizeof last);
     if (tp_tr_sig == SIGUSR1 || tp_tr_sig == SIGUSR2)
         snprintf(sig, sizeof sig, "%s", tp_tr_sig == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");

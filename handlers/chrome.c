@@ -169,21 +169,17 @@ static void put_devices(struct tp_jsonw *j, const struct tp_window *w)
 /* "coverage": what the wrappers saw against what CUPTI saw (README "What is in a trace"). */
 static void put_coverage(struct tp_jsonw *j, const struct tp_window *w)
 {
+    static const struct tp_coverage_keys keys = {
+        .launches = "launches_seen_by_wrappers",
+        .kernels = "kernels_seen_by_cupti",
+        .linked = "kernels_linked_to_launches",
+        .records = "device_records",
+        .dropped = "device_records_dropped",
+    };
     LIT(j, ", \"gpu_activity\": ");
     tp_jsonw_str(j, w->gpu_status ? w->gpu_status : "off");
-    LIT(j, ", \"coverage\": {\"launches_seen_by_wrappers\": ");
-    tp_jsonw_u64(j, w->host_launches);
-    LIT(j, ", \"kernels_seen_by_cupti\": ");
-    tp_jsonw_u64_or_null(j, w->gpu, w->gpu_kernels);
-    LIT(j, ", \"kernels_linked_to_launches\": ");
-    tp_jsonw_u64_or_null(j, w->gpu, w->gpu_kernels_linked);
-    LIT(j, ", \"ratio\": ");
-    tp_jsonw_double_or_null(j, w->gpu && w->coverage >= 0, w->coverage);
-    LIT(j, ", \"device_records\": ");
-    tp_jsonw_u64(j, w->gpu_records);
-    LIT(j, ", \"device_records_dropped\": ");
-    tp_jsonw_u64(j, w->gpu_dropped);
-    tp_jsonw_char(j, '}');
+    LIT(j, ", \"coverage\": ");
+    tp_coverage_put(j, w, &keys);
 }
 
 /* A process group is the world when it has every rank and this process is

@@ -24,4 +24,20 @@ const struct tp_handler *tp_handler_find(const char *name);
 /* The output side, handed to the collector by the preload's constructor. */
 extern const struct tp_sink tp_handlers_sink;
 
+struct tp_jsonw;
+
+/* The names an output gives the coverage figures (coverage.c). */
+struct tp_coverage_keys {
+    const char *launches; /* launch records of the wrappers */
+    const char *kernels;  /* kernels CUPTI recorded (null without CUPTI) */
+    const char *linked;   /* ... of them linked to a launch (null without CUPTI) */
+    const char *records;  /* device records kept; NULL: neither this nor "dropped" */
+    const char *dropped;  /* device records dropped */
+};
+
+/* tp_coverage_put - window "w"'s coverage object, {...}, under the names
+ * "k" gives, "ratio" after the linked kernels (null without CUPTI). */
+void tp_coverage_put(struct tp_jsonw *j, const struct tp_window *w,
+                     const struct tp_coverage_keys *k);
+
 #endif

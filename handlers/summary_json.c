@@ -429,6 +429,13 @@ static void put_colls(struct tp_jsonw *j, struct summary *s, const struct tp_win
     LIT(j, "},\n");
 }
 
+/* README "summary.json": the trace's figures, under the short names */
+static const struct tp_coverage_keys coverage_keys = {
+    .launches = "host_launches",
+    .kernels = "gpu_kernels",
+    .linked = "gpu_kernels_linked",
+};
+
 static void put_tail(struct tp_jsonw *j, const struct summary *s, const struct tp_window *w)
 {
     int first = 1;
@@ -453,15 +460,9 @@ static void put_tail(struct tp_jsonw *j, const struct summary *s, const struct t
     put_bool(j, w->gpu);
     LIT(j, ", \"gpu_activity\": ");
     tp_jsonw_str(j, w->gpu_status ? w->gpu_status : "off");
-    LIT(j, ",\n  \"coverage\": {\"host_launches\": ");
-    tp_jsonw_u64(j, w->host_launches);
-    LIT(j, ", \"gpu_kernels\": ");
-    tp_jsonw_u64_or_null(j, w->gpu, w->gpu_kernels);
-    LIT(j, ", \"gpu_kernels_linked\": ");
-    tp_jsonw_u64_or_null(j, w->gpu, w->gpu_kernels_linked);
-    LIT(j, ", \"ratio\": ");
-    tp_jsonw_double_or_null(j, w->gpu && w->coverage >= 0, w->coverage);
-    LIT(j, "}\n}\n");
+    LIT(j, ",\n  \"coverage\": ");
+    tp_coverage_put(j, w, &coverage_keys);
+    LIT(j, "\n}\n");
 }
 
 int tp_summary_json_write(struct summary *s, const struct tp_window *w, struct tp_saved *saved)

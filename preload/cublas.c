@@ -119,7 +119,8 @@ static inline void tp_blas_copy(struct tp_record *r, const void *dst, const void
 #define TP_R_COPY(...)       if (tp_r) tp_blas_copy(tp_r, __VA_ARGS__)
 #define TP_R_NONE            (void)tp_r
 
-#define TP_LIB_FN(ret, name, params, args, rec) \
-    TP_WRAP(ret, name, params, args, TP_MISSING, (void)0, (void)0, tp_lib_begin, rec)
+#define TP_LIB_FN(ret, name, params, args, gate, rec) \
+    TP_WRAP_GATED(TP_GATE_##gate, ret, name, params, args, TP_MISSING, (void)0, (void)0, \
+                  tp_lib_begin, rec)
 #include "../collector/apis/cublas.def"
 #undef TP_LIB_FN

@@ -76,7 +76,8 @@ static void tp_lt_fill(struct tp_record *r, cublasLtMatmulDesc_t desc, cublasLtM
 
 #define TP_R_GEMM(desc, ad, cd, dd) if (tp_r) tp_lt_fill(tp_r, desc, ad, cd, dd)
 
-#define TP_LIB_FN(ret, name, params, args, rec) \
-    TP_WRAP(ret, name, params, args, TP_MISSING, (void)0, (void)0, tp_lib_begin, rec)
+#define TP_LIB_FN(ret, name, params, args, gate, rec) \
+    TP_WRAP_GATED(TP_GATE_##gate, ret, name, params, args, TP_MISSING, (void)0, (void)0, \
+                  tp_lib_begin, rec)
 #include "../collector/apis/cublaslt.def"
 #undef TP_LIB_FN

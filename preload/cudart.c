@@ -223,22 +223,8 @@ static int tp_cudart12(void *fn)
 #define TP_PITCHED(pitch, w, h) \
     (tp_rc == cudaSuccess && (pitch) ? (uint64_t)*(pitch) * (h) : (uint64_t)(w) * (h))
 
-#define TP_MEMLINE_TP_R_LAUNCH(...)     0
-#define TP_MEMLINE_TP_R_LAUNCH_CFG(...) 0
-#define TP_MEMLINE_TP_R_GRAPH(...)      0
-#define TP_MEMLINE_TP_R_COPY(...)       0
-#define TP_MEMLINE_TP_R_SET(...)        0
-#define TP_MEMLINE_TP_R_SYNC(...)       0
-#define TP_MEMLINE_TP_R_SYNC_EVENT(...) 0
-#define TP_MEMLINE_TP_R_STREAM(...)     0
-#define TP_MEMLINE_TP_R_MAP(...)        0
-#define TP_MEMLINE_TP_R_ALLOC(...)      1
-#define TP_MEMLINE_TP_R_ALLOC3D(...)    1
-#define TP_MEMLINE_TP_R_FREE(...)       1
-#define TP_MEMLINE_TP_R_NONE            0
-
-#define TP_FN(ret, name, params, args, cbid, rec) \
-    TP_WRAP_GATED(TP_MEMLINE_##rec, ret, name, params, args, TP_MISSING, (void)0, (void)0, \
+#define TP_FN(ret, name, params, args, cbid, gate, rec) \
+    TP_WRAP_GATED(TP_GATE_##gate, ret, name, params, args, TP_MISSING, (void)0, (void)0, \
                   tp_call_begin, rec)
 #include "../collector/apis/cudart.def"
 #undef TP_FN

@@ -182,7 +182,8 @@ static void tp_tensor_record(struct tp_record *r, cudnnTensorDescriptor_t t)
 /* cudnnBackendExecute: the plan's FLOPs (collector/flops/cudnn_graph.c) */
 #define TP_R_BEXEC(plan) if (tp_r) tp_backend_record(tp_r, plan)
 
-#define TP_LIB_FN(ret, name, params, args, rec) \
-    TP_WRAP(ret, name, params, args, TP_MISSING, tp_cudnn_getters(), (void)0, tp_lib_begin, rec)
+#define TP_LIB_FN(ret, name, params, args, gate, rec) \
+    TP_WRAP_GATED(TP_GATE_##gate, ret, name, params, args, TP_MISSING, tp_cudnn_getters(), \
+                  (void)0, tp_lib_begin, rec)
 #include "../collector/apis/cudnn.def"
 #undef TP_LIB_FN

@@ -119,46 +119,31 @@ static inline void tp_vmm_create(struct tp_record *r, uint64_t h, uint64_t n, co
     tp_mem_alloc(r, host ? TP_MEM_HOST : TP_MEM_DEVICE, host ? -1 : dev, h, n, 1, ok);
 }
 
-#define TP_MEMLINE_TP_R_DLAUNCH(...)     0
-#define TP_MEMLINE_TP_R_DLAUNCH_CFG(...) 0
-#define TP_MEMLINE_TP_R_GRAPH(...)       0
-#define TP_MEMLINE_TP_R_COPY(...)        0
-#define TP_MEMLINE_TP_R_SET(...)         0
-#define TP_MEMLINE_TP_R_SYNC(...)        0
-#define TP_MEMLINE_TP_R_SYNC_EVENT(...)  0
-#define TP_MEMLINE_TP_R_STREAM(...)      0
-#define TP_MEMLINE_TP_R_MAP(...)         0
-#define TP_MEMLINE_TP_R_NONE             0
-#define TP_MEMLINE_TP_R_ALLOC(...)       1
-#define TP_MEMLINE_TP_R_FREE(...)        1
-#define TP_MEMLINE_TP_R_VMM_CREATE(...)  1
-#define TP_MEMLINE_TP_R_VMM_RELEASE(...) 1
-
 /* TP_DRV_SLOT - slot wrapper "k" of "name": the exported wrapper's shape,
  * with the real function bound at lookup time (never NULL once handed out). */
-#define TP_DRV_SLOT(mem, ret, name, params, args, rec, k)                                \
+#define TP_DRV_SLOT(gate, ret, name, params, args, rec, k)                               \
     TP_WRAP_SLOW(tp_sslow_##name##_##k, ret, name, params, args, tp_sreal_##name[k],  \
-                 TP_BEGIN(mem, tp_call_begin), rec)                                   \
+                 TP_BEGIN(gate, tp_call_begin), rec)                                  \
     static ret tp_slot_##name##_##k params                                            \
     {                                                                                 \
         tp_fn_##name real = __atomic_load_n(&tp_sreal_##name[k], __ATOMIC_ACQUIRE);   \
-        if (__builtin_expect(TP_PASS(mem), 1))                                        \
+        if (__builtin_expect(TP_PASS(gate), 1))                                       \
             return real args;                                                         \
         return tp_sslow_##name##_##k args;                                            \
     }
 
-#define TP_DRV_FN(ret, name, params, args, cbid, rec, request, version)               \
-    TP_WRAP_GATED(TP_MEMLINE_##rec, ret, name, params, args, TP_MISSING, (void)0, (void)0, \
+#define TP_DRV_FN(ret, name, params, args, cbid, gate, rec, request, version)         \
+    TP_WRAP_GATED(TP_GATE_##gate, ret, name, params, args, TP_MISSING, (void)0, (void)0, \
                   tp_call_begin, rec)                                                 \
     static tp_fn_##name tp_sreal_##name[TP_DRV_SLOTS];                                \
     static void tp_bind_##name(int k, void *real)                                     \
     {                                                                                 \
         __atomic_store_n(&tp_sreal_##name[k], (tp_fn_##name)real, __ATOMIC_RELEASE);  \
     }                                                                                 \
-    TP_DRV_SLOT(TP_MEMLINE_##rec, ret, name, params, args, rec, 0)                                      \
-    TP_DRV_SLOT(TP_MEMLINE_##rec, ret, name, params, args, rec, 1)                                      \
-    TP_DRV_SLOT(TP_MEMLINE_##rec, ret, name, params, args, rec, 2)                                      \
-    TP_DRV_SLOT(TP_MEMLINE_##rec, ret, name, params, args, rec, 3)
+    TP_DRV_SLOT(TP_GATE_##gate, ret, name, params, args, rec, 0)                       \
+    TP_DRV_SLOT(TP_GATE_##gate, ret, name, params, args, rec, 1)                       \
+    TP_DRV_SLOT(TP_GATE_##gate, ret, name, params, args, rec, 2)                       \
+    TP_DRV_SLOT(TP_GATE_##gate, ret, name, params, args, rec, 3)
 #include "../collector/apis/cuda.def"
 #undef TP_DRV_FN
 
@@ -206,7 +191,7 @@ TP_DRV_HOOK(cuKernelGetFunction, (CUfunction *f, CUkernel k), (f, k))
 /* Names are stringified where they appear in cuda.def: cuda.h defines some
  * request names as macros (cuMemAlloc -> cuMemAlloc_v2). */
 const struct tp_drv_entry tp_drv_entries[] = {
-#define TP_DRV_FN(ret, name, params, args, cbid, rec, request, version) \
+#define TP_DRV_FN(ret, name, params, args, cbid, gate, rec, request, version) \
     TP_DRV_ENTRY(name, #name, #request, version)
 #include "../collector/apis/cuda.def"
 #undef TP_DRV_FN

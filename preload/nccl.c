@@ -32,8 +32,8 @@
  *
  * The one-sided calls (ncclPutSignal, ncclSignal, ncclWaitSignal) are
  * collective records too: communicator, peer, and the bytes a put moves.
- * ncclMemAlloc/ncclMemFree are allocation lines (TP_MEMLINE, as in
- * cudart.c): they go through tp_mem_begin, counted in the memory timeline
+ * ncclMemAlloc/ncclMemFree are allocation lines (gate MEM, as in
+ * cudart.def): they go through tp_mem_begin, counted in the memory timeline
  * between windows too, and the driver or runtime calls NCCL makes inside
  * them are folded in, so their memory counts once, under the call the
  * program made.  Every other wrapper nests as a library call.
@@ -289,14 +289,8 @@ static inline void tp_nccl_group_track(unsigned api)
     if (tp_r) { tp_r->u.api.dst = TP_U64(p); tp_r->u.api.bytes = (n); tp_r->u.api.src = TP_U64(h); }
 #define TP_R_NONE (void)tp_r
 
-#define TP_MEMLINE_TP_R_COLL(...)  0
-#define TP_MEMLINE_TP_R_ALLOC(...) 1
-#define TP_MEMLINE_TP_R_FREE(...)  1
-#define TP_MEMLINE_TP_R_MAP(...)   0
-#define TP_MEMLINE_TP_R_NONE       0
-
-#define TP_LIB_FN(ret, name, params, args, rec) \
-    TP_WRAP_GATED(TP_MEMLINE_##rec, ret, name, params, args, TP_MISSING, tp_nccl_getters(), \
+#define TP_LIB_FN(ret, name, params, args, gate, rec) \
+    TP_WRAP_GATED(TP_GATE_##gate, ret, name, params, args, TP_MISSING, tp_nccl_getters(), \
                   tp_nccl_group_track(TP_API_##name), tp_lib_begin, rec)
 #include "../collector/apis/nccl.def"
 #undef TP_LIB_FN

@@ -28,24 +28,22 @@
  * record, so that the capture learns its FLOPs (collector/graphs.h).
  */
 #define TP_WRAP(ret, name, params, args, missing, on_resolve, on_entry, begin, rec)   \
-    TP_WRAP_GATED(0, ret, name, params, args, missing, on_resolve, on_entry, begin, rec)
+    TP_WRAP_GATED(TP_GATE_WIN, ret, name, params, args, missing, on_resolve, on_entry, begin, rec)
 
 /*
- * Allocation lines: a wrapper file's TP_FN pastes its record expression's
- * first token onto TP_MEMLINE_ (TP_MEMLINE_##rec, in the X-macro itself so
- * that "rec" is not expanded first) and defines TP_MEMLINE_<macro> as 1 for
- * allocation and free records, 2 for the profiler API's Start and Stop
- * (TP_R_PROFILER), 0 for the others; that constant is "mem".
+ * The fast-path test of a wrapper.  "gate" is its .def line's gate column
+ * (enum tp_gate, a constant: a wrapper file's TP_FN passes TP_GATE_##gate):
+ * TP_GATE_MEM adds tp_mem_on, so that allocation calls reach
+ * collector/memtrack.c between windows too, and TP_GATE_PAPI
+ * TRAINPROF_SCHEDULE=profiler-api, so that the profiler API's Start reaches
+ * the steps between windows, while every other wrapper keeps its one load.
  */
-/* The fast-path test of a wrapper: "mem" (a constant) adds tp_mem_on, so
- * that allocation calls reach collector/memtrack.c between windows too, and
- * for the profiler API TRAINPROF_SCHEDULE=profiler-api, so that Start
- * reaches the steps between windows, while every other wrapper keeps its
- * one load. */
-#define TP_PASS(mem) \
-    (!tp_hot_load() && !((mem) == 1 && atomic_load_explicit(&tp_mem_on, memory_order_relaxed)) && \
-     !((mem) == 2 && tp_cfg.schedule.profiler_api))
-#define TP_BEGIN(mem, begin) ((mem) == 1 ? tp_mem_begin : (mem) == 2 ? tp_papi_begin : (begin))
+#define TP_PASS(gate) \
+    (!tp_hot_load() && \
+     !((gate) == TP_GATE_MEM && atomic_load_explicit(&tp_mem_on, memory_order_relaxed)) && \
+     !((gate) == TP_GATE_PAPI && tp_cfg.schedule.profiler_api))
+#define TP_BEGIN(gate, begin) \
+    ((gate) == TP_GATE_MEM ? tp_mem_begin : (gate) == TP_GATE_PAPI ? tp_papi_begin : (begin))
 
 /*
  * tp_papi_begin - tp_call_begin for cudaProfilerStart/Stop and
@@ -75,14 +73,13 @@ static inline int tp_papi_begin(struct tp_call *c, uint16_t api)
 /* TP_R_PROFILER(start) - the record expression of the profiler API. */
 #define TP_R_PROFILER(start) \
     (void)tp_r; if ((start) && tp_rc == 0) tp_steps_profiler_api(1)
-#define TP_MEMLINE_TP_R_PROFILER(...) 2
 
-/* TP_WRAP_GATED - TP_WRAP with "mem": 1 for an allocation line. */
-#define TP_WRAP_GATED(mem, ret, name, params, args, missing, on_resolve, on_entry, begin, rec) \
+/* TP_WRAP_GATED - TP_WRAP with "gate" (enum tp_gate, above). */
+#define TP_WRAP_GATED(gate, ret, name, params, args, missing, on_resolve, on_entry, begin, rec) \
     typedef ret (*tp_fn_##name) params;                                              \
     static tp_fn_##name tp_real_##name;                                              \
     TP_WRAP_SLOW(tp_slow_##name, ret, name, params, args, tp_real_##name,            \
-                 TP_BEGIN(mem, begin), rec)                                          \
+                 TP_BEGIN(gate, begin), rec)                                         \
     TP_EXPORT ret name params                                                        \
     {                                                                                \
         tp_fn_##name real = __atomic_load_n(&tp_real_##name, __ATOMIC_ACQUIRE);     \
@@ -94,7 +91,7 @@ static inline int tp_papi_begin(struct tp_call *c, uint16_t api)
             __atomic_store_n(&tp_real_##name, real, __ATOMIC_RELEASE);               \
         }                                                                            \
         on_entry;                                                                    \
-        if (__builtin_expect(TP_PASS(mem), 1))                                       \
+        if (__builtin_expect(TP_PASS(gate), 1))                                      \
             return real args;                                                        \
         return tp_slow_##name args;                                                  \
     }

@@ -67,7 +67,6 @@ SIGHUP included).
 
 import collections
 import ctypes
-import gzip
 import json
 import multiprocessing
 import os

@@ -150,7 +150,6 @@ def step_lines(step, t0, pid):
 
 
 def make_trace(path, mb):
-    steps_per_block = 1
     header = ('{\n  "schemaVersion": 1,\n  "deviceProperties": [],\n  "distributedInfo": {"backend": "nccl", '
               '"rank": 0, "world_size": 8},\n  "trainprof": {"version": "0.1.0", "configuration": '
               '{"TRAINPROF_RUN_NAME": "bench"}, "step_signal": "api", "steps_recorded": %d, "first_step": 0, '

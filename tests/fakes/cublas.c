@@ -109,7 +109,7 @@ static cublasStatus_t fake_gemm(const char *name, cublasHandle_t h)
 }
 
 /* Each .def line's body is picked by its record expression, whose first
- * token is pasted onto FAKE_ (as preload/cudart.c's TP_MEMLINE_): math
+ * token is pasted onto FAKE_ (in the X-macro, before it expands): math
  * routines (TP_R_GEMM) go through fake_gemm, copies succeed, and the
  * TP_R_NONE lines (cublasCreate_v2, cublasDestroy_v2, written above) get
  * only a declaration, which fails to compile if the .def's prototype is not
@@ -125,6 +125,6 @@ static cublasStatus_t fake_gemm(const char *name, cublasHandle_t h)
     FAKE_EXPORT ret name params;     \
     FAKE_EXPORT ret name params { return CUBLAS_STATUS_SUCCESS; }
 #define FAKE_DECLARED(ret, name, params) FAKE_EXPORT ret name params;
-#define TP_LIB_FN(ret, name, params, args, rec) FAKE_##rec(ret, name, params)
+#define TP_LIB_FN(ret, name, params, args, gate, rec) FAKE_##rec(ret, name, params)
 #include "../../collector/apis/cublas.def"
 #undef TP_LIB_FN

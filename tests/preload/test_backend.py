@@ -6,8 +6,6 @@ whose execute is the fake tests/fakes/cudnn_exec.c; and the attention and
 fused plans of tests/programs/sdpa_calls.c, built the same way, against
 torch.utils.flop_counter."""
 
-import math
-
 import pytest
 
 import tputil

@@ -15,8 +15,6 @@ import os
 import re
 import subprocess
 
-import pytest
-
 import tputil
 
 README = os.path.join(tputil.ROOT, "README.md")

@@ -20,7 +20,6 @@ cannot be imported."""
 
 import collections
 import concurrent.futures
-import gzip
 import json
 import math
 import os

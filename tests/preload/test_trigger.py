@@ -200,6 +200,24 @@ def test_default_schedule_watches_no_trigger_file():
     assert not os.path.exists(os.path.join(d, "test", "status"))
 
 
+def test_status_names_the_schedule_as_the_startup_line_does():
+    """The status file's "schedule" is the schedule the start-up line names,
+    for each of its forms.  It said the keys' values for profiler-api, whose
+    windows the keys do not shape ("skip_first=0,wait=0,warmup=1,active=4,
+    repeat=1"): the status file had a printer of its own, without that case."""
+    for sched in ("profiler-api", "all", "none", "wait=1,warmup=1,active=2,repeat=0", "active=3"):
+        d = tputil.new_dir()
+        res = tputil.run("train_loop", ["--steps=5", "--sleep-us=20000"], cwd=d,
+                         env={"TRAINPROF_SCHEDULE": sched, "TRAINPROF_TRIGGER": "{run_name}/trigger"})
+        assert res.rc == 0, res.stderr
+        said = re.search(rb"^trainprof: rank 0: schedule (\S+): ", res.stderr, re.M)
+        assert said, res.stderr
+        (path,) = glob.glob(os.path.join(d, "test", "status", "rank0.*.json"))
+        with open(path) as f:
+            st = json.load(f)
+        assert st["exited"] and st["schedule"] == said.group(1).decode(), (sched, st["schedule"])
+
+
 def test_late_trigger_starts_at_the_next_step_and_says_so():
     job = Job(ranks=1)
     try:
@@ -239,7 +257,7 @@ def test_trigger_over_the_schedules_window_is_ignored():
     job = Job(ranks=1, env={"TRAINPROF_SCHEDULE": "wait=2,warmup=1,active=2,repeat=0",
                             "TRAINPROF_TRIGGER": "{run_name}/trigger"})
     try:
-        st = job.wait_status(running)
+        job.wait_status(running)
         res = cli("trigger", "--run", job.folder, "--steps", 2)
         assert res.returncode == 1 and b"ignored: the schedule warms up or records at step" in res.stdout, res
         t = list(job.statuses().values())[0]["last_trigger"]

@@ -6,6 +6,7 @@
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "collector/schedule.h"
 #include "tests/unit/tp_test.h"
 
@@ -141,6 +142,37 @@ START_TEST(test_describe)
 }
 END_TEST
 
+/* The one printer: each form as TRAINPROF_SCHEDULE says it (profiler-api's
+ * keys keep their defaults, unused: its word is printed, not them), and a
+ * buffer too small is cut, never overrun. */
+START_TEST(test_show)
+{
+    static const struct {
+        struct tp_schedule s;
+        const char *want;
+    } cases[] = {
+        { { .warmup = 1, .active = 4, .repeat = 1 },
+          "skip_first=0,wait=0,warmup=1,active=4,repeat=1" },
+        { { .skip_first = 2, .wait = 5, .warmup = 0, .active = 3, .repeat = 0 },
+          "skip_first=2,wait=5,warmup=0,active=3,repeat=0" },
+        { { .all = 1 }, "all" },
+        { { .none = 1 }, "none" },
+        { { .profiler_api = 1, .warmup = 1, .active = 4, .repeat = 1 }, "profiler-api" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char buf[256];
+        ck_assert_ptr_eq(tp_schedule_show(&cases[i].s, buf, sizeof buf), buf);
+        ck_assert_str_eq(buf, cases[i].want);
+        char small[12];
+        memset(small, 'x', sizeof small);
+        tp_schedule_show(&cases[i].s, small, 8);
+        ck_assert_int_eq(strncmp(small, cases[i].want, 7), 0);
+        ck_assert_int_eq(small[strlen(cases[i].want) < 7 ? strlen(cases[i].want) : 7], '\0');
+        ck_assert_int_eq(small[8], 'x');
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("schedule");
@@ -151,6 +183,7 @@ int main(void)
     tcase_add_test(tc, test_profiler_api);
     tcase_add_test(tc, test_none);
     tcase_add_test(tc, test_describe);
+    tcase_add_test(tc, test_show);
     suite_add_tcase(s, tc);
     return tp_test_run(s);
 }
