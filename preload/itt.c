@@ -74,6 +74,7 @@
 #include "../collector/torchop.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,7 +269,7 @@ TP_EXPORT void __itt_task_begin(const struct tp_itt_domain *domain, struct tp_it
             __atomic_store_n(&name->id, nid, __ATOMIC_RELEASE);
         }
     }
-    tp_range_push_op(nid, __atomic_fetch_add(&tp_itt_next_op, 1, __ATOMIC_RELAXED));
+    tp_range_push_op(nid, atomic_fetch_add_explicit(&tp_itt_next_op, 1, memory_order_relaxed));
 }
 
 TP_EXPORT void __itt_task_end(const struct tp_itt_domain *domain)
