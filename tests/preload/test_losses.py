@@ -139,7 +139,12 @@ def test_name_table_follows_buffer_mb():
     light = _vmhwm(_window("names", 1000, env)[0].stderr)
     r, meta, trace, text, events = _window("names", 50_000, env)
     heavy = _vmhwm(r.stderr)
-    assert (heavy[1] - heavy[0]) - (light[1] - light[0]) < 2048, (light, heavy)
+    # under make check-sanitize ASan's allocator adds redzones and shadow
+    # pages to every allocation: the same run measures +2.4-2.9 MiB there
+    # against +1.0-1.6 MiB on the plain build; 4 MiB still tells the bound
+    # table from the unbounded one (+16.7 MB)
+    budget = 4096 if os.environ.get("TP_TEST_ASAN") else 2048
+    assert (heavy[1] - heavy[0]) - (light[1] - light[0]) < budget, (light, heavy)
     assert meta["names_lost"] > 0 and events["names_lost"] == meta["names_lost"]
     lost = [ev for ev in tputil.events(trace) if ev.get("name") == "<name table full>"]
     assert len(lost) == meta["names_lost"]

@@ -159,7 +159,10 @@ def check_straggler(p, sources):
     # the slowed rank is named first (the slowest); any other rank named is
     # one whose steps this loaded machine slowed by more than 10% too: the
     # rule holds both ways, whatever the noise
-    assert j["stragglers"][0]["rank"] == SLOW_RANK and per[SLOW_RANK]["vs_median"] > 1.0
+    # vs_median is 3 on a quiet machine (30 ms more on 10 ms steps); with the
+    # four ranks and another test suite sharing 2 cores the median step grew
+    # to 24 ms and it fell to 0.67 (CI run beside make check-sanitize)
+    assert j["stragglers"][0]["rank"] == SLOW_RANK and per[SLOW_RANK]["vs_median"] > 0.3
     named = {s["rank"] for s in j["stragglers"]}
     for r, x in per.items():
         assert (x["vs_median"] > 0.10) == (r in named), (r, x)
