@@ -43,6 +43,17 @@ ITERS = 6
 BATCH = 8
 
 
+def classify(opt, logits_of, x, y):
+    """One iteration of a classifier with one optimizer: the loss is read
+    before the optimizer steps, so that its step ends the iteration."""
+    opt.zero_grad()
+    loss = torch.nn.functional.cross_entropy(logits_of(x), y)
+    loss.backward()
+    out = [loss.item()]
+    opt.step()
+    return out
+
+
 class MLP:
     def __init__(self):
         self.model = torch.nn.Sequential(
@@ -53,13 +64,7 @@ class MLP:
     def iteration(self, g, b):
         x = torch.randn(b, 32, generator=g)
         y = torch.randint(0, 10, (b,), generator=g)
-        opt, = self.opts
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(self.model(x), y)
-        loss.backward()
-        out = [loss.item()]
-        opt.step()
-        return out
+        return classify(self.opts[0], self.model, x, y)
 
 
 class CNN:
@@ -74,13 +79,7 @@ class CNN:
     def iteration(self, g, b):
         x = torch.randn(b, 3, 16, 16, generator=g)
         y = torch.randint(0, 10, (b,), generator=g)
-        opt, = self.opts
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(self.model(x), y)
-        loss.backward()
-        out = [loss.item()]
-        opt.step()
-        return out
+        return classify(self.opts[0], self.model, x, y)
 
 
 class Transformer:
@@ -94,14 +93,7 @@ class Transformer:
     def iteration(self, g, b):
         x = torch.randn(b, 12, 32, generator=g)
         y = torch.randint(0, 10, (b,), generator=g)
-        opt, = self.opts
-        opt.zero_grad()
-        logits = self.head(self.layer(x).mean(dim=1))
-        loss = torch.nn.functional.cross_entropy(logits, y)
-        loss.backward()
-        out = [loss.item()]
-        opt.step()
-        return out
+        return classify(self.opts[0], lambda v: self.head(self.layer(v).mean(dim=1)), x, y)
 
 
 class GAN:
