@@ -198,10 +198,9 @@ static void put_steps(struct tp_jsonw *j, struct summary *s, const struct tp_win
 /* Writes the fields of one row after its name (", \"calls\": ..."). */
 typedef void (*row_fn)(struct tp_jsonw *j, const struct agg *a);
 
-/* "k": {"distinct": n, <totals>, "top": [rows]}: the "top" largest rows of
- * "t" by "cmp"; "totals" writes the fields summed over every row. */
-static void put_table(struct tp_jsonw *j, const char *k, const struct agg_table *t,
-                      int (*cmp)(const void *, const void *), size_t top, row_fn row)
+/* {"distinct": n, "calls": c, "total_ns": t of table "t" (its rows summed),
+ * left open for the fields that follow. */
+static void put_table_totals(struct tp_jsonw *j, const struct agg_table *t)
 {
     uint64_t calls = 0;
     int64_t total = 0;
@@ -210,14 +209,23 @@ static void put_table(struct tp_jsonw *j, const char *k, const struct agg_table 
             calls += t->slots[i].calls;
             total += t->slots[i].total_ns;
         }
-    LIT(j, "  \"");
-    tp_jsonw_lit(j, k);
-    LIT(j, "\": {\"distinct\": ");
+    LIT(j, "{\"distinct\": ");
     tp_jsonw_u64(j, t->n);
     LIT(j, ", \"calls\": ");
     tp_jsonw_u64(j, calls);
     LIT(j, ", \"total_ns\": ");
     tp_jsonw_i64(j, total);
+}
+
+/* "k": {"distinct": n, <totals>, "top": [rows]}: the "top" largest rows of
+ * "t" by "cmp"; "totals" writes the fields summed over every row. */
+static void put_table(struct tp_jsonw *j, const char *k, const struct agg_table *t,
+                      int (*cmp)(const void *, const void *), size_t top, row_fn row)
+{
+    LIT(j, "  \"");
+    tp_jsonw_lit(j, k);
+    LIT(j, "\": ");
+    put_table_totals(j, t);
     LIT(j, ", \"top\": [");
     struct agg **v = tp_summary_sorted(t, cmp);
     size_t n = v ? (t->n < top ? t->n : top) : 0;
@@ -264,25 +272,14 @@ static const char *const row_kind[] = { "operator", "annotation", "step" };
 static void put_op_table(struct tp_jsonw *j, const struct summary *s, const char *k,
                          const struct agg_table *t, int by_shape)
 {
-    uint64_t calls = 0;
-    int64_t total = 0;
     LIT(j, "  \"");
     tp_jsonw_lit(j, k);
     if (by_shape && !s->ops_with_shapes) {
         LIT(j, "\": null,\n");
         return;
     }
-    for (size_t i = 0; i < t->cap; i++)
-        if (t->slots[i].name) {
-            calls += t->slots[i].calls;
-            total += t->slots[i].total_ns;
-        }
-    LIT(j, "\": {\"distinct\": ");
-    tp_jsonw_u64(j, t->n);
-    LIT(j, ", \"calls\": ");
-    tp_jsonw_u64(j, calls);
-    LIT(j, ", \"total_ns\": ");
-    tp_jsonw_i64(j, total);
+    LIT(j, "\": ");
+    put_table_totals(j, t);
     LIT(j, ", \"self_ns\": ");
     tp_jsonw_i64(j, s->ops_self_ns);
     LIT(j, ", \"top\": [");
