@@ -128,14 +128,6 @@ def text_leaves(data):
             yield (i, j), t
 
 
-def file_leaves(path):
-    data = open(path, "rb").read()
-    try:
-        return dict(leaves(json.loads(data))), "json"
-    except ValueError:
-        return dict(text_leaves(data)), "text"
-
-
 VOLATILE = ("ts", "dur", "pid", "tid")
 
 
