@@ -36,7 +36,7 @@ SAN       ?=
 # trainprof merge's engine, when ISA-L is there (see merge-engine below)
 MERGE_LIB := $(if $(shell pkg-config --exists libisal 2>/dev/null && echo yes),$(B)/libtrainprof_merge.so)
 
-CORE_SRC    := $(wildcard collector/*.c) $(wildcard collector/flops/*.c) $(wildcard handlers/*.c)
+CORE_SRC    := $(wildcard collector/*/*.c collector/*/*/*.c) $(wildcard handlers/*.c)
 PRELOAD_SRC := $(wildcard preload/*.c)
 CORE_OBJ    := $(CORE_SRC:%.c=$(B)/obj/%.o)
 PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(B)/obj/%.o)

@@ -27,14 +27,14 @@
 
 #include <jansson.h>
 
-#include "../collector/log.h"
+#include "collector/common/log.h"
 #include "handler.h"
-#include "../collector/comms.h"
-#include "../collector/config.h"
-#include "../collector/cupti.h"
-#include "../collector/devprops.h"
-#include "../collector/oplink.h"
-#include "../collector/torchop.h"
+#include "collector/record/comms.h"
+#include "collector/config/config.h"
+#include "collector/device/cupti.h"
+#include "collector/device/devprops.h"
+#include "collector/drain/oplink.h"
+#include "collector/record/torchop.h"
 #include "jsonw.h"
 #include "output.h"
 

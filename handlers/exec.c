@@ -4,7 +4,7 @@
  * window's trace and reports, TRAINPROF_EXEC is
  * expanded once per saved file ({path} = that file, the trace first, plus
  * the format-string variables), each value quoted for the shell so that it is
- * data, never code (collector/format.c, tp_format_expand_sh), and started as "/bin/sh -c CMD" with
+ * data, never code (collector/common/format.c, tp_format_expand_sh), and started as "/bin/sh -c CMD" with
  * posix_spawn from tp-flush: the training thread never waits for it.  The
  * child reads /dev/null, writes its standard output to our stderr (so that
  * the program's standard output carries only its own), and gets our
@@ -38,8 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../collector/format.h"
-#include "../collector/log.h"
+#include "collector/common/format.h"
+#include "collector/common/log.h"
 #include "handler.h"
 
 #define TP_EXEC_MAX 32           /* running commands at once; more are skipped */

@@ -6,7 +6,7 @@
 #ifndef TRAINPROF_HANDLERS_EXEC_H
 #define TRAINPROF_HANDLERS_EXEC_H
 
-#include "../collector/sink.h"
+#include "collector/contract/sink.h"
 
 /*
  * tp_exec_saved - start w->exec once per file in "saved", the trace first,

@@ -1,13 +1,13 @@
 /*
  * handler.h - what the output modules share: the handler contract
- * (collector/sink.h) and the helpers and tables of this folder.
+ * (collector/contract/sink.h) and the helpers and tables of this folder.
  *
  * DESIGN
  * A handler turns one drained window into files.  The flush thread calls
  * open() once per window, event() for every event of the window in buffer
  * order (per thread in time order; threads interleaved), then close(), which
  * lists what it saved in the window's struct tp_saved.  Handlers run in the
- * order of collector/handlers.def; chrome comes first and sets the trace,
+ * order of collector/contract/handlers.def; chrome comes first and sets the trace,
  * after which the reports are named.  A handler never touches live
  * collector state, and the window it sees is read-only.
  * NULL callbacks are allowed: tp_handler_find() returns the handler with
@@ -16,7 +16,7 @@
 #ifndef TRAINPROF_HANDLERS_HANDLER_H
 #define TRAINPROF_HANDLERS_HANDLER_H
 
-#include "../collector/sink.h"
+#include "collector/contract/sink.h"
 
 /* tp_handler_find - the handler named "name", or NULL. */
 const struct tp_handler *tp_handler_find(const char *name);

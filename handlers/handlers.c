@@ -1,7 +1,7 @@
 /*
  * handlers.c - DESIGN: the output side the collector sees (struct tp_sink,
  * handed down by the preload's constructor): the handler table, expanded
- * from collector/handlers.def (Darshan's module list), so that adding a
+ * from collector/contract/handlers.def (Darshan's module list), so that adding a
  * handler is one line there and one file here, and the post-save stage:
  * TRAINPROF_EXEC on each saved file (exec.c), then TRAINPROF_KEEP
  * (keep.c), which defers deleting a trace while a command for it runs.
@@ -14,7 +14,7 @@
 #include "exec.h"
 #include "keep.h"
 #include "output.h"
-#include "../collector/log.h"
+#include "collector/common/log.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -22,14 +22,14 @@
 
 #define TP_HANDLER(n) extern const struct tp_handler tp_handler_##n;
 #define TP_STAGE(n)
-#include "../collector/handlers.def"
+#include "collector/contract/handlers.def"
 #undef TP_HANDLER
 #undef TP_STAGE
 
 static const struct tp_handler *const tp_handler_list[] = {
 #define TP_HANDLER(n) &tp_handler_##n,
 #define TP_STAGE(n)
-#include "../collector/handlers.def"
+#include "collector/contract/handlers.def"
 #undef TP_HANDLER
 #undef TP_STAGE
 };

@@ -16,7 +16,7 @@
  * tokenizer rejects those and JSON.parse rejects raw controls.
  */
 #include "jsonw.h"
-#include "../collector/log.h"
+#include "collector/common/log.h"
 
 #include <errno.h>
 #include <math.h>

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "../collector/sink.h"
+#include "collector/contract/sink.h"
 
 /* tp_keep_saved - file the window's saved trace and reports; delete the
  * oldest past w->keep (nothing when it is negative), now or, while a

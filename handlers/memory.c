@@ -30,8 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../collector/grow.h"
-#include "../collector/log.h"
+#include "collector/common/grow.h"
+#include "collector/common/log.h"
 #include "output.h"
 
 static void *memory_open(const struct tp_window *w)

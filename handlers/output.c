@@ -1,6 +1,6 @@
 /*
  * output.c - DESIGN: the handlers' files (traces and reports), each
- * created the library's one way (collector/safefile.c: a temporary name
+ * created the library's one way (collector/common/safefile.c: a temporary name
  * "<final>.<host>.<pid>.tmp" in the final folder, created exclusively and
  * never through a link, renamed when complete).  Here: the folders, the
  * choice of the final name, and leftovers.  The final name is chosen
@@ -19,8 +19,8 @@
  * owned by our effective uid.
  */
 #include "output.h"
-#include "../collector/safefile.h"
-#include "../collector/sink.h"
+#include "collector/common/safefile.h"
+#include "collector/contract/sink.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../collector/log.h"
+#include "collector/common/log.h"
 
 int tp_output_mkdirs(const char *dir)
 {

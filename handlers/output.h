@@ -3,7 +3,7 @@
  * trainprof creates").
  *
  * A file is written under "<final>.<host>.<pid>.tmp" in its final folder
- * (created exclusively, never through a link: collector/safefile.c, the
+ * (created exclusively, never through a link: collector/common/safefile.c, the
  * library's one way of creating a file) and renamed when complete, so
  * that no reader ever sees half a file.  With
  * TRAINPROF_OVERWRITE=0 an existing file is never replaced: the new one

@@ -22,11 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../collector/log.h"
+#include "collector/common/log.h"
 #include "handler.h"
-#include "../collector/grow.h"
-#include "../collector/cupti.h"
-#include "../collector/devprops.h"
+#include "collector/common/grow.h"
+#include "collector/device/cupti.h"
+#include "collector/device/devprops.h"
 #include "jsonw.h"
 #include "output.h"
 
@@ -49,7 +49,7 @@ struct stk_corr {                /* correlation -> key, 0 = empty */
 };
 
 /* (frames array, count, call name) -> key: the collector hands out one
- * array per distinct stack (collector/stack.h) and names from its tables,
+ * array per distinct stack (collector/modules/stack.h) and names from its tables,
  * so repeated calls skip building and hashing their text; a miss only costs
  * that work. */
 struct stk_memo {

@@ -31,11 +31,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../collector/cupti.h"
-#include "../collector/grow.h"
-#include "../collector/intern.h"
-#include "../collector/log.h"
-#include "../collector/torchop.h"
+#include "collector/device/cupti.h"
+#include "collector/common/grow.h"
+#include "collector/record/intern.h"
+#include "collector/common/log.h"
+#include "collector/record/torchop.h"
 
 struct span {
     int64_t start, end;          /* Unix ns */

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../collector/vocab.h"
+#include "collector/contract/vocab.h"
 #include "jsonw.h"
 #include "memory.h"
 #include "output.h"

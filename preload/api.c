@@ -4,11 +4,11 @@
  */
 #include "resolve.h"
 #include "trainprof.h"
-#include "../collector/core.h"
-#include "../collector/config.h"
-#include "../collector/oplost.h"
-#include "../collector/pgroup.h"
-#include "../collector/ranges.h"
+#include "collector/wrap/core.h"
+#include "collector/config/config.h"
+#include "collector/record/oplost.h"
+#include "collector/record/pgroup.h"
+#include "collector/wrap/ranges.h"
 
 static int tp_api_ready(void)
 {

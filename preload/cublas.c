@@ -13,10 +13,10 @@
  *
  * Decoding happens only when a record is written, after the real call:
  * sizes and types are arguments, and the handle's math mode (which decides
- * TF32 for float data: collector/flops/gemm.h) is read with cublasGetMathMode, a getter
+ * TF32 for float data: collector/record/flops/gemm.h) is read with cublasGetMathMode, a getter
  * of the real library that neither allocates nor launches, and only for
  * float data with no or the default compute type.  The routines that are
- * not products (collector/flops/blas.h) cost a switch and a few multiplies;
+ * not products (collector/record/flops/blas.h) cost a switch and a few multiplies;
  * the level 3 ones read the math mode as a GEMM does (cuBLAS may serve them
  * with GEMM kernels), level 1/2 and the solvers get their data's class
  * (fp32 for float).  cublasDotEx's class is that of its executionType.  The
@@ -27,11 +27,11 @@
  * recorded on its own where it reaches a wrapper (the driver's), inside the
  * library call's span.
  */
-#include "../collector/flops/blas.h"
-#include "../collector/flops/gemm.h"
+#include "collector/record/flops/blas.h"
+#include "collector/record/flops/gemm.h"
 #include "wrap.h"
-#include "../collector/apis.h"
-#include "../collector/core.h"
+#include "collector/record/apis.h"
+#include "collector/wrap/core.h"
 
 #include <cublas_api.h>
 
@@ -122,5 +122,5 @@ static inline void tp_blas_copy(struct tp_record *r, const void *dst, const void
 #define TP_LIB_FN(ret, name, params, args, gate, rec) \
     TP_WRAP_GATED(TP_GATE_##gate, ret, name, params, args, TP_MISSING, (void)0, (void)0, \
                   tp_lib_begin, rec)
-#include "../collector/apis/cublas.def"
+#include "collector/record/apis/cublas.def"
 #undef TP_LIB_FN

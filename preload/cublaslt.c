@@ -14,10 +14,10 @@
  * FLOPs rather than guessed ones.  The wrapper nests like the cuBLAS ones
  * (tp_lib_depth): called from inside a cuBLAS GEMM it is a pass-through.
  */
-#include "../collector/flops/gemm.h"
+#include "collector/record/flops/gemm.h"
 #include "wrap.h"
-#include "../collector/apis.h"
-#include "../collector/core.h"
+#include "collector/record/apis.h"
+#include "collector/wrap/core.h"
 
 #include <cublasLt.h>
 
@@ -79,5 +79,5 @@ static void tp_lt_fill(struct tp_record *r, cublasLtMatmulDesc_t desc, cublasLtM
 #define TP_LIB_FN(ret, name, params, args, gate, rec) \
     TP_WRAP_GATED(TP_GATE_##gate, ret, name, params, args, TP_MISSING, (void)0, (void)0, \
                   tp_lib_begin, rec)
-#include "../collector/apis/cublaslt.def"
+#include "collector/record/apis/cublaslt.def"
 #undef TP_LIB_FN

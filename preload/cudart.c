@@ -4,7 +4,7 @@
  * Every wrapper has one shape: load the real pointer (resolved on first
  * use), load tp_hot, and if it is zero tail-call the real function.  Only
  * while a window records or a step signal counts calls does it take the
- * clock, call, fill a record and publish it (collector/core.h).  The
+ * clock, call, fill a record and publish it (collector/wrap/core.h).  The
  * runtime's own error code is returned when the real function is missing.
  * Registration calls (and cudaLibraryGetKernel) feed the kernel-name table
  * and never activate.
@@ -23,11 +23,11 @@
 #undef cudaMemcpy3DBatchAsync
 
 #include "wrap.h"
-#include "../collector/apis.h"
-#include "../collector/core.h"
-#include "../collector/kernels.h"
-#include "../collector/loader.h"
-#include "../collector/memtrack.h"
+#include "collector/record/apis.h"
+#include "collector/wrap/core.h"
+#include "collector/record/kernels.h"
+#include "collector/common/loader.h"
+#include "collector/modules/memtrack.h"
 
 #include <cuda.h>
 #include <dlfcn.h>
@@ -76,7 +76,7 @@ static inline void tp_fill_copy(struct tp_record *r, const void *dst, const void
 #define TP_R_SET(d, v, n, st)     if (tp_r) tp_fill_copy(tp_r, d, (const void *)(uintptr_t)(v), n, 0, st)
 #define TP_R_SYNC(h)              if (tp_r) tp_r->u.api.stream = (uint64_t)(uintptr_t)(h)
 #define TP_R_SYNC_EVENT(h)        TP_R_SYNC(h)
-/* Allocations update collector/memtrack.c on every outermost call, recording
+/* Allocations update collector/modules/memtrack.c on every outermost call, recording
  * or not, and fill tp_r->u.mem when a window records. */
 #define TP_R_ALLOC(p, n, cls) \
     tp_mem_alloc_at(tp_r, cls, tp_rc == cudaSuccess && (p) ? (uint64_t)(uintptr_t)*(p) : 0, n, tp_rc == cudaSuccess)
@@ -226,7 +226,7 @@ static int tp_cudart12(void *fn)
 #define TP_FN(ret, name, params, args, cbid, gate, rec) \
     TP_WRAP_GATED(TP_GATE_##gate, ret, name, params, args, TP_MISSING, (void)0, (void)0, \
                   tp_call_begin, rec)
-#include "../collector/apis/cudart.def"
+#include "collector/record/apis/cudart.def"
 #undef TP_FN
 
 /* ---- registration: names for launches; never activates ------------------ */

@@ -16,7 +16,7 @@
  * Missing getters or a failing read leave flops 0 and the precision unknown.
  *
  * The other families read their descriptors the same way, after the call:
- * an RNN pass (collector/flops/rnn.c) its RNN descriptor
+ * an RNN pass (collector/record/flops/rnn.c) its RNN descriptor
  * (cudnnGetRNNDescriptor_v8: cell, direction, input mode, sizes, layers,
  * data and math types) and x's RNN data descriptor
  * (cudnnGetRNNDataDescriptor: T, B and the per-sequence lengths, summed
@@ -26,12 +26,12 @@
  * (cudnnFind*AlgorithmEx) keeps the shape of the convolution it times but
  * no FLOPs: the work it runs is every candidate, tuning, not training math.
  */
-#include "../collector/flops/conv.h"
-#include "../collector/flops/cudnn_graph.h"
-#include "../collector/flops/rnn.h"
+#include "collector/record/flops/conv.h"
+#include "collector/record/flops/cudnn_graph.h"
+#include "collector/record/flops/rnn.h"
 #include "wrap.h"
-#include "../collector/apis.h"
-#include "../collector/core.h"
+#include "collector/record/apis.h"
+#include "collector/wrap/core.h"
 
 #include <cudnn.h>
 
@@ -179,11 +179,11 @@ static void tp_tensor_record(struct tp_record *r, cudnnTensorDescriptor_t t)
 #define TP_R_TENSOR(t)          if (tp_r) tp_tensor_record(tp_r, t)
 #define TP_R_NONE               (void)tp_r
 
-/* cudnnBackendExecute: the plan's FLOPs (collector/flops/cudnn_graph.c) */
+/* cudnnBackendExecute: the plan's FLOPs (collector/record/flops/cudnn_graph.c) */
 #define TP_R_BEXEC(plan) if (tp_r) tp_backend_record(tp_r, plan)
 
 #define TP_LIB_FN(ret, name, params, args, gate, rec) \
     TP_WRAP_GATED(TP_GATE_##gate, ret, name, params, args, TP_MISSING, tp_cudnn_getters(), \
                   (void)0, tp_lib_begin, rec)
-#include "../collector/apis/cudnn.def"
+#include "collector/record/apis/cudnn.def"
 #undef TP_LIB_FN

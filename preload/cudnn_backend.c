@@ -4,11 +4,11 @@
  * SetAttribute, GetAttribute).  They run always, not only in windows:
  * plans are built before the window that executes them.  After a real
  * call that succeeded they report the descriptor to the tracking in
- * collector/flops/cudnn_graph.c, which gives cudnnBackendExecute's record
+ * collector/record/flops/cudnn_graph.c, which gives cudnnBackendExecute's record
  * its FLOPs; errno is kept, results are never changed.
  */
 #include "wrap.h"
-#include "../collector/flops/cudnn_graph.h"
+#include "collector/record/flops/cudnn_graph.h"
 
 #include <cudnn.h>
 #include <errno.h>

@@ -8,7 +8,7 @@
  * tools injected with CUDA_INJECTION64_PATH call them by name, so with
  * libtrainprof.so preloaded those calls land here first.  trainprof itself
  * calls libcupti only through the pointers it looked up in the copy it
- * loaded (collector/cupti_load.c), never through these symbols: every call
+ * loaded (collector/device/cupti_load.c), never through these symbols: every call
  * that reaches this file is someone else's.  Only the calls that take
  * something we rely on are here (cuptiActivityEnable of more kinds takes
  * nothing).  Each passes through unchanged
@@ -16,12 +16,12 @@
  * told (tp_cupti_foreign), which stops using CUPTI and marks the windows the
  * other client spoiled instead of writing its records as ours.  A client
  * that calls libcupti through dlsym on its own handle bypasses this file;
- * the records' times then give it away (collector/cupti_window.c).
+ * the records' times then give it away (collector/device/cupti_window.c).
  *
  * Not a hot path: these calls happen when a profiler starts or stops.
  */
 #include "wrap.h"
-#include "../collector/cupti.h"
+#include "collector/device/cupti.h"
 
 #include <cupti_activity.h>
 

@@ -8,17 +8,17 @@
  *    real pointer a cuGetProcAddress or dlsym(libcuda) lookup returned, so
  *    that a wrapper always calls exactly the function the caller was given.
  * A driver call made inside a runtime wrapper is folded into the runtime
- * record by tp_depth (collector/core.h); one made inside a library call is
+ * record by tp_depth (collector/wrap/core.h); one made inside a library call is
  * recorded on its own, inside the library call's span.  The name-capture calls (cuLibraryGetKernel,
- * cuModuleGetFunction, cuKernelGetFunction) feed collector/kernels.c and never
+ * cuModuleGetFunction, cuKernelGetFunction) feed collector/record/kernels.c and never
  * activate, like __cudaRegisterFunction in cudart.c.
  */
 #include "driver.h"
 #include "wrap.h"
-#include "../collector/apis.h"
-#include "../collector/core.h"
-#include "../collector/kernels.h"
-#include "../collector/memtrack.h"
+#include "collector/record/apis.h"
+#include "collector/wrap/core.h"
+#include "collector/record/kernels.h"
+#include "collector/modules/memtrack.h"
 
 #include <cuda.h>
 
@@ -144,7 +144,7 @@ static inline void tp_vmm_create(struct tp_record *r, uint64_t h, uint64_t n, co
     TP_DRV_SLOT(TP_GATE_##gate, ret, name, params, args, rec, 1)                       \
     TP_DRV_SLOT(TP_GATE_##gate, ret, name, params, args, rec, 2)                       \
     TP_DRV_SLOT(TP_GATE_##gate, ret, name, params, args, rec, 3)
-#include "../collector/apis/cuda.def"
+#include "collector/record/apis/cuda.def"
 #undef TP_DRV_FN
 
 _Static_assert(TP_DRV_SLOTS == 4, "TP_DRV_FN and TP_DRV_HOOK define four slots");
@@ -193,7 +193,7 @@ TP_DRV_HOOK(cuKernelGetFunction, (CUfunction *f, CUkernel k), (f, k))
 const struct tp_drv_entry tp_drv_entries[] = {
 #define TP_DRV_FN(ret, name, params, args, cbid, gate, rec, request, version) \
     TP_DRV_ENTRY(name, #name, #request, version)
-#include "../collector/apis/cuda.def"
+#include "collector/record/apis/cuda.def"
 #undef TP_DRV_FN
     TP_DRV_ENTRY(cuLibraryGetKernel, "cuLibraryGetKernel", "cuLibraryGetKernel", 12000)
     TP_DRV_ENTRY(cuModuleGetFunction, "cuModuleGetFunction", "cuModuleGetFunction", 2000)

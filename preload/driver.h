@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "../collector/loader.h"
+#include "collector/common/loader.h"
 
 /* Wrappers per wrapped variant, each bound at lookup time to one real
  * function (a driver may hand out several pointers for one variant). */
@@ -84,7 +84,7 @@ void *tp_procaddr_wrap(const char *sym, int version, uint64_t flags, void *real)
  */
 void *tp_procaddr_wrap_symbol(const char *sym, void *real);
 
-/* tp_dlsym_real: collector/loader.h */
+/* tp_dlsym_real: collector/common/loader.h */
 
 /* tp_lookup_enabled - 1 if lookups may hand out our wrappers: an enabled,
  * selected process whose configuration parsed (otherwise the real pointers:

@@ -2,7 +2,7 @@
  * graphs.c - DESIGN: the CUDA graph calls whose bookkeeping must run even
  * outside windows (a model is usually captured during warm-up, long before
  * the steps we record): capture begin and end and instantiation feed
- * collector/graphs.c.  They are not recorded as events.
+ * collector/record/graphs.c.  They are not recorded as events.
  * A capture begin that succeeds activates the profiler, so that a capture
  * made before any other CUDA call is still counted.
  *
@@ -14,7 +14,7 @@
  * (a driver-API program, cuda-python, a static cudart our runtime wrappers
  * never see) keeps the FLOPs of the library calls captured into it.  The
  * runtime reaches the driver inside its own call, so a runtime capture is
- * begun and ended twice on this thread; captures nest (collector/graphs.h),
+ * begun and ended twice on this thread; captures nest (collector/record/graphs.h),
  * so that is one capture, its FLOPs written to the graph at the outermost
  * end.  Each layer's books follow what its own call returned: a runtime
  * call that failed after the driver's succeeded leaves the capture the
@@ -24,7 +24,7 @@
  *
  * cudaStreamBeginCaptureToGraph captures into an existing graph (PyTorch
  * does it for the body of a conditional node, nested in the outer capture):
- * a nested capture adds to the outer one (collector/graphs.h), so the body's
+ * a nested capture adds to the outer one (collector/record/graphs.h), so the body's
  * FLOPs count at every launch of the outer graph.
  */
 #include "driver.h"

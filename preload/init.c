@@ -6,13 +6,13 @@
  * library the NVTX injection library and the ITT collector (preload/nvtx.c,
  * preload/itt.c), choose the clock source (CPUID) and take the real dlsym
  * and its own dlopen handle (preload/dlsym.c says why).  No threads, files
- * or output until activation (collector/lifecycle.c).
+ * or output until activation (collector/control/lifecycle.c).
  */
 #include "driver.h"
 #include "itt.h"
-#include "../collector/clock.h"
-#include "../collector/config.h"
-#include "../collector/sink.h"
+#include "collector/common/clock.h"
+#include "collector/config/config.h"
+#include "collector/contract/sink.h"
 #include "../handlers/handler.h"
 
 #include <dlfcn.h>

@@ -26,7 +26,7 @@
  * formatting is most of what torch's side costs (tests/bench/RESULTS.md),
  * so the Python hook (scripts/pyhook/sitecustomize.py) uses this state
  * unless shapes are asked for, which only the NVTX messages carry.  The
- * ranges become torch operators like NVTX's (collector/ranges.h
+ * ranges become torch operators like NVTX's (collector/wrap/ranges.h
  * tp_range_push_op), each with an External id of its own from a
  * process-wide counter, and no sequence number.
  *
@@ -38,7 +38,7 @@
  * holds at most TP_ITT_NAME_BYTES (handles are made before activation too,
  * and a program may name tasks without end): past it every new name gets
  * one handle named "<name table full>", whose ranges count as names lost
- * (collector/intern.h's overflow id).  A handle
+ * (collector/record/intern.h's overflow id).  A handle
  * carries the name's interned id once a recorded range used it (interning
  * takes the intern table's lock, so it is done once per name, not per
  * push).  Task ids and parents are ignored: ITT tasks nest per thread, as
@@ -64,14 +64,14 @@
  * call without writing to it.  A task on a domain we drop is neither
  * pushed nor popped: its __itt_task_end, on the same domain, pops nothing.
  * torch's own ProfilerStep#N ranges (a program's own torch.profiler's
- * step(), collector/torchop.h) keep their place on the range stack and
+ * step(), collector/record/torchop.h) keep their place on the range stack and
  * are not recorded: the handle of such a name says so.
  */
 #include "itt.h"
 #include "wrap.h"
-#include "../collector/intern.h"
-#include "../collector/ranges.h"
-#include "../collector/torchop.h"
+#include "collector/record/intern.h"
+#include "collector/wrap/ranges.h"
+#include "collector/record/torchop.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -40,10 +40,10 @@
  */
 #include "nccl_compat.h"
 #include "wrap.h"
-#include "../collector/apis.h"
-#include "../collector/comms.h"
-#include "../collector/core.h"
-#include "../collector/memtrack.h"
+#include "collector/record/apis.h"
+#include "collector/record/comms.h"
+#include "collector/wrap/core.h"
+#include "collector/modules/memtrack.h"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -292,7 +292,7 @@ static inline void tp_nccl_group_track(unsigned api)
 #define TP_LIB_FN(ret, name, params, args, gate, rec) \
     TP_WRAP_GATED(TP_GATE_##gate, ret, name, params, args, TP_MISSING, tp_nccl_getters(), \
                   tp_nccl_group_track(TP_API_##name), tp_lib_begin, rec)
-#include "../collector/apis/nccl.def"
+#include "collector/record/apis/nccl.def"
 #undef TP_LIB_FN
 
 /* ---- communicator creation and destruction: feed the cache ------------------ */

@@ -8,7 +8,7 @@
  * constructor points the variable at our own file (dladdr + realpath, never
  * overwriting another tool's value), so dlopen() returns the already
  * preloaded object.  Each callback hands its message to the range API of
- * collector/ranges.h as text, which interns it only when a window records it:
+ * collector/wrap/ranges.h as text, which interns it only when a window records it:
  * before activation and outside windows a message costs no memory, however
  * many distinct ones a program sends.
  * Nothing here allocates per call, locks (beyond a first-time intern), calls
@@ -29,10 +29,10 @@
 #include <stdlib.h>
 #include <wchar.h>
 
-#include "collector/config.h"
-#include "collector/intern.h"
-#include "collector/torchop.h"
-#include "collector/ranges.h"
+#include "collector/config/config.h"
+#include "collector/record/intern.h"
+#include "collector/record/torchop.h"
+#include "collector/wrap/ranges.h"
 
 #define TP_NVTX_EXPORT __attribute__((visibility("default")))
 
@@ -168,7 +168,7 @@ static void NVTX_API tp_nvtx_range_end(nvtxRangeId_t id)
 }
 
 /* An ASCII push: one of torch's operator ranges keeps its fields in the
- * record (collector/torchop.h), and torch's own ProfilerStep#N ranges are
+ * record (collector/record/torchop.h), and torch's own ProfilerStep#N ranges are
  * not recorded (they still end a step if an nvtx:GLOB signal names them);
  * nothing is parsed while ranges are off (before activation a range keeps
  * only its place on the stack and whether it ends a step: ranges.h). */
@@ -229,7 +229,7 @@ static void NVTX_API tp_nvtx_name_os_thread_a(uint32_t tid, const char *name)
 /*
  * One domain per name: creating "NCCL" twice yields the same handle, which
  * NVTX allows (a domain handle is only a scope).  All domains share the
- * thread's one range stack (collector/ranges.h), so pops in one domain close
+ * thread's one range stack (collector/wrap/ranges.h), so pops in one domain close
  * the innermost range of any domain: NVTX's per-domain stacks differ only
  * for interleaved, non-nested use across domains.
  */

@@ -29,7 +29,7 @@
  */
 #include "driver.h"
 #include "resolve.h"
-#include "../collector/config.h"
+#include "collector/config/config.h"
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>

@@ -13,8 +13,8 @@
  * until the stack overflowed, with the profiler enabled or not (tests/programs/dlsym_local.c).
  */
 #include "resolve.h"
-#include "../collector/grow.h"
-#include "../collector/loader.h"
+#include "collector/common/grow.h"
+#include "collector/common/loader.h"
 
 #include <dlfcn.h>
 #include <link.h>

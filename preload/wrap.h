@@ -7,10 +7,10 @@
 #define TRAINPROF_PRELOAD_WRAP_H
 
 #include "resolve.h"
-#include "../collector/apis.h"
-#include "../collector/core.h"
-#include "../collector/graphs.h"
-#include "../collector/memtrack.h"
+#include "collector/record/apis.h"
+#include "collector/wrap/core.h"
+#include "collector/record/graphs.h"
+#include "collector/modules/memtrack.h"
 
 /*
  * TP_WRAP - define the exported wrapper "name".
@@ -25,7 +25,7 @@
  * wrapper's frame stays empty); errno and the return value pass through
  * unchanged.  During a
  * CUDA graph capture a call that records nothing still fills a scratch
- * record, so that the capture learns its FLOPs (collector/graphs.h).
+ * record, so that the capture learns its FLOPs (collector/record/graphs.h).
  */
 #define TP_WRAP(ret, name, params, args, missing, on_resolve, on_entry, begin, rec)   \
     TP_WRAP_GATED(TP_GATE_WIN, ret, name, params, args, missing, on_resolve, on_entry, begin, rec)
@@ -34,7 +34,7 @@
  * The fast-path test of a wrapper.  "gate" is its .def line's gate column
  * (enum tp_gate, a constant: a wrapper file's TP_FN passes TP_GATE_##gate):
  * TP_GATE_MEM adds tp_mem_on, so that allocation calls reach
- * collector/memtrack.c between windows too, and TP_GATE_PAPI
+ * collector/modules/memtrack.c between windows too, and TP_GATE_PAPI
  * TRAINPROF_SCHEDULE=profiler-api, so that the profiler API's Start reaches
  * the steps between windows, while every other wrapper keeps its one load.
  */
@@ -49,7 +49,7 @@
  * tp_papi_begin - tp_call_begin for cudaProfilerStart/Stop and
  * cuProfilerStart/Stop: the outermost call only (the runtime's reaches the
  * driver's inside it: one Start, one Stop), held also between windows.  A
- * Stop ends the window before the real call (collector/steps.h); a Start
+ * Stop ends the window before the real call (collector/control/steps.h); a Start
  * opens one after it succeeded (TP_R_PROFILER), so that neither is an
  * event of the window it bounds.
  */

@@ -2,7 +2,7 @@
 (TRAINPROF_TRIGGER), with no daemon.  Python standard library only;
 scripts/trainprof imports it.
 
-The processes' side is collector/trigger.c.  Each process that watches
+The processes' side is collector/control/trigger.c.  Each process that watches
 triggers (TRAINPROF_SCHEDULE=none, or TRAINPROF_TRIGGER set) keeps, in its
 run folder (the trigger file's folder, default {run_name}):
   status/rank{rank}.{pid}.json  its status, rewritten about once a second
@@ -28,7 +28,7 @@ once.  Then it waits (--wait seconds) for every live process to answer
 through its status file and prints what each will record.
 
 Whoever can write the run folder (a shared project or scratch folder) can
-write status files, so `trigger` acts only on what collector/trigger.c
+write status files, so `trigger` acts only on what collector/control/trigger.c
 writes (check_status): a regular file owned by the user, named after its
 own rank and pid, a pid above 1, a plain trigger file name, SIGUSR1,
 SIGUSR2 or SIGRTMIN+N within SIGRTMAX; and it signals a pid only when that
@@ -75,7 +75,7 @@ def err(msg):
     sys.stderr.write("trainprof: %s\n" % printable(msg))
 
 
-# ---- status files: only what collector/trigger.c writes --------------------------
+# ---- status files: only what collector/control/trigger.c writes --------------------------
 #
 # A run folder may sit on a shared file system where others can write, and
 # `trigger` acts on what it reads there: it signals the pid a status names and
@@ -96,7 +96,7 @@ def _num(v):
 
 
 def plain_name(name):
-    """A file name as collector/trigger.c keeps it: not empty, no "/", not
+    """A file name as collector/control/trigger.c keeps it: not empty, no "/", not
     "." or "..", shorter than its 256-byte buffer."""
     return (isinstance(name, str) and name not in ("", ".", "..") and "/" not in name
             and "\0" not in name and len(name.encode("utf-8", "surrogatepass")) < 256)
@@ -213,7 +213,7 @@ def alive(st, now=None):
 
 
 def folder_of_pid(pid):
-    """The run folder that process `pid` holds open (collector/trigger.c),
+    """The run folder that process `pid` holds open (collector/control/trigger.c),
     or None."""
     fd_dir = "/proc/%d/fd" % pid
     try:
@@ -241,7 +241,7 @@ def _listdir(d):
 
 def process_of_run(pid, folder):
     """None when process `pid` is one of this run's, on this host: it belongs
-    to this user, holds the run folder open (collector/trigger.c keeps it
+    to this user, holds the run folder open (collector/control/trigger.c keeps it
     open, O_PATH) and maps libtrainprof.so; else why not."""
     try:
         uid = os.stat("/proc/%d" % pid).st_uid

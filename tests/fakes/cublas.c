@@ -4,7 +4,7 @@
  *
  * DESIGN
  * Handles hold a math mode and a stream; every entry point of
- * collector/apis/cublas.def exists with cuBLAS's own prototype (the .def is
+ * collector/record/apis/cublas.def exists with cuBLAS's own prototype (the .def is
  * expanded here too, so a wrong parameter list fails to compile against
  * cublas_api.h) and succeeds without computing or copying.  Two behave like the real
  * library in the ways the wrappers must cope with: cublasGemmEx calls
@@ -126,5 +126,5 @@ static cublasStatus_t fake_gemm(const char *name, cublasHandle_t h)
     FAKE_EXPORT ret name params { return CUBLAS_STATUS_SUCCESS; }
 #define FAKE_DECLARED(ret, name, params) FAKE_EXPORT ret name params;
 #define TP_LIB_FN(ret, name, params, args, gate, rec) FAKE_##rec(ret, name, params)
-#include "../../collector/apis/cublas.def"
+#include "../../collector/record/apis/cublas.def"
 #undef TP_LIB_FN

@@ -47,7 +47,7 @@
 /* Every entry point trainprof wraps, declared from its list: a prototype
  * there that disagrees with cuda.h fails to compile here. */
 #define TP_DRV_FN(ret, name, params, args, cbid, gate, rec, request, version) FAKE_EXPORT ret name params;
-#include "../../collector/apis/cuda.def"
+#include "../../collector/record/apis/cuda.def"
 #undef TP_DRV_FN
 
 /* ---- the observer (fakegpu.h) --------------------------------------------- */

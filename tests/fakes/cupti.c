@@ -3,7 +3,7 @@
  *
  * DESIGN
  * Implements, with the prototypes of the CUDA 13.0 CUPTI headers, the calls
- * collector/cupti*.c make: version, subscribe (v2) / unsubscribe, activity
+ * collector/device/cupti*.c make: version, subscribe (v2) / unsubscribe, activity
  * enable/disable (whole kinds and per runtime/driver cbid), buffer and
  * timestamp callbacks, attributes, flush, record iteration, dropped counts,
  * external correlation push/pop (per-thread stacks), finalize, and of the
@@ -50,7 +50,7 @@
  *
  * Versions: FAKE_CUPTI_VERSION (default 130001) is what cuptiGetVersion
  * reports, and it picks the record structs and the entry points of that
- * CUPTI release (collector/cupti_layouts.h has the facts): below 26
+ * CUPTI release (collector/device/cupti_layouts.h has the facts): below 26
  * (12.4-12.6) Kernel9, Memcpy5, Synchronization, CudaEvent; below 130000
  * (12.8-12.9) Kernel9, Memcpy6, Synchronization2, CudaEvent2; below 130100
  * (13.0) Kernel10; from 130100 (13.1+) Kernel11, written as Kernel10's

@@ -3,8 +3,8 @@
  *
  * DESIGN
  * The input is a fake environment: NUL-separated chunks, each one byte
- * choosing a variable (every row of collector/config.c's table, from
- * tp_config_vars(), then the launcher's variables of launcher.c, then
+ * choosing a variable (every row of collector/config/config.c's table, from
+ * tp_config_vars(), then the launcher's variables of config_launcher.c, then
  * "an unknown TRAINPROF_ name" whose text is the chunk) and the rest of the
  * chunk its value.  tp_config_parse() runs over it exactly as
  * tp_config_init() runs over getenv(), so every parser, the default
@@ -16,8 +16,8 @@
  * tp_config_free
  * releases everything (LeakSanitizer).
  */
-#include "collector/config.h"
-#include "collector/log.h"
+#include "collector/config/config.h"
+#include "collector/common/log.h"
 
 #include <jansson.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /*
  * fuzz_demangle.c - libFuzzer harness: kernel-name demangling and interning
- * (collector/kernels.c tp_demangle, collector/intern.c tp_intern), the path
+ * (collector/record/kernels.c tp_demangle, collector/record/intern.c tp_intern), the path
  * every launched kernel's mangled name takes to the trace.
  *
  * DESIGN
@@ -14,8 +14,8 @@
  * The intern table is bounded (TP_INTERN_MAX), so a long run stays within
  * libFuzzer's memory limit.
  */
-#include "collector/intern.h"
-#include "collector/kernels.h"
+#include "collector/record/intern.h"
+#include "collector/record/kernels.h"
 
 #include <stdint.h>
 #include <stdio.h>

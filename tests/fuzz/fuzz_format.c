@@ -1,6 +1,6 @@
 /*
  * fuzz_format.c - libFuzzer harness: the format-string expander
- * (collector/format.c: tp_format_check, tp_format_check_exec,
+ * (collector/common/format.c: tp_format_check, tp_format_check_exec,
  * tp_format_expand) that names folders and files and builds TRAINPROF_EXEC
  * commands.
  *
@@ -17,7 +17,7 @@
  *   buffer always holds a NUL-terminated string;
  * - a format string without '{' or '}' expands to itself.
  */
-#include "collector/format.h"
+#include "collector/common/format.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /*
  * fuzz_grammar.c - libFuzzer harness: the small languages of the
- * configuration (collector/config_grammar.c): TRAINPROF_SCHEDULE,
+ * configuration (collector/config/config_grammar.c): TRAINPROF_SCHEDULE,
  * TRAINPROF_STEP_ON, TRAINPROF_HANDLERS and TRAINPROF_RANKS, and the
- * schedule they feed (collector/schedule.c).
+ * schedule they feed (collector/config/schedule.c).
  *
  * DESIGN
  * The first byte picks the variable (and, for RANKS, the process's RANK),
@@ -16,8 +16,8 @@
  * action of steps 0..63, some steps near 2^64, and whether it is finished:
  * no division by zero or overflow trap (UBSan) for any accepted schedule.
  */
-#include "collector/config.h"
-#include "collector/schedule.h"
+#include "collector/config/config.h"
+#include "collector/config/schedule.h"
 
 #include <jansson.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /*
  * fuzz_metadata.c - libFuzzer harness: TRAINPROF_METADATA from the
- * variable to the trace: parsed and checked by collector/config_values.c
+ * variable to the trace: parsed and checked by collector/config/config_values.c
  * (tp_opt_parse_metadata, through tp_config_parse as the library does),
  * then re-read and merged into the trace's top level by handlers/chrome.c.
  *
@@ -16,7 +16,7 @@
  * below what Python's json (HTA, TensorBoard) reads.  A value that is
  * rejected stores exactly one error line naming the variable.
  */
-#include "collector/config.h"
+#include "collector/config/config.h"
 #include "handlers/handler.h"
 
 #include <jansson.h>

@@ -1,6 +1,6 @@
 /*
  * fuzz_torchop.c - libFuzzer harness: the NVTX message parser
- * (collector/torchop.c, tp_torch_op_parse): torch's operator ranges
+ * (collector/record/torchop.c, tp_torch_op_parse): torch's operator ranges
  * "NAME[, seq = N][, op_id = N][, sizes = [[...]]][, input_op_ids = [...]]"
  * read back into a cpu_op's name and args.
  *
@@ -12,7 +12,7 @@
  * valid JSON (the chrome handler pastes it into the trace as it is).
  * tp_torch_op_is_operator is also asked about every prefix length.
  */
-#include "collector/torchop.h"
+#include "collector/record/torchop.h"
 
 #include <jansson.h>
 #include <stdint.h>

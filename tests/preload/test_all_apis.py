@@ -1,4 +1,4 @@
-"""Every entry point of collector/apis/cudart.def is intercepted and recorded once
+"""Every entry point of collector/record/apis/cudart.def is intercepted and recorded once
 per call, under its own name, with the launch details of each launch form."""
 
 import collections

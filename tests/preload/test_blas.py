@@ -1,5 +1,5 @@
-"""cuBLAS routines that are not matrix products (collector/apis/cublas.def,
-collector/flops/blas.c): every entry point is recorded once per call under its
+"""cuBLAS routines that are not matrix products (collector/record/apis/cublas.def,
+collector/record/flops/blas.c): every entry point is recorded once per call under its
 own name, with the FLOPs computed here from LAPACK Working Note 41's operation
 counts for the sizes the program prints, its precision class, its own sizes
 (no GEMM "Input Dims"), and for the copies the bytes, direction and stream.

@@ -1,4 +1,4 @@
-"""Legacy cuDNN convolutions (collector/apis/cudnn.def): each call is one cpu_op
+"""Legacy cuDNN convolutions (collector/record/apis/cudnn.def): each call is one cpu_op
 event with the FLOPs, precision and implicit-GEMM shape computed here by hand
 from the cases of tests/programs/conv_calls.c, whose descriptors are the real
 cuDNN's and whose executing calls are the fake tests/fakes/cudnn_exec.c."""

@@ -2,7 +2,7 @@
 CUDA runtime, driver, cuBLAS/cuBLASLt, cuDNN and NCCL families that the PyPI
 torch wheel's own libraries (torch/lib/*.so*) import is either interposed by
 build/libtrainprof.so (one of its exported functions) or listed, with a
-reason, in collector/apis/not_intercepted.txt.  The list stays honest both
+reason, in collector/record/apis/not_intercepted.txt.  The list stays honest both
 ways: a line for a function we interpose is stale, and so is a line for a
 function torch does not import (the file describes the pinned wheel of
 tests/requirements-torch.txt; a torch that drops a function drops its line,
@@ -31,7 +31,7 @@ import pytest
 
 import tputil
 
-LIST = os.path.join(tputil.ROOT, "collector", "apis", "not_intercepted.txt")
+LIST = os.path.join(tputil.ROOT, "collector", "record", "apis", "not_intercepted.txt")
 
 # (family, pattern), in the file's order
 FAMILIES = [

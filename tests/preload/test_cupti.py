@@ -27,7 +27,7 @@ def fake_cupti():
 pytestmark = pytest.mark.skipif(not os.path.exists(fake_cupti()), reason="fake libcupti not built")
 
 
-# The fake CUPTI as each row of collector/cupti_decode.c's layout table:
+# The fake CUPTI as each row of collector/device/cupti_decode.c's layout table:
 # CUDA 12.4 (API version 22), 12.6 (24), 12.8 (26), 13.0 U1 (130001) and
 # 13.1 U1 (130101): records in that release's structs and sizes, and only
 # the entry points it has (no cuptiSubscribe_v2 before 13.0).

@@ -1,4 +1,4 @@
-"""cuDNN beyond the convolutions (collector/apis/cudnn.def): the handle,
+"""cuDNN beyond the convolutions (collector/record/apis/cudnn.def): the handle,
 dropout state setup, RNNs, batch normalization, pooling, spatial
 transformers, CTC loss and benchmark mode's algorithm searches.  Each call of
 tests/programs/dnn_calls.c (real cuDNN descriptors, the fake executing calls

@@ -3,7 +3,7 @@
 cudaTypedefs.h declares one PFN_<request>_v<N>[_ptsz|_ptds] per ABI of every
 driver entry point: what ("request", N) a cuGetProcAddress lookup names, and
 with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM which per-thread variant.
-Our lookup table (collector/apis/cuda.def, the hooks of preload/graphs.c and
+Our lookup table (collector/record/apis/cuda.def, the hooks of preload/graphs.c and
 preload/driver.c) and the fake driver's (tests/fakes/cuda.c) must agree with
 it; the behaviour that follows is checked on the fakes: a per-thread lookup
 below 7000 gets the legacy function (test_driver.py), a lookup above the
@@ -42,7 +42,7 @@ def _suffix(name):
 def _ours():
     """[(exported name, request, version)] of every variant we hand out."""
     out = []
-    with open(os.path.join(tputil.ROOT, "collector", "apis", "cuda.def")) as f:
+    with open(os.path.join(tputil.ROOT, "collector", "record", "apis", "cuda.def")) as f:
         for line in f:
             m = re.match(r"^TP_DRV_FN\(.*?, (\w+), .*, (\w+), (\d+)\)\s*$", line)
             if m:

@@ -1,4 +1,4 @@
-"""cuBLAS and cuBLASLt wrappers (collector/apis/cublas.def, cublaslt.def):
+"""cuBLAS and cuBLASLt wrappers (collector/record/apis/cublas.def, cublaslt.def):
 every GEMM entry point is recorded once per call as a cpu_op event with the
 FLOPs computed here by hand from the shapes the program prints, the
 precision class, and the sizes with TRAINPROF_RECORD_SHAPES=1."""
@@ -12,7 +12,7 @@ import tputil
 # The data type each call of gemm_calls.c uses decides complex or not.
 COMPLEX = re.compile(r"^cublas(C|Z)gemm|^cublasGemmEx_64$")
 
-# Precision class of each call of gemm_calls.c (collector/flops/gemm.h), handle math mode
+# Precision class of each call of gemm_calls.c (collector/record/flops/gemm.h), handle math mode
 # CUBLAS_DEFAULT_MATH.
 PRECISION = {
     "cublasSgemm_v2": "fp32", "cublasDgemm_v2": "fp64", "cublasCgemm_v2": "fp32",

@@ -1,7 +1,7 @@
 """The trainprof command against hostile inputs: what anyone who
 can write a run folder, or hand over a trace, can make it do.
 
-- `trigger` acts only on status files as collector/trigger.c writes them,
+- `trigger` acts only on status files as collector/control/trigger.c writes them,
   signals only processes of the run, writes only a plain file name in the
   run folder;
 - every file the command creates is made under a fresh name with

@@ -185,7 +185,7 @@ def test_train_loop_reports_agree():
     text = open(summary).read()
     if "\nMemory held" not in text:
         assert not [f for f in os.listdir(reports) if ".memory." in f]
-        pytest.skip("this build records no memory usage (collector/memtrack.c not merged)")
+        pytest.skip("this build records no memory usage (collector/modules/memtrack.c not merged)")
     doc = json.load(open(os.path.join(reports, "rank0.00000005.pt.trace.memory.json")))
     root = ET.parse(os.path.join(reports, "rank0.00000005.pt.trace.memory.html")).getroot()
     assert len(root.findall(".//" + SVG + "svg")) == len(doc["series"]) >= 1

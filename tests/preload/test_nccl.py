@@ -1,4 +1,4 @@
-"""NCCL wrappers (collector/apis/nccl.def, preload/nccl.c) against the fake NCCL
+"""NCCL wrappers (collector/record/apis/nccl.def, preload/nccl.c) against the fake NCCL
 (tests/fakes/nccl.c) driven by tests/programs/nccl_calls.c: every collective
 is one cpu_op event with the args Kineto writes for record_param_comms, with
 bytes, group size and rank from the communicator cache and the nccl-tests bus

@@ -22,7 +22,7 @@ import pytest
 import tputil
 
 RUNS = 4                # per signal: 8 runs in all, about 2.5 s each
-SAVE_BOUND_S = 6        # the grace is 2 s (collector/cupti_impl.h); a loaded machine gets margin
+SAVE_BOUND_S = 6        # the grace is 2 s (collector/device/cupti_impl.h); a loaded machine gets margin
 
 
 def fake_cupti():

@@ -34,7 +34,7 @@ LAUNCH_APIS = frozenset((
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 
 # the start-up line each recording process writes at info level
-# (collector/config.h tp_config_announce)
+# (collector/config/config.h tp_config_announce)
 STARTUP_RE = re.compile(r"^trainprof: rank \d+: schedule \S+: .*; step signals \S+$")
 
 
@@ -130,11 +130,11 @@ def find_traces(cwd, run_name="test"):
 
 
 def def_entries(*names):
-    """name -> line of every entry point of the X-macro files collector/apis/<names>
+    """name -> line of every entry point of the X-macro files collector/record/apis/<names>
     (TP_FN, TP_LIB_FN, TP_DRV_FN lines), in file order."""
     out = {}
     for n in names:
-        with open(os.path.join(ROOT, "collector", "apis", n)) as f:
+        with open(os.path.join(ROOT, "collector", "record", "apis", n)) as f:
             for line in f:
                 m = re.match(r"^TP_\w*FN\(\s*[^,]+,\s*(\w+)\s*,", line)
                 if m:

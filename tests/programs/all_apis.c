@@ -1,9 +1,9 @@
 /*
- * all_apis.c - calls every entry point of collector/apis/cudart.def once.
+ * all_apis.c - calls every entry point of collector/record/apis/cudart.def once.
  *
  * DESIGN
  * One step that makes each intercepted runtime call exactly once, in the
- * order of collector/apis/cudart.def, all succeeding, then trainprof_step().  A test
+ * order of collector/record/apis/cudart.def, all succeeding, then trainprof_step().  A test
  * checks that the trace holds exactly one cuda_runtime event per entry point
  * with the name called, and the launch details of every launch form
  * (stub, cudaKernel_t, launch config).  Prints one line per call with its

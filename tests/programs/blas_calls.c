@@ -1,5 +1,5 @@
 /*
- * blas_calls.c - calls every cuBLAS entry point of collector/apis/cublas.def
+ * blas_calls.c - calls every cuBLAS entry point of collector/record/apis/cublas.def
  * that is not a GEMM (gemm_calls.c has those) once per step, with known and
  * distinct sizes.
  *

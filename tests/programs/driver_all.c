@@ -1,5 +1,5 @@
 /*
- * driver_all.c - calls every entry point of collector/apis/cuda.def once,
+ * driver_all.c - calls every entry point of collector/record/apis/cuda.def once,
  * each through the pointer a cuGetProcAddress_v2 lookup returns for it.
  *
  * DESIGN

@@ -1,5 +1,5 @@
 /*
- * gemm_calls.c - calls every cuBLAS GEMM entry point of collector/apis/cublas.def
+ * gemm_calls.c - calls every cuBLAS GEMM entry point of collector/record/apis/cublas.def
  * and cublasLtMatmul, with known and distinct shapes, once per step.
  *
  * DESIGN

@@ -1,8 +1,8 @@
 /*
  * cupti_layout_probe.c - prints, for the CUPTI headers it is compiled
  * against, the size of each activity record struct we read and the offset
- * and width of each field collector/cupti_decode.c reads from it (the field
- * lists of collector/cupti_layouts.h).  Not a test by itself: the script
+ * and width of each field collector/device/cupti_decode.c reads from it (the field
+ * lists of collector/device/cupti_layouts.h).  Not a test by itself: the script
  * scripts/cupti-layouts compiles it once per CUPTI header version, with
  * -DTP_PROBE_<family>=<struct> naming the struct that version's header
  * documents for the kind, and writes the output to
@@ -12,7 +12,7 @@
  * Output, one line per family:
  *   <api version> <family> <struct> size <n> <field>@<offset>:<width> ...
  */
-#include "collector/cupti_layouts.h"
+#include "collector/device/cupti_layouts.h"
 
 #include <cupti_activity.h>
 #include <cupti_version.h>

@@ -1,5 +1,5 @@
 /*
- * test_backend.c - the descriptor tracking of collector/flops/cudnn_graph.c
+ * test_backend.c - the descriptor tracking of collector/record/flops/cudnn_graph.c
  * without cuDNN (fake addresses): the heuristics path (GetAttribute
  * ENGINEHEUR_RESULTS fills configs the program created, which cannot run
  * without a GPU, so it is tested here), an engine read back from a config,
@@ -12,8 +12,8 @@
 #include <check.h>
 #include <string.h>
 
-#include "collector/flops/conv.c"
-#include "collector/flops/cudnn_graph.c"
+#include "collector/record/flops/conv.c"
+#include "collector/record/flops/cudnn_graph.c"
 #include "tests/unit/tp_test.h"
 
 static char mem[64];  /* fake descriptor addresses, D(0)..D(63) */

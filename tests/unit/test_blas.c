@@ -1,5 +1,5 @@
 /*
- * test_blas.c - the counts of collector/flops/blas.c at their edges, with
+ * test_blas.c - the counts of collector/record/flops/blas.c at their edges, with
  * no library: small cases counted by hand from the algorithms, sizes that
  * overflow 64 bits, negative sizes, the fields tp_blas_fill sets.  Every
  * routine's count against its formula for many sizes is
@@ -10,7 +10,7 @@
 
 #include <library_types.h>
 
-#include "collector/flops/blas.h"
+#include "collector/record/flops/blas.h"
 #include "tests/unit/tp_test.h"
 
 #define FL(op, right, m, n, k, b, c) tp_blas_flops(TP_BLAS_##op, right, m, n, k, b, c)

@@ -10,7 +10,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "collector/buffer.h"
+#include "collector/record/buffer.h"
 #include "tests/unit/tp_test.h"
 
 #define THREADS 8

@@ -23,9 +23,9 @@
 #include <jansson.h>
 #include <zlib.h>
 
-#include "collector/config.h"
-#include "collector/cupti.h"
-#include "collector/devprops.h"
+#include "collector/config/config.h"
+#include "collector/device/cupti.h"
+#include "collector/device/devprops.h"
 #include "handlers/handler.h"
 #include "tests/unit/tp_test.h"
 

@@ -1,11 +1,11 @@
 /*
- * test_clock.c - tick to trace-time conversion (collector/clock.h): a span
+ * test_clock.c - tick to trace-time conversion (collector/common/clock.h): a span
  * nested in another stays nested once converted.  A child op ending a few
  * ticks before its parent used to end 1 ns after it in the trace (start and
  * duration each truncated on their own); the TensorBoard plugin then left
  * the child out of its operator table (test_readers_ranks.py, under load).
  */
-#include "collector/clock.h"
+#include "collector/common/clock.h"
 
 #include <check.h>
 #include <stdint.h>

@@ -1,11 +1,11 @@
 /*
- * test_comms.c - the communicator registry (collector/comms.c): serials in
+ * test_comms.c - the communicator registry (collector/record/comms.c): serials in
  * creation order from any number of threads, the listing capped at
  * TP_COMMS_LISTED with the total still counted, sizes learnt late, and
  * NCCL's version codes in both of nccl.h's forms.  CK_FORK gives every
  * test a fresh registry.
  */
-#include "collector/comms.h"
+#include "collector/record/comms.h"
 
 #include <check.h>
 #include <pthread.h>

@@ -10,8 +10,8 @@
  * on a pipe, so that those tests also hold with CK_FORK=no and the
  * process-wide once-state starts fresh each time.
  */
-#include "collector/config.h"
-#include "collector/log.h"
+#include "collector/config/config.h"
+#include "collector/common/log.h"
 #include "handlers/handler.h"
 
 #include <check.h>
@@ -432,7 +432,7 @@ START_TEST(test_handler_error_lists_names)
 }
 END_TEST
 
-/* Names come from collector/handlers.def, whole names only;
+/* Names come from collector/contract/handlers.def, whole names only;
  * exec, a post-save stage, stays a valid name. */
 START_TEST(test_handler_names_whole)
 {

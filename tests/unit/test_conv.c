@@ -1,12 +1,12 @@
 /*
- * test_conv.c - the pure convolution helpers of collector/flops/conv.c: FLOPs and
+ * test_conv.c - the pure convolution helpers of collector/record/flops/conv.c: FLOPs and
  * implicit-GEMM shape from dims (plain, grouped, strided, 3-D, saturation,
  * rejects), cuDNN data and math types to dtype and precision class.
  */
 #include <check.h>
 #include <string.h>
 
-#include "collector/flops/conv.c"
+#include "collector/record/flops/conv.c"
 #include "tests/unit/tp_test.h"
 
 static struct tp_record fill(const int64_t *out, int no, const int64_t *w, int nw, int *rc)

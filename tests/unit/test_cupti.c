@@ -15,12 +15,12 @@
  * with a message, or fail where TP_TEST_NEED_FAKES is set (make check-unit,
  * which builds them first).
  */
-#include "collector/clock.h"
-#include "collector/config.h"
-#include "collector/cupti.h"
-#include "collector/cupti_impl.h"
-#include "collector/devjoin.h"
-#include "collector/intern.h"
+#include "collector/common/clock.h"
+#include "collector/config/config.h"
+#include "collector/device/cupti.h"
+#include "collector/device/cupti_impl.h"
+#include "collector/drain/devjoin.h"
+#include "collector/record/intern.h"
 
 #include <cupti_activity.h>
 #include <cupti_driver_cbid.h>

@@ -13,9 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "collector/apis.h"
-#include "collector/devjoin.h"
-#include "collector/intern.h"
+#include "collector/record/apis.h"
+#include "collector/drain/devjoin.h"
+#include "collector/record/intern.h"
 #include "tests/unit/tp_test.h"
 
 static struct tp_tbuf thread5 = { .tid = 5, .pthread_id = 0x5555 };

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "collector/devprops.h"
+#include "collector/device/devprops.h"
 #include "tests/unit/tp_test.h"
 
 static struct tp_devprop h100(void)
@@ -131,7 +131,7 @@ START_TEST(test_fake_driver)
 }
 END_TEST
 
-/* The CUPTI gate (collector/devprops.h, tp_driver_ready): a driver that is loaded, initialised
+/* The CUPTI gate (collector/device/devprops.h, tp_driver_ready): a driver that is loaded, initialised
  * and has a device, and a context - an active primary context, or a CUDA
  * call that already succeeded. */
 START_TEST(test_driver_ready)

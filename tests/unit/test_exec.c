@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collector/config.h"
+#include "collector/config/config.h"
 #include "handlers/exec.h"
 #include "handlers/handler.h"
 #include "tests/unit/tp_test.h"

@@ -1,5 +1,5 @@
 /*
- * test_format.c - format strings (collector/format.c): expansion, literal braces and
+ * test_format.c - format strings (collector/common/format.c): expansion, literal braces and
  * every error (unknown variable, unterminated or lone brace, overflow).
  *
  * DESIGN
@@ -8,7 +8,7 @@
  * tp_format_check, which must agree on what is valid.  A second table
  * gives TRAINPROF_EXEC commands and the exact quoting of {path} in them.
  */
-#include "collector/format.h"
+#include "collector/common/format.h"
 
 #include <check.h>
 #include <stdio.h>

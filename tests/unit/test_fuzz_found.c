@@ -11,8 +11,8 @@
  * break in a string, a key and its value over lines) are tests of the merge
  * engine, in test_merge_engine.c, which needs ISA-L.
  */
-#include "collector/config.h"
-#include "collector/torchop.h"
+#include "collector/config/config.h"
+#include "collector/record/torchop.h"
 #include "tests/unit/tp_test.h"
 
 #include <check.h>

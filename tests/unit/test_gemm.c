@@ -1,9 +1,9 @@
 /*
- * test_gemm.c - the pure GEMM decoding of collector/flops/gemm.c: FLOPs, sizes,
+ * test_gemm.c - the pure GEMM decoding of collector/record/flops/gemm.c: FLOPs, sizes,
  * types and precision classes, with no library.  The Makefile links unit
  * tests against collector/ and handlers/ only, so the file is included.
  */
-#include "collector/flops/gemm.c"
+#include "collector/record/flops/gemm.c"
 
 #include "tp_test.h"
 

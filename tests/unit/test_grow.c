@@ -1,10 +1,10 @@
 /*
- * test_grow.c - the growable-array step (collector/grow.h): appends keep
+ * test_grow.c - the growable-array step (collector/common/grow.h): appends keep
  * their elements across moves, the capacity doubles from "first" and
  * jumps straight to a larger need, a block with room is returned as is,
  * and an overflowing size fails without touching the caller's array.
  */
-#include "collector/grow.h"
+#include "collector/common/grow.h"
 
 #include <check.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /*
- * test_intern.c - the name table's bounds (collector/intern.c): what it
+ * test_intern.c - the name table's bounds (collector/record/intern.c): what it
  * takes stays within its budget (TP_INTERN_EARLY_BYTES before activation,
  * what tp_intern_set_budget allows after) and its TP_INTERN_MAX names;
  * past either a name is refused, counted, and reads "<name table full>",
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/intern.h"
+#include "collector/record/intern.h"
 #include "tests/unit/tp_test.h"
 
 /* Intern "n" distinct 100-byte names from "first"; returns how many were

@@ -9,7 +9,7 @@
  * exact outputs; then one line written through TP_ERROR into a file that
  * stands in for stderr (each test runs in its own process: CK_FORK).
  */
-#include "collector/log.h"
+#include "collector/common/log.h"
 
 #include <check.h>
 #include <fcntl.h>

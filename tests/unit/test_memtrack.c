@@ -1,5 +1,5 @@
 /*
- * test_memtrack.c - the device-memory table (collector/memtrack.c), called
+ * test_memtrack.c - the device-memory table (collector/modules/memtrack.c), called
  * directly: totals and peaks of a known call sequence, what each call writes
  * into a record, window snapshots, and threads allocating at once.
  *
@@ -7,9 +7,9 @@
  * Addresses are made-up numbers: the table never dereferences them, and no
  * libcuda is loaded in this process, so devices are what the test passes.
  */
-#include "collector/clock.h"
-#include "collector/memtrack.h"
-#include "collector/sink.h"
+#include "collector/common/clock.h"
+#include "collector/modules/memtrack.h"
+#include "collector/contract/sink.h"
 
 #include "tp_test.h"
 

@@ -1,5 +1,5 @@
 /*
- * test_oplink.c - torch's operators as a tree (collector/oplink.c): the
+ * test_oplink.c - torch's operators as a tree (collector/drain/oplink.c): the
  * innermost operator around a tick, and Kineto's autograd links: an
  * evaluate_function wrapper takes its node's sequence number, and a fwdbwd
  * flow joins each backward node to the forward operator of its number that
@@ -11,13 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/buffer.h"
-#include "collector/clock.h"
-#include "collector/config.h"
-#include "collector/core.h"
-#include "collector/intern.h"
-#include "collector/oplink.h"
-#include "collector/steps.h"
+#include "collector/record/buffer.h"
+#include "collector/common/clock.h"
+#include "collector/config/config.h"
+#include "collector/wrap/core.h"
+#include "collector/record/intern.h"
+#include "collector/drain/oplink.h"
+#include "collector/control/steps.h"
 #include "tests/unit/tp_test.h"
 
 static uint8_t gen;

@@ -1,13 +1,13 @@
 /*
  * test_oplost.c - spans in which torch's operators were lost to the
- * program's own profiler (collector/oplost.h): a window sees the part of a
+ * program's own profiler (collector/record/oplost.h): a window sees the part of a
  * span inside it, clipped to its ticks; an open span reaches the window's
  * end; a second reason while one is open keeps the first; a closed span
  * leaves later windows alone; past the table's capacity the last span is
  * reopened, so later losses are still reported; reasons are cut, not run over.
  */
-#include "collector/oplost.h"
-#include "collector/clock.h"
+#include "collector/record/oplost.h"
+#include "collector/common/clock.h"
 
 #include <check.h>
 #include <string.h>

@@ -1,11 +1,11 @@
 /*
  * test_pgroup.c - the default process group as the framework reports it
- * (collector/pgroup.h, trainprof_process_group): a group set is read
+ * (collector/record/pgroup.h, trainprof_process_group): a group set is read
  * back whole; NULL forgets it; bad values are refused and leave the state
  * as it was; past the calls kept, later calls are refused and the last
  * state stands; a reader on another thread never sees a torn backend.
  */
-#include "collector/pgroup.h"
+#include "collector/record/pgroup.h"
 
 #include <check.h>
 #include <pthread.h>

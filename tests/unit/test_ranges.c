@@ -1,6 +1,6 @@
 /*
  * test_ranges.c - push/pop ranges at the bounds of the per-thread stack
- * (collector/ranges.c): any number of unbalanced pushes or pops is safe,
+ * (collector/wrap/ranges.c): any number of unbalanced pushes or pops is safe,
  * the ranges that cannot be kept are counted.  The library is activated in
  * the test process itself (TRAINPROF_SCHEDULE=all: step 0 records), with
  * no CUDA and no flush: records are read back from the buffers.
@@ -10,13 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/buffer.h"
-#include "collector/call.h"
-#include "collector/clock.h"
-#include "collector/config.h"
-#include "collector/intern.h"
-#include "collector/ranges.h"
-#include "collector/steps.h"
+#include "collector/record/buffer.h"
+#include "collector/record/call.h"
+#include "collector/common/clock.h"
+#include "collector/config/config.h"
+#include "collector/record/intern.h"
+#include "collector/wrap/ranges.h"
+#include "collector/control/steps.h"
 #include "tests/unit/tp_test.h"
 
 static void configure(void)

@@ -1,5 +1,5 @@
 /*
- * test_rnn.c - the pure RNN helpers of collector/flops/rnn.c: FLOPs of one
+ * test_rnn.c - the pure RNN helpers of collector/record/flops/rnn.c: FLOPs of one
  * pass from the descriptors' sizes (one LSTM layer, a bidirectional GRU,
  * an LSTM projection, skip input, variable sequence lengths, the basic
  * cells), the record shape, saturation and rejects.  Every expected value
@@ -8,7 +8,7 @@
 #include <check.h>
 #include <string.h>
 
-#include "collector/flops/rnn.c"
+#include "collector/record/flops/rnn.c"
 #include "tests/unit/tp_test.h"
 
 static struct tp_rnn_shape shape(int cell, int bi, int64_t in, int64_t hidden, int64_t proj,

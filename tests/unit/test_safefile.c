@@ -1,10 +1,10 @@
 /*
- * test_safefile.c - collector/safefile.c through a folder descriptor, as
+ * test_safefile.c - collector/common/safefile.c through a folder descriptor, as
  * trigger.c writes the status file (handlers/output.c's path form is
  * test_output.c's): links planted at the temporary names and at the final
  * name are never followed, nothing is left behind.
  */
-#include "collector/safefile.h"
+#include "collector/common/safefile.h"
 #include "tp_test.h"
 
 #include <dirent.h>

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collector/schedule.h"
+#include "collector/config/schedule.h"
 #include "tests/unit/tp_test.h"
 
 static enum tp_action model(const struct tp_schedule *s, uint64_t step)

@@ -1,11 +1,11 @@
 /*
- * test_sighandler.c - collector/sighandler.c, the rule lifecycle.c
+ * test_sighandler.c - collector/common/sighandler.c, the rule lifecycle.c
  * (SIGTERM, SIGINT) and trigger.c (TRAINPROF_TRIGGER_SIGNAL) share: ours
  * only over SIG_DFL, never over the program's handler, SA_SIGINFO handler
  * or SIG_IGN; the default put back.  Each test runs in its own forked
  * process (CK_FORK=yes, as make check-unit runs them).
  */
-#include "collector/sighandler.h"
+#include "collector/common/sighandler.h"
 #include "tp_test.h"
 
 #include <signal.h>

@@ -16,10 +16,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "collector/elfsym.h"
-#include "collector/stack.h"
-#include "collector/cupti.h"
-#include "collector/devprops.h"
+#include "collector/common/elfsym.h"
+#include "collector/modules/stack.h"
+#include "collector/device/cupti.h"
+#include "collector/device/devprops.h"
 #include "handlers/handler.h"
 #include "tests/unit/tp_test.h"
 

@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "collector/cupti.h"
-#include "collector/devprops.h"
+#include "collector/device/cupti.h"
+#include "collector/device/devprops.h"
 #include "handlers/handler.h"
 #include "tests/unit/tp_test.h"
 
@@ -873,7 +873,7 @@ END_TEST
 
 /* ---- the operator tables: annotations, steps, shares, shapes ---------------- */
 
-#include "collector/torchop.h"
+#include "collector/record/torchop.h"
 
 /* Ranges as torch announces them, in us from the first step's start: two
  * linears each around an addmm (one with a t), AdamW's step annotation

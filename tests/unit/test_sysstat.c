@@ -11,9 +11,9 @@
  * 0.5 s interval and print the sampler's CPU cost (the measurement quoted
  * in the report); without it, it runs 1 s at 0.02 s and only bounds it.
  */
-#include "collector/clock.h"
-#include "collector/config.h"
-#include "collector/sysstat.h"
+#include "collector/common/clock.h"
+#include "collector/config/config.h"
+#include "collector/modules/sysstat.h"
 
 #include "tp_test.h"
 

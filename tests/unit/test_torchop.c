@@ -1,10 +1,10 @@
 /*
- * test_torchop.c - torch's operator range messages (collector/torchop.c):
+ * test_torchop.c - torch's operator range messages (collector/record/torchop.c):
  * every form getNvtxStr writes (seq, op_id, sizes, input_op_ids, each
  * optional, in that order), names with colons and spaces, and messages that
  * only look alike, which must stay plain ranges.
  */
-#include "collector/torchop.h"
+#include "collector/record/torchop.h"
 
 #include <check.h>
 #include <string.h>

@@ -1,0 +1,70 @@
+/*
+ * ondemand.h - on-demand cycles: a window that a trigger (trigger.c) asks
+ * for, starting at a given step, outside the schedule
+ * (TRAINPROF_TRIGGER).  tp-flush hands requests over; the steps take them
+ * at a step boundary, under their lock, and ask the cycle's action where
+ * the schedule says NONE.
+ */
+#ifndef TRAINPROF_COLLECTOR_ONDEMAND_H
+#define TRAINPROF_COLLECTOR_ONDEMAND_H
+
+#include <stdint.h>
+
+#include "collector/config/schedule.h"
+
+#define TP_OD_ID_MAX 64
+#define TP_OD_MAX_WARMUP 100
+#define TP_OD_MAX_ACTIVE 10000
+
+/* A trigger's request: warm up "warmup" steps from step "start", then
+ * record "active" steps. */
+struct tp_od_request {
+    char id[TP_OD_ID_MAX];
+    uint64_t start;
+    uint32_t warmup, active;
+};
+
+enum tp_od_state { TP_OD_NONE = 0, TP_OD_ARMED, TP_OD_IGNORED };
+
+/* What the steps made of the latest request. */
+struct tp_od_outcome {
+    uint64_t seq;               /* 0: no request taken yet */
+    char id[TP_OD_ID_MAX];
+    enum tp_od_state state;
+    uint64_t requested;         /* the request's start */
+    uint64_t start;             /* ARMED: the step that warms up first */
+    uint64_t first, last;       /* ARMED: the recorded steps, inclusive */
+    uint64_t at_step;           /* the step that was beginning when it was taken */
+    int late;                   /* ARMED: the requested start had passed */
+    char reason[160];           /* IGNORED: why */
+};
+
+/* ---- tp-flush and the trigger module ---- */
+
+/* tp_ondemand_watch - triggers are watched (at activation, before step 0):
+ * the schedule then never finishes (steps.c), so that a later trigger
+ * still finds CUPTI and the memory totals. */
+void tp_ondemand_watch(int on);
+int tp_ondemand_watched(void);
+
+/* tp_ondemand_request - hand a request over; the next step to begin takes
+ * it (replacing one not yet taken). */
+void tp_ondemand_request(const struct tp_od_request *r);
+
+/* tp_ondemand_outcome - the latest outcome into "o"; returns its seq. */
+uint64_t tp_ondemand_outcome(struct tp_od_outcome *o);
+
+/* tp_ondemand_current - the step now under way (= steps completed). */
+uint64_t tp_ondemand_current(void);
+
+/* ---- the steps (steps.c), the step lock held ---- */
+
+/* tp_ondemand_step - step "step" begins: take a pending request (one
+ * atomic load when there is none) and retire a cycle that has ended. */
+void tp_ondemand_step(uint64_t step);
+
+/* tp_ondemand_action - the armed cycle's action for "step" (TP_NONE
+ * outside it). */
+enum tp_action tp_ondemand_action(uint64_t step);
+
+#endif

@@ -1,0 +1,91 @@
+/*
+ * steps.h - steps and windows: step signals counted into steps, the
+ * schedule's action per step, windows opened and closed, and the hot
+ * word's mode that follows them.
+ */
+#ifndef TRAINPROF_COLLECTOR_STEPS_H
+#define TRAINPROF_COLLECTOR_STEPS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "collector/config/config.h"
+
+/* tp_steps_begin - at activation: resolve the step signals and enter step
+ * 0, which began at tick "start"; from then on tp_core_active() is 1. */
+void tp_steps_begin(uint64_t start);
+
+/* tp_core_active - 1 if activated and not passive.  One load: every range
+ * push and pop asks it (ranges.c). */
+extern _Atomic int tp_steps_active;
+
+static inline int tp_core_active(void)
+{
+    return atomic_load_explicit(&tp_steps_active, memory_order_acquire);
+}
+
+/* tp_steps_phase - the current step to the schedule: 2 records, 1 warms
+ * up, 0 neither, -1 no window will open again (trainprof_phase). */
+int tp_steps_phase(void);
+
+/* tp_steps_nvtx_possible - 1 if the end of an NVTX range may still end a
+ * step: an nvtx:GLOB signal is configured and no other signal has fired
+ * first.  One load: it is asked at every range push. */
+extern _Atomic int tp_steps_nvtx_live;
+
+static inline int tp_steps_nvtx_possible(void)
+{
+    return atomic_load_explicit(&tp_steps_nvtx_live, memory_order_relaxed);
+}
+
+/* tp_steps_range_lost - ranges.c: a range a window did not keep (pushed
+ * past the stack's TP_RANGE_DEPTH, or a start/end range whose slot a newer
+ * one took before it ended).  tp_steps_pop_unmatched: a pop with no open
+ * range (ignored).  Each window reports those made while it was open. */
+void tp_steps_range_lost(void);
+void tp_steps_pop_unmatched(void);
+
+/* tp_steps_range_losses - their process totals (tests). */
+void tp_steps_range_losses(uint64_t *lost, uint64_t *unmatched_pops);
+
+/* tp_core_step - a step signal of kind "kind" fired on this thread. */
+void tp_core_step(enum tp_signal_kind kind);
+
+/* tp_steps_profiler_api - cudaProfilerStart ("start" 1) or Stop (0) was
+ * called (the outermost of the runtime and driver calls; Start after it
+ * succeeded, Stop before the real call): with TRAINPROF_SCHEDULE=profiler-api
+ * opens or closes a window (a Start while recording or a Stop while not is
+ * ignored, with a debug line); nothing otherwise. */
+void tp_steps_profiler_api(int start);
+
+/* tp_core_capturing - a thread began (+1) or ended (-1) a stream capture:
+ * keeps TP_HOT_CAPTURE set while any capture is open. */
+void tp_core_capturing(int delta);
+
+/* tp_steps_close_final - close the open window at exit (partial_reason
+ * "exit"; not partial with TRAINPROF_SCHEDULE=all).  "wait_lock": 0 where
+ * the interrupted thread may hold the step lock (then tried for 200 ms). */
+void tp_steps_close_final(int wait_lock);
+
+/* tp_steps_close_on_signal - close the open window on signal "signame"
+ * ("SIGTERM", "SIGSEGV", ...: its partial_reason, whatever the schedule),
+ * on tp-flush; the interrupted thread may hold the step lock (tried for
+ * 200 ms). */
+void tp_steps_close_on_signal(const char *signame);
+
+/* tp_steps_warn_unseen - warn (at most twice) that no step signal was seen
+ * "when" ("before exit"), unless steps were counted or the schedule is all. */
+void tp_steps_warn_unseen(const char *when);
+
+/* tp_steps_idle - tp-flush's idle tick: the 60 s no-step warning. */
+void tp_steps_idle(void);
+
+/* tp_steps_atfork_child - a forked child goes passive. */
+void tp_steps_atfork_child(void);
+
+/* tp_call_signal - the slow path of tp_call_finish (protocol.h): counts
+ * launch:GLOB and call:NAME step signals for this call. */
+struct tp_call;
+void tp_call_signal(struct tp_call *c, uint64_t func, int func_kind);
+
+#endif

@@ -1,0 +1,86 @@
+/*
+ * ranges.h - named ranges, instants and counters from NVTX and from the
+ * trainprof_* API.
+ *
+ * Push/pop ranges live on a per-thread stack (depth TP_RANGE_DEPTH; deeper
+ * pushes are not kept, and counted while a window records; any number of
+ * pushes and pops, balanced or not, is safe); start/end ranges may end on
+ * another thread.  A range is written as one TP_REC_RANGE record when it ends, if a
+ * window was recording when it began.  Ends of ranges whose message matches
+ * an nvtx:GLOB step signal end a step (even outside windows).
+ * All functions are safe before activation and with the profiler passive,
+ * and record nothing then (ranges never activate: nothing is interned);
+ * push/pop ranges keep their place on the stack then, and whether they end
+ * a step, so that a range pushed before activation and popped after it
+ * ends a step as any other.
+ */
+#ifndef TRAINPROF_COLLECTOR_RANGES_H
+#define TRAINPROF_COLLECTOR_RANGES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "collector/contract/record.h"
+
+#define TP_RANGE_DEPTH 128
+
+/* The name of a range, mark or counter: "len" bytes of "text" ((size_t)-1:
+ * up to its NUL), which is interned only if a window records it; or, with
+ * "text" NULL, the interned id "id" (an NVTX registered string). */
+struct tp_msg {
+    const char *text;
+    size_t len;
+    uint32_t id;
+};
+#define TP_MSG_TEXT(s, n) ((struct tp_msg){ (s), (n), 0 })
+#define TP_MSG_ID(i)      ((struct tp_msg){ NULL, 0, (i) })
+
+/* Push a range named "m" in interned "domain" (0: none).  Returns the
+ * depth before the push, 0 for an outermost range (NVTX's return value), or
+ * -1. */
+int tp_range_push(struct tp_msg m, uint32_t domain, enum tp_range_source src);
+
+/* Push a range that no window records (its place on the stack only, so that
+ * pops match): what tp_range_push does before activation, and torch's own
+ * ProfilerStep#N ranges (torchop.h).  With "may_step" it ends a step if its
+ * name "m" matches an nvtx:GLOB signal.  As tp_range_push. */
+int tp_range_push_hidden(struct tp_msg m, int may_step);
+
+/* tp_ranges_taken - 1 if ranges are recorded or counted now (activated,
+ * not inside the profiler): callers skip building a name otherwise. */
+int tp_ranges_taken(void);
+
+/* Push one of torch's operator ranges (message "msg" parsed into "op"):
+ * only its name is interned; op_id, seq and the shapes go into the record,
+ * so that a message unique per call costs no new string.  As tp_range_push. */
+struct tp_torch_op;
+int tp_range_push_torch(const char *msg, const struct tp_torch_op *op, uint32_t domain);
+
+/* Push an operator range that comes with no message to parse (torch's ITT
+ * ranges, preload/itt.c): interned name "name", External id "op_id", no
+ * sequence number or shapes.  As tp_range_push. */
+int tp_range_push_op(uint32_t name, uint64_t op_id);
+
+/* Pop the innermost range of this thread.  Returns the depth before the pop
+ * minus one (NVTX's return value), or -1 if there was none (a pop with no
+ * open range is ignored and counted).  Depths are capped at INT_MAX. */
+int tp_range_pop(void);
+
+/* Start a range that may end on another thread; returns a non-zero id. */
+uint64_t tp_range_start(struct tp_msg m, uint32_t domain);
+
+/* End a range returned by tp_range_start (unknown ids are ignored). */
+void tp_range_end(uint64_t id);
+
+/* An instant named "m" (nothing is interned outside windows). */
+void tp_mark(struct tp_msg m, uint32_t domain);
+
+/* A counter sample. */
+void tp_counter(struct tp_msg m, double value);
+
+/* tp_range_test_set_depth, tp_range_test_depth - tests only: this thread's
+ * count of open push/pop ranges, to reach the bounds of billions of
+ * unbalanced pushes without making them (tests/unit/test_ranges.c). */
+void tp_range_test_set_depth(uint32_t depth);
+uint32_t tp_range_test_depth(void);
+
+#endif
