@@ -27,7 +27,7 @@
 #include "collector/wrap/core.h"
 #include "collector/record/kernels.h"
 #include "collector/common/loader.h"
-#include "collector/modules/memtrack.h"
+#include "collector/wrap/memtrack_api.h"
 
 #include <cuda.h>
 #include <dlfcn.h>

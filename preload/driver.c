@@ -18,7 +18,7 @@
 #include "collector/record/apis.h"
 #include "collector/wrap/core.h"
 #include "collector/record/kernels.h"
-#include "collector/modules/memtrack.h"
+#include "collector/wrap/memtrack_api.h"
 
 #include <cuda.h>
 

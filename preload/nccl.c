@@ -43,7 +43,7 @@
 #include "collector/record/apis.h"
 #include "collector/record/comms.h"
 #include "collector/wrap/core.h"
-#include "collector/modules/memtrack.h"
+#include "collector/wrap/memtrack_api.h"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>

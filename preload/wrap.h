@@ -9,8 +9,8 @@
 #include "resolve.h"
 #include "collector/record/apis.h"
 #include "collector/wrap/core.h"
-#include "collector/record/graphs.h"
-#include "collector/modules/memtrack.h"
+#include "collector/wrap/graphs_api.h"
+#include "collector/wrap/memtrack_api.h"
 
 /*
  * TP_WRAP - define the exported wrapper "name".

@@ -9,9 +9,10 @@
 #ifndef TRAINPROF_COLLECTOR_LOG_H
 #define TRAINPROF_COLLECTOR_LOG_H
 
-#include "collector/config/config.h"
-
 #include <stddef.h>
+
+/* The levels, TRAINPROF_LOG's words (config.c reads them). */
+enum tp_log_level { TP_LOG_QUIET = 0, TP_LOG_ERROR, TP_LOG_WARN, TP_LOG_INFO, TP_LOG_DEBUG };
 
 /* Current level; TP_LOG_INFO until the configuration says otherwise. */
 extern int tp_log_level;

@@ -9,6 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collector/common/log.h"
+#include "schedule.h"
+
 #define TP_MAX_SIGNALS 8
 #define TP_PATTERN_MAX 256
 
@@ -26,8 +29,6 @@ struct tp_signal {
     char text[TP_PATTERN_MAX + 32];/* the item as written, for metadata */
 };
 
-enum tp_log_level { TP_LOG_QUIET = 0, TP_LOG_ERROR, TP_LOG_WARN, TP_LOG_INFO, TP_LOG_DEBUG };
-
 enum tp_activity { TP_ACT_CPU = 1u << 0, TP_ACT_CUDA = 1u << 1 };
 enum tp_sys_stat { TP_SYS_CPU = 1u << 0, TP_SYS_MEMORY = 1u << 1, TP_SYS_DISK = 1u << 2, TP_SYS_NET = 1u << 3 };
 
@@ -36,22 +37,6 @@ enum tp_sys_stat { TP_SYS_CPU = 1u << 0, TP_SYS_MEMORY = 1u << 1, TP_SYS_DISK = 
  * itself counted (Python's json, the trace readers' parser, reads ~990). */
 #define TP_METADATA_MAX_DEPTH 64
 #define TP_HANDLER_NAME_MAX 16
-
-/* The schedule's keys in TRAINPROF_SCHEDULE's order, each with its
- * default and its least value: the struct, the parser, the printer and the
- * documented default all come from this one list. */
-#define TP_SCHEDULE_KEYS(X) \
-    X(skip_first, 0, 0) X(wait, 0, 0) X(warmup, 1, 0) X(active, 4, 1) X(repeat, 1, 0)
-
-struct tp_schedule {
-#define TP_SCHED_FIELD(key, def, min) uint64_t key;
-    TP_SCHEDULE_KEYS(TP_SCHED_FIELD)
-#undef TP_SCHED_FIELD
-    int all;                       /* TRAINPROF_SCHEDULE=all */
-    int profiler_api;              /* TRAINPROF_SCHEDULE=profiler-api: windows are
-                                      cudaProfilerStart..Stop (steps.c) */
-    int none;                      /* TRAINPROF_SCHEDULE=none: only triggered windows (trigger.h) */
-};
 
 /* TRAINPROF_FILENAME's default: {batch} padded to 8 digits, so that the
  * windows of a run sort by name in the order they happened up to step

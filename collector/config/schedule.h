@@ -7,7 +7,22 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "config.h"
+
+/* The schedule's keys in TRAINPROF_SCHEDULE's order, each with its
+ * default and its least value: the struct, the parser, the printer and the
+ * documented default all come from this one list. */
+#define TP_SCHEDULE_KEYS(X) \
+    X(skip_first, 0, 0) X(wait, 0, 0) X(warmup, 1, 0) X(active, 4, 1) X(repeat, 1, 0)
+
+struct tp_schedule {
+#define TP_SCHED_FIELD(key, def, min) uint64_t key;
+    TP_SCHEDULE_KEYS(TP_SCHED_FIELD)
+#undef TP_SCHED_FIELD
+    int all;                       /* TRAINPROF_SCHEDULE=all */
+    int profiler_api;              /* TRAINPROF_SCHEDULE=profiler-api: windows are
+                                      cudaProfilerStart..Stop (steps.c) */
+    int none;                      /* TRAINPROF_SCHEDULE=none: only triggered windows (trigger.h) */
+};
 
 enum tp_action { TP_NONE = 0, TP_WARMUP, TP_RECORD, TP_RECORD_AND_SAVE };
 

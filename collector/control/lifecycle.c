@@ -56,7 +56,6 @@
 #include "collector/drain/handoff.h"
 #include "collector/common/log.h"
 #include "collector/modules/module.h"
-#include "collector/wrap/protocol.h"
 #include "collector/common/sighandler.h"
 #include "collector/modules/stack.h"
 #include "steps.h"

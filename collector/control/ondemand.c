@@ -69,6 +69,17 @@ uint64_t tp_ondemand_outcome(struct tp_od_outcome *o)
     return o->seq;
 }
 
+void tp_ondemand_window(struct tp_handoff *w)
+{
+    const struct tp_od_outcome *o = &tp_od_out;
+    if (o->seq && o->state == TP_OD_ARMED && w->steps && w->first_step == o->first) {
+        w->triggered = 1;
+        memcpy(w->trigger_id, o->id, sizeof w->trigger_id);
+        w->trigger_requested = o->requested;
+        w->trigger_late = o->late;
+    }
+}
+
 uint64_t tp_ondemand_current(void)
 {
     return atomic_load_explicit(&tp_od_step, memory_order_relaxed);

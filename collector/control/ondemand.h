@@ -11,8 +11,9 @@
 #include <stdint.h>
 
 #include "collector/config/schedule.h"
+#include "collector/drain/handoff.h"
 
-#define TP_OD_ID_MAX 64
+#define TP_OD_ID_MAX TP_HANDOFF_TRIGGER_MAX
 #define TP_OD_MAX_WARMUP 100
 #define TP_OD_MAX_ACTIVE 10000
 
@@ -58,6 +59,12 @@ uint64_t tp_ondemand_outcome(struct tp_od_outcome *o);
 uint64_t tp_ondemand_current(void);
 
 /* ---- the steps (steps.c), the step lock held ---- */
+
+/* tp_ondemand_window - if the armed cycle asked for the window "w" (its
+ * first recorded step, at least one step recorded), fill w's trigger
+ * fields.  The outcome is written only under the step lock
+ * (tp_ondemand_step), so it is read here without tp_od_lock. */
+void tp_ondemand_window(struct tp_handoff *w);
 
 /* tp_ondemand_step - step "step" begins: take a pending request (one
  * atomic load when there is none) and retire a cycle that has ended. */

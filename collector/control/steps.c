@@ -42,7 +42,6 @@
 #include "collector/common/log.h"
 #include "collector/modules/module.h"
 #include "ondemand.h"
-#include "collector/wrap/protocol.h"
 #include "collector/config/schedule.h"
 
 #include <pthread.h>
@@ -155,6 +154,7 @@ static void tp_window_close(uint64_t now, const char *partial_reason, uint64_t b
     tp_cur.ranges_lost -= tp_lost_mark;
     tp_cur.unmatched_pops -= tp_pops_mark;
     tp_cur.step_signal = tp_signal_text();
+    tp_ondemand_window(&tp_cur);
     tp_modules_window_end(tp_cur.gen, now);
     if (tp_flusher_queue(&tp_cur) != 0)
         TP_ERROR("window of steps %llu-%llu not saved: too many windows already waiting to be written",

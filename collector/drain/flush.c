@@ -39,7 +39,6 @@
 #include "devjoin.h"
 #include "collector/device/devprops.h"
 #include "collector/common/loader.h"
-#include "collector/control/ondemand.h"
 #include "collector/common/format.h"
 #include "collector/common/grow.h"
 #include "collector/record/graphs.h"
@@ -504,12 +503,10 @@ void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
     win.partial = w->partial;
     win.partial_reason = w->partial ? w->partial_reason : NULL;
     win.step_signal = w->step_signal ? w->step_signal : "";
-    static struct tp_od_outcome od;      /* flush thread only; trigger_id points in it */
-    if (tp_ondemand_outcome(&od) && od.state == TP_OD_ARMED && w->steps &&
-        w->first_step == od.first) {
-        win.trigger_id = od.id;
-        win.trigger_requested = od.requested;
-        win.trigger_late = od.late;
+    if (w->triggered) {     /* the steps filled it at the window's close */
+        win.trigger_id = w->trigger_id;
+        win.trigger_requested = w->trigger_requested;
+        win.trigger_late = w->trigger_late;
     }
     win.start_ns = tp_clock_to_unix_ns(&d.map, w->start_tick);
     win.end_ns = tp_clock_to_unix_ns(&d.map, w->end_tick);

@@ -10,6 +10,9 @@
 #include "collector/common/clock.h"
 #include "collector/device/cupti.h"
 
+/* Longest trigger id with its NUL (control/ondemand.h's TP_OD_ID_MAX is it). */
+#define TP_HANDOFF_TRIGGER_MAX 64
+
 struct tp_handoff {
     uint8_t  gen;
     uint64_t batch;             /* steps completed when saved */
@@ -23,6 +26,13 @@ struct tp_handoff {
     int partial;
     const char *partial_reason; /* "exit", "SIGTERM", "SIGSEGV", ... (static), NULL if not partial */
     const char *step_signal;    /* the step signal that counted its steps ("" if none) */
+    /* the trigger that asked for this window (control/ondemand.c), set by
+     * the steps when it closes, so that the flush does not ask the control
+     * side: "triggered" 0 when the schedule asked for it */
+    int triggered;
+    int trigger_late;           /* the request was read after its step had begun */
+    uint64_t trigger_requested; /* the request's warmup step */
+    char trigger_id[TP_HANDOFF_TRIGGER_MAX];
 };
 
 /* tp_flush_write - drain window "w" and run the handlers (flush thread);

@@ -3,6 +3,9 @@
  * keeps running totals and peaks per (device, class), updated on every
  * allocation and free while the profiler is active and
  * TRAINPROF_PROFILE_MEMORY=1, and per-window snapshots for the handlers.
+ * What the flush thread and the module need; the allocation wrappers' inline
+ * entry (tp_mem_begin, tp_mem_alloc_at) is in collector/wrap/memtrack_api.h,
+ * beside the call protocol, so that the drain side never includes the hot path.
  */
 #ifndef TRAINPROF_COLLECTOR_MEMTRACK_H
 #define TRAINPROF_COLLECTOR_MEMTRACK_H
@@ -11,7 +14,6 @@
 #include <stdint.h>
 
 #include "collector/common/clock.h"
-#include "collector/wrap/protocol.h"
 #include "collector/contract/record.h"
 
 struct tp_mem_usage;   /* sink.h: what a window saw */
@@ -51,27 +53,6 @@ void tp_mem_alloc(struct tp_record *r, int mclass, int device, uint64_t addr, ui
  */
 void tp_mem_free(struct tp_record *r, int mclass, int device, uint64_t addr, int handle, int ok);
 
-/*
- * tp_mem_begin - tp_call_begin for an allocation or free entry point: also
- * between windows (tp_hot 0) while tp_mem_on, the outermost intercepted call
- * only (runtime -> driver re-entries pass through, so a cudaMalloc counts
- * once).  Returns 1 if the wrapper must go through tp_call_end/finish.
- */
-static inline int tp_mem_begin(struct tp_call *c, uint16_t api)
-{
-    if (tp_call_begin(c, api))
-        return 1;
-    if (tp_depth > 0 || !atomic_load_explicit(&tp_mem_on, memory_order_relaxed))
-        return 0;
-    c->depth = &tp_depth;
-    c->hot = 0;             /* no window records: no record, only the table */
-    c->api = api;
-    c->t0 = 0;
-    c->ext = 0;
-    tp_depth++;
-    return 1;
-}
-
 /* tp_mem_untracked - with TRAINPROF_PROFILE_MEMORY=0 (or before
  * activation): fill "r" (if not NULL) with addr and bytes only. */
 static inline void tp_mem_untracked(struct tp_record *r, int mclass, uint64_t addr, uint64_t bytes, int ok)
@@ -83,18 +64,6 @@ static inline void tp_mem_untracked(struct tp_record *r, int mclass, uint64_t ad
     r->u.mem.device = mclass == TP_MEM_HOST ? -1 : 0;
     r->u.mem.mclass = (uint8_t)mclass;
     r->u.mem.flags = (uint8_t)(TP_MEM_UNTRACKED | (ok ? 0 : TP_MEM_FAILED));
-}
-
-/* tp_mem_alloc_at - tp_mem_alloc for a call that returned "addr" ("ok"),
- * the device asked from the driver (none for host-pinned memory). */
-static inline void tp_mem_alloc_at(struct tp_record *r, int mclass, uint64_t addr, uint64_t bytes, int ok)
-{
-    if (!atomic_load_explicit(&tp_mem_on, memory_order_relaxed)) {
-        tp_mem_untracked(r, mclass, addr, bytes, ok);
-        return;
-    }
-    int dev = mclass == TP_MEM_HOST ? -1 : ok && addr ? tp_mem_pointer_device(addr) : tp_mem_current_device();
-    tp_mem_alloc(r, mclass, dev, addr, bytes, 0, ok);
 }
 
 /* tp_mem_free_at - tp_mem_free of "addr"; the device is looked up only for

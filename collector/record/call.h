@@ -70,4 +70,14 @@ int tp_hot_is_off(void);
 void tp_cuda_succeeded(void);
 int tp_cuda_ok(void);
 
+/* State of one intercepted call between tp_call_begin and tp_call_finish. */
+struct tp_call {
+    int *depth;           /* &tp_depth or &tp_lib_depth */
+    uint32_t hot;
+    int ext;              /* an external correlation id was pushed */
+    uint16_t api;
+    uint64_t t0;
+    int saved_errno;
+};
+
 #endif

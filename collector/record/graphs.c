@@ -14,6 +14,7 @@
  */
 #include "graphs.h"
 #include "apis.h"
+#include "collector/contract/record.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -7,20 +7,15 @@
  * are counted at every cudaGraphLaunch of it (at flush time).  A thread is
  * taken to capture from a successful cudaStreamBeginCapture to its
  * cudaStreamEndCapture (the way PyTorch captures: one thread, one stream).
+ * The wrappers' inline test (tp_graphs_capturing) is in
+ * collector/wrap/graphs_api.h, beside the call protocol.
  */
 #ifndef TRAINPROF_COLLECTOR_GRAPHS_H
 #define TRAINPROF_COLLECTOR_GRAPHS_H
 
 #include <stdint.h>
-#include "collector/wrap/core.h"
 
-extern __thread int tp_capture_depth __attribute__((tls_model("initial-exec")));
-
-/* tp_graphs_capturing - 1 if the call "c" is made on a capturing thread. */
-static inline int tp_graphs_capturing(const struct tp_call *c)
-{
-    return (c->hot & TP_HOT_CAPTURE) && tp_capture_depth > 0;
-}
+struct tp_record;
 
 /* tp_graphs_captured - account record "r" (filled, maybe not in a buffer)
  * of a call made during capture: its FLOPs go to the capture, and it is

@@ -24,16 +24,6 @@
 void tp_cupti_ext_push(uint64_t id);
 void tp_cupti_ext_pop(void);
 
-/* State of one intercepted call between tp_call_begin and tp_call_finish. */
-struct tp_call {
-    int *depth;           /* &tp_depth or &tp_lib_depth */
-    uint32_t hot;
-    int ext;              /* an external correlation id was pushed */
-    uint16_t api;
-    uint64_t t0;
-    int saved_errno;
-};
-
 /*
  * tp_call_begin - called when tp_hot is non-zero.  Returns 1 if the wrapper
  * must go through tp_call_end/tp_call_finish, 0 for a plain pass-through
