@@ -25,8 +25,7 @@
 #include "collector/common/log.h"
 #include "handler.h"
 #include "collector/common/grow.h"
-#include "collector/device/cupti.h"
-#include "collector/device/devprops.h"
+#include "collector/contract/device.h"
 #include "jsonw.h"
 #include "output.h"
 

@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector/device/cupti.h"
+#include "collector/contract/device.h"
 #include "collector/common/grow.h"
 #include "collector/record/intern.h"
 #include "collector/common/log.h"

@@ -48,7 +48,7 @@ struct tp_event {
                                       (CUPTI's id when CUPTI saw the call) */
     uint64_t flops;                /* graph launches: library FLOPs captured in the graph */
     /* device side (CUPTI) */
-    const struct tp_dev_record *dev; /* (collector/device/cupti.h) a device event: rec is NULL, pid is the
+    const struct tp_dev_record *dev; /* (collector/contract/device.h) a device event: rec is NULL, pid is the
                                       device, tid the stream */
     uint64_t external_id;          /* Kineto's "External id": library calls, and
                                       the work they issued; 0 if none */
@@ -153,7 +153,7 @@ struct tp_window {
     /* device side: gpu is 1 when CUPTI collected this window */
     int gpu;
     const char *gpu_status;       /* tp_cupti_status() */
-    const struct tp_devprop *devices; /* (collector/device/devprops.h) deviceProperties, n_devices entries */
+    const struct tp_devprop *devices; /* (collector/contract/device.h) deviceProperties, n_devices entries */
     int n_devices;
     uint64_t host_launches;       /* launch records (wrappers) in the window */
     uint64_t gpu_kernels;         /* kernel records (CUPTI) */

@@ -19,32 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum tp_dev_kind { TP_DEV_NONE = 0, TP_DEV_KERNEL, TP_DEV_MEMCPY, TP_DEV_MEMSET, TP_DEV_SYNC };
-
-/* One device-side activity. */
-struct tp_dev_record {
-    uint8_t  kind;              /* enum tp_dev_kind */
-    uint8_t  copy_kind;         /* MEMCPY: CUpti_ActivityMemcpyKind;
-                                   SYNC: CUpti_ActivitySynchronizationType */
-    uint8_t  src_kind, dst_kind;/* MEMCPY: CUpti_ActivityMemoryKind; MEMSET: dst_kind */
-    uint32_t device;
-    uint32_t context;
-    uint32_t stream;            /* CUPTI stream id */
-    uint32_t correlation;       /* CUPTI correlation id, 0 if none */
-    uint32_t name;              /* KERNEL: interned demangled name (collector/record/intern.h) */
-    uint64_t start, end;        /* tp_clock ticks; end >= start */
-    uint64_t bytes;             /* MEMCPY, MEMSET */
-    int32_t  grid[3], block[3]; /* KERNEL */
-    int32_t  static_smem, dynamic_smem;
-    uint16_t registers;         /* KERNEL: registers per thread */
-    uint8_t  launch_type;       /* KERNEL: CUpti_ActivityLaunchType (1, 2: cooperative) */
-    uint8_t  pad;
-    uint32_t cluster[3];        /* KERNEL: thread block cluster dimensions (0 or 1: none) */
-    uint32_t graph_id;          /* KERNEL/MEMCPY/MEMSET launched by a graph, else 0 */
-    uint64_t graph_node_id;
-    uint32_t event_id;          /* SYNC: CUPTI's cudaEventId of the event waited on,
-                                   0xffffffff (CUPTI_SYNCHRONIZATION_INVALID_VALUE) if none */
-};
+#include "collector/contract/device.h"
 
 /* A cudaEventRecord as CUPTI saw it (CUDA_EVENT records): what an event
  * sync waits on.  Never an event of its own. */
@@ -161,24 +136,6 @@ enum tp_cupti_cb_class {
 /* tp_cupti_cb_class - enum tp_cupti_cb_class of runtime ("driver" 0) or
  * driver ("driver" 1) API callback id "cbid". */
 int tp_cupti_cb_class(int driver, uint32_t cbid);
-
-/* CUpti_ActivitySynchronizationType, as kept in tp_dev_record.copy_kind of
- * SYNC records (cupti_decode.c checks the values against CUPTI's). */
-enum tp_dev_sync_type {
-    TP_SYNC_UNKNOWN = 0,
-    TP_SYNC_EVENT = 1,          /* cudaEventSynchronize */
-    TP_SYNC_STREAM_WAIT_EVENT = 2,
-    TP_SYNC_STREAM = 3,
-    TP_SYNC_CONTEXT = 4,
-};
-
-/* tp_dev_waits_on_event - 1 if "d" is a sync on a CUDA event (Kineto's
- * isEventSync: the syncs that carry wait_on_* args). */
-static inline int tp_dev_waits_on_event(const struct tp_dev_record *d)
-{
-    return d->kind == TP_DEV_SYNC &&
-           (d->copy_kind == TP_SYNC_EVENT || d->copy_kind == TP_SYNC_STREAM_WAIT_EVENT);
-}
 
 /* tp_cupti_set_capture_check - "fn" returns non-zero while a stream capture
  * may be open; tp_cupti_stop(1) then skips cuptiFinalize.  NULL: no check. */

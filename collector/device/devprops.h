@@ -10,19 +10,7 @@
 
 #include <stdint.h>
 
-/* Kineto's deviceProperties fields. */
-struct tp_devprop {
-    int id;
-    char name[256];
-    uint64_t total_global_mem;
-    int compute_major, compute_minor;
-    int max_threads_per_block;
-    int max_threads_per_sm;
-    int regs_per_block, regs_per_sm;
-    int warp_size;
-    int smem_per_block, smem_per_sm, smem_per_block_optin, reserved_smem_per_block;
-    int num_sms;
-};
+#include "collector/contract/device.h"
 
 /*
  * tp_driver_ready - 1 if the process has a working CUDA driver and a
