@@ -1,7 +1,7 @@
 # trainprof - see README.md.  `make` builds build/libtrainprof.so.
 #
 # Respects the user's CFLAGS/LDFLAGS; our own flags go in TP_CFLAGS.
-# Dependencies come from Debian (scripts/deps installs what is missing).
+# Dependencies come from Debian (scripts/dev/deps installs what is missing).
 
 CUDA_HOME ?= /usr/local/cuda
 PREFIX    ?= /usr/local
@@ -67,12 +67,13 @@ $(B)/libtrainprof.so: $(PRELOAD_OBJ) $(B)/libtrainprof_core.a preload/trainprof.
 	    -Wl,--version-script=preload/trainprof.map -Wl,-z,nodelete -Wl,-z,now \
 	    -Wl,-rpath,'$$ORIGIN' $(TP_LIBS)
 
-# `trainprof merge`'s line-mode engine (scripts/trainprof_merge.c), loaded by
-# scripts/trainprof_merge.py; built when ISA-L (Debian libisal-dev) is there,
+# `trainprof merge`'s line-mode engine (scripts/trainprof_cli/merge/engine.c),
+# loaded through ctypes by scripts/trainprof_cli/merge/__init__.py beside it;
+# built when ISA-L (Debian libisal-dev) is there,
 # else merge keeps its slower Python path (MERGE_LIB is set at the top).
 merge-engine: $(MERGE_LIB)
 
-$(B)/libtrainprof_merge.so: scripts/trainprof_merge.c scripts/trainprof_merge.h
+$(B)/libtrainprof_merge.so: scripts/trainprof_cli/merge/engine.c scripts/trainprof_cli/merge/engine.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -fPIC -shared -fvisibility=hidden $(TP_WARN) -I. -D_GNU_SOURCE $(SAN) $(CFLAGS) \
 	    $(shell pkg-config --cflags libisal zlib) -o $@ $< $(LDFLAGS) \
@@ -127,7 +128,7 @@ $(B)/programs/dlsym_local: tests/programs/dlsym_local.c
 # __cudaLaunchKernel_ptsz), both finding the fake runtime first through their
 # run path; tests/preload/test_nvcc.py runs them and skips when they are
 # absent.  libs_gpu.cu needs a GPU (real cuBLAS, cuBLASLt, cuDNN): CI only
-# compiles and links it; scripts/gpu-validate builds its own copies against
+# compiles and links it; scripts/dev/gpu-validate builds its own copies against
 # the real runtime.  One sm_90 target keeps a build at about 1.5 s.
 NVCC        ?= $(CUDA_HOME)/bin/nvcc
 NVCC_FLAGS  ?= -O2 -arch=sm_90
@@ -160,10 +161,10 @@ $(B)/tests/%: tests/unit/%.c $(B)/libtrainprof_core.a
 	$(CC) $(TP_CFLAGS) $(SAN) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $< \
 	    $(B)/libtrainprof_core.a $(CHECK_LIBS) $(TP_LIBS) $(UNIT_LIBS_$*)
 
-# test_merge_engine includes scripts/trainprof_merge.c (its static parts are
+# test_merge_engine includes scripts/trainprof_cli/merge/engine.c (its static parts are
 # tested too); without ISA-L there is no engine to test.
 UNIT_LIBS_test_merge_engine := $(shell pkg-config --libs libisal 2>/dev/null)
-$(B)/tests/test_merge_engine: scripts/trainprof_merge.c scripts/trainprof_merge.h
+$(B)/tests/test_merge_engine: scripts/trainprof_cli/merge/engine.c scripts/trainprof_cli/merge/engine.h
 ifeq ($(MERGE_LIB),)
 UNIT_BIN := $(filter-out $(B)/tests/test_merge_engine,$(UNIT_BIN))
 endif
@@ -187,7 +188,7 @@ check-unit: unit fakes
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; CK_FORK=yes TP_TEST_NEED_FAKES=1 $$t; done
 
 check-preload: lib $(MERGE_LIB) fakes programs cuda-programs venv unit
-	@scripts/modgraph --check --build $(B) >/dev/null || { scripts/modgraph --build $(B); exit 1; }
+	@scripts/dev/modgraph --check --build $(B) >/dev/null || { scripts/dev/modgraph --build $(B); exit 1; }
 	$(VENV)/bin/python -m pytest -q tests/preload
 
 check: deps
@@ -236,9 +237,9 @@ $(B)/bin/fuzz_%: tests/fuzz/fuzz_%.c $(B)/libtrainprof_core.a
 	$(CC) $(TP_CFLAGS) $(SAN) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/libtrainprof_core.a $(TP_LIBS) \
 	    $(FUZZ_LIBS_$*)
 
-# fuzz_merge includes scripts/trainprof_merge.c; without ISA-L it is not built.
+# fuzz_merge includes scripts/trainprof_cli/merge/engine.c; without ISA-L it is not built.
 FUZZ_LIBS_merge := $(shell pkg-config --libs libisal 2>/dev/null)
-$(B)/bin/fuzz_merge: scripts/trainprof_merge.c scripts/trainprof_merge.h
+$(B)/bin/fuzz_merge: scripts/trainprof_cli/merge/engine.c scripts/trainprof_cli/merge/engine.h
 ifeq ($(MERGE_LIB),)
 FUZZ_NAMES := $(filter-out fuzz_merge,$(FUZZ_NAMES))
 endif
@@ -265,20 +266,20 @@ check-fuzz:
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)
 
 lint:
-	@scripts/lint
+	@scripts/dev/lint
 
 demo: deps
 	@$(MAKE) --no-print-directory demo-run
 
 demo-run: lib fakes programs
-	@B=$(B) scripts/demo
+	@B=$(B) scripts/dev/demo
 
 bench: lib fakes $(B)/bench/launch_bench $(B)/bench/gemm_bench $(B)/bench/nvtx_bench $(B)/bench/itt_bench
-	@B=$(B) scripts/bench
+	@B=$(B) scripts/dev/bench
 
 # ms per step of a CPU training loop: plain, torch.profiler, trainprof run
 bench-torch: lib venv
-	@B=$(B) scripts/bench-torch
+	@B=$(B) scripts/dev/bench-torch
 
 $(B)/bench/%: tests/bench/%.c $(B)/fakes/libcudart.so.13
 	@mkdir -p $(dir $@)
@@ -287,7 +288,7 @@ $(B)/bench/%: tests/bench/%.c $(B)/fakes/libcudart.so.13
 
 # For a GPU machine that may lack our Debian libraries: copy every shared
 # library build/libtrainprof.so needs, except the base system ones, beside it
-# (the library's run path is $ORIGIN).  scripts/gpu-validate then needs only
+# (the library's run path is $ORIGIN).  scripts/dev/gpu-validate then needs only
 # build/ and scripts/.
 GPU_BUNDLE_BASE := linux-vdso.so% ld-linux% libc.so% libm.so% libdl.so% libpthread.so% \
                    librt.so% libz.so% libgcc_s.so% libstdc++.so% libresolv.so%
@@ -299,6 +300,11 @@ gpu-bundle: lib
 	    cp -L "$$path" "$(B)/$$name" && echo "gpu-bundle: $(B)/$$name (from $$path)"; \
 	done
 
+# The command: bin/trainprof, and its package scripts/trainprof_cli (the
+# Python files, the pyhook among them) as share/trainprof/trainprof_cli,
+# where bin/trainprof looks for it; the merge engine in lib/trainprof.
+CLI_PY := $(patsubst scripts/%,%,$(wildcard scripts/trainprof_cli/*.py scripts/trainprof_cli/*/*.py))
+
 install: lib $(MERGE_LIB)
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
 	    $(DESTDIR)$(PREFIX)/lib/pkgconfig
@@ -307,15 +313,13 @@ install: lib $(MERGE_LIB)
 	    install -m 755 $(MERGE_LIB) $(DESTDIR)$(PREFIX)/lib/trainprof/)
 	install -m 644 preload/trainprof.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 scripts/trainprof $(DESTDIR)$(PREFIX)/bin/
-	install -d $(DESTDIR)$(PREFIX)/share/trainprof/pyhook
-	install -m 644 scripts/pyhook/sitecustomize.py $(DESTDIR)$(PREFIX)/share/trainprof/pyhook/
-	install -m 644 scripts/trainprof_ondemand.py scripts/trainprof_merge.py scripts/trainprof_summary.py \
-	    scripts/trainprof_files.py \
-	    $(DESTDIR)$(PREFIX)/share/trainprof/
+	@set -e; cd scripts && for f in $(CLI_PY); do \
+	    echo "install -D -m 644 scripts/$$f $(DESTDIR)$(PREFIX)/share/trainprof/$$f"; \
+	    install -D -m 644 $$f $(DESTDIR)$(PREFIX)/share/trainprof/$$f; done
 	sed -e 's|@PREFIX@|$(PREFIX)|g' scripts/trainprof.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/trainprof.pc
 
 deps:
-	@scripts/deps
+	@scripts/dev/deps
 
 clean:
 	rm -rf build

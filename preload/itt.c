@@ -24,7 +24,7 @@
  * __itt_task_end: the bare operator name, where the NVTX state formats a
  * message ("aten::addmm, seq = 3, op_id = 12") for every operator.  That
  * formatting is most of what torch's side costs (tests/bench/RESULTS.md),
- * so the Python hook (scripts/pyhook/sitecustomize.py) uses this state
+ * so the Python hook (scripts/trainprof_cli/pyhook/sitecustomize.py) uses this state
  * unless shapes are asked for, which only the NVTX messages carry.  The
  * ranges become torch operators like NVTX's (collector/wrap/ranges.h
  * tp_range_push_op), each with an External id of its own from a

@@ -16,7 +16,7 @@
  * The run folder is opened once (O_PATH) and every file is reached
  * relative to it, so a program that changes its working directory keeps
  * its folder, and `trainprof trigger PID` finds the folder of a process
- * among the links of /proc/PID/fd (scripts/trainprof_ondemand.py).  The
+ * among the links of /proc/PID/fd (scripts/trainprof_cli/ondemand.py).  The
  * program may close that descriptor (close_range(3, ~0U, 0) after
  * activation, as daemonizing code does) and get its number back from its
  * next open: before each use the descriptor must still be an O_PATH one

@@ -39,7 +39,7 @@
  * cupti_activity_deprecated.h); Kernel11 (13.1+) is not in them, so its row
  * takes Kernel10's offsets and names Kernel11's size: test_cupti.c checks
  * every row against tests/unit/data/cupti_layouts.txt, probed from the
- * real 12.4-13.2 headers (scripts/cupti-layouts). */
+ * real 12.4-13.2 headers (scripts/dev/cupti-layouts). */
 #define TP_OFF(T, f) offsetof(T, f),
 #define TP_REC(FIELDS, T) { #T, sizeof(T), FIELDS(TP_OFF, T) }
 #define TP_REC_AS(FIELDS, T, name, size) { name, size, FIELDS(TP_OFF, T) }

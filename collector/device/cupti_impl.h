@@ -4,7 +4,7 @@
  * symbol these are hidden (-fvisibility=hidden, absent from
  * preload/trainprof.map), so nothing here leaves libtrainprof.so.
  *
- * One concern per file, used one way (scripts/modgraph shows no cycle):
+ * One concern per file, used one way (scripts/dev/modgraph shows no cycle):
  *
  *     cupti.c          lifecycle: subscribe, enable kinds, collect, stop,
  *         |            external correlation push/pop, status

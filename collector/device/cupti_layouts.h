@@ -5,7 +5,7 @@
  * cupti_decode.c, its only reader; this header gives its shape, and the
  * field lists that the decoder, the table, the compile-time checks and the
  * offset probe (tests/unit/cupti_layout_probe.c, compiled once per CUPTI
- * header version by scripts/cupti-layouts) all expand, so that the fields
+ * header version by scripts/dev/cupti-layouts) all expand, so that the fields
  * read and the fields checked cannot differ.
  *
  * Facts from the headers of CUPTI 12.4, 12.6, 12.8, 12.9 (PyPI

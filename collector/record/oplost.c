@@ -2,7 +2,7 @@
  * oplost.c - DESIGN: when torch's operators stop reaching the library.
  *
  * The library reads torch's operators from the ITT or NVTX ranges of a
- * torch profiler state that the Python hook (scripts/pyhook) turns on in
+ * torch profiler state that the Python hook (scripts/trainprof_cli/pyhook) turns on in
  * the steps that warm up or record.  torch runs one profiler at a time:
  * when the program starts one of its own (torch.profiler, Lightning's
  * profiler, torch.autograd.profiler.profile), the hook turns ours off, so

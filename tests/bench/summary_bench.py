@@ -196,7 +196,7 @@ def bench_trace(mb):
     steps, events = make_trace(path, mb)
     gen = time.perf_counter() - t0
     size = os.path.getsize(path)
-    code = ("import resource, sys, time; sys.path.insert(0, %r); import trainprof_summary as s; "
+    code = ("import resource, sys, time; sys.path.insert(0, %r); from trainprof_cli import summary as s; "
             "t = time.perf_counter(); d = s.summarize_trace(%r); t = time.perf_counter() - t; "
             "print(t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, d['totals']['steps'], "
             "d['gpu_work']['calls'])" % (os.path.join(ROOT, "scripts"), path))

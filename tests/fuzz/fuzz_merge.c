@@ -1,6 +1,6 @@
 /*
  * fuzz_merge.c - libFuzzer harness: the engine of `trainprof merge`
- * (scripts/trainprof_merge.c, included), which reads other processes'
+ * (scripts/trainprof_cli/merge/engine.c, included), which reads other processes'
  * traces: any bytes as the text of an event array.
  *
  * DESIGN
@@ -15,7 +15,7 @@
  * output line is a JSON object with the keys of that array's element, so
  * that the rewrite never breaks or loses an event, however it was laid out.
  */
-#include "scripts/trainprof_merge.c"
+#include "scripts/trainprof_cli/merge/engine.c"
 
 #include <jansson.h>
 #include <sys/mman.h>

@@ -1,6 +1,6 @@
 """scripts/trainprof: `run` preloads the library, maps options to
 TRAINPROF_* variables and, for Python commands, installs the optimizer-step
-hook (scripts/pyhook/sitecustomize.py)."""
+hook (scripts/trainprof_cli/pyhook/sitecustomize.py)."""
 
 import os
 import subprocess
@@ -11,7 +11,7 @@ import textwrap
 import tputil
 
 SCRIPT = os.path.join(tputil.ROOT, "scripts", "trainprof")
-PYHOOK = os.path.join(tputil.ROOT, "scripts", "pyhook")
+PYHOOK = os.path.join(tputil.CLI_PKG, "pyhook")
 PLAIN_LINE = b"nvtx_ranges: 5 steps, checksum 2611200\n"
 
 

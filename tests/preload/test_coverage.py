@@ -17,7 +17,7 @@ libraries count: the nvidia-* libraries it loads import each other's
 internals, which no program calls.
 
 Dynamic symbols are read with binutils' nm -D (build-essential brings
-binutils; test_real_clients.py and scripts/modgraph use it too).  Skipped
+binutils; test_real_clients.py and scripts/dev/modgraph use it too).  Skipped
 only when torch is not installed."""
 
 import glob

@@ -17,7 +17,6 @@ TP_FUZZ_RANDOM=1 draws new ones) for a longer local run.
 import contextlib
 import faulthandler
 import gzip
-import importlib.util
 import io
 import json
 import os
@@ -34,7 +33,6 @@ import tputil
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
-SCRIPTS = os.path.join(tputil.ROOT, "scripts")
 ENGINE = os.path.join(tputil.build_dir(), "libtrainprof_merge.so")
 LIMIT = 64 << 10                 # the bounds, lowered for the run
 PEAK = 3 << 20                   # Python's peak allocation per input
@@ -46,21 +44,12 @@ SETTINGS = settings(
     suppress_health_check=list(HealthCheck), print_blob=True)
 
 
-def module(name):
-    if SCRIPTS not in sys.path:
-        sys.path.insert(0, SCRIPTS)
-    spec = importlib.util.spec_from_file_location(name, os.path.join(SCRIPTS, name + ".py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-files = module("trainprof_files")
-od = module("trainprof_ondemand")
-summ = module("trainprof_summary")
-merge = module("trainprof_merge")
-# the modules import trainprof_files by name: errors they raise are of that module's class
-FileError = sys.modules["trainprof_files"].FileError
+files = tputil.cli_module("files")
+od = tputil.cli_module("ondemand")
+summ = tputil.cli_module("summary")
+merge = tputil.cli_module("merge")
+# the modules import trainprof_cli.files: errors they raise are of that module's class
+FileError = sys.modules["trainprof_cli.files"].FileError
 for m in (summ, merge):
     m.MAX_HEADER = m.MAX_EVENT = LIMIT
 summ.MAX_SUMMARY = LIMIT

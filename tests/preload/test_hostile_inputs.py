@@ -21,7 +21,6 @@ the machine.
 """
 
 import gzip
-import importlib.util
 import json
 import os
 import re
@@ -37,8 +36,7 @@ import pytest
 
 import tputil
 
-CLI = os.path.join(tputil.ROOT, "scripts", "trainprof")
-SCRIPTS = os.path.join(tputil.ROOT, "scripts")
+CLI = tputil.CLI
 ENGINE = os.path.join(tputil.build_dir(), "libtrainprof_merge.so")
 MiB = 1 << 20
 
@@ -123,11 +121,7 @@ def one_error_line(r, path, prefix=b"trainprof: "):
 
 
 def module(name):
-    sys.path.insert(0, SCRIPTS) if SCRIPTS not in sys.path else None
-    spec = importlib.util.spec_from_file_location(name, os.path.join(SCRIPTS, name + ".py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return tputil.cli_module(name)
 
 
 def write(path, data):
@@ -229,7 +223,7 @@ def test_trigger_refuses_pid_0_and_minus_1():
     assert ("%s: skipped: pid 0 is not a process id" % p0).encode() in r.err, r
     # pid -1 (every process of the user) is checked in-process: no signal can
     # be risked here
-    od = module("trainprof_ondemand")
+    od = module("ondemand")
     os.unlink(p0)
     pm = put_status(run_dir, status_doc(-1, trigger_signal="SIGUSR1", signal_installed=True))
     assert od.read_statuses(run_dir) == []
@@ -367,7 +361,7 @@ def test_merge_never_writes_through_a_planted_link(tmp_path):
 
 
 def test_trigger_file_never_written_through_a_planted_link():
-    od = module("trainprof_ondemand")
+    od = module("ondemand")
     run_dir = tputil.new_dir()
     victim_file = write(os.path.join(tputil.new_dir(), "precious"), b"precious\n")
     other = write(os.path.join(tputil.new_dir(), "other"), b"also precious\n")
@@ -383,7 +377,7 @@ def test_trigger_file_never_written_through_a_planted_link():
 def test_every_temporary_name_refuses_a_planted_link(monkeypatch, tmp_path):
     """The temporary names are random; planted at the very names drawn, a
     link (or any file) is skipped for a fresh name, never written through."""
-    files = module("trainprof_files")
+    files = module("files")
     victim_file = tmp_path / "victim"
     victim_file.write_bytes(b"precious\n")
     target = str(tmp_path / "out.json")
@@ -411,16 +405,17 @@ def test_every_temporary_name_refuses_a_planted_link(monkeypatch, tmp_path):
 
 
 def test_no_file_is_created_but_through_trainprof_files():
-    """Every writer of the command goes through trainprof_files.create: no
-    open() for writing, rename, O_CREAT, tempfile or shutil elsewhere."""
+    """Every writer of the command goes through trainprof_cli/files.py's
+    create: no open() for writing, rename, O_CREAT, tempfile or shutil
+    elsewhere (scripts/trainprof and the package's other modules)."""
     bad = re.compile(r"""\bopen\([^)]*["'][^"']*[wax+]|os\.(replace|rename|link|symlink)\(|O_CREAT|"""
                      r"""\btempfile\.|\bshutil\.|write_(text|bytes)\(|gzip\.open\(""")
     found = []
-    for name in sorted(os.listdir(SCRIPTS)):
-        if not (name == "trainprof" or (name.startswith("trainprof_") and name.endswith(".py"))) \
-                or name == "trainprof_files.py":
-            continue
-        with open(os.path.join(SCRIPTS, name)) as f:
+    paths = [tputil.CLI] + [p for n, p in tputil.cli_modules().items() if n != "files"]
+    assert len(paths) >= 4, paths
+    for path in paths:
+        name = os.path.relpath(path, tputil.SCRIPTS)
+        with open(path) as f:
             for i, line in enumerate(f, 1):
                 if bad.search(line.split("#")[0]):
                     found.append("%s:%d: %s" % (name, i, line.strip()))

@@ -1,4 +1,4 @@
-"""scripts/lint-refs, the rule that comments cite only what the repository
+"""scripts/dev/lint-refs, the rule that comments cite only what the repository
 holds, run on small trees of its own: each planted citation or stale path
 fails it with its file and line, and what the rule leaves alone (URLs,
 other projects' paths, build outputs, format strings, ProfilerStep#N, a
@@ -9,13 +9,13 @@ import sys
 
 import pytest
 
-LINT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "lint-refs")
+LINT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "dev", "lint-refs")
 
 README = """# demo
 
 ## Files it creates
 
-Traces land in `{run_name}/traces/rank0.json.gz`; the rules are in `scripts/lint-refs`.
+Traces land in `{run_name}/traces/rank0.json.gz`; the rules are in `scripts/dev/lint-refs`.
 """
 
 CLEAN_C = """/*
@@ -44,7 +44,7 @@ def tree(root, extra=None):
         "tests/fakes/cuda.c": "/* cuda.c */\n",
         "preload/cudart.c": "/* cudart.c */\n",
         "tests/programs/prog.c": "/* prog.c */\n",
-        "scripts/lint-refs": "#!/bin/sh\n# SPEC 4: the rules quote what they refuse\n",
+        "scripts/dev/lint-refs": "#!/bin/sh\n# SPEC 4: the rules quote what they refuse\n",
         "scripts/tool": "#!/usr/bin/env python3\n" + CLEAN_PY,
     }
     files.update(extra or {})

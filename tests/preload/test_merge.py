@@ -290,7 +290,7 @@ def test_errors_are_one_line(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["bad.json"]     # no output, no temporary file
 
 
-# ---- the two engines: scripts/trainprof_merge.c against the Python path ----------
+# ---- the two engines: scripts/trainprof_cli/merge/engine.c against the Python path ----------
 
 ENGINE = os.path.join(tputil.build_dir(), "libtrainprof_merge.so")
 

@@ -1,4 +1,4 @@
-"""scripts/modgraph --check, the order of the library's folders, run on small
+"""scripts/dev/modgraph --check, the order of the library's folders, run on small
 trees of its own: a clean tree passes; an #include or a linked symbol that
 points from a stage folder of collector/ to a later one (README "Layout"),
 and a cycle of units (a .c with its .h) made of includes and symbols
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-MODGRAPH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "modgraph")
+MODGRAPH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "dev", "modgraph")
 
 # common/ below record/ below control/; handlers/ and preload/ above
 CLEAN = {

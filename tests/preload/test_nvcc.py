@@ -2,7 +2,7 @@
 fake runtime: every <<<>>> launch is recorded at the layer nvcc 13 uses
 (__cudaLaunchKernel, or __cudaLaunchKernel_ptsz with --default-stream
 per-thread), with the demangled kernel name and its launch configuration.
-Also the trace-reading and table code of scripts/gpu-validate, on those
+Also the trace-reading and table code of scripts/dev/gpu-validate, on those
 traces and on a synthetic one with GPU kernels (no GPU here)."""
 
 import collections
@@ -19,7 +19,7 @@ import pytest
 
 import tputil
 
-SCRIPTS = os.path.join(tputil.ROOT, "scripts")
+SCRIPTS = os.path.join(tputil.ROOT, "scripts", "dev")
 
 # What tests/programs/demo_gpu.cu launches per step, in order:
 # (demangled name, grid, block, dynamic shared memory, on its own stream)
@@ -122,7 +122,7 @@ def test_libs_gpu_compiles_and_links_the_libraries():
         assert "[%s]" % lib in out, out
 
 
-# ---- scripts/gpu_validate_report.py ------------------------------------------
+# ---- scripts/dev/gpu_validate_report.py ------------------------------------------
 
 def test_report_on_a_fake_run(report):
     exe = _binary("ptsz")
@@ -244,7 +244,7 @@ def test_torch_comparison_table_from_synthetic_results():
     assert "step time, after window (steps 24-39)" in rows
     assert rows["memory peak"][3] == "n/a"
     md = g.render(res, 40, markdown=True)
-    assert md.startswith("GPU validation (scripts/gpu-validate): NVIDIA H100, torch 2.9")
+    assert md.startswith("GPU validation (scripts/dev/gpu-validate): NVIDIA H100, torch 2.9")
     assert "| figure | plain | torch.profiler | trainprof | note |" in md
     failed = dict(res, trainprof={"ok": False, "error": "exit status 1; last output: x | y"})
     text = g.render(failed, 40)
@@ -414,5 +414,5 @@ def test_torch_comparison_end_to_end_on_a_stand_in_torch(tmp_path):
     traces = os.listdir(str(tmp_path / "work" / "trainprof" / "traces"))
     assert len(traces) == 1 and tputil.trace_batch(traces[0]) == 22
     md = out.read_text()
-    assert md.startswith("GPU validation (scripts/gpu-validate): Fake GPU, torch 0.0-fake, 30 steps")
+    assert md.startswith("GPU validation (scripts/dev/gpu-validate): Fake GPU, torch 0.0-fake, 30 steps")
     assert "| kernels / recorded step | - | 3 | 0 |" in md

@@ -165,7 +165,6 @@ def test_link_at_status_folder_is_not_followed():
 
 # ---- the command's rows ---------------------------------------------------------
 
-SCRIPTS = os.path.join(tputil.ROOT, "scripts")
 
 
 def command_files():
@@ -179,30 +178,24 @@ def command_files():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) < 4 or not cells[1].startswith("`trainprof "):
             continue
-        mod = re.search(r"scripts/(trainprof_\w+)\.py", cells[1]).group(1)
+        mod = re.search(r"scripts/trainprof_cli/(\w+)(?:\.py|/)", cells[1]).group(1)
         out[mod] = (cells[0], re.match(r"`([^`]+)`", cells[2]).group(1))
     return out
 
 
 def test_command_rows_name_every_file_the_command_creates():
     """Each module of the command that creates a file (a call of
-    trainprof_files.create) has its row, and only those; each row's
-    temporary name is the one trainprof_files draws."""
+    trainprof_cli/files.py's create) has its row, and only those; each row's
+    temporary name is the one files.py draws."""
     rows = command_files()
     creators = set()
-    for name in os.listdir(SCRIPTS):
-        if name.startswith("trainprof_") and name.endswith(".py") and name != "trainprof_files.py":
-            with open(os.path.join(SCRIPTS, name)) as f:
+    for name, path in tputil.cli_modules().items():
+        if name != "files":
+            with open(path) as f:
                 if re.search(r"(?<![\w.])create\(", f.read()):
-                    creators.add(name[:-3])
+                    creators.add(name)
     assert creators and creators == set(rows), (creators, rows)
-    import sys
-    sys.path.insert(0, SCRIPTS)
-    try:
-        import trainprof_files
-    finally:
-        sys.path.remove(SCRIPTS)
-    drawn = trainprof_files.tmp_name("/x/out")
+    drawn = tputil.cli_module("files").tmp_name("/x/out")
     for _, tmp in rows.values():
         pat = re.escape(tmp).replace(r"\{final\}", "/x/out").replace(r"\{pid\}", str(os.getpid()))
         pat = pat.replace(r"\{random\}", "[0-9a-f]{12}")
@@ -224,20 +217,14 @@ def test_command_files_replace_a_planted_link(tmp_path):
     run.mkdir()
     trig = run / "trigger"
     os.symlink(victim, trig)
-    cmd = os.path.join(SCRIPTS, "trainprof")
+    cmd = tputil.CLI
     env = tputil.base_env({}, preload=False)
     p = subprocess.run([cmd, "merge", str(trace), "-o", str(out)], env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
     assert p.returncode == 0, p.stderr
     # the trigger file as `trainprof trigger` writes it (the command itself
     # needs a live job to answer: test_trigger.py runs it end to end)
-    import sys
-    sys.path.insert(0, SCRIPTS)
-    try:
-        import trainprof_ondemand
-    finally:
-        sys.path.remove(SCRIPTS)
-    assert trainprof_ondemand.write_trigger(str(run), "trigger", "id=x start=3 warmup=1 active=2\n") \
+    assert tputil.cli_module("ondemand").write_trigger(str(run), "trigger", "id=x start=3 warmup=1 active=2\n") \
         == str(trig)
     assert victim.read_text() == VICTIM_TEXT
     assert not out.is_symlink() and "traceEvents" in out.read_text()

@@ -8,12 +8,11 @@ summary` must name, from the summary.json files and from the traces alone.
 
 Each summary.json is checked against the trace of the same window: steps,
 FLOPs, device work and launch totals, library FLOPs, collectives.  The
-trace-only summary (scripts/trainprof_summary.py) must agree with the
+trace-only summary (scripts/trainprof_cli/summary.py) must agree with the
 handler's summary.json on the same figures."""
 
 import concurrent.futures
 import glob
-import importlib.util
 import json
 import os
 import shutil
@@ -35,11 +34,7 @@ pytestmark = pytest.mark.skipif(not os.path.exists(os.path.join(tputil.build_dir
 
 
 def summary_module():
-    spec = importlib.util.spec_from_file_location(
-        "trainprof_summary", os.path.join(tputil.ROOT, "scripts", "trainprof_summary.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return tputil.cli_module("summary")
 
 
 def launcher_env(style, rank):

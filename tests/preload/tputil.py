@@ -314,3 +314,39 @@ def cpu_ops_by_step(trace):
         assert len(inside) == 1, ev
         out[inside[0]].append(ev)
     return out
+
+
+# ---- the trainprof command (scripts/trainprof and its package) ----------------
+
+SCRIPTS = os.path.join(ROOT, "scripts")
+CLI = os.path.join(SCRIPTS, "trainprof")
+CLI_PKG = os.path.join(SCRIPTS, "trainprof_cli")
+
+
+def cli_modules():
+    """{name: path} of the command's modules in scripts/trainprof_cli: its
+    .py files and its subpackages (merge/__init__.py), the package's own
+    __init__.py and the pyhook (not a module of the package) left out."""
+    out = {}
+    for name in sorted(os.listdir(CLI_PKG)):
+        path = os.path.join(CLI_PKG, name)
+        if name.endswith(".py") and name != "__init__.py":
+            out[name[:-3]] = path
+        elif os.path.isfile(os.path.join(path, "__init__.py")):
+            out[name] = os.path.join(path, "__init__.py")
+    return out
+
+
+def cli_module(name):
+    """A fresh copy of the command's module `name` (files, summary, merge,
+    ondemand), loaded by path as trainprof_<name>, so that a test that lowers
+    its limits changes no other test's copy; the trainprof_cli.files that
+    the modules import is shared."""
+    import importlib.util
+    import sys
+    if SCRIPTS not in sys.path:
+        sys.path.insert(0, SCRIPTS)
+    spec = importlib.util.spec_from_file_location("trainprof_" + name, cli_modules()[name])
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

@@ -1,6 +1,6 @@
 // demo_gpu.cu - the `make demo` training loop on a real GPU, and the nvcc
 // program of the preload tests (tests/preload/test_nvcc.py, against the fake
-// runtime) and of scripts/gpu-validate (against the real one).
+// runtime) and of scripts/dev/gpu-validate (against the real one).
 //
 // DESIGN
 // A small MLP-like loop (matmul, bias+relu, an SGD update) with NVTX "step"

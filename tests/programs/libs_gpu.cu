@@ -1,4 +1,4 @@
-// libs_gpu.cu - math-library calls on a real GPU, for scripts/gpu-validate:
+// libs_gpu.cu - math-library calls on a real GPU, for scripts/dev/gpu-validate:
 // the FLOPs trainprof records for them are compared with what this program
 // computes from its own sizes.
 //

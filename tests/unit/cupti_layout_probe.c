@@ -3,7 +3,7 @@
  * against, the size of each activity record struct we read and the offset
  * and width of each field collector/device/cupti_decode.c reads from it (the field
  * lists of collector/device/cupti_layouts.h).  Not a test by itself: the script
- * scripts/cupti-layouts compiles it once per CUPTI header version, with
+ * scripts/dev/cupti-layouts compiles it once per CUPTI header version, with
  * -DTP_PROBE_<family>=<struct> naming the struct that version's header
  * documents for the kind, and writes the output to
  * tests/unit/data/cupti_layouts.txt, which tests/unit/test_cupti.c

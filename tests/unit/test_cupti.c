@@ -755,7 +755,7 @@ static int family_fields(const char *fam)
     return -1;
 }
 
-/* tests/unit/data/cupti_layouts.txt (scripts/cupti-layouts: the structs
+/* tests/unit/data/cupti_layouts.txt (scripts/dev/cupti-layouts: the structs
  * and offsets of the real 12.4, 12.6, 12.8, 12.9, 13.0, 13.1 and 13.2
  * headers) agrees with the table, row by row, field by field; every row
  * is checked by at least one release. */

@@ -1,6 +1,6 @@
 /*
  * test_merge_engine.c - the engine of `trainprof merge`
- * (scripts/trainprof_merge.c, included here): the rewrite rules of one
+ * (scripts/trainprof_cli/merge/engine.c, included here): the rewrite rules of one
  * line (pids, flow ids, ts, metadata through the callback), the output as a
  * raw deflate stream whose CRC-32 and length the caller gets, the same
  * text whatever the number of compressor threads (TSan runs this under
@@ -8,7 +8,7 @@
  * line that is not one event (the line before taken back), and the errors:
  * truncated gzip, an array without its end, a callback that refuses.
  */
-#include "scripts/trainprof_merge.c"
+#include "scripts/trainprof_cli/merge/engine.c"
 
 #include <check.h>
 #include "tests/unit/tp_test.h"

@@ -5,7 +5,7 @@
                         [--workdir DIR] [--steps 40] [--timeout 180]
                         [--batch 32 --seq 1024 --dim 1024 --heads 16 --layers 2]
 
-Part of scripts/gpu-validate (needs an NVIDIA GPU and PyTorch).  One
+Part of scripts/dev/gpu-validate (needs an NVIDIA GPU and PyTorch).  One
 invocation runs the same training loop three times, each in its own process
 (so that no profiler state leaks between them), on the same machine:
 
@@ -353,7 +353,7 @@ def render(results, nsteps, markdown=False):
         head = "%s, torch %s, %d steps, schedule %s\n" % (info["device"], info.get("torch"),
                                                          nsteps, schedule_text())
         if markdown:
-            head = "GPU validation (scripts/gpu-validate): " + head + "\n"
+            head = "GPU validation (scripts/dev/gpu-validate): " + head + "\n"
     return head + rep.table(HEADERS, build_rows(results, nsteps), markdown)
 
 
@@ -391,7 +391,7 @@ def parent(args):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--lib", default=os.path.join(HERE, "..", "build", "libtrainprof.so"))
+    p.add_argument("--lib", default=os.path.join(HERE, "..", "..", "build", "libtrainprof.so"))
     p.add_argument("--out", help="also write the table as Markdown to this file")
     p.add_argument("--workdir", help="folder for the runs' outputs (default: a new temp folder)")
     p.add_argument("--steps", type=int, default=40)

@@ -1,11 +1,11 @@
 /*
- * trainprof_merge.h - the engine of `trainprof merge` (trainprof_merge.c):
+ * engine.h - the engine of `trainprof merge` (engine.c):
  * one input's event array, rewritten for its rank and compressed.  Its one
- * caller is scripts/trainprof_merge.py (ctypes; its _Job mirrors struct
+ * caller is scripts/trainprof_cli/merge/__init__.py (ctypes; its _Job mirrors struct
  * tp_merge_job field for field) and tests/unit/test_merge_engine.c.
  */
-#ifndef TRAINPROF_SCRIPTS_TRAINPROF_MERGE_H
-#define TRAINPROF_SCRIPTS_TRAINPROF_MERGE_H
+#ifndef TRAINPROF_SCRIPTS_TRAINPROF_CLI_MERGE_ENGINE_H
+#define TRAINPROF_SCRIPTS_TRAINPROF_CLI_MERGE_ENGINE_H
 
 #include <stdint.h>
 #include <stddef.h>
@@ -16,7 +16,7 @@
  * the line is not valid JSON. */
 typedef long (*tp_merge_meta_fn)(const char *line, size_t len, char *out, size_t cap);
 
-/* One input's event array.  Mirrored by trainprof_merge.py's _Job. */
+/* One input's event array.  Mirrored by merge/__init__.py's _Job. */
 struct tp_merge_job {
     /* in */
     const char *path;

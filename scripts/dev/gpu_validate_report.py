@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gpu_validate_report - what a trace holds, for scripts/gpu-validate.
+"""gpu_validate_report - what a trace holds, for scripts/dev/gpu-validate.
 
   gpu_validate_report.py TRACE...     print the per-trace counts below
 

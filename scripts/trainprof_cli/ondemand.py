@@ -55,10 +55,10 @@ import time
 import uuid
 
 try:
-    from trainprof_files import FileError, create, read_regular
-except ImportError:                     # loaded by path: its folder holds the helper
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from trainprof_files import FileError, create, read_regular
+    from trainprof_cli.files import FileError, create, read_regular
+except ImportError:                     # loaded by path: the package from its parent folder
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from trainprof_cli.files import FileError, create, read_regular
 
 STALE_S = 10.0          # a status older than this, from another host, is not live
 MARGIN_S = 1.5          # seconds of steps between the trigger and its start step

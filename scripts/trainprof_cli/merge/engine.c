@@ -1,10 +1,10 @@
 /*
- * trainprof_merge.c - the event array of one input of `trainprof merge`,
+ * engine.c - the event array of one input of `trainprof merge`,
  * rewritten and compressed at the speed of the codec
- * (build/libtrainprof_merge.so, loaded by scripts/trainprof_merge.py).
+ * (build/libtrainprof_merge.so, loaded by scripts/trainprof_cli/merge/__init__.py).
  *
  * DESIGN
- * trainprof_merge.py plans the merge (headers, ranks, the time base) and
+ * merge/__init__.py plans the merge (headers, ranks, the time base) and
  * keeps the slow general path; this file does what dominates its time on a
  * large trace: inflate, rewrite each event line, deflate.  Python's zlib and
  * regular expressions reach about 10 MB/s of gzip input on one core; ISA-L's
@@ -16,7 +16,7 @@
  * control bytes are refused), brackets matched on a stack, so that an event
  * is found whatever its layout (trainprof's one per line, Kineto's over
  * several indented lines, json.dump's all on one) and written as one line,
- * its line breaks outside strings dropped.  The rewrite is trainprof_merge.py's
+ * its line breaks outside strings dropped.  The rewrite is merge/__init__.py's
  * line mode, byte for byte on trainprof's layout (tests/preload/test_merge.py
  * compares the two): every "pid": N or "pid": "S" outside strings becomes
  * the rank's slot x 2^22 plus the pid (new_pid there), every "id"/"bind_id":
@@ -48,15 +48,15 @@
 #include <isa-l/igzip_lib.h>
 #include <zlib.h>
 
-#include "scripts/trainprof_merge.h"
+#include "scripts/trainprof_cli/merge/engine.h"
 
 #define TP_EXPORT __attribute__((visibility("default")))
 
 enum {
-    PID_STRIDE = 1 << 22,       /* trainprof_merge.py's PID_STRIDE */
+    PID_STRIDE = 1 << 22,       /* merge/__init__.py's PID_STRIDE */
     PIECE = 4 << 20,            /* event text per piece of work */
     READ = 1 << 20,             /* compressed bytes read at a time */
-    MAX_EVENT = 16 << 20,       /* one event at most (trainprof_merge.py's MAX_EVENT) */
+    MAX_EVENT = 16 << 20,       /* one event at most (merge/__init__.py's MAX_EVENT) */
     MAX_TRAILER = 16 << 20,     /* the keys after the event array at most (its MAX_HEADER) */
     MAX_THREADS = 32,
 };
@@ -349,7 +349,7 @@ static const char *value_of(const char *k, const char *e)
 
 static bool pid_follow(const char *p, const char *e)
 {
-    /* trainprof_merge.py replaces a pid only before [,}\s] */
+    /* merge/__init__.py replaces a pid only before [,}\s] */
     return p < e && (*p == ',' || *p == '}' || is_blank(*p) || *p == '\f' || *p == '\v');
 }
 

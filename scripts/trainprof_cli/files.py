@@ -7,7 +7,7 @@ cluster.  Anyone who can write there can plant a symbolic link where the
 command will create a file, or put a FIFO, a device or a huge file where it
 will read one.  So every file the command creates goes through `create`,
 and every file it reads through `open_regular` / `read_regular`; nothing in
-scripts/trainprof*.py calls open() on a path itself.
+scripts/trainprof or scripts/trainprof_cli/ calls open() on a path itself.
 
 Creating.  The file is written under a new name beside its final one,
 PATH.<pid>.<12 random hex digits>.tmp, opened with O_CREAT|O_EXCL|

@@ -6,7 +6,7 @@ not depend on the size of the inputs, and the work spreads over threads.
 
 Reading.  The top-level keys before "traceEvents" are parsed here one by
 one (json raw_decode).  The event array then goes through the C engine
-(scripts/trainprof_merge.c, build/libtrainprof_merge.so, built with ISA-L):
+(engine.c beside this file, build/libtrainprof_merge.so, built with ISA-L):
 it inflates, takes each event whatever its layout (trainprof's one per
 line, Kineto's over several indented lines, json.dump's all on one),
 rewrites it as one line, deflates in pieces on its threads and appends them
@@ -78,10 +78,10 @@ import time
 import zlib
 
 try:
-    from trainprof_files import FileError, create, open_regular, size_text
-except ImportError:                     # loaded by path: its folder holds the helper
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from trainprof_files import FileError, create, open_regular, size_text
+    from trainprof_cli.files import FileError, create, open_regular, size_text
+except ImportError:                     # loaded by path: the package from its parent folder
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    from trainprof_cli.files import FileError, create, open_regular, size_text
 
 PID_STRIDE = 1 << 22            # Linux pid_max is at most 2^22
 SORT_STRIDE = 1 << 40           # process_sort_index: slot x 2^40 + the original
@@ -583,7 +583,7 @@ def work(job):
     return z, crc, length, n, pids, named, sorted_
 
 
-# ---- the C engine (scripts/trainprof_merge.c) ------------------------------------
+# ---- the C engine (engine.c) ----------------------------------------------------
 
 _META_FN = ctypes.CFUNCTYPE(ctypes.c_long, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
                             ctypes.c_size_t)
@@ -606,14 +606,15 @@ ENGINE_NAME = "libtrainprof_merge.so"
 
 
 def load_engine():
-    """The C engine, or None when it was not built (no ISA-L): beside the
-    script in a source tree (build/), or where `make install` puts it
+    """The C engine, or None when it was not built (no ISA-L): the source
+    tree's build/, or where `make install` puts it
     (lib/trainprof/).  $TP_TEST_MERGE_ENGINE names another copy: the
     sanitizer tests load their own build (not a TRAINPROF_ name: the
     library warns of TRAINPROF_ variables it does not know)."""
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.abspath(__file__))   # scripts/trainprof_cli/merge
     paths = [os.path.join(d, ENGINE_NAME) for d in (
-        os.path.join(here, "..", "build"), os.path.join(here, "..", "..", "lib", "trainprof"))]
+        os.path.join(here, "..", "..", "..", "build"),
+        os.path.join(here, "..", "..", "..", "..", "lib", "trainprof"))]
     if os.environ.get("TP_TEST_MERGE_ENGINE"):
         paths = [os.environ["TP_TEST_MERGE_ENGINE"]]
     for path in paths:
@@ -783,7 +784,7 @@ def open_inputs(paths):
 
 
 def merge(paths, out, jobs=None, log=sys.stderr, engine="auto"):
-    """engine: "c" (scripts/trainprof_merge.c, an error when it was not
+    """engine: "c" (engine.c, an error when it was not
     built), "python", or "auto" (the C engine when built)."""
     t0 = time.time()
     lib = load_engine() if engine != "python" else None

@@ -52,10 +52,10 @@ import sys
 import zlib
 
 try:
-    from trainprof_files import FileError, open_regular, read_regular, size_text
-except ImportError:                     # loaded by path (tests): its folder holds the helper
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from trainprof_files import FileError, open_regular, read_regular, size_text
+    from trainprof_cli.files import FileError, open_regular, read_regular, size_text
+except ImportError:                     # loaded by path (tests): the package from its parent folder
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from trainprof_cli.files import FileError, open_regular, read_regular, size_text
 
 SCHEMA = "trainprof.summary/1"
 TOP = 20
