@@ -47,7 +47,7 @@ FAKE_SRC    := $(wildcard tests/fakes/*.c)
 PROG_SRC    := $(wildcard tests/programs/*.c)
 PROG_BIN    := $(PROG_SRC:tests/programs/%.c=$(B)/programs/%)
 
-.PHONY: all lib merge-engine fakes programs unit check check-all check-unit check-preload check-sanitize \
+.PHONY: all lib merge-engine fakes programs unit check check-all check-unit check-cli check-preload check-sanitize \
         check-tsan demo demo-run bench bench-torch install lint deps clean venv cuda-programs gpu-bundle \
         fuzz fuzz-build check-fuzz
 
@@ -191,10 +191,16 @@ check-preload: lib $(MERGE_LIB) fakes programs cuda-programs venv unit
 	@scripts/dev/modgraph --check --build $(B) >/dev/null || { scripts/dev/modgraph --build $(B); exit 1; }
 	$(VENV)/bin/python -m pytest -q tests/preload
 
+# The trainprof command's own tests (scripts/trainprof and scripts/trainprof_cli:
+# run, summary, merge and its engine, trigger, status), on traces the library
+# writes with the fakes.
+check-cli: lib $(MERGE_LIB) fakes programs venv
+	$(VENV)/bin/python -m pytest -q tests/cli
+
 check: deps
 	@$(MAKE) --no-print-directory check-all
 
-check-all: lint check-unit check-fuzz check-preload
+check-all: lint check-unit check-fuzz check-cli check-preload
 
 # AddressSanitizer + UndefinedBehaviorSanitizer over the unit and preload tests.
 # The preloaded library needs the ASan runtime first in LD_PRELOAD; the tests
@@ -205,7 +211,7 @@ check-sanitize:
 	$(MAKE) B=build/asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" check-unit
 	$(MAKE) venv
 	TP_TEST_BUILD=build/asan TP_TEST_ASAN=$$($(CC) -print-file-name=libasan.so) \
-	    ASAN_OPTIONS=detect_leaks=0 $(VENV)/bin/python -m pytest -q tests/preload
+	    ASAN_OPTIONS=detect_leaks=0 $(VENV)/bin/python -m pytest -q tests/cli tests/preload
 
 # The unit tests, then the 16-thread program recording under the preload
 # (TSan's runtime preloaded first; a race exits non-zero).

@@ -17,7 +17,7 @@
  * is found whatever its layout (trainprof's one per line, Kineto's over
  * several indented lines, json.dump's all on one) and written as one line,
  * its line breaks outside strings dropped.  The rewrite is merge/__init__.py's
- * line mode, byte for byte on trainprof's layout (tests/preload/test_merge.py
+ * line mode, byte for byte on trainprof's layout (tests/cli/test_merge.py
  * compares the two): every "pid": N or "pid": "S" outside strings becomes
  * the rank's slot x 2^22 plus the pid (new_pid there), every "id"/"bind_id":
  * N gets the slot's suffix digits, every "ts" moves by the shift when it is
