@@ -1,4 +1,4 @@
-"""trainprof_files - how the trainprof command creates and reads files.
+"""trainprof_cli.files - how the trainprof command creates and reads files.
 
 DESIGN
 The command works in folders that others may write: a job's run folder on a

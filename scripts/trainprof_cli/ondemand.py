@@ -13,7 +13,7 @@ it warms up at step S and records steps S+1 .. S+N, saving one trace; a
 process that reads the file after step S has begun starts at the step that
 begins next, and says so.
 
-`trigger` writes the file atomically (trainprof_files.create: a fresh
+`trigger` writes the file atomically (trainprof_cli.files.create: a fresh
 temporary name, O_EXCL|O_NOFOLLOW, then rename), with
 S a margin past the largest step the live processes publish: their step
 plus their step rate times the status file's age, plus max(2, rate x 1.5 s)
@@ -334,7 +334,7 @@ def estimate_rates(folder, live, said):
 
 def write_trigger(folder, name, line):
     """Writes the trigger file `name` (a plain name: check_status) in the
-    run folder, atomically, never through a planted link (trainprof_files)."""
+    run folder, atomically, never through a planted link (trainprof_cli.files)."""
     path = os.path.join(folder, name)
     with create(path) as f:
         f.write(line.encode())

@@ -1,4 +1,4 @@
-"""trainprof_summary - `trainprof summary PATH...`.
+"""trainprof_cli.summary - `trainprof summary PATH...`.
 
 DESIGN
 Every input becomes one dict in the schema of the summary handler's
@@ -16,22 +16,26 @@ paired with the summary.json of the same base name anywhere under the
 arguments, which is preferred (a few KiB instead of the whole trace), so
 4,096 ranks are read in seconds.
 
-A trace is streamed, never loaded whole: gzip is decompressed in chunks,
-the top-level keys before "traceEvents" are decoded one by one
-(json.JSONDecoder.raw_decode), and the events are decoded in batches of
-whole lines (our writer puts one event per line, and a JSON string cannot
-hold a raw newline, so a batch that parses is a run of whole events; one
-that does not falls back to one raw_decode per element).  Memory is the
-chunk, the name tables, and the few per-window lists (steps, collectives
-waiting for their kernels), not the trace.  Python standard library only.
+Where the Python aggregation remains, and why (scripts/README.md, the
+section on where the figures come from): _TraceSummary runs only for a trace with no
+summary.json within reach (written by torch.profiler itself, by a library
+from before summary.json, or copied without its reports folder).  It fills
+the summary.json schema from the same table definitions (NAME_TABLES) that
+render_one prints, and render_one prints summary.c's columns, units and
+rounding; tests/preload/test_summary_sources.py holds them together.
+
+A trace is streamed, never loaded whole, by the reader merge shares
+(trainprof_cli.trace.stream_trace): the events come in batches of whole lines.
+Memory is the batch, the name tables, and the few per-window lists (steps,
+collectives waiting for their kernels), not the trace.  Python standard
+library only.
 
 Hostile input (README "What `merge`, `summary`, `trigger` and `status`
-accept"): only regular files are read (trainprof_files; a
+accept"): only regular files are read (trainprof_cli.files; a
 FIFO would block, a link to /dev/zero never ends; names met in a folder are
 not followed if links), a summary.json of at most MAX_SUMMARY bytes, a
-trace's header values and events of at most MAX_HEADER and MAX_EVENT; a
-value that does not parse yet is retried only once the buffer has doubled
-(linear time: retrying at every chunk cost 13.5 s for a 128 MiB string).
+trace's header values and events of at most MAX_HEADER and MAX_EVENT
+(trainprof_cli.trace, whose errors name the file).
 A file that fails, or whose fields job() reads are not of the schema's
 types (check_summary), is refused with one line naming it; the others are
 still summarised, and the exit status is 2.
@@ -39,8 +43,7 @@ still summarised, and the exit status is 2.
 
 from array import array
 import bisect
-import codecs
-import gzip
+import collections
 import io
 import json
 import math
@@ -52,14 +55,14 @@ import sys
 import zlib
 
 try:
-    from trainprof_cli.files import FileError, open_regular, read_regular, size_text
+    from trainprof_cli.files import FileError, read_regular
+    from trainprof_cli.trace import TraceError, stream_trace
 except ImportError:                     # loaded by path (tests): the package from its parent folder
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from trainprof_cli.files import FileError, open_regular, read_regular, size_text
+    from trainprof_cli.files import FileError, read_regular
+    from trainprof_cli.trace import TraceError, stream_trace
 
 SCHEMA = "trainprof.summary/1"
-TOP = 20
-CHUNK = 1 << 20
 BUSY_BATCH = 65536                # device spans merged and folded at a time
 OP_FOLD_MIN = 65536               # operators looked up in a dict before a fold (op_add)
 BUSY_DISORDER = 4096              # how far out of time order device records may arrive
@@ -70,11 +73,102 @@ DTYPE_SIZE = {"Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Float8_e4m3fn"
 DEVICE_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 STEP_ROW = "ProfilerStep*"          # the operator tables' row of the steps (summary_impl.h)
-WS = re.compile(r"[ \t\r\n,]*")
-BLANKS = re.compile(r"[ \t\r\n]*")
-MAX_HEADER = 16 << 20             # a trace's keys before traceEvents at most (as merge)
-MAX_EVENT = 16 << 20              # one event at most (as merge)
 MAX_SUMMARY = 16 << 20            # a summary.json at most (the handler writes a few KiB)
+
+
+# ---- the tables: one definition for the aggregation and the printing ------------
+#
+# Where the figures come from (README "summary.json"): the library's
+# summary.json when it exists, which is summary.c's aggregates (summary_agg.c)
+# cut to their largest rows; a Python aggregation of the trace (_TraceSummary)
+# only where there is none: a trace written by torch.profiler itself, an
+# older trace, a trace copied without its reports folder.  Both end as one dict
+# in summary.json's schema, and one renderer (render_one) prints it in the
+# columns, units, rounding and row order of the library's text report
+# (summary.c): the name tables below are defined once, for the aggregation
+# (which table, rows kept, order, fields: summary_json.c's put_table) and the
+# printing (heading, columns, cells, total line: summary.c's put_libs,
+# put_apis, put_kernels, put_gpu).  tests/preload/test_summary_sources.py
+# holds the three to each other.
+TOP = 20                        # rows kept of the kernel and operator tables (summary_json.c)
+TOP_SMALL = 10                  # of the library and host API tables
+OPS_TOP = TOP
+NAME_MAX = 100                  # bytes of a left-aligned cell before it is cut (TP_TABLE_NAME_MAX)
+
+NameTable = collections.namedtuple("NameTable", "key agg top by_calls fields heading titles cells total")
+
+
+def _fmt3(ns, unit):
+    """"ns" in units of "unit" ns, three decimals, rounded half away from
+    zero in integer arithmetic: table.c's tp_fmt3, so that the figures are
+    the text report's to the last digit."""
+    if ns is None:
+        return "--"
+    ns = int(round(ns))
+    milli = unit // 1000
+    q = (ns + milli // 2) // milli if ns >= 0 else -((-ns + milli // 2) // milli)
+    return "%s%d.%03d" % ("-" if q < 0 else "", abs(q) // 1000, abs(q) % 1000)
+
+
+def _ms(ns):
+    return _fmt3(ns, 1000000)
+
+
+def _us(ns):
+    return _fmt3(ns, 1000)
+
+
+def _pct(x):
+    return "--" if x is None else "%.1f%%" % (100.0 * x)
+
+
+def _pct_of(part, whole):
+    """summary.c's fmt_pct: one decimal, 0.0% of nothing."""
+    return "%.1f%%" % (100.0 * part / whole if whole and whole > 0 else 0.0)
+
+
+def _pct2_of(part, whole):
+    """summary.c's fmt_pct2 (torch's two decimals), integer arithmetic."""
+    if part is None:
+        return "--"
+    p = (int(part) * 10000 + int(whole) // 2) // int(whole) if whole and whole > 0 else 0
+    return "%d.%02d%%" % (p // 100, p % 100)
+
+
+def _gflop(flops):
+    return "%.3f" % (flops / 1e9)
+
+
+def _lib_cells(d, r):
+    f, all_f = r.get("flops"), (d.get("totals") or {}).get("library_flops") or 0
+    return [r["calls"], _ms(r["total_ns"]), _us(r["total_ns"] // r["calls"])] + \
+        ([_gflop(f), "%.2f%%" % (100.0 * f / all_f if all_f else 0.0)] if f else ["--", "--"])
+
+
+NAME_TABLES = (
+    NameTable("library_calls", "lib", TOP_SMALL, False, (("flops", "extra"),),
+              "Library calls (cuBLAS, cuBLASLt, cuDNN, NCCL)",
+              ("Name", "Calls", "Total (ms)", "Mean (us)", "GFLOP", "% FLOPs"), _lib_cells,
+              lambda d: "Library FLOPs total: %s GFLOP" % _gflop((d.get("totals") or {}).get("library_flops") or 0)),
+    NameTable("api_calls", "api", TOP_SMALL, False, (("max_ns", "max"),), "Host API calls",
+              ("Name", "Calls", "Total (ms)", "Mean (us)", "Max (us)", "% Host"),
+              lambda d, r: [r["calls"], _ms(r["total_ns"]), _us(r["total_ns"] // r["calls"]),
+                            _us(r.get("max_ns")), _pct2_of(r["total_ns"], d.get("host_api_ns"))],
+              lambda d: "Host API time total (ms): %s" % _ms(d.get("host_api_ns"))),
+    NameTable("launches", "launch", TOP, True, (), "Kernels launched", ("Kernel", "Launches"),
+              lambda d, r: [r["calls"]], lambda d: "Launches total: %s" % d.get("host_launch_count")),
+    NameTable("gpu_work", "gpu", TOP, False, (("max_ns", "max"),), None,
+              ("Device work", "Count", "GPU total (ms)", "Mean (us)", "Max (us)", "% GPU"),
+              lambda d, r: [r["calls"], _ms(r["total_ns"]), _us(r["total_ns"] // r["calls"]),
+                            _us(r.get("max_ns")), _pct_of(r["total_ns"], d.get("gpu_ns"))],
+              lambda d: "GPU time total (ms): %s" % _ms(d.get("gpu_ns"))),
+)
+OP_TITLES = ("Name", "Calls", "Host total (ms)", "Host total %", "Self host (ms)", "Self host %", "Mean (us)")
+STEP_TITLES = ("Step", "Wall (ms)", "GFLOP", "TFLOP/s", "GPU busy")
+MEMORY_TITLES = ("Memory", "Start", "Peak", "Peak at (ms)", "End", "Process peak", "Allocs", "Frees",
+                 "Failed", "Largest failed")
+COLL_TITLES = ("Collective", "Ranks", "Calls", "Size (MB)", "Time (ms)", "Mean (us)", "algbw (GB/s)",
+               "busbw (GB/s)", "Basis")
 
 
 class SummaryError(Exception):
@@ -85,152 +179,9 @@ class SummaryError(Exception):
 # the aggregates (a string where a number belongs, a number of 5,000 digits,
 # 1e999, a corrupt gzip, nesting deeper than Python's json reads): the file
 # is refused with one line naming it, and the others are still summarised.
-DATA_ERRORS = (SummaryError, FileError, OSError, EOFError, zlib.error, ValueError, TypeError,
+DATA_ERRORS = (SummaryError, TraceError, FileError, OSError, EOFError, zlib.error, ValueError, TypeError,
                KeyError, IndexError, AttributeError, OverflowError, ZeroDivisionError,
                RecursionError)
-
-
-# ---- streaming a trace ---------------------------------------------------------
-
-def _open_text(path, follow=True):
-    f, _ = open_regular(path, follow)
-    magic = f.read(2)
-    f.seek(0)
-    raw = gzip.GzipFile(fileobj=f) if magic == b"\x1f\x8b" else f
-    return raw, codecs.getincrementaldecoder("utf-8")("replace")
-
-
-class _Reader:
-    """A growing text buffer over a file read in chunks."""
-
-    def __init__(self, path, follow=True):
-        self.path = path
-        self.raw, self.dec = _open_text(path, follow)
-        self.buf = ""
-        self.pos = 0
-        self.dropped = 0              # characters dropped from the buffer's front
-        self.eof = False
-        self.gen = 0                  # bumped whenever the buffer moves
-
-    def offset(self):
-        """Characters before pos since the file's start."""
-        return self.dropped + self.pos
-
-    def more(self, hint=0):
-        if self.eof:
-            return False
-        self.gen += 1
-        data = self.raw.read(max(hint, CHUNK))        # GzipFile: at most that, inflated
-        self.dropped += self.pos
-        if not data:
-            self.eof = True
-            self.buf = self.buf[self.pos:] + self.dec.decode(b"", final=True)
-            self.pos = 0
-            return True
-        self.buf = self.buf[self.pos:] + self.dec.decode(data)
-        self.pos = 0
-        return True
-
-    def skip_ws(self, commas=False):
-        ws = WS if commas else BLANKS
-        while True:
-            self.pos = ws.match(self.buf, self.pos).end()
-            if self.pos < len(self.buf) or not self.more():
-                return
-
-    def peek(self):
-        self.skip_ws()
-        return self.buf[self.pos] if self.pos < len(self.buf) else ""
-
-    def value(self, limit, what, dec=json.JSONDecoder()):
-        """One complete JSON value (a number is complete only when something
-        follows it), of at most `limit` characters (`what` names it in the
-        error).  After a failed try the buffer is grown to twice what it held
-        before the next: retrying at every chunk would cost the square of a
-        long value's length (13.5 s for a 128 MiB string)."""
-        self.skip_ws()
-        want = 0
-        while True:
-            have = len(self.buf) - self.pos
-            if self.eof or have >= want:
-                try:
-                    v, end = dec.raw_decode(self.buf, self.pos)
-                    if end < len(self.buf) or self.eof:
-                        self.pos = end
-                        return v
-                except RecursionError:
-                    raise SummaryError("%s nested too deeply for Python's json" % what)
-                except ValueError:
-                    if self.eof:
-                        raise SummaryError("not valid JSON near character %d of the text"
-                                           % self.offset())
-                if have > limit:
-                    raise SummaryError("%s longer than %s" % (what, size_text(limit)))
-                want = 2 * have
-            self.more(want - have)
-
-    def expect(self, ch):
-        if self.peek() != ch:
-            raise SummaryError("expected %r, found %r" % (ch, self.buf[self.pos:self.pos + 20]))
-        self.pos += 1
-
-    def close(self):
-        self.raw.close()
-
-
-def stream_trace(path, on_header, on_events, follow=True):
-    """Calls on_header(key, value) for every top-level key but traceEvents,
-    and on_events(list) with the events in file order, batch by batch."""
-    r = _Reader(path, follow)
-    loads = json.loads
-    try:
-        r.expect("{")
-        head_end, where = MAX_HEADER, "before"    # the keys around the events are bounded
-        while True:
-            r.skip_ws(commas=True)
-            if r.offset() > head_end:
-                raise SummaryError("the keys %s traceEvents are longer than %s"
-                                   % (where, size_text(MAX_HEADER)))
-            if r.buf[r.pos:r.pos + 1] == "}":
-                return
-            key = r.value(MAX_HEADER, "a key before traceEvents")
-            if not isinstance(key, str):
-                raise SummaryError("a key that is not a string")
-            r.expect(":")
-            if key != "traceEvents":
-                on_header(key, r.value(MAX_HEADER, "the value of %.40r" % key))
-                continue
-            r.expect("[")
-            while True:
-                r.skip_ws(commas=True)
-                if r.pos >= len(r.buf):
-                    raise SummaryError("traceEvents not closed")
-                if r.buf[r.pos] == "]":
-                    r.pos += 1
-                    head_end, where = r.offset() + MAX_HEADER, "after"
-                    break
-                nl = r.buf.rfind("\n", r.pos)
-                if nl > r.pos:
-                    seg = r.buf[r.pos:nl].rstrip().rstrip(",")
-                    try:
-                        batch = loads("[" + seg + "]")
-                    except (ValueError, RecursionError):
-                        batch = None            # read again one element at a time
-
-                    if batch is not None:
-                        r.pos = nl + 1
-                        on_events(batch)
-                        continue
-                # not whole events (the array's end, or another writer's
-                # layout): one element at a time up to the batch's end
-                gen = r.gen
-                while True:
-                    on_events([r.value(MAX_EVENT, "an event")])
-                    r.skip_ws(commas=True)
-                    if r.gen != gen or r.pos >= nl or r.pos >= len(r.buf) or r.buf[r.pos] == "]":
-                        break
-    finally:
-        r.close()
 
 
 # ---- a trace to the summary.json schema ----------------------------------------
@@ -661,12 +612,9 @@ class _TraceSummary:
             "host_launch_count": self.launches,
             "host_api_ns": sum(a.total for a in t["api"].values()),
             "gpu_ns": sum(a.total for a in t["gpu"].values()) if gpu else None,
-            "gpu_work": _table(t["gpu"], lambda a: {"max_ns": a.max}),
-            "launches": _table(t["launch"], lambda a: {}, by_calls=True),
+            **{tb.key: _table(t[tb.agg], tb) for tb in NAME_TABLES},
             "operators": _op_table(t["op"], ops_self),
             "operators_by_shape": _op_table(t["shape"], ops_self) if self.ops_with_shapes else None,
-            "library_calls": _table(t["lib"], lambda a: {"flops": a.extra}, top=10),
-            "api_calls": _table(t["api"], lambda a: {"max_ns": a.max}, top=10),
             "memory": [dict(self.mem[d], peak_at_ns=None if self.mem[d]["peak_at_ns"] is None
                             else base + self.mem[d]["peak_at_ns"]) for d in sorted(self.mem)],
             "collectives": {"basis": "none" if not self.coll else "host-enqueue" if not dev_any
@@ -690,7 +638,7 @@ def _op_table(t, self_ns):
     time, each with its kind, self and device time and their shares of
     "self_ns", the self time of all rows."""
     rows = []
-    for key, a in sorted(t.items(), key=lambda kv: (-kv[1].total, kv[0]))[:TOP]:
+    for key, a in sorted(t.items(), key=lambda kv: (-kv[1].total, kv[0]))[:OPS_TOP]:
         r = {"name": key} if isinstance(key, str) else {"name": key[0], "input_shapes": key[1]}
         r.update({"kind": a.kind, "calls": a.calls, "total_ns": a.total, "self_ns": a.extra,
                   "gpu_ns": a.extra2,
@@ -701,12 +649,14 @@ def _op_table(t, self_ns):
             "total_ns": sum(a.total for a in t.values()), "self_ns": self_ns, "top": rows}
 
 
-def _table(t, extra, top=TOP, by_calls=False):
-    key = (lambda kv: (-kv[1].calls, kv[0])) if by_calls else (lambda kv: (-kv[1].total, kv[0]))
+def _table(t, tb):
+    """A name table of summary_json.c (put_table) by its definition "tb"
+    (NAME_TABLES): its rows kept, in its order, with its fields."""
+    key = (lambda kv: (-kv[1].calls, kv[0])) if tb.by_calls else (lambda kv: (-kv[1].total, kv[0]))
     rows = []
-    for name, a in sorted(t.items(), key=key)[:top]:
+    for name, a in sorted(t.items(), key=key)[:tb.top]:
         r = {"name": name, "calls": a.calls, "total_ns": a.total}
-        r.update(extra(a))
+        r.update((field, getattr(a, attr)) for field, attr in tb.fields)
         rows.append(r)
     return {"distinct": len(t), "calls": sum(a.calls for a in t.values()),
             "total_ns": sum(a.total for a in t.values()), "top": rows}
@@ -845,10 +795,26 @@ def collect(paths, say=lambda msg: None):
 
 # ---- printing ------------------------------------------------------------------
 
+def _cut(c):
+    """A left-aligned cell cut to NAME_MAX bytes on a UTF-8 boundary, "..."
+    appended (table.c's cut_utf8)."""
+    b = c.encode("utf-8")
+    if len(b) <= NAME_MAX:
+        return c
+    return b[:NAME_MAX].decode("utf-8", "ignore") + "..."
+
+
 def _table_text(titles, rows, left=1, left_last=False):
     """Columns as table.c lays them out: the first "left" (and the last,
-    with left_last: torch's "Input Shapes") left-aligned, the others right."""
-    rows = [[("--" if c is None else str(c)) for c in r] for r in rows]
+    with left_last: torch's "Input Shapes") left-aligned and cut to NAME_MAX
+    bytes, the others right-aligned."""
+    n = len(titles)
+
+    def is_left(i):
+        return i < left or (left_last and i == n - 1)
+
+    rows = [[_cut(c) if is_left(i) else c for i, c in enumerate("--" if c is None else str(c) for c in r)]
+            for r in rows]
     w = [len(t) for t in titles]
     for r in rows:
         for i, c in enumerate(r):
@@ -856,27 +822,11 @@ def _table_text(titles, rows, left=1, left_last=False):
     rule = "  ".join("-" * x for x in w)
 
     def line(cells):
-        return "  ".join(c.ljust(w[i]) if i < left or (left_last and i == len(cells) - 1) else c.rjust(w[i])
+        return "  ".join(c.ljust(w[i]) if is_left(i) else c.rjust(w[i])
                          for i, c in enumerate(cells)).rstrip()
 
     out = [rule, line(titles), rule] + [line(r) for r in rows] + [rule]
     return "\n".join(out) + "\n"
-
-
-def _ms(ns):
-    return "--" if ns is None else "%.3f" % (ns / 1e6)
-
-
-def _us(ns):
-    return "--" if ns is None else "%.3f" % (ns / 1e3)
-
-
-def _pct(x):
-    return "--" if x is None else "%.1f%%" % (100.0 * x)
-
-
-def _pct2(x):
-    return "--" if x is None else "%.2f%%" % (100.0 * x)
 
 
 def _human(n):
@@ -888,7 +838,17 @@ def _human(n):
     return "%d B" % n
 
 
+def _left_out(out, tb, rows, what):
+    """The rows of a table summary.json did not keep: counted, as summary.c
+    counts the operator rows past its 100."""
+    more = (tb.get("distinct") or 0) - len(rows)
+    if more > 0:
+        out.write("%d more rows left out (the %d with the most %s are shown)\n" % (more, len(rows), what))
+
+
 def render_one(d, out):
+    """One window's report from its summary.json dict, in summary.c's
+    sections, columns, units and row order (the rows summary.json keeps)."""
     w = d.get("window") or {}
     t = d.get("totals") or {}
     out.write("trainprof summary of %s (from %s)\n\n" % (d.get("trace"), d.get("source", "summary.json")))
@@ -913,96 +873,130 @@ def render_one(d, out):
     else:
         gpu = d.get("gpu")
         flops = bool(t.get("flops"))        # no FLOPs columns of zeros (a CPU job), as the library's report
-        titles = ["Step", "Wall (ms)"] + (["GFLOP", "TFLOP/s"] if flops else []) + \
-            (["GPU busy"] if gpu else [])
+        titles = [x for x in STEP_TITLES if (flops or x not in ("GFLOP", "TFLOP/s")) and (gpu or x != "GPU busy")]
         rows = []
         for s in steps:
             r = [s["step"], _ms(s["wall_ns"])]
             if flops:
-                r += ["%.3f" % (s["flops"] / 1e9), "%.3f" % s["tflops_per_s"]]
+                r += [_gflop(s["flops"]), "%.3f" % s["tflops_per_s"]]
             if gpu:
-                r.append(_pct(s["gpu_busy_ns"] / s["wall_ns"]) if s.get("gpu_busy_ns") is not None
-                         and s["wall_ns"] > 0 else "--")
+                r.append(_pct_of(s["gpu_busy_ns"], s["wall_ns"]) if s.get("gpu_busy_ns") is not None else "--")
             rows.append(r)
         out.write(_table_text(titles, rows))
         if gpu:
             out.write("GPU busy share of the steps: %s (kernels, copies and sets on any stream)\n"
-                      % _pct(t.get("gpu_busy_share")))
+                      % _pct(t.get("gpu_busy_share") or 0.0))
         out.write("Mean step wall time (ms): %s over %d steps\n" % (_ms(t.get("mean_step_ns")), len(steps)))
         if not flops:
-            out.write("Library FLOPs: none in these steps\n")
+            out.write("Library FLOPs: none in these steps (counted from cuBLAS, cuBLASLt and cuDNN calls only)\n")
         else:
-            out.write("Library FLOPs in these steps: %.3f GFLOP, achieved %.3f TFLOP/s\n"
-                      % (t.get("flops", 0) / 1e9, t.get("tflops_per_s", 0)))
+            out.write("Library FLOPs in these steps: %s GFLOP, achieved %.3f TFLOP/s\n"
+                      % (_gflop(t.get("flops", 0)), t.get("tflops_per_s", 0)))
             if t.get("mfu_like") is not None:
-                out.write("Library FLOP utilisation (MFU-like): %.2f%% of %.1f TFLOP/s\n"
+                out.write("Library FLOP utilisation (MFU-like): %.2f%% of %.1f TFLOP/s (TRAINPROF_PEAK_TFLOPS);"
+                          " counts cuBLAS/cuDNN work only, recompute included\n"
                           % (100 * t["mfu_like"], t["peak_tflops"]))
             else:
-                out.write("Library FLOP utilisation (MFU-like): unknown (no TRAINPROF_PEAK_TFLOPS)\n")
+                out.write("Library FLOP utilisation (MFU-like): set TRAINPROF_PEAK_TFLOPS to the GPU's"
+                          " dense peak\n")
 
-    def top(title, key, titles, cells):
-        tb = d.get(key) or {}
-        if not tb.get("top"):
-            return
-        out.write("\n%s (%d of %d)\n" % (title, len(tb["top"]), tb.get("distinct", 0)))
-        out.write(_table_text(titles, [[r["name"]] + cells(r) for r in tb["top"]]))
+    ops = d.get("operators") or {}
+    all_self = ops.get("self_ns")
 
     def op_cells(r):
-        # a summary.json of before the shares: none, "--"
-        return [r["calls"], _ms(r["total_ns"]), _pct2(r.get("total_share")), _ms(r.get("self_ns")),
-                _pct2(r.get("self_share")), _us(r["total_ns"] // r["calls"])] + \
+        # a summary.json of before the shares: the shares it wrote, "--" without
+        share = [_pct2_of(r["total_ns"], all_self), _ms(r.get("self_ns")), _pct2_of(r.get("self_ns"), all_self)] \
+            if all_self is not None else [_pct2(r.get("total_share")), _ms(r.get("self_ns")),
+                                         _pct2(r.get("self_share"))]
+        return [r["calls"], _ms(r["total_ns"])] + share + [_us(r["total_ns"] // r["calls"] if r["calls"] else 0)] + \
             ([_ms(r.get("gpu_ns"))] if d.get("gpu") else [])
 
-    op_titles = ["Name", "Calls", "Host total (ms)", "Host total %", "Self host (ms)", "Self host %",
-                 "Mean (us)"] + (["GPU (ms)"] if d.get("gpu") else [])
-    top("Operators (PyTorch)", "operators", op_titles, op_cells)
-    ops = d.get("operators") or {}
-    if ops.get("top") and ops.get("self_ns") is not None:
+    op_titles = list(OP_TITLES) + (["GPU (ms)"] if d.get("gpu") else [])
+    if ops.get("top"):
+        out.write("\nOperators (PyTorch)\n")
+        out.write(_table_text(op_titles, [[r["name"]] + op_cells(r) for r in ops["top"]]))
+        _left_out(out, ops, ops["top"], "host total time")
         out.write("Host total %% and Self host %%: shares of the self host time of all rows, %s ms"
-                  " (torch's CPU total %% and Self CPU %%)\n" % _ms(ops["self_ns"]))
-    shapes = d.get("operators_by_shape") or {}
-    if shapes.get("top"):
-        out.write("\nOperators by input shape (%d of %d)\n" % (len(shapes["top"]), shapes.get("distinct", 0)))
-        out.write(_table_text(op_titles + ["Input Shapes"],
-                              [[r["name"]] + op_cells(r) + [r.get("input_shapes")] for r in shapes["top"]],
-                              left=1, left_last=True))
-    top("Library calls (cuBLAS, cuBLASLt, cuDNN, NCCL)", "library_calls",
-        ["Name", "Calls", "Total (ms)", "Mean (us)", "GFLOP"],
-        lambda r: [r["calls"], _ms(r["total_ns"]), _us(r["total_ns"] // r["calls"]),
-                   "%.3f" % (r["flops"] / 1e9) if r.get("flops") else "--"])
-    top("Host API calls", "api_calls", ["Name", "Calls", "Total (ms)", "Mean (us)", "Max (us)"],
-        lambda r: [r["calls"], _ms(r["total_ns"]), _us(r["total_ns"] // r["calls"]), _us(r.get("max_ns"))])
-    top("Kernels launched", "launches", ["Kernel", "Launches"], lambda r: [r["calls"]])
-    out.write("\nGPU activity: %s\n" % d.get("gpu_activity", "off"))
-    if d.get("gpu"):
-        top("Device work", "gpu_work", ["Device work", "Count", "GPU total (ms)", "Mean (us)", "Max (us)", "% GPU"],
-            lambda r: [r["calls"], _ms(r["total_ns"]), _us(r["total_ns"] // r["calls"]), _us(r.get("max_ns")),
-                       _pct(r["total_ns"] / d["gpu_ns"]) if d.get("gpu_ns") else "--"])
-        c = d.get("coverage") or {}
-        out.write("Coverage: %s kernels seen by CUPTI, %s linked to a launch seen by the wrappers (%s);"
-                  " %s launches seen by the wrappers\n"
-                  % (c.get("gpu_kernels"), c.get("gpu_kernels_linked"), _pct(c.get("ratio")),
-                     c.get("host_launches")))
+                  " (torch's CPU total %% and Self CPU %%)" % _ms(all_self or 0))
+        if steps:
+            out.write("; %s: the %d steps, self the time outside any top-level operator or annotation"
+                      % (STEP_ROW, len(steps)))
+        out.write("\n")
+        shapes = d.get("operators_by_shape") or {}
+        if shapes.get("top"):
+            out.write("\nOperators by input shape\n")
+            out.write(_table_text(op_titles + ["Input Shapes"],
+                                  [[r["name"]] + op_cells(r) + [r.get("input_shapes")] for r in shapes["top"]],
+                                  left=1, left_last=True))
+            _left_out(out, shapes, shapes["top"], "host total time")
+    for tb in NAME_TABLES:
+        rows = (d.get(tb.key) or {}).get("top") or []
+        if tb.key == "gpu_work":
+            out.write("\nGPU activity: %s\n" % d.get("gpu_activity", "off"))
+            if not d.get("gpu"):
+                continue
+            if not rows:
+                out.write("(no device work recorded)\n")
+        elif not rows and not (tb.key == "library_calls" and t.get("graph_flops")):
+            continue
+        else:
+            out.write("\n%s\n" % tb.heading)
+        if rows:
+            out.write(_table_text(tb.titles, [[r["name"]] + tb.cells(d, r) for r in rows]))
+            _left_out(out, d[tb.key], rows, "calls" if tb.by_calls else "total time")
+            out.write(tb.total(d) + "\n")
+        if tb.key == "library_calls" and t.get("graph_flops"):
+            out.write("Library FLOPs run by CUDA graph launches: %s GFLOP (captured calls count at each launch)\n"
+                      % _gflop(t["graph_flops"]))
+        if tb.key == "gpu_work":
+            c = d.get("coverage") or {}
+            out.write("Coverage: %s kernels seen by CUPTI, %s linked to a launch seen by the wrappers (%s);"
+                      " %s launches seen by the wrappers\n"
+                      % (c.get("gpu_kernels"), c.get("gpu_kernels_linked"),
+                         "n/a" if c.get("ratio") is None else _pct_of(c.get("gpu_kernels_linked"), c.get("gpu_kernels")),
+                         c.get("host_launches")))
+            if (d.get("events") or {}).get("device_dropped"):
+                out.write("Device records dropped: %s (CUPTI buffers full)\n" % d["events"]["device_dropped"])
     mem = d.get("memory") or []
     if mem:
+        start = w.get("start_ns")
         out.write("\nMemory held (reserved from CUDA)\n")
-        out.write(_table_text(["Memory", "Start", "Peak", "End", "Process peak", "Allocs", "Frees"],
+        out.write(_table_text(MEMORY_TITLES,
                               [[m["where"], _human(m["start_bytes"]), _human(m["peak_bytes"]),
+                                "--" if m.get("peak_at_ns") is None or start is None
+                                else _ms(max(m["peak_at_ns"] - start, 0)),
                                 _human(m["end_bytes"]), _human(m.get("process_peak_bytes")),
-                                m["allocs"], m["frees"]] for m in mem]))
+                                m["allocs"], m["frees"], m.get("failed"),
+                                _human(m.get("largest_failed_bytes")) if m.get("failed") else "--"]
+                               for m in mem]))
+        out.write("Bytes the process reserved from CUDA (cudaMalloc/VMM level), not a caching allocator's"
+                  " allocated bytes: compare with torch.cuda.memory_reserved(), not memory_allocated()\n")
     co = d.get("collectives") or {}
-    if co.get("rows"):
-        out.write("\nCollectives (NCCL); time basis: %s\n" % co.get("basis"))
-        out.write(_table_text(["Collective", "Ranks", "Calls", "Size (MB)", "Time (ms)", "Mean (us)",
-                               "algbw (GB/s)", "busbw (GB/s)", "Basis"],
-                              [[r["kind"], r["ranks"], r["calls"], "%.3f" % (r["bytes"] / 1e6),
-                                _ms(r["time_ns"]), _us(r["time_ns"] // r["calls"]),
-                                "--" if r["algbw_gbps"] is None else "%.2f" % r["algbw_gbps"],
-                                "--" if r["busbw_gbps"] is None else "%.2f" % r["busbw_gbps"],
-                                r["basis"]] for r in co["rows"]]))
+    if co.get("rows") or co.get("captured_calls"):
+        basis = co.get("basis")
+        out.write("\nCollectives (NCCL); time: %s\n" % (
+            "device (kernel) time of the kernels each call issued" if basis == "device" else
+            "device (kernel) time of the kernels each call issued; host-enqueue based where no kernel"
+            " was seen (Basis)" if basis == "mixed" else
+            "host call durations, host-enqueue based (no device time: bandwidths are upper bounds,"
+            " not transfer rates)"))
+        if co.get("rows"):
+            out.write(_table_text(COLL_TITLES,
+                                  [[r["kind"], r["ranks"], r["calls"], "%.3f" % (r["bytes"] / 1e6),
+                                    _ms(r["time_ns"]), _us(r["time_ns"] // r["calls"]),
+                                    "--" if r["algbw_gbps"] is None else "%.2f" % r["algbw_gbps"],
+                                    "--" if r["busbw_gbps"] is None else "%.2f" % r["busbw_gbps"],
+                                    r["basis"]] for r in co["rows"]]))
+        out.write("busbw = algbw x 2(n-1)/n for allreduce, (n-1)/n for allgather, reduce_scatter,"
+                  " all_to_all, gather and scatter, 1 otherwise (nccl-tests)\n")
+        if co.get("captured_calls"):
+            out.write("Collective calls captured into CUDA graphs (not counted above): %s\n" % co["captured_calls"])
     ev = d.get("events") or {}
-    out.write("\nEvents: %s records, %s dropped, %s late, %s device records dropped\n"
-              % (ev.get("records"), ev.get("dropped"), ev.get("late"), ev.get("device_dropped")))
+    out.write("\nEvents: %s records, %s dropped, %s late\n" % (ev.get("records"), ev.get("dropped"), ev.get("late")))
+
+
+def _pct2(x):
+    return "--" if x is None else "%.2f%%" % (100.0 * x)
 
 
 def _median(v):
@@ -1137,7 +1131,7 @@ def main(argv, prog="trainprof summary"):
                 raise SummaryError("malformed: %s" % why)
             docs.append(d)
             where.append(path)
-        except FileError as e:              # its text names the file
+        except (FileError, TraceError) as e:        # its text names the file
             say(str(e))
         except DATA_ERRORS as e:
             say("%s: %s" % (path, _why(e)))
@@ -1177,7 +1171,7 @@ _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
 
 def _why(e):
     """One line for an exception raised by a broken input."""
-    if isinstance(e, (SummaryError, FileError)):
+    if isinstance(e, (SummaryError, FileError, TraceError)):
         return str(e)
     if isinstance(e, RecursionError):
         return "nested too deeply for Python's json"

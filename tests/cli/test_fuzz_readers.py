@@ -53,7 +53,9 @@ FileError = sys.modules["trainprof_cli.files"].FileError
 for m in (summ, merge):
     m.MAX_HEADER = m.MAX_EVENT = LIMIT
 summ.MAX_SUMMARY = LIMIT
-summ.CHUNK = merge.INFLATE = merge.READ = merge.CHUNK = LIMIT
+# both read traces through trainprof_cli.trace, imported by name: its bounds are lowered there
+trace = sys.modules["trainprof_cli.trace"]
+trace.MAX_HEADER = trace.MAX_EVENT = trace.CHUNK = trace.INFLATE = trace.READ = LIMIT
 od.STATUS_MAX = LIMIT
 
 

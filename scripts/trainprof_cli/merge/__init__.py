@@ -1,12 +1,13 @@
-"""trainprof_merge - `trainprof merge TRACE... -o OUT.json.gz`.
+"""trainprof_cli.merge - `trainprof merge TRACE... -o OUT.json.gz`.
 
 DESIGN
 One Kineto-format trace with every rank, for Perfetto, streamed: memory does
 not depend on the size of the inputs, and the work spreads over threads.
 
-Reading.  The top-level keys before "traceEvents" are parsed here one by
-one (json raw_decode).  The event array then goes through the C engine
-(engine.c beside this file, build/libtrainprof_merge.so, built with ISA-L):
+Reading (trainprof_cli.trace, the reader `summary` shares).  The top-level
+keys before "traceEvents" are parsed one by one (json raw_decode).  The
+event array then goes through the C engine (engine.c beside this file,
+build/libtrainprof_merge.so, built with ISA-L):
 it inflates, takes each event whatever its layout (trainprof's one per
 line, Kineto's over several indented lines, json.dump's all on one),
 rewrites it as one line, deflates in pieces on its threads and appends them
@@ -60,7 +61,7 @@ MAX_HEADER and MAX_EVENT bytes (16 MiB: trainprof's header is a few KiB,
 the largest event of a torch trace some hundred KiB); a corrupt gzip, a bad
 CRC, bytes that are not UTF-8 where the text is parsed, nesting deeper than
 Python's json reads, and numbers Python refuses are errors.  The output is
-created by trainprof_files.create: a fresh temporary name opened with
+created by trainprof_cli.files.create: a fresh temporary name opened with
 O_EXCL|O_NOFOLLOW, renamed into place, removed on any failure (SIGTERM and
 SIGHUP included).
 """
@@ -78,18 +79,17 @@ import time
 import zlib
 
 try:
-    from trainprof_cli.files import FileError, create, open_regular, size_text
+    from trainprof_cli.files import FileError, create, size_text
+    from trainprof_cli.trace import (MAX_HEADER, Reader, TraceError, event_chunks, events_generic,
+                                     parse_trailer, read_header, read_trailer)
 except ImportError:                     # loaded by path: the package from its parent folder
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    from trainprof_cli.files import FileError, create, open_regular, size_text
+    from trainprof_cli.files import FileError, create, size_text
+    from trainprof_cli.trace import (MAX_HEADER, Reader, TraceError, event_chunks, events_generic,
+                                     parse_trailer, read_header, read_trailer)
 
 PID_STRIDE = 1 << 22            # Linux pid_max is at most 2^22
 SORT_STRIDE = 1 << 40           # process_sort_index: slot x 2^40 + the original
-CHUNK = 4 << 20                 # bytes of event text per piece of work
-READ = 1 << 20                  # compressed bytes read at a time
-INFLATE = 4 << 20               # decompressed bytes made at a time (deflate inflates up to 1032x)
-MAX_HEADER = 16 << 20           # the keys before "traceEvents", and those after it, at most
-MAX_EVENT = 16 << 20            # one event at most (the engine's MAX_EVENT)
 MAX_JOBS = 256
 TERM_SIGNALS = (signal.SIGTERM, signal.SIGHUP)     # remove the output's temporary file (main)
 LEVEL = 1                       # the library's own gzip level (TP_JSONW_GZIP_LEVEL)
@@ -98,289 +98,10 @@ PID_RE = re.compile(rb'"pid"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 TS_RE = re.compile(rb'"ts"\s*:\s*(-?)(\d+)(?:\.(\d+))?')
 FLOW_ID_RE = re.compile(rb'"(id|bind_id)"\s*:\s*(\d+)')
 META_RE = re.compile(rb'"ph"\s*:\s*"M"')
-LINE_START_BAD = re.compile(rb'\n(?![ \t]*\{)')
-ARRAY_END = re.compile(rb'\n[ \t]*\]')
 
 
-class MergeError(Exception):
-    pass
-
-
-# ---- reading ---------------------------------------------------------------------
-
-class Reader:
-    """The decompressed bytes of one trace file, in pieces."""
-
-    def __init__(self, path):
-        self.path = path
-        self.f = self._open()
-        magic = self.f.read(2)
-        self.f.seek(0)
-        self.gz = magic == b"\x1f\x8b"
-        self.z = zlib.decompressobj(16 + zlib.MAX_WBITS) if self.gz else None
-        self.pending = b""          # compressed bytes read, not inflated yet
-        self.buf = b""
-        self.eof = False
-        self.read_in = 0            # compressed (file) bytes read
-        self.produced = 0           # decompressed bytes appended to buf
-
-    def offset(self):
-        """The decompressed offset of buf's first byte."""
-        return self.produced - len(self.buf)
-
-    def park(self):
-        """Closes the file and lets its buffers go, keeping the offset: the
-        inputs wait so while others are merged (seek opens it again)."""
-        self.parked = self.offset()
-        self.f.close()
-        self.buf, self.z, self.pending = b"", None, b""
-
-    def _open(self):
-        """A regular file only (a FIFO would block, /dev/zero never ends)."""
-        try:
-            return open_regular(self.path)[0]
-        except FileError as e:
-            raise MergeError(str(e))
-
-    def seek(self, offset):
-        """Starts over and reads up to the decompressed offset."""
-        if self.f.closed:
-            self.f = self._open()
-        self.f.seek(0)
-        self.z = zlib.decompressobj(16 + zlib.MAX_WBITS) if self.gz else None
-        self.buf, self.eof, self.read_in, self.produced, self.pending = b"", False, 0, 0, b""
-        while self.produced < offset:
-            self.buf = b""
-            if not self.more():
-                raise MergeError("%s: shorter than it was" % self.path)
-        self.buf = self.buf[len(self.buf) - (self.produced - offset):]
-
-    def more(self):
-        """Append at least one more piece to buf, of at most INFLATE bytes
-        (a small gzip may inflate a thousandfold: 0.5 MB of it held a 512 MiB
-        string); False at the end.  A corrupt gzip (bad data, bad CRC,
-        truncated) is a MergeError."""
-        while not self.eof:
-            if self.z is None:
-                raw = self.f.read(READ)
-                self.read_in += len(raw)
-                if not raw:
-                    self.eof = True
-                    return False
-                self.buf += raw
-                self.produced += len(raw)
-                return True
-            raw, self.pending = self.pending, b""
-            if not raw:
-                raw = self.f.read(READ)
-                self.read_in += len(raw)
-            if not raw:
-                self.eof = True
-                if not self.z.eof:
-                    raise MergeError("%s: not a valid gzip file (truncated)" % self.path)
-                return False
-            try:
-                out = self.z.decompress(raw, INFLATE)
-            except zlib.error as e:
-                raise MergeError("%s: not a valid gzip file (%s)" % (self.path, e))
-            self.pending = self.z.unconsumed_tail
-            if self.z.eof and self.z.unused_data:           # a multi-member gzip
-                self.pending = self.z.unused_data
-                self.z = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            if out:
-                self.buf += out
-                self.produced += len(out)
-                return True
-        return False
-
-    def close(self):
-        self.f.close()
-
-
-_WS = re.compile(rb"[ \t\r\n]*")
-_WS_COMMAS = re.compile(rb"[ \t\r\n,]*")
-_DEC = json.JSONDecoder()
-
-
-def _skip(r, pos, commas=False):
-    """The position of the next byte that is not a blank (nor a comma, with
-    `commas`).  What was passed over is dropped from buf once past CHUNK, so
-    that a run of blanks (a gzip of nothing else) takes linear time and
-    bounded memory."""
-    ws = _WS_COMMAS if commas else _WS
-    while True:
-        pos = ws.match(r.buf, pos).end()
-        if pos > CHUNK:
-            r.buf, pos = r.buf[pos:], 0
-        if pos < len(r.buf) or not r.more():
-            return pos
-
-
-def _value(r, pos, limit, what):
-    """Parse one JSON value at pos (reading more as needed): (value, end).
-    Decodes a window that doubles until the value ends inside it: decoding
-    all of buf for each event would make a large pretty-printed trace cost
-    the square of its size.  A value longer than `limit` bytes (`what` names
-    it), bytes that are not UTF-8 and nesting deeper than Python's json reads
-    are MergeErrors: the window must not grow, or shrink to the bad byte and
-    grow again, forever."""
-    size = 1 << 16
-    while True:
-        while len(r.buf) - pos < size and r.more():
-            pass
-        window = r.buf[pos:pos + size]
-        complete = r.eof and pos + size >= len(r.buf)     # the window holds the rest of the file
-        bad = None                      # a byte that is not UTF-8: the value must end before it
-        try:
-            text = window.decode("utf-8")
-        except UnicodeDecodeError as e:
-            if complete or e.reason != "unexpected end of data":
-                bad = e.start
-            text = window[:e.start].decode("utf-8")         # (else a character cut by the window)
-            complete = False
-        try:
-            v, end = _DEC.raw_decode(text)
-            if end < len(text) or complete or bad is not None:     # not a number cut by the window
-                return v, pos + len(text[:end].encode("utf-8"))
-        except RecursionError:
-            raise MergeError("%s: %s nested too deeply for Python's json (about %d levels)"
-                             % (r.path, what, sys.getrecursionlimit()))
-        except ValueError as e:
-            # an error well before the window's end is not the window's cut
-            # (a cut string says "Unterminated string" at its start)
-            if bad is None and (complete or (getattr(e, "pos", 0) < len(text) - 16
-                                             and not str(e).startswith("Unterminated string"))):
-                raise MergeError("%s: not a JSON trace (%s at offset %d)" % (
-                    r.path, getattr(e, "msg", e), r.offset() + pos + getattr(e, "pos", 0)))
-        if bad is not None:
-            raise MergeError("%s: not UTF-8 text: byte 0x%02x at offset %d" % (
-                r.path, window[bad], r.offset() + pos + bad))
-        if size >= limit:
-            raise MergeError("%s: %s longer than %s" % (r.path, what, size_text(limit)))
-        size = min(size * 2, limit)
-
-
-def read_header(r):
-    """Top-level keys before "traceEvents": ({key: value}, shape) where shape
-    is "object", or "array" for a bare event array.  Leaves r.buf at the first
-    byte inside the event array."""
-    pos = _skip(r, 0)
-    if pos >= len(r.buf):
-        raise MergeError("%s: empty file" % r.path)
-    if r.buf[pos:pos + 1] == b"[":
-        r.buf = r.buf[pos + 1:]
-        return {}, "array"
-    if r.buf[pos:pos + 1] != b"{":
-        raise MergeError("%s: not a JSON trace" % r.path)
-    meta = {}
-    pos += 1
-    while True:
-        pos = _skip(r, pos, commas=True)
-        if r.offset() + pos > MAX_HEADER:
-            raise MergeError("%s: the keys before traceEvents are longer than %s"
-                             % (r.path, size_text(MAX_HEADER)))
-        if r.buf[pos:pos + 1] == b"}" or pos >= len(r.buf):
-            raise MergeError("%s: no traceEvents" % r.path)
-        key, pos = _value(r, pos, MAX_HEADER, "a key before traceEvents")
-        pos = _skip(r, pos)
-        if r.buf[pos:pos + 1] != b":":
-            raise MergeError("%s: not a JSON trace" % r.path)
-        pos = _skip(r, pos + 1)
-        if key == "traceEvents":
-            if r.buf[pos:pos + 1] != b"[":
-                raise MergeError("%s: traceEvents is not an array" % r.path)
-            r.buf = r.buf[pos + 1:]
-            return meta, "object"
-        if not isinstance(key, str):
-            raise MergeError("%s: not a JSON trace (a key that is not a string)" % r.path)
-        meta[key], pos = _value(r, pos, MAX_HEADER, "the value of %.40r" % key)
-
-
-def read_trailer(r, shape):
-    """After the event array: the remaining top-level keys."""
-    while r.more():
-        if len(r.buf) > MAX_HEADER:
-            raise MergeError("%s: more than %s after traceEvents" % (r.path, size_text(MAX_HEADER)))
-    return parse_trailer(r.path, r.buf, shape)
-
-
-def parse_trailer(path, raw, shape):
-    text = raw.decode("utf-8", "replace").strip()
-    if shape == "array" or not text:
-        return {}
-    text = text.lstrip(",").strip()
-    try:
-        return json.loads("{" + text) if text != "}" else {}
-    except (ValueError, RecursionError):
-        raise MergeError("%s: invalid JSON after traceEvents" % path)
-
-
-def event_chunks(r):
-    """The event array's text in pieces, each a run of whole lines ending
-    in "\\n", the last piece's last line given a trailing ",".  Yields
-    (mode, bytes): mode "line", or "event" once the layout is not one event
-    per line (the piece then holds the rest of the array, read by
-    events_generic).  Stops at the array's end; r.buf then holds what
-    follows "]"."""
-    start = _skip(r, 0)
-    r.buf = r.buf[start:]
-    if r.buf[:1] == b"]":
-        r.buf = r.buf[1:]
-        return
-    while True:
-        m = ARRAY_END.search(r.buf)
-        while m is None and len(r.buf) < CHUNK and r.more():
-            m = ARRAY_END.search(r.buf)
-        if m is not None:
-            body = r.buf[:m.start()].rstrip()
-            if not body.endswith(b","):
-                body += b","
-            body += b"\n"
-            if line_layout(body):
-                r.buf = r.buf[m.end():]
-                yield "line", body
-                return
-        else:
-            cut = r.buf.rfind(b"\n")
-            if cut >= 0 and line_layout(r.buf[:cut + 1]):
-                body, r.buf = r.buf[:cut + 1], r.buf[cut + 1:]
-                yield "line", body
-                continue
-        # Not one event per line.  The "]" found may close an array inside
-        # a pretty-printed event: the text goes to events_generic whole.
-        rest, r.buf = r.buf, b""
-        yield "event", rest
-        return
-
-
-def line_layout(body):
-    """Every line a whole event: starts with "{", ends with "}" or "},"."""
-    if not body.startswith(b"{") and not body.lstrip(b" \t").startswith(b"{"):
-        return False
-    if LINE_START_BAD.search(body, 0, len(body) - 1):
-        return False
-    lines = body.count(b"\n")
-    return body.count(b"}\n") + body.count(b"},\n") == lines
-
-
-def events_generic(r, head):
-    """Event mode: every remaining event of the array as a dict; r.buf is
-    left after "]"."""
-    r.buf = head + r.buf
-    pos = 0
-    while True:
-        pos = _skip(r, pos, commas=True)
-        c = r.buf[pos:pos + 1]
-        if c == b"]":
-            r.buf = r.buf[pos + 1:]
-            return
-        if not c:
-            raise MergeError("%s: the event array does not end" % r.path)
-        ev, pos = _value(r, pos, MAX_EVENT, "an event")
-        if pos > CHUNK:
-            r.buf = r.buf[pos:]
-            pos = 0
-        yield ev
+# the reader's error: its text starts with the file's name (trainprof_cli.trace)
+MergeError = TraceError
 
 
 # ---- clocks ----------------------------------------------------------------------
