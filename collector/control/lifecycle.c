@@ -53,7 +53,7 @@
 #include "collector/common/clock.h"
 #include "collector/config/config.h"
 #include "collector/drain/flusher.h"
-#include "collector/drain/handoff.h"
+#include "collector/drain/window.h"
 #include "collector/common/log.h"
 #include "collector/modules/module.h"
 #include "collector/common/sighandler.h"
@@ -106,7 +106,7 @@ static void tp_atexit(void)
     tp_steps_close_final(1);
     tp_flusher_wait_written(30000);
     tp_modules_shutdown();
-    tp_flush_finish();
+    tp_window_finish();
     tp_trigger_exit();
     tp_steps_warn_unseen("before exit");
     tp_depth--;

@@ -47,7 +47,7 @@
 #include "collector/config/config.h"
 #include "collector/drain/flusher.h"
 #include "collector/common/format.h"
-#include "collector/drain/handoff.h"
+#include "collector/drain/window.h"
 #include "collector/common/log.h"
 #include "ondemand.h"
 #include "collector/common/safefile.h"
@@ -424,7 +424,7 @@ static void tp_tr_write_status(int exited)
         return;
     json_object_set_new(o, "step", json_integer((json_int_t)step));
     json_object_set_new(o, "steps_per_s", tp_tr_rate >= 0 ? json_real(tp_tr_rate) : json_null());
-    json_object_set_new(o, "windows_saved", json_integer((json_int_t)tp_flush_saved()));
+    json_object_set_new(o, "windows_saved", json_integer((json_int_t)tp_window_saved()));
     json_object_set_new(o, "dropped_events", json_integer((json_int_t)tp_buf_dropped()));
     json_object_set_new(o, "last_error", last[0] ? json_string(last) : json_null());
     json_object_set_new(o, "trigger_signal", sig[0] ? json_string(sig) : json_null());

@@ -2,7 +2,7 @@
  * flusher.c - DESIGN: the flush thread, tp-flush.  Closing a window costs
  * the training thread one queue insert and one wake-up of tp-flush;
  * everything else happens here: waiting for the window's device
- * records (tp_device_wait), draining and handing it to the handlers (flush.c),
+ * records (tp_device_wait), draining and handing it to the handlers (window.c),
  * running the modules' follow hooks (the host sampler, CUPTI) as the
  * schedule asks, and the output side's idle work.
  *
@@ -50,6 +50,7 @@
  * reaches them only through the hooks given at start.
  */
 #include "flusher.h"
+#include "window.h"
 #include "collector/record/call.h"
 #include "collector/common/clock.h"
 #include "collector/device/cupti.h"
@@ -294,7 +295,7 @@ static void tp_write_window(const struct tp_handoff *w)
     }
     if (tp_cupti_lost_at())
         tp_cupti_window_free(&dev);     /* another client took CUPTI: not all, maybe not ours */
-    tp_flush_write(w, gpu || dev.n_rec ? &dev : NULL);
+    tp_window_write(w, gpu || dev.n_rec ? &dev : NULL);
     tp_cupti_window_free(&dev);
 }
 
@@ -339,7 +340,7 @@ static void *tp_flush_main(void *arg)
         int queued = tp_q_head != tp_q_tail;
         pthread_mutex_unlock(&tp_q_lock);
         tp_follow(queued);
-        tp_flush_idle();
+        tp_window_idle();
         tp_hooks.idle();
     }
     return NULL;

@@ -1,6 +1,7 @@
 /*
- * handoff.h - a closed window handed from the training side to the flush
- * thread (collector-internal), and the flush's entry points.
+ * handoff.h - a closed window handed from the training side (the steps,
+ * collector/control/) to the flush thread (collector-internal).  What the
+ * flush thread does with it is window.h's.
  */
 #ifndef TRAINPROF_COLLECTOR_HANDOFF_H
 #define TRAINPROF_COLLECTOR_HANDOFF_H
@@ -8,7 +9,6 @@
 #include <stdint.h>
 
 #include "collector/common/clock.h"
-#include "collector/device/cupti.h"
 
 /* Longest trigger id with its NUL (control/ondemand.h's TP_OD_ID_MAX is it). */
 #define TP_HANDOFF_TRIGGER_MAX 64
@@ -34,20 +34,5 @@ struct tp_handoff {
     uint64_t trigger_requested; /* the request's warmup step */
     char trigger_id[TP_HANDOFF_TRIGGER_MAX];
 };
-
-/* tp_flush_write - drain window "w" and run the handlers (flush thread);
- * "dev" is its device side, NULL when CUPTI did not collect. */
-void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev);
-
-/* tp_flush_idle - between windows (flush thread): the output side's idle
- * work (reaping exec children, deferred TRAINPROF_KEEP deletions). */
-void tp_flush_idle(void);
-
-/* tp_flush_saved - traces saved so far (any thread). */
-uint64_t tp_flush_saved(void);
-
-/* tp_flush_finish - at exit, after the last window was written: the output
- * side's last work (a bounded wait for exec children). */
-void tp_flush_finish(void);
 
 #endif

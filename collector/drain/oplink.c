@@ -1,6 +1,7 @@
 /*
  * oplink.c - DESIGN: a window's torch operator ranges (torchop.h) as
- * intervals per thread, read in one peek before the handlers run.  Ranges
+ * intervals per thread, read in the window's one peek before the handlers
+ * run (window.c: tp_oplink_add per record, then tp_oplink_finish).  Ranges
  * are written when they end, so a call made inside an operator comes
  * before that operator in its thread's buffer: hence the peek.  Sorted by
  * (thread, start, longest first), each interval gets its parent (the
@@ -84,9 +85,13 @@ struct tp_oplink {
     uint64_t *flow_bwd;          /* flows[i].bwd, contiguous for the event */
 };
 
-static void collect(void *ctx, const struct tp_tbuf *t, const struct tp_record *r)
+struct tp_oplink *tp_oplink_new(void)
 {
-    struct tp_oplink *l = ctx;
+    return calloc(1, sizeof(struct tp_oplink));
+}
+
+void tp_oplink_add(struct tp_oplink *l, const struct tp_tbuf *t, const struct tp_record *r)
+{
     struct tp_torch_op op;
     if (r->kind != TP_REC_RANGE || !tp_torch_op_of(r, tp_intern_str(r->u.range.name), &op))
         return;
@@ -255,14 +260,10 @@ static void tp_oplink_autograd(struct tp_oplink *l)
         l->flow_bwd[i] = l->flows[i].bwd;
 }
 
-struct tp_oplink *tp_oplink_new(uint8_t gen)
+void tp_oplink_finish(struct tp_oplink *l)
 {
-    struct tp_oplink *l = calloc(1, sizeof *l);
-    if (!l)
-        return NULL;
-    tp_buf_drain(gen, collect, l, NULL, 1);
-    if (!l->n)
-        return l;
+    if (!l || !l->n)
+        return;
     qsort(l->v, l->n, sizeof *l->v, cmp_span);
     /* parents: the open spans of the current thread on a stack (indexes) */
     int64_t *stack = malloc(l->n * sizeof *stack);
@@ -277,7 +278,6 @@ struct tp_oplink *tp_oplink_new(uint8_t gen)
     }
     free(stack);
     tp_oplink_autograd(l);
-    return l;
 }
 
 uint64_t tp_oplink_find(const struct tp_oplink *l, int32_t tid, uint64_t t)

@@ -12,9 +12,20 @@
 
 struct tp_oplink;
 
-/* tp_oplink_new - peek at window "gen"'s records for torch's operator
- * ranges (there may be none); NULL if memory ran out. */
-struct tp_oplink *tp_oplink_new(uint8_t gen);
+struct tp_tbuf;
+struct tp_record;
+
+/* tp_oplink_new - an empty link, NULL if memory ran out. */
+struct tp_oplink *tp_oplink_new(void);
+
+/* tp_oplink_add - peek at record "r" of thread "t" (a window's records, in
+ * the order tp_buf_drain gives them): keeps it if it is one of torch's
+ * operator ranges (there may be none). */
+void tp_oplink_add(struct tp_oplink *l, const struct tp_tbuf *t, const struct tp_record *r);
+
+/* tp_oplink_finish - after the last tp_oplink_add: the operators as a
+ * tree, and their autograd links (NULL "l": nothing). */
+void tp_oplink_finish(struct tp_oplink *l);
 
 /* tp_oplink_find - the op_id of the innermost operator on thread "tid"
  * that was open at tick "t", 0 if none. */

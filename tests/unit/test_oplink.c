@@ -61,6 +61,21 @@ static struct tp_op_autograd of(const struct tp_oplink *l, uint64_t id, int64_t 
     return a;
 }
 
+static void peek(void *ctx, const struct tp_tbuf *t, const struct tp_record *r)
+{
+    tp_oplink_add(ctx, t, r);
+}
+
+/* The window's operators, as window.c's peek gathers them. */
+static struct tp_oplink *oplink_of_window(void)
+{
+    struct tp_oplink *l = tp_oplink_new();
+    ck_assert_ptr_nonnull(l);
+    tp_buf_drain(gen, peek, l, NULL, 1);
+    tp_oplink_finish(l);
+    return l;
+}
+
 #define W "autograd::engine::evaluate_function: "
 
 /* A linear layer's forward and backward on one thread: aten::linear and
@@ -79,7 +94,7 @@ START_TEST(test_links_one_thread)
     op(7, W "torch::autograd::AccumulateGrad", 370, 380, 20, -1);
     op(7, "TBackward0", 402, 410, 31, 14);
     op(7, W "TBackward0", 400, 420, 30, -1);
-    struct tp_oplink *l = tp_oplink_new(gen);
+    struct tp_oplink *l = oplink_of_window();
     ck_assert_ptr_nonnull(l);
 
     struct tp_op_autograd a = of(l, 10, -1);      /* the wrapper: its node's number */
@@ -125,7 +140,7 @@ START_TEST(test_links_across_threads_and_misses)
     op(9, W "SubBackward0", 270, 280, 15, -1);
     op(9, "DivBackward0", 292, 298, 18, -1);      /* as through ITT: no number */
     op(9, W "DivBackward0", 290, 299, 17, -1);
-    struct tp_oplink *l = tp_oplink_new(gen);
+    struct tp_oplink *l = oplink_of_window();
     ck_assert_ptr_nonnull(l);
     ck_assert_int_eq(of(l, 11, 16).flow_end, 1);
     ck_assert_uint_eq(of(l, 1, 16).n_flows_out, 1);
@@ -151,7 +166,7 @@ START_TEST(test_two_nodes_one_forward)
     op(7, W "ExpBackward0", 200, 210, 10, -1);
     op(7, "ExpBackward0", 302, 308, 21, 5);
     op(7, W "ExpBackward0", 300, 310, 20, -1);
-    struct tp_oplink *l = tp_oplink_new(gen);
+    struct tp_oplink *l = oplink_of_window();
     ck_assert_ptr_nonnull(l);
     struct tp_op_autograd a = of(l, 1, 5);
     ck_assert_uint_eq(a.n_flows_out, 2);

@@ -1,18 +1,25 @@
 /*
- * flush.c - DESIGN: turns one window of raw records into events for the
- * handlers, on the tp-flush thread.  tp_flush_write walks the window's
- * records (tp_buf_drain) up to six times; the first five only peek, before
- * the handlers open, so that a trace can state its counts before its events:
- *   1. count the records, and the stale ones (late);
- *   2. the steps: their boundaries, the launches and the names lost
- *      (tp_collect_step);
- *   3. each step's library FLOPs (tp_collect_flops);
- *   4. torch's operators and the calls inside them (tp_oplink_new, oplink.c);
- *   5. with CUPTI's records, the host side of the host/device join
- *      (tp_join_record; devjoin.c);
- *   6. convert and dispatch each record to every handler, giving the chunks
- *      back to the pool as it goes, so peak memory stays near the records
- *      already held.
+ * window.c - DESIGN: turns one closed window of raw records into events for
+ * the handlers, on the tp-flush thread (window.h).  tp_window_write
+ *   1. describes the window (tp_window_describe): its batch, its file
+ *      names and what the configuration and the hand-off (handoff.h) say
+ *      of it, into the struct tp_window the handlers read;
+ *   2. peeks at its records once (tp_buf_drain counting, tp_window_peek),
+ *      before the handlers open, so that a trace can state its counts
+ *      before its events; the one peek collects what the handlers need:
+ *      the records and the stale ones (late), the steps with their
+ *      boundaries, the launches and the names lost, the library FLOPs
+ *      (summed per step once the steps are sorted), torch's operators
+ *      (tp_oplink_add, oplink.c) and, with CUPTI's records, the host side
+ *      of the host/device join (tp_devjoin_host, devjoin.c), which writes
+ *      the joined correlation into the record and so comes last;
+ *   3. converts and dispatches each record to every handler, giving the
+ *      chunks back to the pool as it goes, so peak memory stays near the
+ *      records already held.
+ * The records are walked twice.  They were walked six times, a peek per
+ * need (count, steps, FLOPs, operators, join, then the dispatch): on the
+ * fake runtime one window of 200,002 records took 111.1 M instructions
+ * of peeks before its dispatch (tests/bench/RESULTS.md).
  * Names are resolved here: API names from the tables, kernel
  * names from the registration table (demangled once per kernel), then
  * cudaFuncGetName, then the stub's symbol, then its address.  Handlers
@@ -53,7 +60,7 @@
 #include "collector/modules/sysstat.h"
 #include "collector/record/torchop.h"
 #include "collector/contract/sink.h"
-#include "handoff.h"
+#include "window.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -67,7 +74,7 @@
 #define TP_TRIMONTH_S 7889238ll
 
 static uint64_t tp_next_corr = 1;          /* correlation ids of our own, flush thread only */
-static _Atomic uint64_t tp_saved_windows;  /* traces saved (tp_flush_saved) */
+static _Atomic uint64_t tp_saved_windows;  /* traces saved (tp_window_saved) */
 static int64_t tp_last_batch = -1;         /* {batch} of the last window handled, flush thread only */
 
 struct tp_dispatch {
@@ -237,20 +244,18 @@ static void tp_dispatch_samples(struct tp_dispatch *d, const struct tp_handoff *
     free(v);
 }
 
-/* Peek: join host records to the device side (they are ours to annotate:
- * their writers finished with them when the window closed). */
-static void tp_join_record(void *ctx, const struct tp_tbuf *t, const struct tp_record *r)
-{
-    tp_devjoin_host(ctx, t, (struct tp_record *)r);
-}
-
-/* ---- the steps and their FLOPs: two peeks before the handlers open -------- */
+/* ---- the steps and their FLOPs, from the one peek ------------------------- */
 
 struct tp_step_ticks {
     uint64_t t0, t1;
     uint64_t index;
     int32_t tid;
     char thread_name[16];
+};
+
+/* A record's FLOPs, kept until the steps are sorted: "t0" places it. */
+struct tp_flops_at {
+    uint64_t t0, flops;
 };
 
 struct tp_steps {
@@ -260,6 +265,11 @@ struct tp_steps {
     uint64_t flops;
     uint64_t launches;             /* launch records */
     uint64_t names_lost;           /* records named "<name table full>" */
+    /* the peek's FLOPs, given to the steps once all are known (a step's
+     * marker may come after the calls inside it, from another buffer) */
+    uint64_t flops_seen;
+    struct tp_flops_at *fl;
+    size_t n_fl, cap_fl;
 };
 
 /* Whether record "r" names itself "<name table full>": a name the full
@@ -282,10 +292,8 @@ static int tp_record_name_lost(const struct tp_record *r)
     }
 }
 
-static void tp_collect_step(void *ctx, const struct tp_tbuf *t, const struct tp_record *r)
+static void tp_collect_step(struct tp_steps *s, const struct tp_tbuf *t, const struct tp_record *r)
 {
-    (void)t;
-    struct tp_steps *s = ctx;
     s->launches += r->kind == TP_REC_LAUNCH;
     s->names_lost += tp_record_name_lost(r);
     if (r->kind != TP_REC_STEP)
@@ -316,32 +324,24 @@ static uint64_t tp_record_flops(const struct tp_record *r)
     return r->u.lib.flops;
 }
 
-static void tp_collect_flops(void *ctx, const struct tp_tbuf *t, const struct tp_record *r)
+/* Keep record "r"'s FLOPs for its step (tp_steps_finish).  Out of memory,
+ * the window's total still counts them; its step does not. */
+static void tp_collect_flops(struct tp_steps *s, const struct tp_record *r)
 {
-    (void)t;
-    struct tp_steps *s = ctx;
     uint64_t flops = tp_record_flops(r);
     if (!flops)
         return;
-    s->flops += flops;
-    /* the last step that began at or before the call */
-    size_t lo = 0, hi = s->n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (s->tick[mid].t0 <= r->t0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo > 0 && r->t0 < s->tick[lo - 1].t1)
-        s->v[lo - 1].flops += flops;
+    s->flops_seen += flops;
+    struct tp_flops_at *v = tp_grow(s->fl, &s->cap_fl, s->n_fl + 1, sizeof *v, 1024);
+    if (!v)
+        return;
+    s->fl = v;
+    s->fl[s->n_fl++] = (struct tp_flops_at){ r->t0, flops };
 }
 
-/* The External id of the recorded step that tick "t" lies in, 0 if none. */
-static uint64_t tp_step_external(const struct tp_steps *s, uint64_t t)
+/* The index + 1 of the last step that began at or before tick "t", 0 if none. */
+static size_t tp_step_before(const struct tp_steps *s, uint64_t t)
 {
-    if (!s || !s->v)
-        return 0;
     size_t lo = 0, hi = s->n;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
@@ -350,6 +350,15 @@ static uint64_t tp_step_external(const struct tp_steps *s, uint64_t t)
         else
             hi = mid;
     }
+    return lo;
+}
+
+/* The External id of the recorded step that tick "t" lies in, 0 if none. */
+static uint64_t tp_step_external(const struct tp_steps *s, uint64_t t)
+{
+    if (!s || !s->v)
+        return 0;
+    size_t lo = tp_step_before(s, t);
     return lo > 0 && t < s->tick[lo - 1].t1 ? TP_STEP_EXTERNAL_ID(s->tick[lo - 1].index) : 0;
 }
 
@@ -360,39 +369,71 @@ static int tp_step_cmp(const void *a, const void *b)
     return x->index < y->index ? -1 : x->index > y->index;
 }
 
-/* Fill "s" for window "gen"; s->v is NULL if memory ran out. */
-static void tp_steps_collect(struct tp_steps *s, uint8_t gen, const struct tp_clock_map *map)
+/* After the peek: sort the steps, describe them for the handlers and give
+ * each the FLOPs of the calls it holds; s->v is NULL if memory ran out
+ * (then no FLOPs are told, as no steps are). */
+static void tp_steps_finish(struct tp_steps *s, const struct tp_clock_map *map)
 {
-    tp_buf_drain(gen, tp_collect_step, s, NULL, 1);
     if (s->n > 1)
         qsort(s->tick, s->n, sizeof *s->tick, tp_step_cmp);
     s->v = calloc(s->n ? s->n : 1, sizeof *s->v);
-    if (!s->v)
-        return;
-    for (size_t i = 0; i < s->n; i++)
-        s->v[i] = (struct tp_window_step){
-            .index = s->tick[i].index,
-            .start_ns = tp_clock_to_unix_ns(map, s->tick[i].t0),
-            .end_ns = tp_clock_to_unix_ns(map, s->tick[i].t1),
-            .tid = s->tick[i].tid,
-            .thread_name = s->tick[i].thread_name,
-        };
-    tp_buf_drain(gen, tp_collect_flops, s, NULL, 1);
+    if (s->v) {
+        for (size_t i = 0; i < s->n; i++)
+            s->v[i] = (struct tp_window_step){
+                .index = s->tick[i].index,
+                .start_ns = tp_clock_to_unix_ns(map, s->tick[i].t0),
+                .end_ns = tp_clock_to_unix_ns(map, s->tick[i].t1),
+                .tid = s->tick[i].tid,
+                .thread_name = s->tick[i].thread_name,
+            };
+        s->flops = s->flops_seen;
+        for (size_t i = 0; i < s->n_fl; i++) {
+            size_t lo = tp_step_before(s, s->fl[i].t0);
+            if (lo > 0 && s->fl[i].t0 < s->tick[lo - 1].t1)
+                s->v[lo - 1].flops += s->fl[i].flops;
+        }
+    }
+    free(s->fl);
+    s->fl = NULL;
+    s->n_fl = s->cap_fl = 0;
 }
 
-uint64_t tp_flush_saved(void)
+/* ---- the one peek ---------------------------------------------------------- */
+
+struct tp_peek {
+    struct tp_steps *steps;
+    struct tp_oplink *ops;         /* NULL if out of memory */
+    struct tp_devjoin *join;       /* NULL without CUPTI */
+};
+
+/* Everything the handlers need from record "r" before they open.  The join
+ * comes last: it writes the joined correlation into the record (the
+ * record is ours to annotate: its writer finished with it when the window
+ * closed), which the others must read as written. */
+static void tp_window_peek(void *ctx, const struct tp_tbuf *t, const struct tp_record *r)
+{
+    struct tp_peek *p = ctx;
+    tp_collect_step(p->steps, t, r);
+    tp_collect_flops(p->steps, r);
+    if (p->ops)
+        tp_oplink_add(p->ops, t, r);
+    if (p->join)
+        tp_devjoin_host(p->join, t, (struct tp_record *)r);
+}
+
+uint64_t tp_window_saved(void)
 {
     return atomic_load(&tp_saved_windows);
 }
 
-void tp_flush_idle(void)
+void tp_window_idle(void)
 {
     const struct tp_sink *sink = tp_sink_get();
     if (sink)
         sink->idle();
 }
 
-void tp_flush_finish(void)
+void tp_window_finish(void)
 {
     const struct tp_sink *sink = tp_sink_get();
     if (sink)
@@ -410,7 +451,7 @@ static int tp_expand(const char *what, const char *fmt, const struct tp_format_v
 }
 
 /* Drop window "w" unsaved: its records and its memory accounting. */
-static void tp_flush_discard(const struct tp_handoff *w)
+static void tp_window_discard(const struct tp_handoff *w)
 {
     uint64_t late = 0;
     tp_buf_drain(w->gen, NULL, NULL, &late, 1);
@@ -422,7 +463,7 @@ static void tp_flush_discard(const struct tp_handoff *w)
 /* One stderr line per window that lost anything, whatever it was: the
  * figures of its trace's trainprof object and summary ("trace": NULL when
  * it was not saved). */
-static void tp_flush_warn_losses(const struct tp_window *w, const char *trace)
+static void tp_window_warn_losses(const struct tp_window *w, const char *trace)
 {
     char line[512];
     size_t n = 0;
@@ -442,7 +483,23 @@ static void tp_flush_warn_losses(const struct tp_window *w, const char *trace)
                 (unsigned long long)w->last_step, line, trace ? "; trace " : "", trace ? trace : "");
 }
 
-void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
+/* What struct tp_window points into, beside it on tp_window_write's stack. */
+struct tp_window_text {
+    char folder[4096], filename[1024], reports[4096];
+    struct tp_comm_info comms[TP_COMMS_LISTED];
+    char nccl_version[32];
+};
+
+/*
+ * tp_window_describe - fill "win" (and "txt", which it points into) from
+ * the configuration and hand-off "w": its batch, its file names, who and
+ * where it ran, its steps as the steps counted them, its clocks and what
+ * the hand-off lost.  What the records say is the peek's.  -1 when the
+ * window is not to be saved (the caller discards it).
+ */
+static int tp_window_describe(struct tp_window *win, struct tp_window_text *txt,
+                              const struct tp_handoff *w, const struct tp_clock_map *map,
+                              int32_t pid)
 {
     static char *config_json;
     if (!config_json)
@@ -454,8 +511,6 @@ void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
         .local_world_size = tp_cfg.local_world_size, .node_rank = tp_cfg.node_rank,
         .pid = (int)getpid(), .batch = (int64_t)w->batch,
     };
-    char folder[4096], filename[1024], reports[4096];
-    uint64_t late = 0;
     /* A partial window with no step since the last save: at a normal exit
      * it holds the teardown's calls only (not saved: an empty trace under
      * "-1" before); cut by a signal it holds the step under way, the most
@@ -466,129 +521,147 @@ void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
     if (repeat && (!w->partial_reason || strcmp(w->partial_reason, "exit") == 0)) {
         TP_DEBUG("partial window at exit: no step since the window of batch %llu; not saved",
                  (unsigned long long)w->batch);
-        tp_flush_discard(w);
-        return;
+        return -1;
     }
     if (repeat)
         batch = w->batch + 1;
     tp_last_batch = (int64_t)batch;
     v.batch = (int64_t)batch;
-    if (tp_expand("TRAINPROF_FOLDER", tp_cfg.folder, &v, folder, sizeof folder) ||
-        tp_expand("TRAINPROF_FILENAME", tp_cfg.filename, &v, filename, sizeof filename) ||
-        tp_expand("TRAINPROF_REPORTS", tp_cfg.reports, &v, reports, sizeof reports)) {
-        tp_flush_discard(w);
-        return;
-    }
+    if (tp_expand("TRAINPROF_FOLDER", tp_cfg.folder, &v, txt->folder, sizeof txt->folder) ||
+        tp_expand("TRAINPROF_FILENAME", tp_cfg.filename, &v, txt->filename, sizeof txt->filename) ||
+        tp_expand("TRAINPROF_REPORTS", tp_cfg.reports, &v, txt->reports, sizeof txt->reports))
+        return -1;
 
+    memset(win, 0, sizeof *win);
+    win->run_name = tp_cfg.run_name;
+    win->hostname = tp_cfg.hostname;
+    win->program = tp_cfg.program;
+    win->pid = pid;
+    win->rank = tp_cfg.rank;
+    win->local_rank = tp_cfg.local_rank;
+    win->world_size = tp_cfg.world_size;
+    win->local_world_size = tp_cfg.local_world_size;
+    win->node_rank = tp_cfg.node_rank;
+    win->batch = batch;
+    win->first_step = w->first_step;
+    win->steps_recorded = w->steps;
+    win->last_step = w->steps ? w->first_step + w->steps - 1 : w->first_step;
+    win->partial = w->partial;
+    win->partial_reason = w->partial ? w->partial_reason : NULL;
+    win->step_signal = w->step_signal ? w->step_signal : "";
+    if (w->triggered) {     /* the steps filled it at the window's close */
+        win->trigger_id = w->trigger_id;
+        win->trigger_requested = w->trigger_requested;
+        win->trigger_late = w->trigger_late;
+    }
+    win->start_ns = tp_clock_to_unix_ns(map, w->start_tick);
+    win->end_ns = tp_clock_to_unix_ns(map, w->end_tick);
+    win->clock_start = w->start_clock;
+    win->clock_end = w->end_clock;
+    win->clock_start_trace_ns = tp_clock_to_unix_ns(map, w->start_clock.tick);
+    win->clock_end_trace_ns = tp_clock_to_unix_ns(map, w->end_clock.tick);
+    win->ns_per_tick = map->ns_per_tick;
+    win->clock_source = tp_clock_source();
+    win->boot_id = tp_clock_boot_id();
+    win->base_time_ns = win->start_ns / (TP_TRIMONTH_S * 1000000000ll) * (TP_TRIMONTH_S * 1000000000ll);
+    win->dropped = w->dropped;
+    win->ranges_lost = w->ranges_lost;
+    win->unmatched_pops = w->unmatched_pops;
+    win->config_json = config_json ? config_json : "{}";
+    win->user_metadata = tp_cfg.metadata;
+    win->trace_folder = txt->folder;
+    win->trace_filename = txt->filename;
+    win->reports_folder = txt->reports;
+    win->gzip = tp_cfg.gzip;
+    win->overwrite = tp_cfg.overwrite;
+    win->record_shapes = tp_cfg.record_shapes;
+    win->exec = tp_cfg.exec;
+    win->exec_env = tp_cfg.exec_env;
+    win->with_stack = tp_cfg.with_stack;
+    win->keep = tp_cfg.keep;
+    win->n_comms = (int)tp_comms_list(txt->comms, TP_COMMS_LISTED, &win->comms_created);
+    win->comms = txt->comms;
+    win->nccl_version = tp_comms_version(txt->nccl_version, sizeof txt->nccl_version);
+    struct tp_pgroup pg;
+    win->launched = tp_cfg.launched;
+    if (tp_pgroup_get(&pg)) {
+        win->pg_backend = pg.backend;
+        win->pg_rank = pg.rank;
+        win->pg_world_size = pg.world_size;
+    }
+    win->peak_tflops = tp_cfg.peak_tflops;
+    win->coverage = -1;
+    win->n_devices = tp_devprops_get(&win->devices);
+    win->gpu_status = tp_cupti_status();
+    return 0;
+}
+
+/* What the peek found, into "win": the steps it holds (no more than the
+ * steps counted), their FLOPs, the launches, the names lost, and the steps
+ * torch's operators are missing from. */
+static void tp_window_tally(struct tp_window *win, const struct tp_steps *steps,
+                            const struct tp_handoff *w, const struct tp_dev_batch *dev,
+                            char *lost_why, size_t lost_why_sz)
+{
+    win->steps = steps->v;
+    win->flops = steps->flops;
+    win->host_launches = steps->launches;
+    uint64_t lost_from, lost_to;
+    if (tp_oplost_in(w->start_tick, w->end_tick, &lost_from, &lost_to, lost_why, lost_why_sz)) {
+        win->ops_lost_why = lost_why;
+        for (size_t i = 0; i < steps->n && steps->tick; i++) {
+            if (steps->tick[i].t0 >= lost_to || steps->tick[i].t1 <= lost_from)
+                continue;
+            if (!win->ops_lost_steps)
+                win->ops_lost_first = steps->tick[i].index;
+            win->ops_lost_last = steps->tick[i].index;
+            win->ops_lost_steps = 1;
+        }
+    }
+    if (!steps->v)
+        win->steps_recorded = 0;
+    else if (steps->n < win->steps_recorded)
+        win->steps_recorded = steps->n;
+    win->names_lost = steps->names_lost;
+    for (size_t i = 0; dev && i < dev->n_rec; i++)
+        win->names_lost += dev->rec[i].kind == TP_DEV_KERNEL && dev->rec[i].name == TP_INTERN_OVERFLOW;
+}
+
+void tp_window_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
+{
     struct tp_dispatch d;
     memset(&d, 0, sizeof d);
     d.map = tp_clock_map_now();
     d.pid = (int32_t)getpid();
-
     struct tp_window win;
-    memset(&win, 0, sizeof win);
-    win.run_name = tp_cfg.run_name;
-    win.hostname = tp_cfg.hostname;
-    win.program = tp_cfg.program;
-    win.pid = d.pid;
-    win.rank = tp_cfg.rank;
-    win.local_rank = tp_cfg.local_rank;
-    win.world_size = tp_cfg.world_size;
-    win.local_world_size = tp_cfg.local_world_size;
-    win.node_rank = tp_cfg.node_rank;
-    win.batch = batch;
-    win.first_step = w->first_step;
-    win.steps_recorded = w->steps;
-    win.last_step = w->steps ? w->first_step + w->steps - 1 : w->first_step;
-    win.partial = w->partial;
-    win.partial_reason = w->partial ? w->partial_reason : NULL;
-    win.step_signal = w->step_signal ? w->step_signal : "";
-    if (w->triggered) {     /* the steps filled it at the window's close */
-        win.trigger_id = w->trigger_id;
-        win.trigger_requested = w->trigger_requested;
-        win.trigger_late = w->trigger_late;
-    }
-    win.start_ns = tp_clock_to_unix_ns(&d.map, w->start_tick);
-    win.end_ns = tp_clock_to_unix_ns(&d.map, w->end_tick);
-    win.clock_start = w->start_clock;
-    win.clock_end = w->end_clock;
-    win.clock_start_trace_ns = tp_clock_to_unix_ns(&d.map, w->start_clock.tick);
-    win.clock_end_trace_ns = tp_clock_to_unix_ns(&d.map, w->end_clock.tick);
-    win.ns_per_tick = d.map.ns_per_tick;
-    win.clock_source = tp_clock_source();
-    win.boot_id = tp_clock_boot_id();
-    win.base_time_ns = win.start_ns / (TP_TRIMONTH_S * 1000000000ll) * (TP_TRIMONTH_S * 1000000000ll);
-    win.dropped = w->dropped;
-    win.config_json = config_json ? config_json : "{}";
-    win.user_metadata = tp_cfg.metadata;
-    win.trace_folder = folder;
-    win.trace_filename = filename;
-    win.reports_folder = reports;
-    win.gzip = tp_cfg.gzip;
-    win.overwrite = tp_cfg.overwrite;
-    win.record_shapes = tp_cfg.record_shapes;
-    win.exec = tp_cfg.exec;
-    win.exec_env = tp_cfg.exec_env;
-    win.with_stack = tp_cfg.with_stack;
-    win.keep = tp_cfg.keep;
-    struct tp_comm_info comms[TP_COMMS_LISTED];
-    char nccl_version[32];
-    win.n_comms = (int)tp_comms_list(comms, TP_COMMS_LISTED, &win.comms_created);
-    win.comms = comms;
-    win.nccl_version = tp_comms_version(nccl_version, sizeof nccl_version);
-    struct tp_pgroup pg;
-    win.launched = tp_cfg.launched;
-    if (tp_pgroup_get(&pg)) {
-        win.pg_backend = pg.backend;
-        win.pg_rank = pg.rank;
-        win.pg_world_size = pg.world_size;
+    struct tp_window_text txt;
+    if (tp_window_describe(&win, &txt, w, &d.map, d.pid) != 0) {
+        tp_window_discard(w);
+        return;
     }
 
-    win.records = tp_buf_drain(w->gen, NULL, NULL, &late, 1);
-    win.late = late;
+    /* the one peek, then what it found */
     struct tp_steps steps;
     memset(&steps, 0, sizeof steps);
-    tp_steps_collect(&steps, w->gen, &d.map);
-    d.ops = tp_oplink_new(w->gen);
+    d.ops = tp_oplink_new();
+    if (dev)
+        d.join = tp_devjoin_new(dev, &tp_next_corr);
+    struct tp_peek peek = { .steps = &steps, .ops = d.ops, .join = d.join };
+    uint64_t late = 0;
+    win.records = tp_buf_drain(w->gen, tp_window_peek, &peek, &late, 1);
+    win.late = late;
+    tp_steps_finish(&steps, &d.map);
+    tp_oplink_finish(d.ops);
     d.steps = &steps;
-    win.steps = steps.v;
-    win.flops = steps.flops;
-    win.peak_tflops = tp_cfg.peak_tflops;
-    win.coverage = -1;
-    win.host_launches = steps.launches;
-    win.n_devices = tp_devprops_get(&win.devices);
-    win.gpu_status = tp_cupti_status();
     struct tp_mem_usage *mem = NULL;
     win.n_mem = tp_mem_window_take(w->gen, &d.map, &mem);
     win.mem = tp_cfg.profile_memory ? mem : NULL;
     if (!win.mem)
         win.n_mem = 0;
-    if (dev && (d.join = tp_devjoin_new(dev, &tp_next_corr)) != NULL) {
-        tp_buf_drain(w->gen, tp_join_record, d.join, NULL, 1);
+    if (d.join)
         tp_devjoin_finish(d.join, &win);
-    }
     char lost_why[TP_OPLOST_WHY];
-    uint64_t lost_from, lost_to;
-    if (tp_oplost_in(w->start_tick, w->end_tick, &lost_from, &lost_to, lost_why, sizeof lost_why)) {
-        win.ops_lost_why = lost_why;
-        for (size_t i = 0; i < steps.n && steps.tick; i++) {
-            if (steps.tick[i].t0 >= lost_to || steps.tick[i].t1 <= lost_from)
-                continue;
-            if (!win.ops_lost_steps)
-                win.ops_lost_first = steps.tick[i].index;
-            win.ops_lost_last = steps.tick[i].index;
-            win.ops_lost_steps = 1;
-        }
-    }
-    if (!steps.v)
-        win.steps_recorded = 0;
-    else if (steps.n < win.steps_recorded)
-        win.steps_recorded = steps.n;
-    win.names_lost = steps.names_lost;
-    for (size_t i = 0; dev && i < dev->n_rec; i++)
-        win.names_lost += dev->rec[i].kind == TP_DEV_KERNEL && dev->rec[i].name == TP_INTERN_OVERFLOW;
-    win.ranges_lost = w->ranges_lost;
-    win.unmatched_pops = w->unmatched_pops;
+    tp_window_tally(&win, &steps, w, dev, lost_why, sizeof lost_why);
 
     /* handlers run in the sink's order (chrome first, so that the others
      * can name their files after the trace), whatever the order of
@@ -627,7 +700,7 @@ void tp_flush_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
 
     if (saved.trace[0])
         atomic_fetch_add(&tp_saved_windows, 1);
-    tp_flush_warn_losses(&win, saved.trace[0] ? saved.trace : NULL);
+    tp_window_warn_losses(&win, saved.trace[0] ? saved.trace : NULL);
     if (saved.trace[0])
         TP_INFO("rank %d: saved steps %llu-%llu%s (%llu events%s) to %s%s%s", win.rank,
                 (unsigned long long)win.first_step, (unsigned long long)win.last_step,
