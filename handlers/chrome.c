@@ -1,491 +1,26 @@
 /*
  * chrome.c - DESIGN: the Kineto-compatible trace (README "What is in a
- * trace"), streamed.  open() writes the top-level keys up to "traceEvents": [
- * in the order of Kineto's ChromeTraceLogger, event() appends one event per line as it
- * arrives, close() appends the metadata events of every thread seen and
- * "traceName", then commits the file through output.c (temporary name,
+ * trace"), streamed; the handler and its events.  open() writes the
+ * top-level keys up to "traceEvents": [ (chrome_header.c), event() appends
+ * one event per line as it arrives (a host call's arguments:
+ * chrome_args.c), close() appends the metadata events of every thread seen
+ * and "traceName", then commits the file through output.c (temporary name,
  * rename).  Nothing is buffered per event besides the writer's 64 KiB and a
  * small (pid, tid) table for the metadata rows, so memory does not grow
- * with the window.  Launch details go under "cuda stream", never "stream":
- * HTA treats any event with a "stream" arg as a GPU event.  Configuration
- * and user metadata are parsed with jansson and re-emitted through our own
- * writer, so their strings get the same escaping as event names.  The
- * top level claims only what is known, as torch.profiler's does:
- * Kineto's trace_id, record_shapes (only when on) and host_name, and
- * distributedInfo only on a process group's, NCCL's or a launcher's word,
- * with a backend only where one is known; no FLOPs track of zeros.
+ * with the window.  The window's steps come first (parents before their
+ * children), with no FLOPs track of zeros.
  */
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
-#include <unistd.h>
-
-#include <jansson.h>
 
 #include "collector/common/log.h"
-#include "handler.h"
-#include "collector/record/comms.h"
-#include "collector/config/config.h"
 #include "collector/contract/device.h"
 #include "collector/drain/oplink.h"
 #include "collector/record/torchop.h"
-#include "jsonw.h"
-#include "output.h"
-
-#ifndef TP_VERSION_STRING
-#define TP_VERSION_STRING "0.1.0"
-#endif
-
-#define LIT TP_JSONW_LIT
-
-struct chrome_thread {
-    int32_t pid, tid;
-    int used;
-    int gpu;                       /* a device's stream track */
-    char name[64];
-};
-
-struct chrome {
-    struct tp_output out;
-    struct tp_jsonw j;
-    int64_t base;
-    int64_t meta_ts;               /* ts of the metadata events, relative */
-    uint64_t events;
-    struct chrome_thread *threads; /* open addressing on (pid, tid) */
-    size_t nthreads, cap;
-    size_t last;                   /* slot of the previous event's thread */
-    int record_shapes;
-    const struct tp_window_step *steps;
-    uint64_t n_steps;
-    int flops_track;               /* some step has library FLOPs: the FLOPs and TFLOP/s tracks */
-    int rank, world_size;          /* the process's, for its process groups */
-};
-
-static void put_value(struct tp_jsonw *j, json_t *v)
-{
-    const char *key;
-    json_t *item;
-    size_t i;
-    int first = 1;
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        tp_jsonw_char(j, '{');
-        json_object_foreach(v, key, item) {
-            if (!first)
-                LIT(j, ", ");
-            first = 0;
-            tp_jsonw_str(j, key);
-            LIT(j, ": ");
-            put_value(j, item);
-        }
-        tp_jsonw_char(j, '}');
-        break;
-    case JSON_ARRAY:
-        tp_jsonw_char(j, '[');
-        json_array_foreach(v, i, item) {
-            if (i)
-                LIT(j, ", ");
-            put_value(j, item);
-        }
-        tp_jsonw_char(j, ']');
-        break;
-    case JSON_STRING:
-        tp_jsonw_strn(j, json_string_value(v), json_string_length(v));
-        break;
-    case JSON_INTEGER:
-        tp_jsonw_i64(j, (int64_t)json_integer_value(v));
-        break;
-    case JSON_REAL:
-        tp_jsonw_double(j, json_real_value(v));
-        break;
-    case JSON_TRUE:
-        LIT(j, "true");
-        break;
-    case JSON_FALSE:
-        LIT(j, "false");
-        break;
-    default:
-        LIT(j, "null");
-    }
-}
-
-static json_t *load_object(const char *text)
-{
-    if (!text || !text[0])
-        return NULL;
-    json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
-    if (v && !json_is_object(v)) {
-        json_decref(v);
-        return NULL;
-    }
-    return v;
-}
-
-static int is_reserved(const char *key)
-{
-    for (size_t i = 0; tp_metadata_reserved[i]; i++)   /* refused by config_values.c too */
-        if (strcmp(key, tp_metadata_reserved[i]) == 0)
-            return 1;
-    return 0;
-}
-
-/* Kineto's deviceProperties entries, with its keys (ChromeTraceLogger's). */
-static void put_devices(struct tp_jsonw *j, const struct tp_window *w)
-{
-    for (int i = 0; i < w->n_devices; i++) {
-        const struct tp_devprop *d = &w->devices[i];
-        tp_jsonw_lit(j, i ? ",\n    {\"id\": " : "\n    {\"id\": ");
-        tp_jsonw_i64(j, d->id);
-        LIT(j, ", \"name\": ");
-        tp_jsonw_str(j, d->name);
-        LIT(j, ", \"totalGlobalMem\": ");
-        tp_jsonw_u64(j, d->total_global_mem);
-        static const char *const keys[] = {
-            "computeMajor", "computeMinor", "maxThreadsPerBlock", "maxThreadsPerMultiprocessor",
-            "regsPerBlock", "warpSize", "sharedMemPerBlock", "numSms", "regsPerMultiprocessor",
-            "sharedMemPerBlockOptin", "sharedMemPerMultiprocessor",
-        };
-        const int vals[] = {
-            d->compute_major, d->compute_minor, d->max_threads_per_block, d->max_threads_per_sm,
-            d->regs_per_block, d->warp_size, d->smem_per_block, d->num_sms, d->regs_per_sm,
-            d->smem_per_block_optin, d->smem_per_sm,
-        };
-        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-            LIT(j, ", \"");
-            tp_jsonw_lit(j, keys[k]);
-            LIT(j, "\": ");
-            tp_jsonw_i64(j, vals[k]);
-        }
-        tp_jsonw_char(j, '}');
-    }
-}
-
-/* "coverage": what the wrappers saw against what CUPTI saw (README "What is in a trace"). */
-static void put_coverage(struct tp_jsonw *j, const struct tp_window *w)
-{
-    static const struct tp_coverage_keys keys = {
-        .launches = "launches_seen_by_wrappers",
-        .kernels = "kernels_seen_by_cupti",
-        .linked = "kernels_linked_to_launches",
-        .records = "device_records",
-        .dropped = "device_records_dropped",
-    };
-    LIT(j, ", \"gpu_activity\": ");
-    tp_jsonw_str(j, w->gpu_status ? w->gpu_status : "off");
-    LIT(j, ", \"coverage\": ");
-    tp_coverage_put(j, w, &keys);
-}
-
-/* A process group is the world when it has every rank and this process is
- * its own global rank in it: then its ranks are 0..n-1 (NCCL does not tell
- * the global ranks of a smaller communicator's members). */
-static int is_world(int size, int rank, int world_size, int my_rank)
-{
-    return world_size > 1 && size == world_size && rank == my_rank;
-}
-
-/* "[0, 1, ..., n-1]" as Kineto writes "Process Group Ranks" (a string). */
-#define TP_PG_RANKS_LISTED 64
-
-static void put_rank_list(struct tp_jsonw *j, int n, int as_string)
-{
-    if (as_string)
-        tp_jsonw_char(j, '"');
-    tp_jsonw_char(j, '[');
-    for (int i = 0; i < n; i++) {
-        if (i)
-            LIT(j, ", ");
-        tp_jsonw_u64(j, (uint64_t)i);
-    }
-    tp_jsonw_char(j, ']');
-    if (as_string)
-        tp_jsonw_char(j, '"');
-}
-
-/* This process's rank and world size for distributedInfo and the process
- * groups: the framework's process group's where it told us
- * (trainprof_process_group), else the launcher's. */
-static void dist_rank(const struct tp_window *w, int *rank, int *world_size)
-{
-    *rank = w->pg_backend ? w->pg_rank : w->rank;
-    *world_size = w->pg_backend ? w->pg_world_size : w->world_size;
-}
-
-/* Kineto's distributedInfo, as torch.profiler fills it
- * (_get_distributed_info): written only while torch.distributed has a
- * default group there, so here only where something says the process is
- * one rank of a job: the framework's process group, NCCL communicators,
- * or the launcher's variables; a program run by hand gets none, as under
- * torch.profiler.  "backend" is the group's, else "nccl" where NCCL
- * communicators were created, else left out: a gloo job under torchrun
- * leaves no trace of its backend in the calls we see, and "nccl" there
- * (what every trace said before) was false.  Then rank and world_size,
- * and once NCCL communicators exist pg_count, pg_config (one entry per
- * communicator, named by creation order) and nccl_version.
- * Returns 0 when nothing was written. */
-static int put_distributed(struct tp_jsonw *j, const struct tp_window *w)
-{
-    if (!w->pg_backend && !w->comms_created && !w->launched)
-        return 0;
-    int rank, world_size;
-    dist_rank(w, &rank, &world_size);
-    LIT(j, "  \"distributedInfo\": {");
-    if (w->pg_backend || w->comms_created) {
-        LIT(j, "\"backend\": ");
-        tp_jsonw_str(j, w->pg_backend ? w->pg_backend : "nccl");
-        LIT(j, ", ");
-    }
-    /* "rank": N with a space: HTA finds the rank with "rank":\s+(\d+) */
-    LIT(j, "\"rank\": ");
-    tp_jsonw_i64(j, rank);
-    LIT(j, ", \"world_size\": ");
-    tp_jsonw_i64(j, world_size);
-    if (w->comms_created) {
-        LIT(j, ", \"pg_count\": ");
-        tp_jsonw_u64(j, w->comms_created);
-        LIT(j, ", \"pg_config\": [");
-        for (int i = 0; i < w->n_comms; i++) {
-            const struct tp_comm_info *p = &w->comms[i];
-            int world = is_world((int)p->size, p->rank, world_size, rank);
-            tp_jsonw_lit(j, i ? ", {\"pg_name\": \"" : "{\"pg_name\": \"");
-            tp_jsonw_u64(j, p->serial);
-            LIT(j, "\", \"pg_desc\": ");
-            tp_jsonw_lit(j, world ? "\"default_pg\"" : "\"undefined\"");
-            LIT(j, ", \"backend_config\": \"cuda:nccl\", \"pg_size\": ");
-            tp_jsonw_u64(j, p->size);
-            LIT(j, ", \"ranks\": ");
-            if (world)
-                put_rank_list(j, (int)p->size, 0);
-            else
-                LIT(j, "[]");
-            tp_jsonw_char(j, '}');
-        }
-        tp_jsonw_char(j, ']');
-    }
-    if (w->nccl_version) {
-        LIT(j, ", \"nccl_version\": ");
-        tp_jsonw_str(j, w->nccl_version);
-    }
-    LIT(j, "},\n");
-    return 1;
-}
-
-/* A trace's own id, as torch.profiler writes "trace_id" (uuid4().int as
- * 32 upper-case hex digits): 128 random bits from getrandom with the
- * version 4 and variant bits set, so that two windows, ranks or runs
- * never share one.  Without getrandom (seccomp, an old kernel) the clock,
- * pid and a counter stand in, mixed: unique, if not unguessable. */
-static void trace_id(char out[33])
-{
-    static _Atomic uint64_t seq;
-    uint8_t b[16];
-    ssize_t n = getrandom(b, sizeof b, GRND_NONBLOCK);
-    if (n != (ssize_t)sizeof b) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t x[2] = { (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
-                          ((uint64_t)getpid() << 32) ^ atomic_fetch_add(&seq, 1) };
-        for (int i = 0; i < 2; i++) {        /* splitmix64: spread the bits */
-            uint64_t z = x[i] + 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
-            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-            z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-            z ^= z >> 31;
-            memcpy(b + 8 * i, &z, 8);
-        }
-    }
-    b[6] = (uint8_t)((b[6] & 0x0f) | 0x40);   /* version 4 */
-    b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);   /* RFC 4122 variant */
-    static const char hex[] = "0123456789ABCDEF";
-    for (int i = 0; i < 16; i++) {
-        out[2 * i] = hex[b[i] >> 4];
-        out[2 * i + 1] = hex[b[i] & 15];
-    }
-    out[32] = '\0';
-}
-
-/* Kineto's metadata keys that torch.profiler always sets: "trace_id",
- * "record_shapes" (1, and only when shapes are recorded) and "host_name"
- * (gethostname, unsanitised).  One that TRAINPROF_METADATA gives is the
- * user's: theirs is written in its place, as torch's
- * custom_trace_id_callback replaces the id. */
-static void put_kineto_metadata(struct tp_jsonw *j, const struct tp_window *w, json_t *user)
-{
-    if (!json_object_get(user, "trace_id")) {
-        char id[33];
-        trace_id(id);
-        LIT(j, "  \"trace_id\": \"");
-        tp_jsonw_lit(j, id);
-        LIT(j, "\",\n");
-    }
-    if (w->record_shapes && !json_object_get(user, "record_shapes"))
-        LIT(j, "  \"record_shapes\": 1,\n");
-    if (!json_object_get(user, "host_name")) {
-        char host[256];
-        if (gethostname(host, sizeof host - 1) != 0)
-            snprintf(host, sizeof host, "%s", w->hostname ? w->hostname : "");
-        host[sizeof host - 1] = '\0';
-        LIT(j, "  \"host_name\": ");
-        tp_jsonw_str(j, host);
-        LIT(j, ",\n");
-    }
-}
-
-static void put_clock_triple(struct tp_jsonw *j, const struct tp_clock_triple *t, int64_t trace_ns)
-{
-    if (!t->tick) {
-        LIT(j, "null");
-        return;
-    }
-    LIT(j, "{\"tick\": ");
-    tp_jsonw_u64(j, t->tick);
-    LIT(j, ", \"realtime_ns\": ");
-    tp_jsonw_i64(j, t->realtime_ns);
-    LIT(j, ", \"monotonic_ns\": ");
-    tp_jsonw_i64(j, t->monotonic_ns);
-    LIT(j, ", \"bracket_ns\": ");
-    tp_jsonw_i64(j, t->bracket_ns);
-    LIT(j, ", \"trace_ns\": ");
-    tp_jsonw_i64(j, trace_ns);
-    tp_jsonw_char(j, '}');
-}
-
-/* "clock": the clocks read at the window's start and end, and the Unix ns
- * the trace gives those instants (trace_ns = baseTimeNanoseconds + ts x
- * 1000): `trainprof merge` corrects each rank's calibration by
- * trace_ns - realtime_ns, and aligns ranks of one boot_id (one kernel,
- * shared clocks) through CLOCK_MONOTONIC. */
-static void put_clock(struct tp_jsonw *j, const struct tp_window *w)
-{
-    LIT(j, ", \"clock\": {\"source\": ");
-    tp_jsonw_str(j, w->clock_source ? w->clock_source : "");
-    LIT(j, ", \"ns_per_tick\": ");
-    tp_jsonw_double(j, w->ns_per_tick);
-    LIT(j, ", \"host\": ");
-    tp_jsonw_str(j, w->hostname ? w->hostname : "");
-    LIT(j, ", \"boot_id\": ");
-    tp_jsonw_str(j, w->boot_id ? w->boot_id : "");
-    LIT(j, ", \"start\": ");
-    put_clock_triple(j, &w->clock_start, w->clock_start_trace_ns);
-    LIT(j, ", \"end\": ");
-    put_clock_triple(j, &w->clock_end, w->clock_end_trace_ns);
-    tp_jsonw_char(j, '}');
-}
-
-static void put_header(struct chrome *c, const struct tp_window *w)
-{
-    struct tp_jsonw *j = &c->j;
-    LIT(j, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [");
-    put_devices(j, w);
-    LIT(j, "],\n");
-    json_t *user = load_object(w->user_metadata);
-    put_kineto_metadata(j, w, user);
-    put_distributed(j, w);
-    LIT(j, "  \"trainprof\": {\"version\": \"" TP_VERSION_STRING "\", \"configuration\": ");
-    json_t *cfg = load_object(w->config_json);
-    if (cfg)
-        put_value(j, cfg);
-    else
-        LIT(j, "{}");
-    json_decref(cfg);
-    LIT(j, ", \"step_signal\": ");
-    tp_jsonw_str(j, w->step_signal);
-    int have_steps = w->steps_recorded > 0;
-    LIT(j, ", \"steps_recorded\": ");
-    tp_jsonw_u64(j, w->steps_recorded);
-    LIT(j, ", \"first_step\": ");
-    tp_jsonw_u64_or_null(j, have_steps, w->first_step);
-    LIT(j, ", \"last_step\": ");
-    tp_jsonw_u64_or_null(j, have_steps, w->last_step);
-    LIT(j, ", \"batch\": ");
-    tp_jsonw_u64(j, w->batch);
-    if (w->partial)
-        LIT(j, ", \"partial\": true");
-    else
-        LIT(j, ", \"partial\": false");
-    LIT(j, ", \"partial_reason\": ");
-    if (w->partial && w->partial_reason)
-        tp_jsonw_str(j, w->partial_reason);
-    else
-        LIT(j, "null");
-    LIT(j, ", \"operators_lost\": ");   /* to the program's own profiler */
-    if (w->ops_lost_why) {
-        LIT(j, "{\"why\": ");
-        tp_jsonw_str(j, w->ops_lost_why);
-        LIT(j, ", \"first_step\": ");
-        tp_jsonw_u64_or_null(j, w->ops_lost_steps, w->ops_lost_first);
-        LIT(j, ", \"last_step\": ");
-        tp_jsonw_u64_or_null(j, w->ops_lost_steps, w->ops_lost_last);
-        tp_jsonw_char(j, '}');
-    } else {
-        LIT(j, "null");
-    }
-    if (w->trigger_id) {         /* a window `trainprof trigger` asked for */
-        LIT(j, ", \"trigger\": {\"id\": ");
-        tp_jsonw_str(j, w->trigger_id);
-        LIT(j, ", \"requested_step\": ");
-        tp_jsonw_u64(j, w->trigger_requested);
-        if (w->trigger_late)
-            LIT(j, ", \"late\": true}");
-        else
-            LIT(j, ", \"late\": false}");
-    }
-    LIT(j, ", \"records\": ");
-    tp_jsonw_u64(j, w->records);
-    LIT(j, ", \"dropped_events\": ");
-    tp_jsonw_u64(j, w->dropped);
-    LIT(j, ", \"late_events\": ");
-    tp_jsonw_u64(j, w->late);
-    LIT(j, ", \"names_lost\": ");
-    tp_jsonw_u64(j, w->names_lost);
-    LIT(j, ", \"ranges_lost\": ");
-    tp_jsonw_u64(j, w->ranges_lost);
-    LIT(j, ", \"unmatched_range_pops\": ");
-    tp_jsonw_u64(j, w->unmatched_pops);
-    LIT(j, ", \"flops\": ");
-    tp_jsonw_u64(j, w->flops);
-    put_coverage(j, w);
-    put_clock(j, w);
-    LIT(j, ", \"steps\": [");
-    for (uint64_t i = 0; i < w->steps_recorded && w->steps; i++) {
-        const struct tp_window_step *s = &w->steps[i];
-        tp_jsonw_lit(j, i ? ", {\"step\": " : "{\"step\": ");
-        tp_jsonw_u64(j, s->index);
-        LIT(j, ", \"wall_ms\": ");
-        tp_jsonw_double(j, (double)(s->end_ns - s->start_ns) / 1e6);
-        LIT(j, ", \"flops\": ");
-        tp_jsonw_u64(j, s->flops);
-        LIT(j, ", \"tflops_per_s\": ");
-        tp_jsonw_double(j, s->end_ns > s->start_ns ? (double)s->flops / (double)(s->end_ns - s->start_ns) / 1e3 : 0);
-        tp_jsonw_char(j, '}');
-    }
-    LIT(j, "]},\n");
-
-    if (!user && w->user_metadata && w->user_metadata[0])
-        TP_WARN("TRAINPROF_METADATA is not a JSON object; not written to the trace");
-    const char *key;
-    json_t *item;
-    json_object_foreach(user, key, item) {
-        if (is_reserved(key)) {
-            TP_WARN("TRAINPROF_METADATA key \"%s\" is reserved by the trace format; skipped", key);
-            continue;
-        }
-        LIT(j, "  ");
-        tp_jsonw_str(j, key);
-        LIT(j, ": ");
-        put_value(j, item);
-        LIT(j, ",\n");
-    }
-    json_decref(user);
-
-    LIT(j, "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
-    tp_jsonw_i64(j, w->base_time_ns);
-    LIT(j, ",\n  \"traceEvents\": [");
-}
+#include "chrome_impl.h"
 
 static size_t thread_hash(int32_t pid, int32_t tid, size_t cap)
 {
@@ -581,13 +116,13 @@ static void *chrome_open(const struct tp_window *w)
     }
     c->base = w->base_time_ns;
     c->record_shapes = w->record_shapes;
-    dist_rank(w, &c->rank, &c->world_size);
+    tp_chrome_dist_rank(w, &c->rank, &c->world_size);
     c->steps = w->steps;
     c->n_steps = w->steps ? w->steps_recorded : 0;
     for (uint64_t i = 0; i < c->n_steps; i++)
         c->flops_track |= c->steps[i].flops > 0;
     c->meta_ts = w->start_ns > c->base ? w->start_ns - c->base : 0;
-    put_header(c, w);
+    tp_chrome_put_header(c, w);
     put_steps(c, w);
     put_mem_levels(c, w, 0);
     return c;
@@ -634,197 +169,6 @@ static void put_dur(struct chrome *c, const struct tp_event *ev)
     tp_jsonw_us(&c->j, ev->dur_ns > 0 ? ev->dur_ns : 0);
 }
 
-static void put_triple(struct tp_jsonw *j, uint64_t x, uint64_t y, uint64_t z)
-{
-    tp_jsonw_char(j, '[');
-    tp_jsonw_u64(j, x);
-    LIT(j, ", ");
-    tp_jsonw_u64(j, y);
-    LIT(j, ", ");
-    tp_jsonw_u64(j, z);
-    tp_jsonw_char(j, ']');
-}
-
-static const char *const copy_kinds[] = { "HtoH", "HtoD", "DtoH", "DtoD", "Default" };
-
-static void put_key_str(struct tp_jsonw *j, const char *key, const char *v)
-{
-    tp_jsonw_lit(j, key);
-    tp_jsonw_str(j, v);
-}
-
-static void put_key_u64(struct tp_jsonw *j, const char *key, uint64_t v)
-{
-    tp_jsonw_lit(j, key);
-    tp_jsonw_u64(j, v);
-}
-
-/* A cuBLAS routine that is no product (TP_LIB_BLAS): its own sizes under
- * its own names (no "Input Dims": they would say A is m x k, B k x n), the
- * batch and the data type; bytes of copy and swap in put_gemm. */
-static void put_blas_shapes(struct tp_jsonw *j, const struct tp_record *r)
-{
-    unsigned has = r->u.lib.op;
-    if (has & TP_BLAS_HAS_M)
-        put_key_u64(j, ", \"m\": ", r->u.lib.m);
-    if (has & TP_BLAS_HAS_N)
-        put_key_u64(j, ", \"n\": ", r->u.lib.n);
-    if (has & TP_BLAS_HAS_K)
-        put_key_u64(j, ", \"k\": ", r->u.lib.k);
-    if (has & TP_BLAS_HAS_NRHS)
-        put_key_u64(j, ", \"nrhs\": ", r->u.lib.k);
-    put_key_u64(j, ", \"batch\": ", r->u.lib.batch);
-    put_key_str(j, ", \"dtype\": ", tp_dtype_name(r->u.lib.dtype));
-}
-
-/* cuBLAS/cuBLASLt: FLOPs and precision always; sizes and types as torch's
- * record_shapes writes them (A is m x k, B is k x n; c10's C++ type names)
- * when asked. */
-/* The FLOPs of a library call (tp_form_counts_flops) and their class. */
-static void put_flops(struct tp_jsonw *j, const struct tp_record *r)
-{
-    put_key_u64(j, ", \"flops\": ", r->u.lib.flops);
-    put_key_str(j, ", \"precision\": ", tp_precision_name(r->u.lib.precision));
-    if (r->u.lib.flags & TP_LIB_CAPTURED)
-        LIT(j, ", \"captured\": true");
-}
-
-/* "Input type": ["t", "t", ...], n times the record's dtype. */
-static void put_input_types(struct tp_jsonw *j, unsigned dtype, int n)
-{
-    LIT(j, ", \"Input type\": [");
-    for (int i = 0; i < n; i++) {
-        if (i)
-            LIT(j, ", ");
-        tp_jsonw_str(j, tp_dtype_cpp_name(dtype));
-    }
-    tp_jsonw_char(j, ']');
-}
-
-/* One dims list "[a, b, ...]". */
-static void put_dims(struct tp_jsonw *j, const uint32_t *d, int n)
-{
-    tp_jsonw_char(j, '[');
-    for (int i = 0; i < n; i++) {
-        if (i)
-            LIT(j, ", ");
-        tp_jsonw_u64(j, d[i]);
-    }
-    tp_jsonw_char(j, ']');
-}
-
-/* An RNN call (TP_FORM_RNN): its FLOPs; with shapes, x [T, B, I] and
- * hx [layers x directions, B, state], the first two inputs of torch's
- * aten::_cudnn_rnn. */
-static void put_rnn(struct chrome *c, const struct tp_record *r)
-{
-    struct tp_jsonw *j = &c->j;
-    put_flops(j, r);
-    if (!c->record_shapes)
-        return;
-    const uint32_t x[3] = { r->u.lib.m, r->u.lib.n, r->u.lib.k };
-    const uint32_t h[3] = { r->u.lib.op, r->u.lib.n, r->u.lib.batch };
-    LIT(j, ", \"Input Dims\": [");
-    put_dims(j, x, 3);
-    LIT(j, ", ");
-    put_dims(j, h, 3);
-    tp_jsonw_char(j, ']');
-    put_input_types(j, r->u.lib.dtype, 2);
-}
-
-/* A cuDNN op counted for no FLOPs (TP_FORM_TENSOR): with shapes, its main
- * tensor, when its descriptor could be read. */
-static void put_tensor(struct chrome *c, const struct tp_record *r)
-{
-    struct tp_jsonw *j = &c->j;
-    int nd = r->u.tensor.nd;
-    if (!c->record_shapes || nd == 0 || nd > 8)
-        return;
-    LIT(j, ", \"Input Dims\": [");
-    put_dims(j, r->u.tensor.dim, nd);
-    tp_jsonw_char(j, ']');
-    put_input_types(j, r->u.tensor.dtype, 1);
-}
-
-static void put_gemm(struct chrome *c, const struct tp_record *r)
-{
-    struct tp_jsonw *j = &c->j;
-    put_flops(j, r);
-    int blas = (r->u.lib.flags & TP_LIB_BLAS) != 0;
-    if (blas && r->u.lib.bytes)
-        put_key_u64(j, ", \"bytes\": ", r->u.lib.bytes);
-    if (!c->record_shapes)
-        return;
-    if (blas) {
-        put_blas_shapes(j, r);
-        return;
-    }
-    put_key_u64(j, ", \"m\": ", r->u.lib.m);
-    put_key_u64(j, ", \"n\": ", r->u.lib.n);
-    put_key_u64(j, ", \"k\": ", r->u.lib.k);
-    put_key_u64(j, ", \"batch\": ", r->u.lib.batch);
-    LIT(j, ", \"Input Dims\": [[");
-    tp_jsonw_u64(j, r->u.lib.m);
-    tp_jsonw_char(j, ',');
-    tp_jsonw_char(j, ' ');
-    tp_jsonw_u64(j, r->u.lib.k);
-    LIT(j, "], [");
-    tp_jsonw_u64(j, r->u.lib.k);
-    tp_jsonw_char(j, ',');
-    tp_jsonw_char(j, ' ');
-    tp_jsonw_u64(j, r->u.lib.n);
-    LIT(j, "]]");
-    put_input_types(j, r->u.lib.dtype, 2);
-}
-
-/* A collective's elements in and out per rank, from its bytes. */
-static void coll_nelems(const struct tp_record *r, uint64_t *in, uint64_t *out)
-{
-    unsigned size = tp_dtype_size(r->u.lib.dtype);
-    tp_coll_nelems(r->u.lib.op, size ? r->u.lib.bytes / size : 0, r->u.lib.m, in, out);
-}
-
-/* NCCL: the args of torch's record_param_comms (Kineto copies them onto
- * the collective's kernel), plus bytes and the nccl-tests bus bandwidth
- * factor.  The process group is the communicator, named by its creation
- * order in this process. */
-static void put_coll(struct chrome *c, const struct tp_record *r)
-{
-    struct tp_jsonw *j = &c->j;
-    unsigned op = r->u.lib.op, n = r->u.lib.m;
-    uint64_t in, out;
-    coll_nelems(r, &in, &out);
-    put_key_str(j, ", \"Collective name\": ", tp_coll_name(op));
-    put_key_u64(j, ", \"In msg nelems\": ", in);
-    put_key_u64(j, ", \"Out msg nelems\": ", out);
-    put_key_u64(j, ", \"Group size\": ", n);
-    put_key_u64(j, ", \"Rank\": ", r->u.lib.n);
-    put_key_str(j, ", \"dtype\": ", tp_dtype_name(r->u.lib.dtype));
-    LIT(j, ", \"In split size\": \"[]\", \"Out split size\": \"[]\"");
-    if (r->u.lib.batch != TP_COLL_NO_COMM) {
-        int world = is_world((int)n, (int)r->u.lib.n, c->world_size, c->rank);
-        LIT(j, ", \"Process Group Name\": \"");
-        tp_jsonw_u64(j, r->u.lib.batch);
-        tp_jsonw_lit(j, world ? "\", \"Process Group Description\": \"default_pg\""
-                     : "\", \"Process Group Description\": \"undefined\"");
-        if (world) {
-            if (n <= TP_PG_RANKS_LISTED) {
-                LIT(j, ", \"Process Group Ranks\": ");
-                put_rank_list(j, (int)n, 1);
-            }
-            LIT(j, ", \"Global rank start\": 0, \"Global rank stride\": 1");
-        }
-    }
-    put_key_u64(j, ", \"bytes\": ", r->u.lib.bytes);
-    LIT(j, ", \"busbw factor\": ");
-    tp_jsonw_double(j, tp_coll_busbw_factor(op, n));
-    if (tp_coll_peered(op) && r->u.lib.k != TP_COLL_PEERS)
-        put_key_u64(j, ", \"peer\": ", r->u.lib.k);
-    else if (tp_coll_rooted(op))
-        put_key_u64(j, ", \"root\": ", r->u.lib.k);
-    if (r->u.lib.flags & TP_LIB_GROUPED)
-        LIT(j, ", \"grouped\": true");
-}
 
 /* A collective as torch's ProcessGroupNCCL leaves it in a Kineto trace:
  * the "nccl:all_reduce" record_function (a user_annotation) around the
@@ -842,7 +186,7 @@ static void put_coll_layers(struct chrome *c, const struct tp_event *ev)
     struct tp_jsonw *j = &c->j;
     const struct tp_record *r = ev->rec;
     uint64_t in, out;
-    coll_nelems(r, &in, &out);
+    tp_chrome_coll_nelems(r, &in, &out);
     HEAD(c, "{\"ph\": \"X\", \"cat\": \"user_annotation\", ", tp_coll_annotation(r->u.lib.op), ev);
     put_dur(c, ev);
     put_key_u64(j, ", \"args\": {\"External id\": ", ev->external_id);
@@ -854,7 +198,7 @@ static void put_coll_layers(struct chrome *c, const struct tp_event *ev)
     put_dur(c, ev);
     put_key_u64(j, ", \"args\": {\"External id\": ", TP_PARAM_COMMS_ID(ev->external_id));
     put_key_u64(j, ", \"Record function id\": ", TP_PARAM_COMMS_ID(ev->external_id));
-    put_coll(c, r);
+    tp_chrome_put_coll(c, r);
     LIT(j, "}}");
 }
 
@@ -976,57 +320,7 @@ static void put_call(struct chrome *c, const struct tp_event *ev)
         LIT(j, ", \"cbid\": ");
         tp_jsonw_i64(j, ev->cbid);
     }
-    if (r->kind == TP_REC_LAUNCH) {
-        if (ev->kernel && ev->kernel[0]) {
-            LIT(j, ", \"kernel\": ");
-            tp_jsonw_str(j, ev->kernel);
-        }
-        if (r->u.launch.func_kind != TP_FUNC_GRAPH) {
-            LIT(j, ", \"grid\": ");
-            put_triple(j, r->u.launch.grid_x, r->u.launch.grid_y, r->u.launch.grid_z);
-            LIT(j, ", \"block\": ");
-            put_triple(j, r->u.launch.block_x, r->u.launch.block_y, r->u.launch.block_z);
-            LIT(j, ", \"shared memory\": ");
-            tp_jsonw_u64(j, r->u.launch.smem);
-        } else if (ev->flops) {
-            put_key_u64(j, ", \"flops\": ", ev->flops);
-        }
-        LIT(j, ", \"cuda stream\": ");
-        tp_jsonw_u64(j, r->u.launch.stream);
-    } else if (ev->form == TP_FORM_GEMM || ev->form == TP_FORM_CONV) {
-        put_gemm(c, r);
-    } else if (ev->form == TP_FORM_RNN) {
-        put_rnn(c, r);
-    } else if (ev->form == TP_FORM_TENSOR) {
-        put_tensor(c, r);
-    } else if (ev->form == TP_FORM_COLL) {
-        put_coll(c, r);
-    } else {
-        int copy = ev->form == TP_FORM_COPY;
-        int set = ev->form == TP_FORM_SET;
-        if (ev->form == TP_FORM_ALLOC || ev->form == TP_FORM_FREE) {
-            put_key_u64(j, ", \"addr\": ", r->u.mem.addr);
-            put_key_u64(j, ", \"bytes\": ", r->u.mem.bytes);
-            if (r->u.mem.flags & TP_MEM_FAILED)
-                LIT(j, ", \"failed\": 1");
-        }
-        if (copy || set) {
-            LIT(j, ", \"bytes\": ");
-            tp_jsonw_u64(j, r->u.api.bytes);
-        }
-        if (copy && r->u.api.copy_kind < sizeof copy_kinds / sizeof copy_kinds[0]) {
-            LIT(j, ", \"kind\": \"");
-            tp_jsonw_lit(j, copy_kinds[r->u.api.copy_kind]);
-            tp_jsonw_char(j, '"');
-        }
-        if (copy || set || ev->form == TP_FORM_SYNC_STREAM) {
-            LIT(j, ", \"cuda stream\": ");
-            tp_jsonw_u64(j, r->u.api.stream);
-        } else if (ev->form == TP_FORM_SYNC_EVENT) {
-            LIT(j, ", \"cuda event\": ");
-            tp_jsonw_u64(j, r->u.api.stream);
-        }
-    }
+    tp_chrome_put_call_args(c, ev);
     if (r->status != 0) {
         LIT(j, ", \"status\": ");
         tp_jsonw_i64(j, r->status);
@@ -1096,7 +390,7 @@ static void put_device(struct chrome *c, const struct tp_event *ev)
         if (d->launch_type == 1 || d->launch_type == 2)   /* CUPTI_ACTIVITY_LAUNCH_TYPE_COOPERATIVE_* */
             put_key_str(j, ", \"launch type\": ", d->launch_type == 1 ? "cooperative" : "cooperative multi-device");
         if (ev->issuer && ev->form == TP_FORM_COLL)
-            put_coll(c, ev->issuer);     /* as Kineto copies record_param_comms' */
+            tp_chrome_put_coll(c, ev->issuer);     /* as Kineto copies record_param_comms' */
     } else if (d->kind == TP_DEV_MEMCPY || d->kind == TP_DEV_MEMSET) {
         put_key_u64(j, ", \"bytes\": ", d->bytes);
         LIT(j, ", \"memory bandwidth (GB/s)\": ");

@@ -3,7 +3,7 @@
  * the wrappers saw against what CUPTI saw: launch records, kernels CUPTI
  * recorded, those linked to a launch and that share as "ratio" (null
  * without CUPTI), and, in the trace, the device records kept and dropped.
- * The trace (chrome.c: "launches_seen_by_wrappers", ...) and summary.json
+ * The trace (chrome_header.c: "launches_seen_by_wrappers", ...) and summary.json
  * (summary_json.c: "host_launches", ...) write the same figures under the
  * names README documents for each, which readers already parse (trainprof
  * summary reads both); so the names stay two sets, given by each caller,

@@ -4,7 +4,7 @@
 usage: gen_trace.py OUT.json.gz --mb 200 [--rank R] [--world W] [--seed S]
 
 Writes a gzip trace of about MB megabytes (compressed) laid out as
-handlers/chrome.c writes it: the header keys (distributedInfo, trainprof
+handlers/chrome.c writes it: the header keys (chrome_header.c: distributedInfo, trainprof
 with its clock triples), then one event per line: per step a ProfilerStep,
 aten/cuBLAS cpu_ops, cudaLaunchKernel runtime calls with correlation, cbid
 and launch details, their kernels on device 0's streams with Kineto's

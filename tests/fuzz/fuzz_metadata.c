@@ -2,7 +2,7 @@
  * fuzz_metadata.c - libFuzzer harness: TRAINPROF_METADATA from the
  * variable to the trace: parsed and checked by collector/config/config_values.c
  * (tp_opt_parse_metadata, through tp_config_parse as the library does),
- * then re-read and merged into the trace's top level by handlers/chrome.c.
+ * then re-read and merged into the trace's top level by handlers/chrome_header.c.
  *
  * DESIGN
  * The input, NUL-terminated, is the variable's value.  When it is

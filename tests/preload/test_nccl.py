@@ -235,7 +235,7 @@ def test_group_calls_lie_inside_the_group(all_run):
 def test_grouped_flag(all_run):
     ops = [ev for ev in _cpu_ops(all_run[1]) if "Collective name" in ev["args"]]
     if not any("grouped" in ev["args"] for ev in ops):
-        pytest.skip("handlers/chrome.c does not print TP_LIB_GROUPED yet")
+        pytest.skip("handlers/chrome_args.c does not print TP_LIB_GROUPED yet")
     grouped = {(ev["name"], ev["args"]["In msg nelems"]) for ev in ops
                if ev["args"].get("grouped")}
     assert grouped == GROUPED

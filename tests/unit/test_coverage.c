@@ -2,7 +2,8 @@
  * test_coverage.c - handlers/coverage.c, the one writer of the coverage
  * object: the bytes under the trace's names and under summary.json's, with
  * CUPTI's figures (a ratio below 1) and without them (nulls), as the two
- * writers it replaced in chrome.c and summary_json.c wrote them.
+ * writers it replaced in chrome.c (now chrome_header.c) and summary_json.c wrote
+ * them.
  */
 #include <check.h>
 #include <stdlib.h>

@@ -35,7 +35,7 @@ gzip member as pigz does, CRC-32s combined: a single gzip member, as
 catapult needs.  On the Python path chunks of events go to worker
 processes that rewrite and deflate them.
 
-Time base (trace metadata "trainprof"."clock", handlers/chrome.c): each
+Time base (trace metadata "trainprof"."clock", handlers/chrome_header.c): each
 window read (tick, CLOCK_REALTIME, CLOCK_MONOTONIC) at its start and end,
 and the trace gives those ticks Unix time trace_ns.  Per rank:
   calibration error   cal = trace_ns - realtime_ns
@@ -115,7 +115,7 @@ def _clock_point(t):
 
 
 def clock_of(meta):
-    """trainprof.clock (handlers/chrome.c), or None when absent or not in
+    """trainprof.clock (handlers/chrome_header.c), or None when absent or not in
     its form (integer ns below 2^62): then the rank's skew is unknown."""
     c = (meta.get("trainprof") or {}).get("clock") if isinstance(meta.get("trainprof"), dict) else None
     if not isinstance(c, dict) or not _clock_point(c.get("start")):

@@ -1,0 +1,99 @@
+/*
+ * chrome_impl.h - what the three files of the chrome handler share
+ * (private): the handler's state and the writers each lends the others.
+ * chrome.c writes the events and is the handler (open, event, close);
+ * chrome_header.c writes the top-level keys before "traceEvents";
+ * chrome_args.c writes the arguments of host calls (launches, library
+ * calls and their FLOPs and shapes, collectives, copies).
+ */
+#ifndef TRAINPROF_HANDLERS_CHROME_IMPL_H
+#define TRAINPROF_HANDLERS_CHROME_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "handler.h"
+#include "jsonw.h"
+#include "output.h"
+
+#define LIT TP_JSONW_LIT
+
+struct chrome_thread {
+    int32_t pid, tid;
+    int used;
+    int gpu;                       /* a device's stream track */
+    char name[64];
+};
+
+struct chrome {
+    struct tp_output out;
+    struct tp_jsonw j;
+    int64_t base;
+    int64_t meta_ts;               /* ts of the metadata events, relative */
+    uint64_t events;
+    struct chrome_thread *threads; /* open addressing on (pid, tid) */
+    size_t nthreads, cap;
+    size_t last;                   /* slot of the previous event's thread */
+    int record_shapes;
+    const struct tp_window_step *steps;
+    uint64_t n_steps;
+    int flops_track;               /* some step has library FLOPs: the FLOPs and TFLOP/s tracks */
+    int rank, world_size;          /* the process's, for its process groups */
+};
+
+/* At most this many ranks are listed in "Process Group Ranks" and pg_config. */
+#define TP_PG_RANKS_LISTED 64
+
+static inline void put_key_str(struct tp_jsonw *j, const char *key, const char *v)
+{
+    tp_jsonw_lit(j, key);
+    tp_jsonw_str(j, v);
+}
+
+static inline void put_key_u64(struct tp_jsonw *j, const char *key, uint64_t v)
+{
+    tp_jsonw_lit(j, key);
+    tp_jsonw_u64(j, v);
+}
+
+static inline void put_triple(struct tp_jsonw *j, uint64_t x, uint64_t y, uint64_t z)
+{
+    tp_jsonw_char(j, '[');
+    tp_jsonw_u64(j, x);
+    LIT(j, ", ");
+    tp_jsonw_u64(j, y);
+    LIT(j, ", ");
+    tp_jsonw_u64(j, z);
+    tp_jsonw_char(j, ']');
+}
+
+/* chrome_header.c */
+
+/* tp_chrome_put_header - the top-level keys of window "w", up to and
+ * including "traceEvents": [. */
+void tp_chrome_put_header(struct chrome *c, const struct tp_window *w);
+
+/* tp_chrome_dist_rank - this process's rank and world size for
+ * distributedInfo and the process groups. */
+void tp_chrome_dist_rank(const struct tp_window *w, int *rank, int *world_size);
+
+/* tp_chrome_is_world - whether a process group of "size" where this
+ * process has "rank" is the world (world_size, my_rank: tp_chrome_dist_rank's). */
+int tp_chrome_is_world(int size, int rank, int world_size, int my_rank);
+
+/* tp_chrome_put_rank_list - "[0, 1, ..., n-1]", quoted when "as_string". */
+void tp_chrome_put_rank_list(struct tp_jsonw *j, int n, int as_string);
+
+/* chrome_args.c */
+
+/* tp_chrome_put_call_args - the form's arguments of call event "ev",
+ * inside its "args" object. */
+void tp_chrome_put_call_args(struct chrome *c, const struct tp_event *ev);
+
+/* tp_chrome_put_coll - collective "r"'s record_param_comms arguments. */
+void tp_chrome_put_coll(struct chrome *c, const struct tp_record *r);
+
+/* tp_chrome_coll_nelems - collective "r"'s elements in and out per rank. */
+void tp_chrome_coll_nelems(const struct tp_record *r, uint64_t *in, uint64_t *out);
+
+#endif
