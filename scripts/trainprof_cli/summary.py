@@ -22,7 +22,7 @@ summary.json within reach (written by torch.profiler itself, by a library
 from before summary.json, or copied without its reports folder).  It fills
 the summary.json schema from the same table definitions (NAME_TABLES) that
 render_one prints, and render_one prints summary.c's columns, units and
-rounding; tests/preload/test_summary_sources.py holds them together.
+rounding; tests/cli/test_summary_sources.py holds them together.
 
 A trace is streamed, never loaded whole, by the reader merge shares
 (trainprof_cli.trace.stream_trace): the events come in batches of whole lines.
@@ -88,7 +88,7 @@ MAX_SUMMARY = 16 << 20            # a summary.json at most (the handler writes a
 # (summary.c): the name tables below are defined once, for the aggregation
 # (which table, rows kept, order, fields: summary_json.c's put_table) and the
 # printing (heading, columns, cells, total line: summary.c's put_libs,
-# put_apis, put_kernels, put_gpu).  tests/preload/test_summary_sources.py
+# put_apis, put_kernels, put_gpu).  tests/cli/test_summary_sources.py
 # holds the three to each other.
 TOP = 20                        # rows kept of the kernel and operator tables (summary_json.c)
 TOP_SMALL = 10                  # of the library and host API tables
