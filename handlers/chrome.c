@@ -338,15 +338,15 @@ static void put_call(struct chrome *c, const struct tp_event *ev)
 static void put_device(struct chrome *c, const struct tp_event *ev)
 {
     struct tp_jsonw *j = &c->j;
-    const struct tp_dev_record *d = ev->dev;
+    const struct tp_device_record *d = ev->dev;
     switch (d->kind) {
-    case TP_DEV_KERNEL:
+    case TP_DEVICE_KERNEL:
         HEAD(c, "{\"ph\": \"X\", \"cat\": \"kernel\", ", ev->name, ev);
         break;
-    case TP_DEV_MEMCPY:
+    case TP_DEVICE_MEMCPY:
         HEAD(c, "{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", ", ev->name, ev);
         break;
-    case TP_DEV_MEMSET:
+    case TP_DEVICE_MEMSET:
         HEAD(c, "{\"ph\": \"X\", \"cat\": \"gpu_memset\", ", ev->name, ev);
         break;
     default:
@@ -358,13 +358,13 @@ static void put_device(struct chrome *c, const struct tp_event *ev)
         put_key_u64(j, "\"External id\": ", ev->external_id);
         LIT(j, ", ");
     }
-    if (d->kind == TP_DEV_KERNEL)
+    if (d->kind == TP_DEVICE_KERNEL)
         LIT(j, "\"queued\": 0, ");
     put_key_u64(j, "\"device\": ", d->device);
     put_key_u64(j, ", \"context\": ", d->context);
     put_key_u64(j, ", \"stream\": ", d->stream);
     put_key_u64(j, ", \"correlation\": ", d->correlation);
-    if (d->kind == TP_DEV_KERNEL) {
+    if (d->kind == TP_DEVICE_KERNEL) {
         put_key_u64(j, ", \"registers per thread\": ", d->registers);
         put_key_u64(j, ", \"shared memory\": ",
                     (uint64_t)(d->static_smem > 0 ? d->static_smem : 0) +
@@ -391,14 +391,14 @@ static void put_device(struct chrome *c, const struct tp_event *ev)
             put_key_str(j, ", \"launch type\": ", d->launch_type == 1 ? "cooperative" : "cooperative multi-device");
         if (ev->issuer && ev->form == TP_FORM_COLL)
             tp_chrome_put_coll(c, ev->issuer);     /* as Kineto copies record_param_comms' */
-    } else if (d->kind == TP_DEV_MEMCPY || d->kind == TP_DEV_MEMSET) {
+    } else if (d->kind == TP_DEVICE_MEMCPY || d->kind == TP_DEVICE_MEMSET) {
         put_key_u64(j, ", \"bytes\": ", d->bytes);
         LIT(j, ", \"memory bandwidth (GB/s)\": ");
         tp_jsonw_double(j, ev->dur_ns > 0 ? (double)d->bytes / (double)ev->dur_ns : 0);
-    } else if (d->kind == TP_DEV_SYNC) {
+    } else if (d->kind == TP_DEVICE_SYNC) {
         LIT(j, ", \"cuda_sync_kind\": ");       /* HTA's critical path reads it */
         tp_jsonw_str(j, ev->name);
-        if (tp_dev_waits_on_event(d)) {         /* and these, as Kineto writes them */
+        if (tp_device_waits_on_event(d)) {         /* and these, as Kineto writes them */
             LIT(j, ", \"wait_on_stream\": ");
             tp_jsonw_i64(j, ev->wait_on_stream);
             LIT(j, ", \"wait_on_cuda_event_record_corr_id\": ");

@@ -103,7 +103,7 @@ static int is_reserved(const char *key)
 static void put_devices(struct tp_jsonw *j, const struct tp_window *w)
 {
     for (int i = 0; i < w->n_devices; i++) {
-        const struct tp_devprop *d = &w->devices[i];
+        const struct tp_device_prop *d = &w->devices[i];
         tp_jsonw_lit(j, i ? ",\n    {\"id\": " : "\n    {\"id\": ");
         tp_jsonw_i64(j, d->id);
         LIT(j, ", \"name\": ");

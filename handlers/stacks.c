@@ -298,7 +298,7 @@ static void stacks_host(struct stacks *s, const struct tp_event *ev)
 static void stacks_device(struct stacks *s, const struct tp_event *ev)
 {
     int kind = ev->dev->kind;
-    if (kind != TP_DEV_KERNEL && kind != TP_DEV_MEMCPY && kind != TP_DEV_MEMSET)
+    if (kind != TP_DEVICE_KERNEL && kind != TP_DEVICE_MEMCPY && kind != TP_DEVICE_MEMSET)
         return;
     int32_t host = ev->flow ? stk_corr_get(s, ev->correlation) : -1;
     if (host < 0)
@@ -311,7 +311,7 @@ static void stacks_device(struct stacks *s, const struct tp_event *ev)
         return;
     }
     memcpy(s->buf, s->keys[host].text, len + 1);
-    if (kind == TP_DEV_KERNEL && stk_append(s, &len, ev->name && ev->name[0] ? ev->name : "unknown kernel") != 0) {
+    if (kind == TP_DEVICE_KERNEL && stk_append(s, &len, ev->name && ev->name[0] ? ev->name : "unknown kernel") != 0) {
         s->oom = 1;
         return;
     }

@@ -179,7 +179,7 @@ static void summary_mem(struct summary *s, const struct tp_event *ev)
 /* Device work: per-name GPU time, and its spans for the busy share. */
 static void summary_device(struct summary *s, const struct tp_event *ev, int64_t dur)
 {
-    if (ev->dev->kind == TP_DEV_SYNC)
+    if (ev->dev->kind == TP_DEVICE_SYNC)
         return;
     agg_add(s, &s->gpu, ev->name && ev->name[0] ? ev->name : "unknown", dur);
     s->gpu_ns += dur;
@@ -390,9 +390,9 @@ void tp_sumagg_event(void *state, const struct tp_event *ev)
     int64_t dur = ev->dur_ns > 0 ? ev->dur_ns : 0;
     if (ev->dev) {
         summary_device(s, ev, dur);
-        if (ev->issuer && ev->form == TP_FORM_COLL && ev->dev->kind == TP_DEV_KERNEL)
+        if (ev->issuer && ev->form == TP_FORM_COLL && ev->dev->kind == TP_DEVICE_KERNEL)
             summary_coll_kernel(s, ev, dur);
-        if (ev->external_id && s->n_op_refs && ev->dev->kind != TP_DEV_SYNC)
+        if (ev->external_id && s->n_op_refs && ev->dev->kind != TP_DEVICE_SYNC)
             summary_op_device(s, ev, dur);
         return;
     }

@@ -13,14 +13,14 @@
 static int tp_api_ready(void)
 {
     if (tp_hot_load() & TP_HOT_INACTIVE)
-        tp_core_activate();
-    return tp_core_active();
+        tp_lifecycle_activate();
+    return tp_steps_on();
 }
 
 TP_EXPORT void trainprof_step(void)
 {
     if (tp_api_ready())
-        tp_core_step(TP_SIGNAL_API);
+        tp_steps_signal(TP_SIGNAL_API);
 }
 
 TP_EXPORT void trainprof_range_push(const char *name)
@@ -55,13 +55,13 @@ TP_EXPORT int trainprof_enabled(void)
 /* Not activating: the hook calls it only in a step that warms up or records. */
 TP_EXPORT void trainprof_operators_lost(const char *why)
 {
-    if (tp_core_active())
+    if (tp_steps_on())
         tp_oplost_set(why);
 }
 
 TP_EXPORT int trainprof_phase(void)
 {
-    return tp_core_active() ? tp_steps_phase() : -1;
+    return tp_steps_on() ? tp_steps_phase() : -1;
 }
 
 /* Not activating, and kept before activation: a process group is often

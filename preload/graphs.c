@@ -46,11 +46,11 @@ static void tp_begun(void)
 {
     if (tp_hot_load() & TP_HOT_INACTIVE) {
         tp_cuda_succeeded();
-        tp_core_activate();
+        tp_lifecycle_activate();
     }
     int saved = errno;
     tp_graphs_begin();
-    tp_core_capturing(+1);
+    tp_steps_capturing(+1);
     errno = saved;
 }
 
@@ -58,7 +58,7 @@ static void tp_ended(const void *graph)
 {
     int saved = errno;
     if (tp_graphs_end(graph))
-        tp_core_capturing(-1);
+        tp_steps_capturing(-1);
     errno = saved;
 }
 

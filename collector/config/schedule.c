@@ -8,7 +8,7 @@
  * schedule never finishes: cudaProfilerStart/Stop open and close windows
  * (steps.c).
  * TRAINPROF_SCHEDULE=none records nothing by itself: its windows are the
- * triggered ones (ondemand.c), which steps.c consults where this says
+ * triggered ones (trigger_cycle.c), which steps.c consults where this says
  * NONE.
  */
 #include "schedule.h"
@@ -22,7 +22,7 @@ enum tp_action tp_schedule_action(const struct tp_schedule *s, uint64_t step)
     if (s->profiler_api)
         return TP_NONE;         /* windows follow the profiler API (steps.c) */
     if (s->none)
-        return TP_NONE;     /* windows come from triggers only (ondemand.h) */
+        return TP_NONE;     /* windows come from triggers only (trigger_cycle.h) */
     if (step < s->skip_first)
         return TP_NONE;
     step -= s->skip_first;

@@ -1,21 +1,21 @@
 /*
  * device.h - the device side as handlers read it: one device activity
- * (struct tp_dev_record, made by collector/device/cupti_decode.c from
- * CUPTI's records) and one device's properties (struct tp_devprop, asked of
- * the driver by collector/device/devprops.c).  Types only, so that a
+ * (struct tp_device_record, made by collector/device/cupti_decode.c from
+ * CUPTI's records) and one device's properties (struct tp_device_prop, asked of
+ * the driver by collector/device/props.c).  Types only, so that a
  * handler reads the device side without CUPTI's or the driver's functions
- * (collector/device/cupti.h and devprops.h include this).
+ * (collector/device/cupti.h and props.h include this).
  */
 #ifndef TRAINPROF_COLLECTOR_CONTRACT_DEVICE_H
 #define TRAINPROF_COLLECTOR_CONTRACT_DEVICE_H
 
 #include <stdint.h>
 
-enum tp_dev_kind { TP_DEV_NONE = 0, TP_DEV_KERNEL, TP_DEV_MEMCPY, TP_DEV_MEMSET, TP_DEV_SYNC };
+enum tp_device_kind { TP_DEVICE_NONE = 0, TP_DEVICE_KERNEL, TP_DEVICE_MEMCPY, TP_DEVICE_MEMSET, TP_DEVICE_SYNC };
 
 /* One device-side activity. */
-struct tp_dev_record {
-    uint8_t  kind;              /* enum tp_dev_kind */
+struct tp_device_record {
+    uint8_t  kind;              /* enum tp_device_kind */
     uint8_t  copy_kind;         /* MEMCPY: CUpti_ActivityMemcpyKind;
                                    SYNC: CUpti_ActivitySynchronizationType */
     uint8_t  src_kind, dst_kind;/* MEMCPY: CUpti_ActivityMemoryKind; MEMSET: dst_kind */
@@ -38,9 +38,9 @@ struct tp_dev_record {
                                    0xffffffff (CUPTI_SYNCHRONIZATION_INVALID_VALUE) if none */
 };
 
-/* CUpti_ActivitySynchronizationType, as kept in tp_dev_record.copy_kind of
+/* CUpti_ActivitySynchronizationType, as kept in tp_device_record.copy_kind of
  * SYNC records (cupti_decode.c checks the values against CUPTI's). */
-enum tp_dev_sync_type {
+enum tp_device_sync_type {
     TP_SYNC_UNKNOWN = 0,
     TP_SYNC_EVENT = 1,          /* cudaEventSynchronize */
     TP_SYNC_STREAM_WAIT_EVENT = 2,
@@ -48,16 +48,16 @@ enum tp_dev_sync_type {
     TP_SYNC_CONTEXT = 4,
 };
 
-/* tp_dev_waits_on_event - 1 if "d" is a sync on a CUDA event (Kineto's
+/* tp_device_waits_on_event - 1 if "d" is a sync on a CUDA event (Kineto's
  * isEventSync: the syncs that carry wait_on_* args). */
-static inline int tp_dev_waits_on_event(const struct tp_dev_record *d)
+static inline int tp_device_waits_on_event(const struct tp_device_record *d)
 {
-    return d->kind == TP_DEV_SYNC &&
+    return d->kind == TP_DEVICE_SYNC &&
            (d->copy_kind == TP_SYNC_EVENT || d->copy_kind == TP_SYNC_STREAM_WAIT_EVENT);
 }
 
 /* Kineto's deviceProperties fields. */
-struct tp_devprop {
+struct tp_device_prop {
     int id;
     char name[256];
     uint64_t total_global_mem;

@@ -23,8 +23,8 @@
 #include "collector/common/clock.h"
 #include "record.h"
 
-struct tp_dev_record;
-struct tp_devprop;
+struct tp_device_record;
+struct tp_device_prop;
 struct tp_torch_op;
 struct tp_op_autograd;
 
@@ -48,7 +48,7 @@ struct tp_event {
                                       (CUPTI's id when CUPTI saw the call) */
     uint64_t flops;                /* graph launches: library FLOPs captured in the graph */
     /* device side (CUPTI) */
-    const struct tp_dev_record *dev; /* (collector/contract/device.h) a device event: rec is NULL, pid is the
+    const struct tp_device_record *dev; /* (collector/contract/device.h) a device event: rec is NULL, pid is the
                                       device, tid the stream */
     uint64_t external_id;          /* Kineto's "External id": library calls, and
                                       the work they issued; 0 if none */
@@ -59,7 +59,7 @@ struct tp_event {
                                       device: linked to a host call (ac2g end) */
     double   blocks_per_sm, warps_per_sm; /* kernels, 0 if the device is unknown */
     double   occupancy;            /* kernels: est. achieved occupancy %, -1 unknown */
-    int64_t  wait_on_stream;       /* device syncs on a CUDA event (tp_dev_waits_on_event):
+    int64_t  wait_on_stream;       /* device syncs on a CUDA event (tp_device_waits_on_event):
                                       the CUPTI stream the event was last recorded on
                                       before the sync, and the correlation id of that
                                       cudaEventRecord (Kineto's wait_on_*); -1 unknown */
@@ -153,7 +153,7 @@ struct tp_window {
     /* device side: gpu is 1 when CUPTI collected this window */
     int gpu;
     const char *gpu_status;       /* tp_cupti_status() */
-    const struct tp_devprop *devices; /* (collector/contract/device.h) deviceProperties, n_devices entries */
+    const struct tp_device_prop *devices; /* (collector/contract/device.h) deviceProperties, n_devices entries */
     int n_devices;
     uint64_t host_launches;       /* launch records (wrappers) in the window */
     uint64_t gpu_kernels;         /* kernel records (CUPTI) */

@@ -99,7 +99,7 @@ static __thread int tp_in_fatal __attribute__((tls_model("initial-exec")));
 
 static void tp_atexit(void)
 {
-    if (getpid() != tp_owner || !tp_core_active() || atomic_exchange(&tp_exit_done, 1))
+    if (getpid() != tp_owner || !tp_steps_on() || atomic_exchange(&tp_exit_done, 1))
         return;
     tp_flusher_exit_begin();
     tp_depth++;
@@ -116,7 +116,7 @@ static void tp_term_handler(int sig)
 {
     int saved = errno;
     /* bounded: torchrun sends SIGKILL 30 s after SIGTERM */
-    if (getpid() == tp_owner && tp_core_active())
+    if (getpid() == tp_owner && tp_steps_on())
         tp_flusher_term(sig, 20000);
     tp_sighandler_default(sig);
     raise(sig);            /* pending until this handler returns */
@@ -135,7 +135,7 @@ static void tp_fatal_handler(int sig, siginfo_t *si, void *ctx)
     int saved = errno, i = 0;
     while (i < TP_N_FATAL - 1 && tp_fatal_nums[i] != sig)
         i++;
-    if (!tp_in_fatal && getpid() == tp_owner && tp_core_active() && !tp_flusher_is_self()) {
+    if (!tp_in_fatal && getpid() == tp_owner && tp_steps_on() && !tp_flusher_is_self()) {
         tp_in_fatal = 1;
         tp_flusher_term(sig, TP_FATAL_WAIT_MS);
         tp_in_fatal = 0;
@@ -257,7 +257,7 @@ static void tp_activate(void)
     tp_hot_stack(tp_stack_on());
     pthread_atfork(NULL, NULL, tp_atfork_child);
     /* The exit flush, for a process whose first launch never registers it
-     * again later (tp_core_after_call; LIFO, that one runs first and this
+     * again later (tp_lifecycle_after_call; LIFO, that one runs first and this
      * one then does nothing).  From exit's handlers, not only from our
      * destructor: _dl_fini has by then marked objects uninitialised, and
      * tp-flush's dlopens during the flush would run their initialisers
@@ -270,7 +270,7 @@ static void tp_activate(void)
     tp_depth--;
 }
 
-void tp_core_activate(void)
+void tp_lifecycle_activate(void)
 {
     pthread_once(&tp_activate_once, tp_activate);
 }
@@ -294,14 +294,14 @@ uint32_t tp_call_activated(int32_t status)
     tp_cuda_succeeded();
     uint64_t none = 0;
     atomic_compare_exchange_strong(&tp_first_call_tick, &none, tp_outer_t0);
-    tp_core_activate();
+    tp_lifecycle_activate();
     return tp_hot_load() & ~TP_HOT_INACTIVE;
 }
 
-void tp_core_after_call(void)
+void tp_lifecycle_after_call(void)
 {
     int want = 0;
-    if (tp_core_active() && __atomic_compare_exchange_n(&tp_exit_hooked, &want, 1, 0,
+    if (tp_steps_on() && __atomic_compare_exchange_n(&tp_exit_hooked, &want, 1, 0,
                                                         __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
         atexit(tp_atexit);
 }

@@ -11,13 +11,13 @@ struct tp_call;
 
 extern int tp_exit_hooked;    /* the exit flush is registered */
 
-/* tp_core_activate - activate the profiler if not yet done (README
+/* tp_lifecycle_activate - activate the profiler if not yet done (README
  * "Never harming the job": what activates). */
-void tp_core_activate(void);
+void tp_lifecycle_activate(void);
 
-/* tp_core_after_call - bookkeeping after the first real CUDA call returned
+/* tp_lifecycle_after_call - bookkeeping after the first real CUDA call returned
  * (registers the exit flush after CUDA's own atexit handlers). */
-void tp_core_after_call(void);
+void tp_lifecycle_after_call(void);
 
 /* Slow path of tp_call_begin, before activation: the call is timed, and
  * tp_call_end activates the profiler if it succeeded (a failed call does not). */

@@ -27,7 +27,7 @@
  * windows (the steps begun at Stop); at exit, the steps completed.
  *
  * Triggered windows (TRAINPROF_TRIGGER): a step that begins takes a
- * trigger's request (one atomic load when none came, ondemand.c), and
+ * trigger's request (one atomic load when none came, trigger_cycle.c), and
  * where the schedule says NONE the triggered cycle's action counts
  * (tp_action); while triggers are watched the schedule never finishes.
  */
@@ -41,7 +41,7 @@
 #include "collector/record/kernels.h"
 #include "collector/common/log.h"
 #include "collector/modules/module.h"
-#include "ondemand.h"
+#include "trigger_cycle.h"
 #include "collector/config/schedule.h"
 
 #include <pthread.h>
@@ -108,13 +108,13 @@ static const char *tp_signal_text(void)
 
 /* The action of "step" (step lock held): with profiler-API windows, RECORD
  * while one is open; else the schedule's, or where it says NONE, a
- * triggered cycle's (ondemand.c). */
+ * triggered cycle's (trigger_cycle.c). */
 static enum tp_action tp_action(uint64_t step)
 {
     if (tp_cfg.schedule.profiler_api)
         return tp_recording ? TP_RECORD : TP_NONE;
     enum tp_action a = tp_schedule_action(&tp_cfg.schedule, step);
-    return a != TP_NONE ? a : tp_ondemand_action(step);
+    return a != TP_NONE ? a : tp_trigger_cycle_action(step);
 }
 
 /* Tell the flush thread how far the steps are (step lock held). */
@@ -125,7 +125,7 @@ static void tp_publish(void)
 
 /* ---- windows (tp_step_lock held) ---------------------------------------- */
 
-static void tp_window_open(uint64_t now)
+static void tp_steps_open_window(uint64_t now)
 {
     tp_gen++;
     memset(&tp_cur, 0, sizeof tp_cur);
@@ -141,7 +141,7 @@ static void tp_window_open(uint64_t now)
 
 /* "partial_reason": why the window was cut short ("exit", "SIGSEGV", ...),
  * NULL when it ended as the schedule says. */
-static void tp_window_close(uint64_t now, const char *partial_reason, uint64_t batch)
+static void tp_steps_close_window(uint64_t now, const char *partial_reason, uint64_t batch)
 {
     tp_recording = 0;
     tp_cur.batch = batch;
@@ -154,7 +154,7 @@ static void tp_window_close(uint64_t now, const char *partial_reason, uint64_t b
     tp_cur.ranges_lost -= tp_lost_mark;
     tp_cur.unmatched_pops -= tp_pops_mark;
     tp_cur.step_signal = tp_signal_text();
-    tp_ondemand_window(&tp_cur);
+    tp_trigger_cycle_window(&tp_cur);
     tp_modules_window_end(tp_cur.gen, now);
     if (tp_flusher_queue(&tp_cur) != 0)
         TP_ERROR("window of steps %llu-%llu not saved: too many windows already waiting to be written",
@@ -164,15 +164,15 @@ static void tp_window_close(uint64_t now, const char *partial_reason, uint64_t b
 /* Set the hot word for the action of the step now beginning. */
 static void tp_enter_step(uint64_t now)
 {
-    tp_ondemand_step(tp_steps);         /* a trigger's request, if one came */
+    tp_trigger_cycle_step(tp_steps);         /* a trigger's request, if one came */
     enum tp_action a = tp_action(tp_steps);
     int record = a == TP_RECORD || a == TP_RECORD_AND_SAVE;
     if (record && !tp_recording)
-        tp_window_open(now);
+        tp_steps_open_window(now);
     uint32_t flags = tp_signal_flags;
     /* watched triggers may still open a window: never finished then */
     if (!tp_finished && tp_schedule_finished(&tp_cfg.schedule, tp_steps) &&
-        !tp_ondemand_watched()) {
+        !tp_trigger_cycle_watched()) {
         tp_finished = 1;
         tp_modules_schedule_end();     /* e.g. no window will need memory totals */
     }
@@ -224,9 +224,9 @@ static void tp_step_record(uint64_t index, uint64_t t0, uint64_t t1, uint32_t si
     tp_cur.steps++;
 }
 
-void tp_core_step(enum tp_signal_kind kind)
+void tp_steps_signal(enum tp_signal_kind kind)
 {
-    if (!tp_core_active() || tp_depth > 0)
+    if (!tp_steps_on() || tp_depth > 0)
         return;
     int want = -1;
     if (!atomic_compare_exchange_strong(&tp_signal_kind, &want, (int)kind) && want != (int)kind)
@@ -245,7 +245,7 @@ void tp_core_step(enum tp_signal_kind kind)
         tp_step_start = now;
         if (a == TP_RECORD_AND_SAVE) {
             tp_hot_mode(tp_signal_flags, tp_gen);
-            tp_window_close(now, NULL, tp_steps);
+            tp_steps_close_window(now, NULL, tp_steps);
         }
         tp_enter_step(now);
     }
@@ -269,7 +269,7 @@ static void tp_papi_start(void)
                     TP_START_WAIT_MS, (unsigned long long)tp_steps);
     }
     uint64_t now = tp_clock_now();
-    tp_window_open(now);
+    tp_steps_open_window(now);
     tp_enter_step(now);
 }
 
@@ -281,13 +281,13 @@ static void tp_papi_stop(void)
     int kind = atomic_load(&tp_signal_kind);
     tp_step_record(tp_steps, tp_step_start, now, kind < 0 ? 0u : (uint32_t)kind);
     tp_hot_mode(tp_signal_flags, tp_gen);
-    tp_window_close(now, NULL, tp_steps + 1);
+    tp_steps_close_window(now, NULL, tp_steps + 1);
     tp_enter_step(now);
 }
 
 void tp_steps_profiler_api(int start)
 {
-    if (!tp_cfg.schedule.profiler_api || !tp_core_active())
+    if (!tp_cfg.schedule.profiler_api || !tp_steps_on())
         return;
     tp_depth++;
     pthread_mutex_lock(&tp_step_lock);
@@ -312,9 +312,9 @@ int tp_steps_phase(void)
     return atomic_load(&tp_phase);
 }
 
-void tp_core_capturing(int delta)
+void tp_steps_capturing(int delta)
 {
-    if (!tp_core_active())
+    if (!tp_steps_on())
         return;
     pthread_mutex_lock(&tp_step_lock);
     tp_captures += delta;
@@ -342,7 +342,7 @@ static void tp_close_final(int wait_lock, const char *reason)
     atomic_store(&tp_phase, -1);
     uint32_t hot = tp_hot_off();
     if (hot & TP_HOT_RECORDING)
-        tp_window_close(tp_clock_now(), reason, tp_steps);
+        tp_steps_close_window(tp_clock_now(), reason, tp_steps);
     if (locked)
         pthread_mutex_unlock(&tp_step_lock);
 }
@@ -450,5 +450,5 @@ void tp_call_signal(struct tp_call *c, uint64_t func, int func_kind)
     }
     for (int i = 0; hits; i++, hits >>= 1)
         if ((hits & 1) && (atomic_fetch_add(&tp_signal_count[i], 1) + 1) % tp_cfg.signals[i].every == 0)
-            tp_core_step(tp_cfg.signals[i].kind);
+            tp_steps_signal(tp_cfg.signals[i].kind);
 }

@@ -12,14 +12,14 @@
 #include "collector/config/config.h"
 
 /* tp_steps_begin - at activation: resolve the step signals and enter step
- * 0, which began at tick "start"; from then on tp_core_active() is 1. */
+ * 0, which began at tick "start"; from then on tp_steps_on() is 1. */
 void tp_steps_begin(uint64_t start);
 
-/* tp_core_active - 1 if activated and not passive.  One load: every range
+/* tp_steps_on - 1 if activated and not passive.  One load: every range
  * push and pop asks it (ranges.c). */
 extern _Atomic int tp_steps_active;
 
-static inline int tp_core_active(void)
+static inline int tp_steps_on(void)
 {
     return atomic_load_explicit(&tp_steps_active, memory_order_acquire);
 }
@@ -48,8 +48,8 @@ void tp_steps_pop_unmatched(void);
 /* tp_steps_range_losses - their process totals (tests). */
 void tp_steps_range_losses(uint64_t *lost, uint64_t *unmatched_pops);
 
-/* tp_core_step - a step signal of kind "kind" fired on this thread. */
-void tp_core_step(enum tp_signal_kind kind);
+/* tp_steps_signal - a step signal of kind "kind" fired on this thread. */
+void tp_steps_signal(enum tp_signal_kind kind);
 
 /* tp_steps_profiler_api - cudaProfilerStart ("start" 1) or Stop (0) was
  * called (the outermost of the runtime and driver calls; Start after it
@@ -58,9 +58,9 @@ void tp_core_step(enum tp_signal_kind kind);
  * ignored, with a debug line); nothing otherwise. */
 void tp_steps_profiler_api(int start);
 
-/* tp_core_capturing - a thread began (+1) or ended (-1) a stream capture:
+/* tp_steps_capturing - a thread began (+1) or ended (-1) a stream capture:
  * keeps TP_HOT_CAPTURE set while any capture is open. */
-void tp_core_capturing(int delta);
+void tp_steps_capturing(int delta);
 
 /* tp_steps_close_final - close the open window at exit (partial_reason
  * "exit"; not partial with TRAINPROF_SCHEDULE=all).  "wait_lock": 0 where

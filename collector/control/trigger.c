@@ -8,7 +8,7 @@
  * (tp_flusher_tick); each wake-up that is 0.4 s past the last poll costs
  * one fstatat of the trigger file (and a fcntl and a fstat that check the
  * folder's descriptor, below), and only a file that changed (inode, size,
- * mtime) is read.  A new id is handed to the steps (ondemand.c),
+ * mtime) is read.  A new id is handed to the steps (trigger_cycle.c),
  * which take it at the next step boundary; what they made of it (armed,
  * late, ignored) comes back and is said once on stderr and kept in the
  * status file.  The training thread never touches a file.
@@ -16,7 +16,7 @@
  * The run folder is opened once (O_PATH) and every file is reached
  * relative to it, so a program that changes its working directory keeps
  * its folder, and `trainprof trigger PID` finds the folder of a process
- * among the links of /proc/PID/fd (scripts/trainprof_cli/ondemand.py).  The
+ * among the links of /proc/PID/fd (scripts/trainprof_cli/trigger.py).  The
  * program may close that descriptor (close_range(3, ~0U, 0) after
  * activation, as daemonizing code does) and get its number back from its
  * next open: before each use the descriptor must still be an O_PATH one
@@ -49,7 +49,7 @@
 #include "collector/common/format.h"
 #include "collector/drain/window.h"
 #include "collector/common/log.h"
-#include "ondemand.h"
+#include "trigger_cycle.h"
 #include "collector/common/safefile.h"
 #include "collector/config/schedule.h"
 #include "collector/common/sighandler.h"
@@ -99,9 +99,9 @@ static int tp_tr_folder_warned, tp_tr_status_warned;
 static int64_t tp_tr_polled, tp_tr_written;
 static int tp_tr_known;                    /* the file's identity below is valid */
 static struct stat tp_tr_st;
-static char tp_tr_last_id[TP_OD_ID_MAX];   /* the last id handed to the steps */
+static char tp_tr_last_id[TP_TC_ID_MAX];   /* the last id handed to the steps */
 static uint64_t tp_tr_logged;              /* outcome seq said on stderr */
-static struct tp_od_outcome tp_tr_out;
+static struct tp_tc_outcome tp_tr_out;
 static int64_t tp_tr_rate_t;               /* the rate's last sample */
 static uint64_t tp_tr_rate_step;
 static double tp_tr_rate = -1;             /* steps per second, -1 unknown */
@@ -192,7 +192,7 @@ void tp_trigger_init(void)
     snprintf(tp_tr_status, sizeof tp_tr_status, "rank%d.%d.json", tp_cfg.rank, (int)tp_tr_owner);
     tp_tr_act_ns = tp_tr_now(CLOCK_REALTIME);
     tp_tr_on = 1;
-    tp_ondemand_watch(1);
+    tp_trigger_cycle_watch(1);
     tp_flusher_tick(TP_TR_TICK_MS);
     tp_tr_sig = tp_cfg.trigger_signal;
     if (tp_tr_sig)
@@ -245,7 +245,7 @@ static int tp_tr_open(int64_t now)
 
 static int tp_tr_id_ok(const char *s)
 {
-    if (!*s || strlen(s) >= TP_OD_ID_MAX)
+    if (!*s || strlen(s) >= TP_TC_ID_MAX)
         return 0;
     for (; *s; s++)
         if (!(*s >= 'a' && *s <= 'z') && !(*s >= 'A' && *s <= 'Z') && !(*s >= '0' && *s <= '9') &&
@@ -255,7 +255,7 @@ static int tp_tr_id_ok(const char *s)
 }
 
 /* Parse "text" into "r"; NULL, or what is wrong. */
-static const char *tp_tr_parse(char *text, struct tp_od_request *r)
+static const char *tp_tr_parse(char *text, struct tp_tc_request *r)
 {
     int have_start = 0;
     memset(r, 0, sizeof *r);
@@ -282,11 +282,11 @@ static const char *tp_tr_parse(char *text, struct tp_od_request *r)
             r->start = n;
             have_start = 1;
         } else if (strcmp(tok, "warmup") == 0) {
-            if (!num_ok || n > TP_OD_MAX_WARMUP)
+            if (!num_ok || n > TP_TC_MAX_WARMUP)
                 return "warmup must be an integer from 0 to 100";
             r->warmup = (uint32_t)n;
         } else if (strcmp(tok, "active") == 0) {
-            if (!num_ok || n < 1 || n > TP_OD_MAX_ACTIVE)
+            if (!num_ok || n < 1 || n > TP_TC_MAX_ACTIVE)
                 return "active must be an integer from 1 to 10000";
             r->active = (uint32_t)n;
         }
@@ -328,7 +328,7 @@ static void tp_tr_poll(void)
         return;
     }
     text[n] = '\0';
-    struct tp_od_request r;
+    struct tp_tc_request r;
     const char *why = tp_tr_parse(text, &r);
     if (why) {
         TP_WARN("trigger file %s/%s: %s (expected \"id=ID start=STEP active=N\"); not acted on",
@@ -340,19 +340,19 @@ static void tp_tr_poll(void)
     snprintf(tp_tr_last_id, sizeof tp_tr_last_id, "%s", r.id);
     TP_DEBUG("trigger %s: start=%llu warmup=%u active=%u read at step %llu", r.id,
              (unsigned long long)r.start, r.warmup, r.active,
-             (unsigned long long)tp_ondemand_current());
-    tp_ondemand_request(&r);
+             (unsigned long long)tp_trigger_cycle_current());
+    tp_trigger_cycle_request(&r);
 }
 
 /* Say once what the steps made of the latest request. */
 static void tp_tr_report(void)
 {
-    struct tp_od_outcome o;
-    if (tp_ondemand_outcome(&o) == tp_tr_logged)
+    struct tp_tc_outcome o;
+    if (tp_trigger_cycle_outcome(&o) == tp_tr_logged)
         return;
     tp_tr_logged = o.seq;
     tp_tr_out = o;
-    if (o.state == TP_OD_IGNORED)
+    if (o.state == TP_TC_IGNORED)
         TP_WARN("rank %d: trigger %s (start at step %llu) ignored: %s", tp_cfg.rank, o.id,
                 (unsigned long long)o.requested, o.reason);
     else if (o.late)
@@ -366,9 +366,9 @@ static void tp_tr_report(void)
                 (unsigned long long)o.last);
 }
 
-static const char *tp_tr_state(const struct tp_od_outcome *o, uint64_t step)
+static const char *tp_tr_state(const struct tp_tc_outcome *o, uint64_t step)
 {
-    if (o->state == TP_OD_IGNORED)
+    if (o->state == TP_TC_IGNORED)
         return "ignored";
     if (step < o->start)
         return "armed";
@@ -379,25 +379,25 @@ static const char *tp_tr_state(const struct tp_od_outcome *o, uint64_t step)
 
 static json_t *tp_tr_trigger_json(uint64_t step)
 {
-    const struct tp_od_outcome *o = &tp_tr_out;
+    const struct tp_tc_outcome *o = &tp_tr_out;
     if (!o->seq)
         return json_null();
     json_t *t = json_pack("{s:s, s:s, s:I, s:I, s:b}", "id", o->id, "state", tp_tr_state(o, step),
                           "requested", (json_int_t)o->requested, "read_at_step",
                           (json_int_t)o->at_step, "late", o->late);
-    if (t && o->state == TP_OD_ARMED) {
+    if (t && o->state == TP_TC_ARMED) {
         json_object_set_new(t, "warmup_step", json_integer((json_int_t)o->start));
         json_object_set_new(t, "first_step", json_integer((json_int_t)o->first));
         json_object_set_new(t, "last_step", json_integer((json_int_t)o->last));
     }
-    if (t && o->state == TP_OD_IGNORED)
+    if (t && o->state == TP_TC_IGNORED)
         json_object_set_new(t, "reason", json_string(o->reason));
     return t;
 }
 
 static void tp_tr_write_status(int exited)
 {
-    uint64_t step = tp_ondemand_current();
+    uint64_t step = tp_trigger_cycle_current();
     int64_t now = tp_tr_now(CLOCK_MONOTONIC);
     if (!tp_tr_rate_t) {
         tp_tr_rate_t = now;

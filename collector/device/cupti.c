@@ -37,7 +37,7 @@
 
 #include "collector/common/clock.h"
 #include "collector/config/config.h"
-#include "devprops.h"
+#include "props.h"
 #include "collector/common/loader.h"
 #include "collector/common/log.h"
 
@@ -179,7 +179,7 @@ static int tp_still_ours(void)
         return 1;
     __atomic_store_n(&tp_state, ST_LOST, __ATOMIC_RELAXED);
     atomic_store(&tp_kinds_on, 0);
-    struct tp_dev_batch gone;           /* what we hold may be incomplete: let it go */
+    struct tp_device_batch gone;           /* what we hold may be incomplete: let it go */
     tp_cupti_take(0, UINT64_MAX, &gone);
     tp_cupti_window_free(&gone);
     unsigned what = atomic_load(&tp_lost_what);
@@ -460,7 +460,7 @@ static void tp_enable_all(void)
 static struct { int had_context, rc; } tp_start_job;
 
 /* tp-cupti: the first start, only with a driver and a context (CUPTI without
- * a driver crashes: devprops.h, tp_driver_ready).  Not a final state: a
+ * a driver crashes: props.h, tp_driver_ready).  Not a final state: a
  * process may create its context after a trainprof_* call activated us;
  * asking again costs a loader callback while libcuda is absent. */
 static void tp_start_run(void *arg)

@@ -23,7 +23,7 @@
 
 /* A cudaEventRecord as CUPTI saw it (CUDA_EVENT records): what an event
  * sync waits on.  Never an event of its own. */
-struct tp_dev_cuda_event {
+struct tp_device_cuda_event {
     uint32_t context;           /* where the event was recorded */
     uint32_t event_id;          /* CUPTI's eventId */
     uint32_t correlation;       /* of the cudaEventRecord call */
@@ -32,8 +32,8 @@ struct tp_dev_cuda_event {
 
 /* A runtime or driver API record of a launch, copy, set or synchronization
  * (the only cbids enabled): what joins our host records to CUPTI's
- * correlation ids (devjoin.h). */
-struct tp_dev_api {
+ * correlation ids (join.h). */
+struct tp_device_api {
     uint64_t start, end;        /* tp_clock ticks */
     uint32_t correlation;
     uint32_t thread_id;         /* CUPTI's threadId */
@@ -47,21 +47,21 @@ struct tp_dev_api {
 
 /* An external correlation: CUPTI correlation id -> the id pushed by
  * tp_cupti_ext_push() around the library call that issued the work. */
-struct tp_dev_ext {
+struct tp_device_ext {
     uint32_t correlation;
     uint64_t external_id;
 };
 
 /* The device records of one window, a batch taken from CUPTI's; arrays
  * sorted by start (ext: by correlation). */
-struct tp_dev_batch {
-    struct tp_dev_record *rec;
+struct tp_device_batch {
+    struct tp_device_record *rec;
     size_t n_rec;
-    struct tp_dev_api *api;
+    struct tp_device_api *api;
     size_t n_api;
-    struct tp_dev_ext *ext;
+    struct tp_device_ext *ext;
     size_t n_ext;
-    struct tp_dev_cuda_event *cuda_event; /* sorted by (context, event_id, correlation):
+    struct tp_device_cuda_event *cuda_event; /* sorted by (context, event_id, correlation):
                                    every record that can still be the last
                                    before a sync of this window, windows and
                                    warmup before it included */
@@ -79,7 +79,7 @@ struct tp_dev_batch {
  * timestamp callbacks, enable the activity kinds.  Returns 0, or -1 if CUPTI
  * cannot be had (missing, too old, another subscriber): said once on stderr,
  * and never tried again.  Before loading, the process must have a driver
- * and a context (devprops.h, tp_driver_ready; "had_context": a CUDA call
+ * and a context (props.h, tp_driver_ready; "had_context": a CUDA call
  * already succeeded); until then -1, silently, and asked again next time. */
 int tp_cupti_start(int had_context);
 
@@ -101,10 +101,10 @@ size_t tp_cupti_unfinished(uint64_t t0, uint64_t t1);
  * event records are copied, not moved: an event recorded before the window
  * may be waited on in it or later; only those no later sync can pick are
  * discarded (cupti_window.c). */
-void tp_cupti_take(uint64_t t0, uint64_t t1, struct tp_dev_batch *out);
+void tp_cupti_take(uint64_t t0, uint64_t t1, struct tp_device_batch *out);
 
 /* tp_cupti_window_free - release what tp_cupti_take() gave. */
-void tp_cupti_window_free(struct tp_dev_batch *w);
+void tp_cupti_window_free(struct tp_device_batch *w);
 
 /* tp_cupti_stop - between windows ("final" 0): disable the kinds where
  * CUPTI >= 13.0 Update 1 allows it, else keep them on (records are then
@@ -123,7 +123,7 @@ const char *tp_cupti_status(void);
 
 /* ---- additions (after the interface above was fixed) --------------------- */
 
-/* Classes of the runtime/driver API cbids kept in tp_dev_api records. */
+/* Classes of the runtime/driver API cbids kept in tp_device_api records. */
 enum tp_cupti_cb_class {
     TP_CB_OTHER = 0,            /* not kept */
     TP_CB_LAUNCH,               /* kernel launches (what tp_cupti_unfinished counts) */
@@ -148,7 +148,7 @@ void tp_cupti_set_capture_check(int (*fn)(void));
  * 0 if filtered or only counted (API cbids we do not keep, OVERHEAD, MEMORY2,
  * records timed outside our clock: cupti_impl.h, tp_cupti_pending_clock),
  * -1 if dropped (no timestamps, or the pending lists are full: counted in
- * tp_dev_batch.dropped), -2 for a kind we do not decode. */
+ * tp_device_batch.dropped), -2 for a kind we do not decode. */
 int tp_cupti_decode(const void *record);
 
 /* tp_cupti_clock_offset - CUPTI's clock minus ours, in ns, for the records

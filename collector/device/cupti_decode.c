@@ -1,7 +1,7 @@
 /*
  * cupti_decode.c - DESIGN: one CUPTI activity record in, one of our fixed
- * structs out (cupti.h: tp_dev_record, tp_dev_api, tp_dev_ext,
- * tp_dev_cuda_event), and nothing stored: the caller keeps or drops the
+ * structs out (cupti.h: tp_device_record, tp_device_api, tp_device_ext,
+ * tp_device_cuda_event), and nothing stored: the caller keeps or drops the
  * item, so that the layouts of CUPTI's record structs are known here and
  * nowhere else: one table, a row per range of CUPTI versions (12.4 to
  * 13.x; the facts are in cupti_layouts.h), selected at load
@@ -179,7 +179,7 @@ static uint32_t tp_kernel_name(const char *name)
 
 /* The fields Memcpy and MemcpyPtoP share by name ("fam": memcpy or p2p). */
 #define TP_COPY_FIELDS(r, fam, REF) do {                                           \
-        (r)->kind = TP_DEV_MEMCPY;                                                 \
+        (r)->kind = TP_DEVICE_MEMCPY;                                                 \
         (r)->copy_kind = TP_RD(a, fam, REF, copyKind);                             \
         (r)->src_kind = TP_RD(a, fam, REF, srcKind);                               \
         (r)->dst_kind = TP_RD(a, fam, REF, dstKind);                               \
@@ -216,7 +216,7 @@ static uint64_t tp_ticks_of(uint64_t cupti_ns)
 }
 
 /* Start and end of a device record; 0 if it carries no timing. */
-static int tp_times(struct tp_dev_record *r, uint64_t start, uint64_t end)
+static int tp_times(struct tp_device_record *r, uint64_t start, uint64_t end)
 {
     if (start == 0)
         return 0;
@@ -237,14 +237,14 @@ void tp_cupti_record_discard(const CUpti_Activity *a)
 
 int tp_cupti_record_decode(const CUpti_Activity *a, struct tp_cupti_item *out)
 {
-    struct tp_dev_record *r = &out->u.rec;
+    struct tp_device_record *r = &out->u.rec;
     memset(out, 0, sizeof *out);
     switch (a->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
         if (!tp_times(r, TP_K(start), TP_K(end)))
             return TP_CUPTI_GOT_UNTIMED;
-        r->kind = TP_DEV_KERNEL;
+        r->kind = TP_DEVICE_KERNEL;
         r->device = TP_K(deviceId);
         r->context = TP_K(contextId);
         r->stream = TP_K(streamId);
@@ -276,7 +276,7 @@ int tp_cupti_record_decode(const CUpti_Activity *a, struct tp_cupti_item *out)
     case CUPTI_ACTIVITY_KIND_MEMSET:
         if (!tp_times(r, TP_MS(start), TP_MS(end)))
             return TP_CUPTI_GOT_UNTIMED;
-        r->kind = TP_DEV_MEMSET;
+        r->kind = TP_DEVICE_MEMSET;
         r->dst_kind = (uint8_t)TP_MS(memoryKind);
         r->device = TP_MS(deviceId);
         r->context = TP_MS(contextId);
@@ -290,7 +290,7 @@ int tp_cupti_record_decode(const CUpti_Activity *a, struct tp_cupti_item *out)
         /* Synchronization(2) has no deviceId: device stays 0. */
         if (!tp_times(r, TP_SY(start), TP_SY(end)))
             return TP_CUPTI_GOT_UNTIMED;
-        r->kind = TP_DEV_SYNC;
+        r->kind = TP_DEVICE_SYNC;
         r->copy_kind = (uint8_t)TP_SY(type);
         r->context = TP_SY(contextId);
         r->stream = TP_SY(streamId);
@@ -298,7 +298,7 @@ int tp_cupti_record_decode(const CUpti_Activity *a, struct tp_cupti_item *out)
         r->event_id = TP_SY(cudaEventId);
         return TP_CUPTI_GOT_REC;
     case CUPTI_ACTIVITY_KIND_CUDA_EVENT: {
-        struct tp_dev_cuda_event *o = &out->u.cuda_event;
+        struct tp_device_cuda_event *o = &out->u.cuda_event;
         o->context = TP_EV(contextId);
         o->event_id = TP_EV(eventId);
         o->correlation = TP_EV(correlationId);
@@ -317,7 +317,7 @@ int tp_cupti_record_decode(const CUpti_Activity *a, struct tp_cupti_item *out)
         uint32_t cbid = internal ? CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel : TP_AP(cbid);
         if (tp_cupti_cb_class(driver, cbid) == TP_CB_OTHER)
             return TP_CUPTI_GOT_NOTHING;
-        struct tp_dev_api *o = &out->u.api;
+        struct tp_device_api *o = &out->u.api;
         uint64_t start = TP_AP(start), end = TP_AP(end);
         o->start = tp_ticks_of(start);
         o->end = end >= start ? tp_ticks_of(end) : o->start;

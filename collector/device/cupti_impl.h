@@ -147,10 +147,10 @@ enum tp_cupti_got {
 /* The decoded record; which member holds it is the decoder's return. */
 struct tp_cupti_item {
     union {
-        struct tp_dev_record rec;
-        struct tp_dev_api api;
-        struct tp_dev_ext ext;
-        struct tp_dev_cuda_event cuda_event;
+        struct tp_device_record rec;
+        struct tp_device_api api;
+        struct tp_device_ext ext;
+        struct tp_device_cuda_event cuda_event;
     } u;
 };
 

@@ -9,7 +9,7 @@
  * window out and discards what is older than the window and was not taken;
  * the joins it needs (a window's launches to their device records, taken
  * or kept records to their external correlations) are sorted id arrays
- * searched by bisection, as in devjoin.c.  No CUPTI call here: the records
+ * searched by bisection, as in join.c.  No CUPTI call here: the records
  * come from cupti_decode.c, so a unit test feeds hand-made ones.
  *
  * CUDA event records (cudaEventRecord: event, stream, correlation) outlive
@@ -42,15 +42,15 @@
 #define TP_MAX_EXT (2u << 20)
 #define TP_MAX_CEV (1u << 20)
 
-static struct tp_dev_record *tp_rec;
+static struct tp_device_record *tp_rec;
 static size_t tp_n_rec, tp_cap_rec;
-static struct tp_dev_api *tp_api;
+static struct tp_device_api *tp_api;
 static size_t tp_n_api, tp_cap_api;
-static struct tp_dev_ext *tp_ext;
+static struct tp_device_ext *tp_ext;
 static uint32_t *tp_awaited;            /* launches of written windows without their device record */
 static size_t tp_n_awaited;
 static size_t tp_n_ext, tp_cap_ext;
-static struct tp_dev_cuda_event *tp_cev; /* CUDA event records, kept across takes */
+static struct tp_device_cuda_event *tp_cev; /* CUDA event records, kept across takes */
 static size_t tp_n_cev, tp_cap_cev;
 static size_t tp_max_rec = TP_MAX_REC, tp_max_api = TP_MAX_API, tp_max_ext = TP_MAX_EXT;
 static uint64_t tp_dropped;             /* since the last take */
@@ -211,7 +211,7 @@ size_t tp_cupti_unfinished(uint64_t t0, uint64_t t1)
     size_t n = 0;
     if (open)
         for (size_t i = 0; i < tp_n_api; i++) {
-            const struct tp_dev_api *a = &tp_api[i];
+            const struct tp_device_api *a = &tp_api[i];
             if (a->start < t0 || a->start > t1 || !a->correlation || a->failed ||
                 tp_cupti_cb_class(a->driver, a->cbid) != TP_CB_LAUNCH)
                 continue;
@@ -226,25 +226,25 @@ size_t tp_cupti_unfinished(uint64_t t0, uint64_t t1)
 
 static int tp_cmp_rec(const void *a, const void *b)
 {
-    const struct tp_dev_record *x = a, *y = b;
+    const struct tp_device_record *x = a, *y = b;
     return (x->start > y->start) - (x->start < y->start);
 }
 
 static int tp_cmp_api(const void *a, const void *b)
 {
-    const struct tp_dev_api *x = a, *y = b;
+    const struct tp_device_api *x = a, *y = b;
     return (x->start > y->start) - (x->start < y->start);
 }
 
 static int tp_cmp_ext(const void *a, const void *b)
 {
-    const struct tp_dev_ext *x = a, *y = b;
+    const struct tp_device_ext *x = a, *y = b;
     return (x->correlation > y->correlation) - (x->correlation < y->correlation);
 }
 
 static int tp_cmp_cev(const void *a, const void *b)
 {
-    const struct tp_dev_cuda_event *x = a, *y = b;
+    const struct tp_device_cuda_event *x = a, *y = b;
     if (x->context != y->context)
         return x->context < y->context ? -1 : 1;
     if (x->event_id != y->event_id)
@@ -259,7 +259,7 @@ void tp_cupti_pending_forget_events(void)
 
 /* Every CUDA event record to "out"; then, per event, drop the records that
  * a newer one at or before "cut" supersedes for every later sync. */
-static void tp_cev_take(uint32_t cut, struct tp_dev_batch *out)
+static void tp_cev_take(uint32_t cut, struct tp_device_batch *out)
 {
     if (!tp_n_cev)
         return;
@@ -271,7 +271,7 @@ static void tp_cev_take(uint32_t cut, struct tp_dev_batch *out)
     }
     size_t kept = 0;
     for (size_t i = 0; i < tp_n_cev; i++) {
-        const struct tp_dev_cuda_event *e = &tp_cev[i], *next = &tp_cev[i + 1];
+        const struct tp_device_cuda_event *e = &tp_cev[i], *next = &tp_cev[i + 1];
         int superseded = i + 1 < tp_n_cev && next->context == e->context &&
                          next->event_id == e->event_id && next->correlation <= cut;
         if (!superseded)
@@ -282,7 +282,7 @@ static void tp_cev_take(uint32_t cut, struct tp_dev_batch *out)
 
 /* The launches of window "out" whose device record was not taken with it
  * ("taken", sorted) become the awaited set; the previous one is done with. */
-static void tp_await(const struct tp_dev_batch *out, const uint32_t *taken, size_t n_taken)
+static void tp_await(const struct tp_device_batch *out, const uint32_t *taken, size_t n_taken)
 {
     free(tp_awaited);
     tp_awaited = NULL;
@@ -292,7 +292,7 @@ static void tp_await(const struct tp_dev_batch *out, const uint32_t *taken, size
         return;
     size_t n = 0;
     for (size_t i = 0; i < out->n_api; i++) {
-        const struct tp_dev_api *a = &out->api[i];
+        const struct tp_device_api *a = &out->api[i];
         if (a->correlation && !a->failed && tp_cupti_cb_class(a->driver, a->cbid) == TP_CB_LAUNCH &&
             !tp_has_u32(taken, n_taken, a->correlation))
             v[n++] = a->correlation;
@@ -300,7 +300,7 @@ static void tp_await(const struct tp_dev_batch *out, const uint32_t *taken, size
     tp_awaited = tp_sorted_set(v, n, &tp_n_awaited);
 }
 
-void tp_cupti_take(uint64_t t0, uint64_t t1, struct tp_dev_batch *out)
+void tp_cupti_take(uint64_t t0, uint64_t t1, struct tp_device_batch *out)
 {
     memset(out, 0, sizeof *out);
     out->dropped = tp_dropped + tp_cupti_buf_lost();
@@ -323,7 +323,7 @@ void tp_cupti_take(uint64_t t0, uint64_t t1, struct tp_dev_batch *out)
     size_t n_win = 0, n_keep_c = 0, kept = 0;
     uint32_t cut = 0;                   /* highest correlation consumed (CUDA events) */
     for (size_t i = 0; i < tp_n_api; i++) {
-        struct tp_dev_api a = tp_api[i];
+        struct tp_device_api a = tp_api[i];
         if (a.start <= t1 && a.correlation > cut)
             cut = a.correlation;
         if (a.start >= t0 && a.start <= t1) {
@@ -347,7 +347,7 @@ void tp_cupti_take(uint64_t t0, uint64_t t1, struct tp_dev_batch *out)
     size_t n_taken_c = 0;
     kept = 0;
     for (size_t i = 0; i < tp_n_rec; i++) {
-        const struct tp_dev_record *r = &tp_rec[i];
+        const struct tp_device_record *r = &tp_rec[i];
         int mine = (r->correlation && tp_has_u32(win, n_w, r->correlation)) ||
                    (r->start >= t0 && r->start <= t1);
         if (mine && out->rec && taken_c) {
@@ -379,7 +379,7 @@ void tp_cupti_take(uint64_t t0, uint64_t t1, struct tp_dev_batch *out)
     out->ext = malloc((tp_n_ext ? tp_n_ext : 1) * sizeof *out->ext);
     kept = 0;
     for (size_t i = 0; i < tp_n_ext; i++) {
-        struct tp_dev_ext e = tp_ext[i];
+        struct tp_device_ext e = tp_ext[i];
         if (tp_has_u32(win, n_w, e.correlation) || tp_has_u32(taken_c, n_t, e.correlation)) {
             if (out->ext)
                 out->ext[out->n_ext++] = e;
@@ -399,7 +399,7 @@ void tp_cupti_take(uint64_t t0, uint64_t t1, struct tp_dev_batch *out)
         qsort(out->ext, out->n_ext, sizeof *out->ext, tp_cmp_ext);
 }
 
-void tp_cupti_window_free(struct tp_dev_batch *w)
+void tp_cupti_window_free(struct tp_device_batch *w)
 {
     if (!w)
         return;

@@ -284,7 +284,7 @@ static void tp_device_wait(const struct tp_handoff *w)
 
 static void tp_write_window(const struct tp_handoff *w)
 {
-    struct tp_dev_batch dev;
+    struct tp_device_batch dev;
     memset(&dev, 0, sizeof dev);
     /* abandoned (a signal came while CUPTI did not answer): what was
      * decoded before is still the window's */

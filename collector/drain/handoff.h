@@ -10,7 +10,7 @@
 
 #include "collector/common/clock.h"
 
-/* Longest trigger id with its NUL (control/ondemand.h's TP_OD_ID_MAX is it). */
+/* Longest trigger id with its NUL (control/trigger_cycle.h's TP_TC_ID_MAX is it). */
 #define TP_HANDOFF_TRIGGER_MAX 64
 
 struct tp_handoff {
@@ -26,7 +26,7 @@ struct tp_handoff {
     int partial;
     const char *partial_reason; /* "exit", "SIGTERM", "SIGSEGV", ... (static), NULL if not partial */
     const char *step_signal;    /* the step signal that counted its steps ("" if none) */
-    /* the trigger that asked for this window (control/ondemand.c), set by
+    /* the trigger that asked for this window (control/trigger_cycle.c), set by
      * the steps when it closes, so that the flush does not ask the control
      * side: "triggered" 0 when the schedule asked for it */
     int triggered;

@@ -11,7 +11,7 @@
  *      boundaries, the launches and the names lost, the library FLOPs
  *      (summed per step once the steps are sorted), torch's operators
  *      (tp_oplink_add, oplink.c) and, with CUPTI's records, the host side
- *      of the host/device join (tp_devjoin_host, devjoin.c), which writes
+ *      of the host/device join (tp_join_host, join.c), which writes
  *      the joined correlation into the record and so comes last;
  *   3. converts and dispatches each record to every handler, giving the
  *      chunks back to the pool as it goes, so peak memory stays near the
@@ -43,8 +43,8 @@
 #include "collector/record/comms.h"
 #include "collector/config/config.h"
 #include "collector/device/cupti.h"
-#include "devjoin.h"
-#include "collector/device/devprops.h"
+#include "join.h"
+#include "collector/device/props.h"
 #include "collector/common/loader.h"
 #include "collector/common/format.h"
 #include "collector/common/grow.h"
@@ -83,7 +83,7 @@ struct tp_dispatch {
     int n;
     struct tp_clock_map map;
     int32_t pid;
-    struct tp_devjoin *join;       /* device side, NULL without CUPTI */
+    struct tp_join *join;       /* device side, NULL without CUPTI */
     struct tp_stack_scratch stk;   /* TRAINPROF_WITH_STACK: frames of the next record */
     struct tp_stack_corr *cf;      /* correlation -> frames of host calls, for
                                       the device events they caused */
@@ -157,7 +157,7 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
         ev.form = (uint8_t)tp_api_form(r->api);
         uint32_t corr = r->kind == TP_REC_LAUNCH ? r->u.launch.corr : r->u.api.corr;
         if (d->join)
-            tp_devjoin_event(d->join, &ev);
+            tp_join_event(d->join, &ev);
         if (!ev.correlation)
             ev.correlation = corr ? corr : tp_next_corr++;
         if (ev.layer == TP_LAYER_LIBRARY)
@@ -403,7 +403,7 @@ static void tp_steps_finish(struct tp_steps *s, const struct tp_clock_map *map)
 struct tp_peek {
     struct tp_steps *steps;
     struct tp_oplink *ops;         /* NULL if out of memory */
-    struct tp_devjoin *join;       /* NULL without CUPTI */
+    struct tp_join *join;       /* NULL without CUPTI */
 };
 
 /* Everything the handlers need from record "r" before they open.  The join
@@ -418,7 +418,7 @@ static void tp_window_peek(void *ctx, const struct tp_tbuf *t, const struct tp_r
     if (p->ops)
         tp_oplink_add(p->ops, t, r);
     if (p->join)
-        tp_devjoin_host(p->join, t, (struct tp_record *)r);
+        tp_join_host(p->join, t, (struct tp_record *)r);
 }
 
 uint64_t tp_window_saved(void)
@@ -591,7 +591,7 @@ static int tp_window_describe(struct tp_window *win, struct tp_window_text *txt,
     }
     win->peak_tflops = tp_cfg.peak_tflops;
     win->coverage = -1;
-    win->n_devices = tp_devprops_get(&win->devices);
+    win->n_devices = tp_device_props_get(&win->devices);
     win->gpu_status = tp_cupti_status();
     return 0;
 }
@@ -600,7 +600,7 @@ static int tp_window_describe(struct tp_window *win, struct tp_window_text *txt,
  * steps counted), their FLOPs, the launches, the names lost, and the steps
  * torch's operators are missing from. */
 static void tp_window_tally(struct tp_window *win, const struct tp_steps *steps,
-                            const struct tp_handoff *w, const struct tp_dev_batch *dev,
+                            const struct tp_handoff *w, const struct tp_device_batch *dev,
                             char *lost_why, size_t lost_why_sz)
 {
     win->steps = steps->v;
@@ -624,10 +624,10 @@ static void tp_window_tally(struct tp_window *win, const struct tp_steps *steps,
         win->steps_recorded = steps->n;
     win->names_lost = steps->names_lost;
     for (size_t i = 0; dev && i < dev->n_rec; i++)
-        win->names_lost += dev->rec[i].kind == TP_DEV_KERNEL && dev->rec[i].name == TP_INTERN_OVERFLOW;
+        win->names_lost += dev->rec[i].kind == TP_DEVICE_KERNEL && dev->rec[i].name == TP_INTERN_OVERFLOW;
 }
 
-void tp_window_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
+void tp_window_write(const struct tp_handoff *w, const struct tp_device_batch *dev)
 {
     struct tp_dispatch d;
     memset(&d, 0, sizeof d);
@@ -645,7 +645,7 @@ void tp_window_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
     memset(&steps, 0, sizeof steps);
     d.ops = tp_oplink_new();
     if (dev)
-        d.join = tp_devjoin_new(dev, &tp_next_corr);
+        d.join = tp_join_new(dev, &tp_next_corr);
     struct tp_peek peek = { .steps = &steps, .ops = d.ops, .join = d.join };
     uint64_t late = 0;
     win.records = tp_buf_drain(w->gen, tp_window_peek, &peek, &late, 1);
@@ -659,7 +659,7 @@ void tp_window_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
     if (!win.mem)
         win.n_mem = 0;
     if (d.join)
-        tp_devjoin_finish(d.join, &win);
+        tp_join_finish(d.join, &win);
     char lost_why[TP_OPLOST_WHY];
     tp_window_tally(&win, &steps, w, dev, lost_why, sizeof lost_why);
 
@@ -683,7 +683,7 @@ void tp_window_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
     late = 0;
     tp_buf_drain(w->gen, tp_dispatch_record, &d, &late, 0);
     if (d.join)
-        tp_devjoin_dispatch(d.join, &d.map, tp_dispatch_dev_event, &d);
+        tp_join_dispatch(d.join, &d.map, tp_dispatch_dev_event, &d);
     tp_dispatch_samples(&d, w);
     struct tp_saved saved;
     memset(&saved, 0, sizeof saved);
@@ -695,7 +695,7 @@ void tp_window_write(const struct tp_handoff *w, const struct tp_dev_batch *dev)
     free(steps.tick);
     tp_oplink_free(d.ops);
     free(mem);
-    tp_devjoin_free(d.join);
+    tp_join_free(d.join);
     tp_stack_corr_free(d.cf);
 
     if (saved.trace[0])

@@ -14,7 +14,7 @@
 
 /* tp_window_write - drain window "w" and run the handlers (flush thread);
  * "dev" is its device side, NULL when CUPTI did not collect. */
-void tp_window_write(const struct tp_handoff *w, const struct tp_dev_batch *dev);
+void tp_window_write(const struct tp_handoff *w, const struct tp_device_batch *dev);
 
 /* tp_window_idle - between windows (flush thread): the output side's idle
  * work (reaping exec children, deferred TRAINPROF_KEEP deletions). */

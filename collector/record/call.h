@@ -49,7 +49,7 @@ static inline uint32_t tp_hot_load(void)
  * lock: the schedule's mode (TP_HOT_INACTIVE, TP_HOT_RECORDING and the
  * step-signal flags) and window generation (steps.c), whether a capture
  * is open (steps.c), whether CUPTI's kinds are on (the device module,
- * gpu.c) and whether stacks are wanted (activation).  TP_HOT_EXTCORR and
+ * device.c) and whether stacks are wanted (activation).  TP_HOT_EXTCORR and
  * TP_HOT_STACK are set only while recording.
  */
 void tp_hot_mode(uint32_t flags, uint8_t gen);

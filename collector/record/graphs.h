@@ -23,12 +23,12 @@ struct tp_record;
 void tp_graphs_captured(struct tp_record *r);
 
 /* After a successful cudaStreamBeginCapture on this thread (the entry
- * point then tells the core: tp_core_capturing(+1)). */
+ * point then tells the core: tp_steps_capturing(+1)). */
 void tp_graphs_begin(void);
 
 /* After cudaStreamEndCapture on this thread; "graph" NULL if it failed.
  * Returns 1 if it closed a capture this thread had begun (the entry point
- * then calls tp_core_capturing(-1)), 0 otherwise. */
+ * then calls tp_steps_capturing(-1)), 0 otherwise. */
 int tp_graphs_end(const void *graph);
 
 /* After a successful cudaGraphInstantiate*: "exec" runs "graph". */

@@ -136,7 +136,7 @@ static inline int tp_text_may_match(const char *s, size_t len)
  * yet); after, while one may still count steps. */
 static uint8_t tp_hidden_step(struct tp_msg m)
 {
-    if (tp_core_active() && !tp_steps_nvtx_possible())
+    if (tp_steps_on() && !tp_steps_nvtx_possible())
         return 0;
     if (!m.text)
         return m.id ? (uint8_t)tp_is_step_range(m.id) : 0;
@@ -165,7 +165,7 @@ static uint32_t tp_msg_name(struct tp_msg m, int recording, uint8_t *step)
  * with NVTX ranges on (torch's emit_nvtx) stays inert. */
 static int tp_ranges_on(void)
 {
-    return tp_core_active() && tp_depth == 0;
+    return tp_steps_on() && tp_depth == 0;
 }
 
 /* The clock of a range's ends: never behind the last one this thread took,
@@ -232,7 +232,7 @@ static void tp_close(const struct tp_open_range *o, int32_t tid, uint64_t id, en
         }
     }
     if (o->step)
-        tp_core_step(TP_SIGNAL_NVTX);
+        tp_steps_signal(TP_SIGNAL_NVTX);
 }
 
 /* One more open range ("n" were open): the count stops at UINT32_MAX; NVTX's
@@ -327,13 +327,13 @@ int tp_range_pop(void)
         return -1;
     uint32_t n = tp_stack_n;
     if (n == 0) {
-        if (tp_core_active())
+        if (tp_steps_on())
             tp_steps_pop_unmatched();
         return -1;
     }
     tp_stack_n = --n;
     /* before activation (or passive) a pop only leaves the stack */
-    if (n < TP_RANGE_DEPTH && tp_core_active())
+    if (n < TP_RANGE_DEPTH && tp_steps_on())
         tp_close(&tp_stack[n], 0, 0, TP_RANGE_NVTX);
     return n > INT_MAX ? INT_MAX : (int)n;
 }
@@ -341,7 +341,7 @@ int tp_range_pop(void)
 uint64_t tp_range_start(struct tp_msg m, uint32_t domain)
 {
     uint8_t early = 0;      /* before activation: kept only if it ends a step */
-    if (!tp_ranges_on() && (tp_depth > 0 || tp_core_active() || !(early = tp_hidden_step(m))))
+    if (!tp_ranges_on() && (tp_depth > 0 || tp_steps_on() || !(early = tp_hidden_step(m))))
         return 0;
     uint64_t id = atomic_fetch_add(&tp_xrange_next, 1);
     unsigned slot = (unsigned)(id % TP_XRANGES);
@@ -373,7 +373,7 @@ void tp_range_end(uint64_t id)
     int32_t tid = tp_xranges[slot].tid;
     if (!atomic_compare_exchange_strong(&tp_xranges[slot].id, &want, 0))
         return;
-    if (tp_core_active())   /* an end before activation only frees the slot */
+    if (tp_steps_on())   /* an end before activation only frees the slot */
         tp_close(&o, tid, id, TP_RANGE_NVTX);
 }
 

@@ -9,7 +9,7 @@ commands, only when it runs:
                   Python path; engine.c/engine.h, built as
                   build/libtrainprof_merge.so (with ISA-L) and loaded through
                   ctypes, inflates, rewrites and deflates the event arrays
-  ondemand.py     `trainprof trigger` and `trainprof status`
+  trigger.py     `trainprof trigger` and `trainprof status`
   files.py        the one way the command creates and reads a file
   pyhook/         sitecustomize.py, put first on PYTHONPATH by `trainprof run`
                   for Python commands (counts optimizer steps); not a module

@@ -45,7 +45,7 @@ SETTINGS = settings(
 
 
 files = tputil.cli_module("files")
-od = tputil.cli_module("ondemand")
+od = tputil.cli_module("trigger")
 summ = tputil.cli_module("summary")
 merge = tputil.cli_module("merge")
 # the modules import trainprof_cli.files: errors they raise are of that module's class

@@ -223,7 +223,7 @@ def test_trigger_refuses_pid_0_and_minus_1():
     assert ("%s: skipped: pid 0 is not a process id" % p0).encode() in r.err, r
     # pid -1 (every process of the user) is checked in-process: no signal can
     # be risked here
-    od = module("ondemand")
+    od = module("trigger")
     os.unlink(p0)
     pm = put_status(run_dir, status_doc(-1, trigger_signal="SIGUSR1", signal_installed=True))
     assert od.read_statuses(run_dir) == []
@@ -361,7 +361,7 @@ def test_merge_never_writes_through_a_planted_link(tmp_path):
 
 
 def test_trigger_file_never_written_through_a_planted_link():
-    od = module("ondemand")
+    od = module("trigger")
     run_dir = tputil.new_dir()
     victim_file = write(os.path.join(tputil.new_dir(), "precious"), b"precious\n")
     other = write(os.path.join(tputil.new_dir(), "other"), b"also precious\n")

@@ -224,7 +224,7 @@ def test_command_files_replace_a_planted_link(tmp_path):
     assert p.returncode == 0, p.stderr
     # the trigger file as `trainprof trigger` writes it (the command itself
     # needs a live job to answer: test_trigger.py runs it end to end)
-    assert tputil.cli_module("ondemand").write_trigger(str(run), "trigger", "id=x start=3 warmup=1 active=2\n") \
+    assert tputil.cli_module("trigger").write_trigger(str(run), "trigger", "id=x start=3 warmup=1 active=2\n") \
         == str(trig)
     assert victim.read_text() == VICTIM_TEXT
     assert not out.is_symlink() and "traceEvents" in out.read_text()

@@ -339,7 +339,7 @@ def cli_modules():
 
 def cli_module(name):
     """A fresh copy of the command's module `name` (files, summary, merge,
-    ondemand), loaded by path as trainprof_<name>, so that a test that lowers
+    trigger), loaded by path as trainprof_<name>, so that a test that lowers
     its limits changes no other test's copy; the trainprof_cli.files that
     the modules import is shared."""
     import importlib.util

@@ -25,7 +25,7 @@
 
 #include "collector/config/config.h"
 #include "collector/device/cupti.h"
-#include "collector/device/devprops.h"
+#include "collector/device/props.h"
 #include "handlers/handler.h"
 #include "tests/unit/tp_test.h"
 
@@ -869,7 +869,7 @@ END_TEST
 /* Device side: a launch linked to its kernel (ac2g pair), a library call
  * whose kernel inherits its External id, a memcpy, deviceProperties and the
  * coverage metadata. */
-static struct tp_devprop dev_props[1];
+static struct tp_device_prop dev_props[1];
 
 static void feed_device(const struct tp_handler *h, void *st)
 {
@@ -893,9 +893,9 @@ static void feed_device(const struct tp_handler *h, void *st)
     launch.rec.u.launch.func_kind = TP_FUNC_DRIVER;
     h->event(st, ev);
 
-    static struct tp_dev_record k, m;
+    static struct tp_device_record k, m;
     memset(&k, 0, sizeof k);
-    k.kind = TP_DEV_KERNEL;
+    k.kind = TP_DEVICE_KERNEL;
     k.device = 0;
     k.context = 1;
     k.stream = 7;
@@ -911,7 +911,7 @@ static void feed_device(const struct tp_handler *h, void *st)
                           .blocks_per_sm = 2.0, .warps_per_sm = 8.0, .occupancy = 25.4 };
     h->event(st, &d);
     memset(&m, 0, sizeof m);
-    m.kind = TP_DEV_MEMCPY;
+    m.kind = TP_DEVICE_MEMCPY;
     m.stream = 7;
     m.correlation = 78;
     m.bytes = 4096;

@@ -2,7 +2,7 @@
  * test_control.c - the control core driven directly, without LD_PRELOAD:
  * activation (collector/control/lifecycle.c), step signals counted into
  * steps and windows (steps.c) through the schedule, on-demand cycles
- * (ondemand.c) asked for in the trigger file (trigger.c) or handed over
+ * (trigger_cycle.c) asked for in the trigger file (trigger.c) or handed over
  * directly, and the drain (collector/drain/flusher.c, window.c) that hands
  * each closed window to the handlers.  The output side is a stub sink
  * whose one handler records what it was given: per window, its batch and
@@ -25,7 +25,7 @@
 #include "collector/contract/record.h"
 #include "collector/contract/sink.h"
 #include "collector/control/lifecycle.h"
-#include "collector/control/ondemand.h"
+#include "collector/control/trigger_cycle.h"
 #include "collector/control/steps.h"
 #include "collector/drain/flusher.h"
 #include "tests/unit/tp_test.h"
@@ -138,15 +138,15 @@ static void activate(const char *schedule)
     snprintf(run, sizeof run, "%s/ctl", dir);
     ck_assert_int_eq(mkdir(run, 0700), 0);
     tp_sink_set(&stub_sink);
-    tp_core_activate();
-    ck_assert_int_eq(tp_core_active(), 1);
+    tp_lifecycle_activate();
+    ck_assert_int_eq(tp_steps_on(), 1);
 }
 
 /* "n" step signals, as trainprof_step() gives them. */
 static void steps(int n)
 {
     for (int i = 0; i < n; i++)
-        tp_core_step(TP_SIGNAL_API);
+        tp_steps_signal(TP_SIGNAL_API);
 }
 
 static void written(void)
@@ -239,17 +239,17 @@ END_TEST
 /* A request handed over directly (as tp-flush does for a trigger file):
  * taken when the next step begins, it warms up at its start step and
  * records "active" steps into one window that carries its id. */
-START_TEST(test_ondemand_request)
+START_TEST(test_trigger_cycle_request)
 {
     activate("none");
     steps(3);                                   /* step 3 is under way */
-    ck_assert_uint_eq(tp_ondemand_current(), 3);
-    struct tp_od_request r = { .id = "req-1", .start = 5, .warmup = 1, .active = 3 };
-    tp_ondemand_request(&r);
+    ck_assert_uint_eq(tp_trigger_cycle_current(), 3);
+    struct tp_tc_request r = { .id = "req-1", .start = 5, .warmup = 1, .active = 3 };
+    tp_trigger_cycle_request(&r);
     steps(1);                                   /* step 4 begins: taken */
-    struct tp_od_outcome o;
-    ck_assert_uint_ne(tp_ondemand_outcome(&o), 0);
-    ck_assert_int_eq(o.state, TP_OD_ARMED);
+    struct tp_tc_outcome o;
+    ck_assert_uint_ne(tp_trigger_cycle_outcome(&o), 0);
+    ck_assert_int_eq(o.state, TP_TC_ARMED);
     ck_assert_uint_eq(o.first, 6);
     ck_assert_uint_eq(o.last, 8);
     ck_assert_int_eq(o.late, 0);
@@ -296,16 +296,16 @@ START_TEST(test_trigger_file)
     fclose(f);
     /* step on until tp-flush has read it and a step has taken it (it polls
      * at most every 0.5 s); the start lies far enough ahead */
-    struct tp_od_outcome o;
-    for (int i = 0; i < 300 && !tp_ondemand_outcome(&o); i++) {
+    struct tp_tc_outcome o;
+    for (int i = 0; i < 300 && !tp_trigger_cycle_outcome(&o); i++) {
         steps(1);
         sleep_ms(10);
     }
     ck_assert_uint_ne(o.seq, 0);
     ck_assert_str_eq(o.id, "file-1");
-    ck_assert_int_eq(o.state, TP_OD_ARMED);
-    ck_assert_uint_lt(tp_ondemand_current(), 400);
-    steps((int)(410 - tp_ondemand_current()));
+    ck_assert_int_eq(o.state, TP_TC_ARMED);
+    ck_assert_uint_lt(tp_trigger_cycle_current(), 400);
+    steps((int)(410 - tp_trigger_cycle_current()));
     written();
     ck_assert_int_eq(atomic_load(&n_open), 1);
     check_window(0, 401, 402);
@@ -321,7 +321,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_schedule_windows);
     tcase_add_test(tc, test_each_window_once);
     tcase_add_test(tc, test_all_at_exit);
-    tcase_add_test(tc, test_ondemand_request);
+    tcase_add_test(tc, test_trigger_cycle_request);
     tcase_add_test(tc, test_trigger_file);
     suite_add_tcase(s, tc);
     return s;

@@ -19,7 +19,7 @@
 #include "collector/config/config.h"
 #include "collector/device/cupti.h"
 #include "collector/device/cupti_impl.h"
-#include "collector/drain/devjoin.h"
+#include "collector/drain/join.h"
 #include "collector/record/intern.h"
 
 #include <cupti_activity.h>
@@ -44,7 +44,7 @@
 
 /* ---- decoding ----------------------------------------------------------- */
 
-static const struct tp_dev_record *find_rec_by(const struct tp_dev_batch *w, uint32_t corr)
+static const struct tp_device_record *find_rec_by(const struct tp_device_batch *w, uint32_t corr)
 {
     for (size_t i = 0; i < w->n_rec; i++)
         if (w->rec[i].correlation == corr)
@@ -53,9 +53,9 @@ static const struct tp_dev_record *find_rec_by(const struct tp_dev_batch *w, uin
     return NULL;
 }
 
-static struct tp_dev_batch take_all(void)
+static struct tp_device_batch take_all(void)
 {
-    struct tp_dev_batch w;
+    struct tp_device_batch w;
     tp_cupti_take(0, UINT64_MAX, &w);
     return w;
 }
@@ -63,7 +63,7 @@ static struct tp_dev_batch take_all(void)
 /* Empty the pending lists (for CK_FORK=no, where tests share a process). */
 static void fresh(void)
 {
-    struct tp_dev_batch w;
+    struct tp_device_batch w;
     tp_cupti_take(0, UINT64_MAX, &w);
     tp_cupti_window_free(&w);
     tp_cupti_take(UINT64_MAX, UINT64_MAX, &w);
@@ -114,7 +114,7 @@ START_TEST(test_decode_kernel_name_reused)
     memcpy(name, "_Z4stopv", sizeof name);
     k.correlationId = 2;
     ck_assert_int_eq(tp_cupti_decode(&k), 1);
-    struct tp_dev_batch w = take_all();
+    struct tp_device_batch w = take_all();
     ck_assert_uint_eq(w.n_rec, 2);
     ck_assert_str_eq(tp_intern_str(w.rec[0].name), "step()");
     ck_assert_str_eq(tp_intern_str(w.rec[1].name), "stop()");
@@ -146,7 +146,7 @@ START_TEST(test_decode_internal_launch)
     ck_assert_int_eq(tp_cupti_decode(&e), 1);
     add_kernel(41, 1200, 1300);
     ck_assert_uint_eq(tp_cupti_unfinished(0, UINT64_MAX), 0);
-    struct tp_dev_batch w = take_all();
+    struct tp_device_batch w = take_all();
     ck_assert_uint_eq(w.n_api, 1);
     ck_assert_int_eq(w.api[0].internal, 1);
     ck_assert_int_eq(w.api[0].driver, 1);
@@ -184,11 +184,11 @@ START_TEST(test_decode_kernel)
     k.end = 1900;                            /* end before start -> end = start */
     ck_assert_int_eq(tp_cupti_decode(&k), 1);
 
-    struct tp_dev_batch w = take_all();
+    struct tp_device_batch w = take_all();
     ck_assert_uint_eq(w.n_rec, 2);
     ck_assert_uint_eq(w.n_api, 0);
-    const struct tp_dev_record *r = &w.rec[0];
-    ck_assert_int_eq(r->kind, TP_DEV_KERNEL);
+    const struct tp_device_record *r = &w.rec[0];
+    ck_assert_int_eq(r->kind, TP_DEVICE_KERNEL);
     ck_assert_uint_eq(r->device, 2);
     ck_assert_uint_eq(r->context, 3);
     ck_assert_uint_eq(r->stream, 14);
@@ -280,10 +280,10 @@ START_TEST(test_decode_copies_sets_syncs)
     y.streamId = 13;
     ck_assert_int_eq(tp_cupti_decode(&y), 1);
 
-    struct tp_dev_batch w = take_all();
+    struct tp_device_batch w = take_all();
     ck_assert_uint_eq(w.n_rec, 4);
-    const struct tp_dev_record *r = w.rec;
-    ck_assert_int_eq(r[0].kind, TP_DEV_MEMCPY);
+    const struct tp_device_record *r = w.rec;
+    ck_assert_int_eq(r[0].kind, TP_DEVICE_MEMCPY);
     ck_assert_uint_eq(r[0].copy_kind, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD);
     ck_assert_uint_eq(r[0].src_kind, CUPTI_ACTIVITY_MEMORY_KIND_PINNED);
     ck_assert_uint_eq(r[0].dst_kind, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
@@ -297,13 +297,13 @@ START_TEST(test_decode_copies_sets_syncs)
     ck_assert_uint_eq(r[0].graph_id, 3);
     ck_assert_uint_eq(r[0].graph_node_id, 4);
 
-    ck_assert_int_eq(r[1].kind, TP_DEV_MEMCPY);
+    ck_assert_int_eq(r[1].kind, TP_DEVICE_MEMCPY);
     ck_assert_uint_eq(r[1].copy_kind, CUPTI_ACTIVITY_MEMCPY_KIND_PTOP);
     ck_assert_uint_eq(r[1].bytes, 4096);
     ck_assert_uint_eq(r[1].stream, 15);
     ck_assert_uint_eq(r[1].correlation, 6);
 
-    ck_assert_int_eq(r[2].kind, TP_DEV_MEMSET);
+    ck_assert_int_eq(r[2].kind, TP_DEVICE_MEMSET);
     ck_assert_uint_eq(r[2].dst_kind, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
     ck_assert_uint_eq(r[2].bytes, 8192);
     ck_assert_uint_eq(r[2].stream, 7);
@@ -313,7 +313,7 @@ START_TEST(test_decode_copies_sets_syncs)
     ck_assert_uint_eq(r[2].start, 400);
     ck_assert_uint_eq(r[2].end, 410);
 
-    ck_assert_int_eq(r[3].kind, TP_DEV_SYNC);
+    ck_assert_int_eq(r[3].kind, TP_DEVICE_SYNC);
     ck_assert_uint_eq(r[3].copy_kind, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE);
     ck_assert_uint_eq(r[3].context, 2);
     ck_assert_uint_eq(r[3].stream, 13);
@@ -374,7 +374,7 @@ START_TEST(test_decode_api_filter)
     ck_assert_int_eq(tp_cupti_cb_class(1, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2), TP_CB_OTHER);
     ck_assert_int_eq(tp_cupti_cb_class(0, 100000), TP_CB_OTHER);
 
-    struct tp_dev_batch w = take_all();
+    struct tp_device_batch w = take_all();
     ck_assert_uint_eq(w.n_api, 3);
     ck_assert_uint_eq(w.api[0].cbid, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
     ck_assert_uint_eq(w.api[0].driver, 0);
@@ -430,7 +430,7 @@ START_TEST(test_decode_ext_overhead_other)
     k.correlationId = 22;
     ck_assert_int_eq(tp_cupti_decode(&k), -1);
 
-    struct tp_dev_batch w = take_all();
+    struct tp_device_batch w = take_all();
     ck_assert_uint_eq(w.n_ext, 1);
     ck_assert_uint_eq(w.ext[0].correlation, 21);
     ck_assert_uint_eq(w.ext[0].external_id, 0xabcdef0123ull);
@@ -471,7 +471,7 @@ START_TEST(test_take_window)
     }
     ck_assert_uint_eq(tp_cupti_unfinished(100, 200), 0);
 
-    struct tp_dev_batch w;
+    struct tp_device_batch w;
     tp_cupti_take(100, 200, &w);
     ck_assert_uint_eq(w.n_api, 2);
     ck_assert_uint_eq(w.api[0].correlation, 3);   /* sorted by start */
@@ -509,7 +509,7 @@ START_TEST(test_take_late_tail_counted)
     add_api(0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 6, 120, 125);
     add_kernel(6, 130, 140);
     add_api(0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 7, 190, 195);
-    struct tp_dev_batch w;
+    struct tp_device_batch w;
     tp_cupti_take(100, 200, &w);                 /* kernel 7 not there yet */
     ck_assert_uint_eq(w.n_api, 2);
     ck_assert_uint_eq(w.n_rec, 1);
@@ -559,7 +559,7 @@ START_TEST(test_decode_refuses_foreign_times)
     tp_cupti_pending_clock(0, UINT64_MAX);
     ck_assert_int_eq(tp_cupti_decode(&a), 1);
     ck_assert_uint_eq(tp_cupti_pending_off_clock(), 0);
-    struct tp_dev_batch w;
+    struct tp_device_batch w;
     tp_cupti_take(0, UINT64_MAX, &w);
     ck_assert_uint_eq(w.n_rec, 1);
     ck_assert_uint_eq(w.n_api, 1);
@@ -613,12 +613,12 @@ START_TEST(test_decode_cuda_event)
     y.cudaEventSyncId = 1040;
     ck_assert_int_eq(tp_cupti_decode(&y), 1);
 
-    struct tp_dev_batch w = take_all();
+    struct tp_device_batch w = take_all();
     ck_assert_uint_eq(w.n_rec, 1);
-    ck_assert_int_eq(w.rec[0].kind, TP_DEV_SYNC);
+    ck_assert_int_eq(w.rec[0].kind, TP_DEVICE_SYNC);
     ck_assert_uint_eq(w.rec[0].copy_kind, TP_SYNC_STREAM_WAIT_EVENT);
     ck_assert_uint_eq(w.rec[0].event_id, 5);
-    ck_assert_int_eq(tp_dev_waits_on_event(&w.rec[0]), 1);
+    ck_assert_int_eq(tp_device_waits_on_event(&w.rec[0]), 1);
     ck_assert_uint_eq(w.n_cuda_event, 2);
     ck_assert_uint_eq(w.cuda_event[0].correlation, 10);    /* sorted by correlation */
     ck_assert_uint_eq(w.cuda_event[0].stream, 13);
@@ -645,7 +645,7 @@ START_TEST(test_take_keeps_cuda_events)
     add_cuda_event(1, 1, 7, 16);                                              /* after its cut */
     add_api(0, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 8, 300, 310); /* later */
 
-    struct tp_dev_batch w;
+    struct tp_device_batch w;
     tp_cupti_take(100, 200, &w);
     ck_assert_uint_eq(w.n_api, 1);
     static const uint32_t all[][3] = { { 1, 2, 13 }, { 1, 4, 14 }, { 1, 7, 16 }, { 2, 3, 15 } };
@@ -704,7 +704,7 @@ START_TEST(test_absent_is_harmless)
     tp_cupti_ext_pop();
     ck_assert_int_eq(tp_cupti_enabled(), 0);
     ck_assert_uint_eq(tp_cupti_unfinished(0, UINT64_MAX), 0);
-    struct tp_dev_batch w = take_all();
+    struct tp_device_batch w = take_all();
     ck_assert_uint_eq(w.n_rec + w.n_api + w.n_ext, 0);
     tp_cupti_window_free(&w);
     tp_cupti_stop(0);
@@ -854,10 +854,10 @@ START_TEST(test_decode_12_4)
     o->overheadData = malloc(16);              /* freed by the decoder (LSan: leak if not) */
     ck_assert_int_eq(tp_cupti_decode(o), 0);     /* counted only */
 
-    struct tp_dev_batch w = take_all();
+    struct tp_device_batch w = take_all();
     ck_assert_uint_eq(w.n_rec, 3);
-    const struct tp_dev_record *r = find_rec_by(&w, 77);
-    ck_assert_int_eq(r->kind, TP_DEV_KERNEL);
+    const struct tp_device_record *r = find_rec_by(&w, 77);
+    ck_assert_int_eq(r->kind, TP_DEVICE_KERNEL);
     ck_assert_uint_eq(r->device, 2);
     ck_assert_uint_eq(r->stream, 14);
     ck_assert_int_eq(r->grid[0], 5);
@@ -866,11 +866,11 @@ START_TEST(test_decode_12_4)
     ck_assert_uint_eq(r->graph_node_id, 0x100000001ull);
     ck_assert_str_eq(tp_intern_str(r->name), "kernel(float*, int)");
     r = find_rec_by(&w, 78);
-    ck_assert_int_eq(r->kind, TP_DEV_MEMCPY);
+    ck_assert_int_eq(r->kind, TP_DEVICE_MEMCPY);
     ck_assert_uint_eq(r->bytes, 4096);
     ck_assert_uint_eq(r->copy_kind, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH);
     r = find_rec_by(&w, 79);
-    ck_assert_int_eq(r->kind, TP_DEV_SYNC);
+    ck_assert_int_eq(r->kind, TP_DEVICE_SYNC);
     ck_assert_uint_eq(r->event_id, 1001);
     tp_cupti_window_free(&w);
     free(k), free(m), free(y), free(e), free(o);
@@ -968,7 +968,7 @@ static int count_lines(const char *text, const char *line)
     return n;
 }
 
-static const struct tp_dev_api *find_api(const struct tp_dev_batch *w, uint32_t cbid)
+static const struct tp_device_api *find_api(const struct tp_device_batch *w, uint32_t cbid)
 {
     for (size_t i = 0; i < w->n_api; i++)
         if (w->api[i].cbid == cbid)
@@ -976,7 +976,7 @@ static const struct tp_dev_api *find_api(const struct tp_dev_batch *w, uint32_t 
     return NULL;
 }
 
-static const struct tp_dev_record *find_rec(const struct tp_dev_batch *w, uint32_t corr)
+static const struct tp_device_record *find_rec(const struct tp_device_batch *w, uint32_t corr)
 {
     for (size_t i = 0; i < w->n_rec; i++)
         if (w->rec[i].correlation == corr)
@@ -1011,19 +1011,19 @@ START_TEST(test_fake_records)
     tp_cupti_collect(1);
     ck_assert_uint_eq(tp_cupti_unfinished(t0, t1), 0);
 
-    struct tp_dev_batch w;
+    struct tp_device_batch w;
     tp_cupti_take(t0, t1, &w);
     ck_assert_uint_eq(w.n_api, 3);
     ck_assert_uint_eq(w.n_rec, 3);
     ck_assert_uint_eq(w.dropped, 0);
-    const struct tp_dev_api *la = find_api(&w, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
+    const struct tp_device_api *la = find_api(&w, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
     ck_assert_ptr_nonnull(la);
     ck_assert_uint_eq(la->driver, 0);
     ck_assert_uint_eq(la->thread_id, (uint32_t)syscall(SYS_gettid));
     ck_assert(la->start >= t0 && la->end <= t1 && la->start <= la->end);
-    const struct tp_dev_record *k = find_rec(&w, la->correlation);
+    const struct tp_device_record *k = find_rec(&w, la->correlation);
     ck_assert_ptr_nonnull(k);
-    ck_assert_int_eq(k->kind, TP_DEV_KERNEL);
+    ck_assert_int_eq(k->kind, TP_DEVICE_KERNEL);
     ck_assert_str_eq(tp_intern_str(k->name), "kernel(float*, int)");
     ck_assert_int_eq(k->grid[0], 2);
     ck_assert_int_eq(k->grid[1], 3);
@@ -1036,20 +1036,20 @@ START_TEST(test_fake_records)
     ck_assert_uint_eq(k->context, 1);
     ck_assert(k->start > la->end && k->end > k->start);
 
-    const struct tp_dev_api *ca = find_api(&w, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020);
+    const struct tp_device_api *ca = find_api(&w, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020);
     ck_assert_ptr_nonnull(ca);
-    const struct tp_dev_record *c = find_rec(&w, ca->correlation);
+    const struct tp_device_record *c = find_rec(&w, ca->correlation);
     ck_assert_ptr_nonnull(c);
-    ck_assert_int_eq(c->kind, TP_DEV_MEMCPY);
+    ck_assert_int_eq(c->kind, TP_DEVICE_MEMCPY);
     ck_assert_uint_eq(c->bytes, 4096);
     ck_assert_uint_eq(c->copy_kind, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD);
     ck_assert(c->start >= k->end);           /* serialized on stream 7 */
 
-    const struct tp_dev_api *sa = find_api(&w, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020);
+    const struct tp_device_api *sa = find_api(&w, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020);
     ck_assert_ptr_nonnull(sa);
-    const struct tp_dev_record *s = find_rec(&w, sa->correlation);
+    const struct tp_device_record *s = find_rec(&w, sa->correlation);
     ck_assert_ptr_nonnull(s);
-    ck_assert_int_eq(s->kind, TP_DEV_SYNC);
+    ck_assert_int_eq(s->kind, TP_DEVICE_SYNC);
     ck_assert_uint_eq(s->copy_kind, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE);
     tp_cupti_window_free(&w);
     tp_cupti_stop(1);
@@ -1309,7 +1309,7 @@ START_TEST(test_fake_ext)
     launch_one();
     uint64_t t1 = tp_clock_now();
     tp_cupti_collect(1);
-    struct tp_dev_batch w;
+    struct tp_device_batch w;
     tp_cupti_take(t0, t1, &w);
     ck_assert_uint_eq(w.n_api, 3);
     ck_assert_uint_eq(w.n_rec, 3);
@@ -1333,10 +1333,10 @@ typedef cudaError_t (*event_record_fn)(cudaEvent_t, cudaStream_t);
 typedef cudaError_t (*wait_event_fn)(cudaStream_t, cudaEvent_t, unsigned int);
 typedef cudaError_t (*event_sync_fn)(cudaEvent_t);
 
-static const struct tp_dev_record *find_sync(const struct tp_dev_batch *w, int type)
+static const struct tp_device_record *find_sync(const struct tp_device_batch *w, int type)
 {
     for (size_t i = 0; i < w->n_rec; i++)
-        if (w->rec[i].kind == TP_DEV_SYNC && w->rec[i].copy_kind == type)
+        if (w->rec[i].kind == TP_DEVICE_SYNC && w->rec[i].copy_kind == type)
             return &w->rec[i];
     return NULL;
 }
@@ -1382,21 +1382,21 @@ START_TEST(test_fake_cuda_events)
     ck_assert_int_eq(fk.sync(b), cudaSuccess);
     uint64_t t1 = tp_clock_now();
     tp_cupti_collect(1);
-    struct tp_dev_batch w;
+    struct tp_device_batch w;
     tp_cupti_take(t0, t1, &w);
 
     ck_assert_ptr_null(find_api(&w, CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020));
-    const struct tp_dev_api *wa = find_api(&w, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020);
+    const struct tp_device_api *wa = find_api(&w, CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020);
     ck_assert_ptr_nonnull(wa);
     ck_assert_uint_eq(w.n_cuda_event, 2);
-    const struct tp_dev_cuda_event *r1 = &w.cuda_event[0], *r2 = &w.cuda_event[1];
+    const struct tp_device_cuda_event *r1 = &w.cuda_event[0], *r2 = &w.cuda_event[1];
     ck_assert_uint_eq(r1->event_id, r2->event_id);
     ck_assert_uint_ne(r1->stream, r2->stream);
     ck_assert_uint_lt(r1->correlation, wa->correlation);
     ck_assert_uint_gt(r2->correlation, wa->correlation);
-    const struct tp_dev_record *ws = find_sync(&w, TP_SYNC_STREAM_WAIT_EVENT);
-    const struct tp_dev_record *es = find_sync(&w, TP_SYNC_EVENT);
-    const struct tp_dev_record *ss = find_sync(&w, TP_SYNC_STREAM);
+    const struct tp_device_record *ws = find_sync(&w, TP_SYNC_STREAM_WAIT_EVENT);
+    const struct tp_device_record *es = find_sync(&w, TP_SYNC_EVENT);
+    const struct tp_device_record *ss = find_sync(&w, TP_SYNC_STREAM);
     ck_assert(ws && es && ss);
     ck_assert_uint_eq(ws->correlation, wa->correlation);
     ck_assert_uint_eq(ws->stream, r2->stream);              /* the waiting stream: B */
@@ -1405,16 +1405,16 @@ START_TEST(test_fake_cuda_events)
     ck_assert_uint_eq(ss->event_id, CUPTI_SYNCHRONIZATION_INVALID_VALUE);
 
     uint64_t next_own = 1;
-    struct tp_devjoin *j = tp_devjoin_new(&w, &next_own);
+    struct tp_join *j = tp_join_new(&w, &next_own);
     ck_assert_ptr_nonnull(j);
     struct tp_window win;
     memset(&win, 0, sizeof win);
-    tp_devjoin_finish(j, &win);
+    tp_join_finish(j, &win);
     ck_assert_uint_eq(win.gpu_records, 3);
     ck_assert_uint_eq(win.gpu_kernels, 0);
     struct tp_clock_map map = tp_clock_map_now();
     n_wait_seen = 0;
-    tp_devjoin_dispatch(j, &map, keep_event, NULL);
+    tp_join_dispatch(j, &map, keep_event, NULL);
     ck_assert_int_eq(n_wait_seen, 3);
     int checked = 0;
     for (int i = 0; i < n_wait_seen; i++) {
@@ -1430,7 +1430,7 @@ START_TEST(test_fake_cuda_events)
         }
     }
     ck_assert_int_eq(checked, 2);
-    tp_devjoin_free(j);
+    tp_join_free(j);
     tp_cupti_window_free(&w);
     tp_cupti_stop(1);
 }
@@ -1462,7 +1462,7 @@ START_TEST(test_fake_threads_many_buffers)
     uint64_t t1 = tp_clock_now();
     tp_cupti_collect(1);
     ck_assert_uint_eq(tp_cupti_unfinished(t0, t1), 0);
-    struct tp_dev_batch w;
+    struct tp_device_batch w;
     tp_cupti_take(t0, t1, &w);
     ck_assert_uint_eq(w.n_api, N_THREADS * N_LAUNCH);
     ck_assert_uint_eq(w.n_rec, N_THREADS * N_LAUNCH);
@@ -1489,7 +1489,7 @@ START_TEST(test_fake_recycle)
         launch_one();
     uint64_t t1 = tp_clock_now();
     tp_cupti_collect(1);
-    struct tp_dev_batch w;
+    struct tp_device_batch w;
     tp_cupti_take(t0, t1, &w);
     ck_assert_uint_gt(w.dropped, 0);
     ck_assert_uint_eq(w.n_api + w.n_rec + w.dropped, 2 * (uint64_t)N);
@@ -1514,7 +1514,7 @@ START_TEST(test_fake_kind_refused)
     tp_cupti_stop(0);
     ck_assert_int_eq(tp_cupti_start(1), 0);    /* refused again, not said again */
     tp_cupti_collect(1);
-    struct tp_dev_batch w;
+    struct tp_device_batch w;
     tp_cupti_take(t0, t1, &w);
     ck_assert_uint_eq(w.n_api, 1);
     ck_assert_uint_eq(w.n_rec, 1);

@@ -32,7 +32,7 @@ static void activate(void)
     tp_clock_init();
     ck_assert_int_eq(tp_buf_init(4), 0);
     tp_steps_begin(tp_clock_now());
-    ck_assert_int_eq(tp_core_active(), 1);
+    ck_assert_int_eq(tp_steps_on(), 1);
     gen = TP_HOT_GEN(tp_hot_load());
 }
 

@@ -34,7 +34,7 @@ static void activate(void)
     tp_clock_init();
     ck_assert_int_eq(tp_buf_init(4), 0);
     tp_steps_begin(tp_clock_now());
-    ck_assert_int_eq(tp_core_active(), 1);
+    ck_assert_int_eq(tp_steps_on(), 1);
 }
 
 /* The depth counter at the edge of a signed int: a push there wrapped it
@@ -152,7 +152,7 @@ START_TEST(test_pushed_before_activation)
 {
     setenv("TRAINPROF_STEP_ON", "api,nvtx:st[a-e]p*", 1);
     configure();
-    ck_assert_int_eq(tp_core_active(), 0);
+    ck_assert_int_eq(tp_steps_on(), 0);
     ck_assert_int_eq(tp_range_push(TP_MSG_TEXT("step0", (size_t)-1), 0, TP_RANGE_NVTX), 0);
     ck_assert_int_eq(tp_range_pop(), 0);                /* before activation: no step */
     static const char *const names[] = { "step1", "stop", "xstep", "st" };

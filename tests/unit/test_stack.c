@@ -19,7 +19,7 @@
 #include "collector/common/elfsym.h"
 #include "collector/modules/stack.h"
 #include "collector/device/cupti.h"
-#include "collector/device/devprops.h"
+#include "collector/device/props.h"
 #include "handlers/handler.h"
 #include "tests/unit/tp_test.h"
 
@@ -287,7 +287,7 @@ static void host(const struct tp_handler *h, void *st, int tid, const char *name
 static void device(const struct tp_handler *h, void *st, int kind, const char *name, int64_t dur,
                    uint64_t corr, int flow, uint64_t ext)
 {
-    static struct tp_dev_record d;
+    static struct tp_device_record d;
     memset(&d, 0, sizeof d);
     d.kind = (uint8_t)kind;
     struct tp_event ev;
@@ -367,14 +367,14 @@ START_TEST(handler_gpu)
     const struct tp_handler *h = tp_handler_find("stacks");
     void *st = h->open(&win);
     feed(h, st);
-    device(h, st, TP_DEV_KERNEL, "kern_a", 5500, 11, 1, 0);
-    device(h, st, TP_DEV_KERNEL, "kern_a", 5500, 12, 1, 0);
-    device(h, st, TP_DEV_KERNEL, "kern_b", 700, 13, 1, 0);          /* 0.7 us -> 1 */
-    device(h, st, TP_DEV_KERNEL, "gemm_k", 8000, 21, 1, 30);        /* its launch wins */
-    device(h, st, TP_DEV_KERNEL, "gemm_k2", 4000, 999, 0, 30);      /* only the External id */
-    device(h, st, TP_DEV_MEMCPY, "Memcpy DtoH (Device -> Pageable)", 2000, 50, 1, 0);
-    device(h, st, TP_DEV_KERNEL, "lost", 9000, 998, 0, 0);          /* unlinked */
-    device(h, st, TP_DEV_SYNC, "Stream Sync", 9000, 40, 1, 0);      /* not device work */
+    device(h, st, TP_DEVICE_KERNEL, "kern_a", 5500, 11, 1, 0);
+    device(h, st, TP_DEVICE_KERNEL, "kern_a", 5500, 12, 1, 0);
+    device(h, st, TP_DEVICE_KERNEL, "kern_b", 700, 13, 1, 0);          /* 0.7 us -> 1 */
+    device(h, st, TP_DEVICE_KERNEL, "gemm_k", 8000, 21, 1, 30);        /* its launch wins */
+    device(h, st, TP_DEVICE_KERNEL, "gemm_k2", 4000, 999, 0, 30);      /* only the External id */
+    device(h, st, TP_DEVICE_MEMCPY, "Memcpy DtoH (Device -> Pageable)", 2000, 50, 1, 0);
+    device(h, st, TP_DEVICE_KERNEL, "lost", 9000, 998, 0, 0);          /* unlinked */
+    device(h, st, TP_DEVICE_SYNC, "Stream Sync", 9000, 40, 1, 0);      /* not device work */
     ck_assert_int_eq(h->close(st, &win, &saved), 0);
     const char *g = slurp("stacks.gpu.txt");
     ck_assert_ptr_nonnull(g);
@@ -397,7 +397,7 @@ START_TEST(handler_no_frames)
     const struct tp_handler *h = tp_handler_find("stacks");
     void *st = h->open(&win);
     host(h, st, 10, "cudaLaunchKernel", TP_LAYER_RUNTIME, 0, 5000, 1, NULL, 0);
-    device(h, st, TP_DEV_KERNEL, "k", 5000, 1, 1, 0);
+    device(h, st, TP_DEVICE_KERNEL, "k", 5000, 1, 1, 0);
     ck_assert_int_eq(h->close(st, &win, &saved), 0);
     ck_assert_ptr_null(slurp("stacks.txt"));
     ck_assert_ptr_null(slurp("stacks.gpu.txt"));

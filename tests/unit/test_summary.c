@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "collector/device/cupti.h"
-#include "collector/device/devprops.h"
+#include "collector/device/props.h"
 #include "handlers/handler.h"
 #include "tests/unit/tp_test.h"
 
@@ -238,7 +238,7 @@ END_TEST
  * 2 ms + 3 ms with 1 ms overlap = 4 ms (40%), step 1 busy 5 ms (50%). */
 static struct tp_window_step gpu_steps[2];
 
-static void send_dev(const struct tp_handler *h, void *st, struct tp_dev_record *d, int kind,
+static void send_dev(const struct tp_handler *h, void *st, struct tp_device_record *d, int kind,
                      const char *name, int64_t start, int64_t dur, int stream)
 {
     memset(d, 0, sizeof *d);
@@ -258,12 +258,12 @@ static void feed_gpu(const struct tp_handler *h, void *st)
         ev.ts_ns = t + i * 10000000LL;
         h->event(st, &ev);
     }
-    static struct tp_dev_record d[5];
-    send_dev(h, st, &d[0], TP_DEV_KERNEL, "gemm", t + 1000000, 2000000, 7);
-    send_dev(h, st, &d[1], TP_DEV_KERNEL, "relu", t + 2000000, 3000000, 13);
-    send_dev(h, st, &d[2], TP_DEV_KERNEL, "gemm", t + 10000000, 4000000, 7);
-    send_dev(h, st, &d[3], TP_DEV_MEMCPY, "Memcpy DtoH (Device -> Pageable)", t + 15000000, 1000000, 7);
-    send_dev(h, st, &d[4], TP_DEV_SYNC, "Stream Sync", t + 16000000, 3000000, 7);
+    static struct tp_device_record d[5];
+    send_dev(h, st, &d[0], TP_DEVICE_KERNEL, "gemm", t + 1000000, 2000000, 7);
+    send_dev(h, st, &d[1], TP_DEVICE_KERNEL, "relu", t + 2000000, 3000000, 13);
+    send_dev(h, st, &d[2], TP_DEVICE_KERNEL, "gemm", t + 10000000, 4000000, 7);
+    send_dev(h, st, &d[3], TP_DEVICE_MEMCPY, "Memcpy DtoH (Device -> Pageable)", t + 15000000, 1000000, 7);
+    send_dev(h, st, &d[4], TP_DEVICE_SYNC, "Stream Sync", t + 16000000, 3000000, 7);
 }
 
 START_TEST(test_gpu)
@@ -405,11 +405,11 @@ static void send_coll(const struct tp_handler *h, void *st, const char *name, un
 
 /* A kernel as the host/device join hands it over: the External id and the
  * record of the library call that issued it ("issuer", NULL for none). */
-static void send_kernel(const struct tp_handler *h, void *st, struct tp_dev_record *d, const char *name,
+static void send_kernel(const struct tp_handler *h, void *st, struct tp_device_record *d, const char *name,
                         int64_t start, int64_t dur, uint64_t ext, const struct tp_record *issuer)
 {
     memset(d, 0, sizeof *d);
-    d->kind = TP_DEV_KERNEL;
+    d->kind = TP_DEVICE_KERNEL;
     d->stream = 7;
     struct tp_event e = { .dev = d, .name = name, .tid = 7, .cbid = -1, .ts_ns = start, .dur_ns = dur,
                           .occupancy = -1, .external_id = ext, .flow = 1, .issuer = issuer,
@@ -446,7 +446,7 @@ static void feed_colls(const struct tp_handler *h, void *st)
     send_coll(h, st, "ncclAllReduce", TP_COLL_ALLREDUCE, 8, 100000000, 1 * MS, 300, TP_LIB_CAPTURED);
     if (!coll_device)
         return;
-    static struct tp_dev_record d[6];
+    static struct tp_device_record d[6];
     struct tp_record allreduce = coll_rec(TP_COLL_ALLREDUCE, 8, 100000000, 0);
     struct tp_record allgather = coll_rec(TP_COLL_ALLGATHER, 4, 10000000, 0);
     for (int i = 0; i < 3; i++)
@@ -623,7 +623,7 @@ static void feed_colls_mixed(const struct tp_handler *h, void *st)
 {
     send_coll(h, st, "ncclAllReduce", TP_COLL_ALLREDUCE, 8, 100000000, 2 * MS, 100, 0);
     send_coll(h, st, "ncclAllGather", TP_COLL_ALLGATHER, 4, 10000000, 1 * MS, 200, TP_LIB_GROUPED);
-    static struct tp_dev_record d;
+    static struct tp_device_record d;
     struct tp_record allreduce = coll_rec(TP_COLL_ALLREDUCE, 8, 100000000, 0);
     send_kernel(h, st, &d, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", win.start_ns + MS, MS / 2, 100,
                 &allreduce);
@@ -1021,9 +1021,9 @@ static void feed_ops(const struct tp_handler *h, void *st)
         ev.external_id = op_fields[next].op_id;
         h->event(st, &ev);
     }
-    static struct tp_dev_record d;
+    static struct tp_device_record d;
     memset(&d, 0, sizeof d);
-    d.kind = TP_DEV_KERNEL;
+    d.kind = TP_DEVICE_KERNEL;
     struct tp_event e = { .dev = &d, .name = "gemm", .tid = 7, .cbid = -1, .ts_ns = op_t0() + 2 * MS,
                           .dur_ns = OP_GPU_NS, .occupancy = -1, .external_id = 102 };
     h->event(st, &e);

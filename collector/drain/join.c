@@ -1,5 +1,5 @@
 /*
- * devjoin.c - DESIGN: the host/device join (devjoin.h), done once per
+ * join.c - DESIGN: the host/device join (join.h), done once per
  * window on the flush thread over sorted arrays (no hashing): CUPTI's API records sorted
  * by start are searched from each host record's start; the correlations
  * that have device work, the ones joined to host records and the external
@@ -7,9 +7,9 @@
  * become events after the host records, with Kineto's args (occupancy from
  * the driver's device properties).
  */
-#include "devjoin.h"
+#include "join.h"
 #include "collector/common/grow.h"
-#include "collector/device/devprops.h"
+#include "collector/device/props.h"
 #include "collector/record/apis.h"
 #include "collector/record/intern.h"
 
@@ -23,8 +23,8 @@ struct tp_libid {
     struct tp_record rec;          /* the call, for the work it issued (ev->issuer) */
 };
 
-struct tp_devjoin {
-    const struct tp_dev_batch *dev;
+struct tp_join {
+    const struct tp_device_batch *dev;
     uint8_t *claimed;              /* parallel to dev->api */
     uint32_t *work;                /* correlations with device records, sorted, unique */
     size_t n_work;
@@ -34,7 +34,7 @@ struct tp_devjoin {
     size_t n_libs, cap_libs;
     uint64_t *next_own;
     uint64_t own0;
-    const struct tp_devprop *props;
+    const struct tp_device_prop *props;
     int n_props;
 };
 
@@ -69,16 +69,16 @@ static size_t sort_unique(uint32_t *v, size_t n)
     return k;
 }
 
-struct tp_devjoin *tp_devjoin_new(const struct tp_dev_batch *dev, uint64_t *next_own)
+struct tp_join *tp_join_new(const struct tp_device_batch *dev, uint64_t *next_own)
 {
-    struct tp_devjoin *j = calloc(1, sizeof *j);
+    struct tp_join *j = calloc(1, sizeof *j);
     if (!j)
         return NULL;
     j->dev = dev;
     j->claimed = calloc(dev->n_api ? dev->n_api : 1, 1);
     j->work = malloc((dev->n_rec ? dev->n_rec : 1) * sizeof *j->work);
     if (!j->claimed || !j->work) {
-        tp_devjoin_free(j);
+        tp_join_free(j);
         return NULL;
     }
     for (size_t i = 0; i < dev->n_rec; i++)
@@ -90,11 +90,11 @@ struct tp_devjoin *tp_devjoin_new(const struct tp_dev_batch *dev, uint64_t *next
         *next_own = 1ull << 32;
     j->next_own = next_own;
     j->own0 = *next_own;
-    j->n_props = tp_devprops_get(&j->props);
+    j->n_props = tp_device_props_get(&j->props);
     return j;
 }
 
-void tp_devjoin_free(struct tp_devjoin *j)
+void tp_join_free(struct tp_join *j)
 {
     if (!j)
         return;
@@ -117,13 +117,13 @@ static int thread_is(const struct tp_tbuf *t, uint32_t cupti_tid)
  * seen under load on this machine's virtual CPUs.  A call's own record
  * comes first anyway (earlier calls of the thread claimed theirs).  Where
  * CUPTI timed its records by its own clock (it refused our callback), the
- * measured offset's uncertainty is added (tp_dev_batch.time_slack). */
+ * measured offset's uncertainty is added (tp_device_batch.time_slack). */
 #define TP_JOIN_SLACK 64
 
 /* The CUPTI API record of host call [t0, t1] on thread "t", or -1. */
-static long find_api(const struct tp_devjoin *j, const struct tp_tbuf *t, uint64_t t0, uint64_t t1)
+static long find_api(const struct tp_join *j, const struct tp_tbuf *t, uint64_t t0, uint64_t t1)
 {
-    const struct tp_dev_api *a = j->dev->api;
+    const struct tp_device_api *a = j->dev->api;
     size_t n = j->dev->n_api, lo = 0, hi = n;
     uint64_t slack = TP_JOIN_SLACK + j->dev->time_slack;
     t0 = t0 > slack ? t0 - slack : 0;
@@ -153,7 +153,7 @@ static long find_api(const struct tp_devjoin *j, const struct tp_tbuf *t, uint64
     return mine >= 0 ? mine : any;
 }
 
-static void add_joined(struct tp_devjoin *j, uint32_t corr)
+static void add_joined(struct tp_join *j, uint32_t corr)
 {
     uint32_t *v = tp_grow(j->joined, &j->cap_joined, j->n_joined + 1, sizeof *v, 1024);
     if (!v)
@@ -162,7 +162,7 @@ static void add_joined(struct tp_devjoin *j, uint32_t corr)
     j->joined[j->n_joined++] = corr;
 }
 
-static void add_lib(struct tp_devjoin *j, struct tp_record *r)
+static void add_lib(struct tp_join *j, struct tp_record *r)
 {
     struct tp_libid *v = tp_grow(j->libs, &j->cap_libs, j->n_libs + 1, sizeof *v, 1024);
     if (!v)
@@ -173,7 +173,7 @@ static void add_lib(struct tp_devjoin *j, struct tp_record *r)
     j->libs[j->n_libs++] = (struct tp_libid){ r->t0, id, *r };
 }
 
-void tp_devjoin_host(struct tp_devjoin *j, const struct tp_tbuf *t, struct tp_record *r)
+void tp_join_host(struct tp_join *j, const struct tp_tbuf *t, struct tp_record *r)
 {
     if (r->kind != TP_REC_API && r->kind != TP_REC_LAUNCH)
         return;
@@ -200,15 +200,15 @@ static int lib_cmp(const void *a, const void *b)
     return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
 }
 
-void tp_devjoin_finish(struct tp_devjoin *j, struct tp_window *w)
+void tp_join_finish(struct tp_join *j, struct tp_window *w)
 {
     j->n_joined = sort_unique(j->joined, j->n_joined);
     if (j->n_libs > 1)
         qsort(j->libs, j->n_libs, sizeof *j->libs, lib_cmp);
-    const struct tp_dev_batch *d = j->dev;
+    const struct tp_device_batch *d = j->dev;
     uint64_t kernels = 0, linked = 0;
     for (size_t i = 0; i < d->n_rec; i++) {
-        if (d->rec[i].kind != TP_DEV_KERNEL)
+        if (d->rec[i].kind != TP_DEVICE_KERNEL)
             continue;
         /* launched before the window (CUPTI numbers calls in order) and still
          * running in it: shown, but no launch of this window can claim it */
@@ -228,9 +228,9 @@ void tp_devjoin_finish(struct tp_devjoin *j, struct tp_window *w)
 }
 
 /* The library call that issued CUPTI correlation "corr", NULL if none. */
-static const struct tp_libid *issuer_of(const struct tp_devjoin *j, uint32_t corr)
+static const struct tp_libid *issuer_of(const struct tp_join *j, uint32_t corr)
 {
-    const struct tp_dev_ext *e = j->dev->ext;
+    const struct tp_device_ext *e = j->dev->ext;
     size_t lo = 0, hi = j->dev->n_ext;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
@@ -254,7 +254,7 @@ static const struct tp_libid *issuer_of(const struct tp_devjoin *j, uint32_t cor
     return lo < j->n_libs && j->libs[lo].t0 == t0 ? &j->libs[lo] : NULL;
 }
 
-void tp_devjoin_event(const struct tp_devjoin *j, struct tp_event *ev)
+void tp_join_event(const struct tp_join *j, struct tp_event *ev)
 {
     const struct tp_record *r = ev->rec;
     if (!r || (r->kind != TP_REC_API && r->kind != TP_REC_LAUNCH))
@@ -286,29 +286,29 @@ static const char *const sync_kinds[] = {
 
 #define PICK(table, i) ((i) < sizeof table / sizeof table[0] ? table[i] : table[0])
 
-const char *tp_dev_name(const struct tp_dev_record *d, char *buf, size_t bufsz)
+const char *tp_device_name(const struct tp_device_record *d, char *buf, size_t bufsz)
 {
     switch (d->kind) {
-    case TP_DEV_KERNEL:
+    case TP_DEVICE_KERNEL:
         return d->name ? tp_intern_str(d->name) : "unknown kernel";
-    case TP_DEV_MEMCPY:
+    case TP_DEVICE_MEMCPY:
         snprintf(buf, bufsz, "Memcpy %s (%s -> %s)", PICK(memcpy_kinds, d->copy_kind),
                  PICK(memory_kinds, d->src_kind), PICK(memory_kinds, d->dst_kind));
         return buf;
-    case TP_DEV_MEMSET:
+    case TP_DEVICE_MEMSET:
         snprintf(buf, bufsz, "Memset (%s)", PICK(memory_kinds, d->dst_kind));
         return buf;
-    case TP_DEV_SYNC:
+    case TP_DEVICE_SYNC:
         return PICK(sync_kinds, d->copy_kind);
     default:
         return "unknown";
     }
 }
 
-static void kernel_shape(const struct tp_devjoin *j, const struct tp_dev_record *d, struct tp_event *ev)
+static void kernel_shape(const struct tp_join *j, const struct tp_device_record *d, struct tp_event *ev)
 {
     ev->occupancy = -1;
-    const struct tp_devprop *p = NULL;
+    const struct tp_device_prop *p = NULL;
     for (int i = 0; i < j->n_props && !p; i++)
         if (j->props[i].id == (int)d->device)
             p = &j->props[i];
@@ -318,21 +318,21 @@ static void kernel_shape(const struct tp_devjoin *j, const struct tp_dev_record 
     int threads = d->block[0] * d->block[1] * d->block[2];
     ev->blocks_per_sm = blocks / p->num_sms;
     ev->warps_per_sm = blocks * ((threads + p->warp_size - 1) / p->warp_size) / p->num_sms;
-    ev->occupancy = tp_devprops_occupancy(p, d->registers, d->static_smem, d->dynamic_smem,
+    ev->occupancy = tp_device_props_occupancy(p, d->registers, d->static_smem, d->dynamic_smem,
                                           threads, ev->blocks_per_sm);
 }
 
 /* Kineto's getWaitEventInfo: for sync "d" on a CUDA event, the last record
  * of that event (same context) whose correlation is below the sync's: the
  * cudaEventRecord the sync waits on.  -1s when no such record was seen. */
-static void wait_on(const struct tp_dev_batch *b, const struct tp_dev_record *d, struct tp_event *ev)
+static void wait_on(const struct tp_device_batch *b, const struct tp_device_record *d, struct tp_event *ev)
 {
     ev->wait_on_stream = ev->wait_on_corr = -1;
-    const struct tp_dev_cuda_event *v = b->cuda_event;
+    const struct tp_device_cuda_event *v = b->cuda_event;
     size_t lo = 0, hi = b->n_cuda_event;
     while (lo < hi) {                   /* first record not below (context, event, correlation) */
         size_t mid = (lo + hi) / 2;
-        const struct tp_dev_cuda_event *m = &v[mid];
+        const struct tp_device_cuda_event *m = &v[mid];
         int below = m->context != d->context   ? m->context < d->context
                     : m->event_id != d->event_id ? m->event_id < d->event_id
                                                  : m->correlation < d->correlation;
@@ -347,17 +347,17 @@ static void wait_on(const struct tp_dev_batch *b, const struct tp_dev_record *d,
     ev->wait_on_corr = v[lo - 1].correlation;
 }
 
-void tp_devjoin_dispatch(const struct tp_devjoin *j, const struct tp_clock_map *map,
+void tp_join_dispatch(const struct tp_join *j, const struct tp_clock_map *map,
                          void (*fn)(void *ctx, const struct tp_event *ev), void *ctx)
 {
     char buf[96];
     for (size_t i = 0; i < j->dev->n_rec; i++) {
-        const struct tp_dev_record *d = &j->dev->rec[i];
+        const struct tp_device_record *d = &j->dev->rec[i];
         struct tp_event ev;
         memset(&ev, 0, sizeof ev);
         ev.dev = d;
         ev.cbid = -1;
-        ev.name = tp_dev_name(d, buf, sizeof buf);
+        ev.name = tp_device_name(d, buf, sizeof buf);
         ev.thread_name = "";
         ev.pid = (int32_t)d->device;
         ev.tid = (int32_t)d->stream;
@@ -372,10 +372,10 @@ void tp_devjoin_dispatch(const struct tp_devjoin *j, const struct tp_clock_map *
             ev.form = (uint8_t)tp_api_form(l->rec.api);
         }
         ev.occupancy = -1;
-        if (d->kind == TP_DEV_KERNEL)
+        if (d->kind == TP_DEVICE_KERNEL)
             kernel_shape(j, d, &ev);
         ev.wait_on_stream = ev.wait_on_corr = -1;
-        if (tp_dev_waits_on_event(d))
+        if (tp_device_waits_on_event(d))
             wait_on(j->dev, d, &ev);
         fn(ctx, &ev);
     }

@@ -1,10 +1,10 @@
 /*
- * devprops.h - device properties for the trace's deviceProperties and for
+ * props.h - device properties for the trace's deviceProperties and for
  * occupancy estimates, asked of the CUDA driver on the flush thread
  * (never the runtime, never from a wrapper).
  */
-#ifndef TRAINPROF_COLLECTOR_DEVPROPS_H
-#define TRAINPROF_COLLECTOR_DEVPROPS_H
+#ifndef TRAINPROF_COLLECTOR_PROPS_H
+#define TRAINPROF_COLLECTOR_PROPS_H
 
 #include <stddef.h>
 
@@ -36,15 +36,15 @@ int tp_driver_ready(int had_context, const char *vis, char *why, size_t why_size
  */
 int tp_driver_loaded(char *why, size_t why_size);
 
-/* tp_devprops_get - the devices of the loaded driver, queried once (later
+/* tp_device_props_get - the devices of the loaded driver, queried once (later
  * calls return the same table); 0 and *out = NULL if libcuda is not loaded
  * in the process (it is never loaded by us) or cuInit has not succeeded. */
-int tp_devprops_get(const struct tp_devprop **out);
+int tp_device_props_get(const struct tp_device_prop **out);
 
-/* tp_devprops_occupancy - Kineto's "est. achieved occupancy %" (0..100) for a
+/* tp_device_props_occupancy - Kineto's "est. achieved occupancy %" (0..100) for a
  * kernel on device "d", computed with the toolkit's cuda_occupancy.h; -1 if
  * it cannot be computed. */
-double tp_devprops_occupancy(const struct tp_devprop *d, int registers, int static_smem,
+double tp_device_props_occupancy(const struct tp_device_prop *d, int registers, int static_smem,
                              int dynamic_smem, int block_threads, double blocks_per_sm);
 
 #endif

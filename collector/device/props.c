@@ -1,5 +1,5 @@
 /*
- * devprops.c - DESIGN: device properties from the driver the process has
+ * props.c - DESIGN: device properties from the driver the process has
  * already loaded (loader.c: we never load libcuda, never call
  * cuInit, never touch the runtime: README "Never harming the job"), queried once on the flush
  * thread and kept for the life of the process.  Occupancy uses the
@@ -8,7 +8,7 @@
  * memory, no block-size limit, default cache configuration, and the
  * achieved blocks per SM capped by the calculator's maximum.
  */
-#include "devprops.h"
+#include "props.h"
 #include "collector/common/loader.h"
 
 #include <cuda.h>
@@ -35,9 +35,9 @@ struct tp_driver_api {
     tp_attr_fn attr;
 };
 
-static struct tp_devprop tp_devs[TP_MAX_DEVICES];
+static struct tp_device_prop tp_devs[TP_MAX_DEVICES];
 static int tp_ndevs;              /* > 0 once loaded: then never changes */
-static pthread_mutex_t tp_devs_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t tp_device_props_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int tp_attr(const struct tp_driver_api *api, CUdevice dev, CUdevice_attribute a)
 {
@@ -45,7 +45,7 @@ static int tp_attr(const struct tp_driver_api *api, CUdevice dev, CUdevice_attri
     return api->attr(&v, a, dev) == CUDA_SUCCESS ? v : 0;
 }
 
-static void tp_fill(const struct tp_driver_api *api, int ordinal, CUdevice dev, struct tp_devprop *d)
+static void tp_fill(const struct tp_driver_api *api, int ordinal, CUdevice dev, struct tp_device_prop *d)
 {
     memset(d, 0, sizeof *d);
     d->id = ordinal;
@@ -128,7 +128,7 @@ int tp_driver_ready(int had_context, const char *vis, char *why, size_t why_size
     return 0;
 }
 
-static void tp_devs_load(void)
+static void tp_device_props_load(void)
 {
     static const char *const names[] = {
         "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName", "cuDeviceTotalMem_v2",
@@ -153,18 +153,18 @@ static void tp_devs_load(void)
 
 /* Until a query succeeds (driver loaded, cuInit done) every call asks again;
  * while libcuda is absent that costs one loader callback (tp_driver_syms). */
-int tp_devprops_get(const struct tp_devprop **out)
+int tp_device_props_get(const struct tp_device_prop **out)
 {
-    pthread_mutex_lock(&tp_devs_lock);
+    pthread_mutex_lock(&tp_device_props_lock);
     if (!tp_ndevs)
-        tp_devs_load();
+        tp_device_props_load();
     int n = tp_ndevs;
-    pthread_mutex_unlock(&tp_devs_lock);
+    pthread_mutex_unlock(&tp_device_props_lock);
     *out = n ? tp_devs : NULL;
     return n;
 }
 
-static void tp_occ_device(const struct tp_devprop *d, cudaOccDeviceProp *p)
+static void tp_occ_device(const struct tp_device_prop *d, cudaOccDeviceProp *p)
 {
     memset(p, 0, sizeof *p);
     p->computeMajor = d->compute_major;
@@ -181,7 +181,7 @@ static void tp_occ_device(const struct tp_devprop *d, cudaOccDeviceProp *p)
     p->reservedSharedMemPerBlock = (size_t)d->reserved_smem_per_block;
 }
 
-double tp_devprops_occupancy(const struct tp_devprop *d, int registers, int static_smem,
+double tp_device_props_occupancy(const struct tp_device_prop *d, int registers, int static_smem,
                              int dynamic_smem, int block_threads, double blocks_per_sm)
 {
     if (!d || d->max_threads_per_sm <= 0 || block_threads <= 0 || registers < 0 ||

@@ -1,5 +1,5 @@
 /*
- * test_devjoin.c - the join of host records to CUPTI's records (devjoin.h):
+ * test_join.c - the join of host records to CUPTI's records (join.h):
  * a launch takes the correlation of the CUPTI API record inside its interval
  * on its thread, preferring one with device work over a nested call without
  * any; another thread's record is never taken while one of ours fits; a
@@ -14,33 +14,33 @@
 #include <string.h>
 
 #include "collector/record/apis.h"
-#include "collector/drain/devjoin.h"
+#include "collector/drain/join.h"
 #include "collector/record/intern.h"
 #include "tests/unit/tp_test.h"
 
 static struct tp_tbuf thread5 = { .tid = 5, .pthread_id = 0x5555 };
 
-static struct tp_dev_api apis[] = {
+static struct tp_device_api apis[] = {
     { .start = 105, .end = 195, .correlation = 11, .thread_id = 5, .cbid = 211 },
     { .start = 120, .end = 130, .correlation = 12, .thread_id = 5, .cbid = 1 },   /* nested, no work */
     { .start = 150, .end = 160, .correlation = 13, .thread_id = 9, .cbid = 211 }, /* other thread */
     { .start = 305, .end = 310, .correlation = 14, .thread_id = 0x5555, .cbid = 41 },
 };
-static struct tp_dev_ext exts[] = { { .correlation = 11, .external_id = 50 } };
-static struct tp_dev_record recs[4];
+static struct tp_device_ext exts[] = { { .correlation = 11, .external_id = 50 } };
+static struct tp_device_record recs[4];
 
-static struct tp_dev_batch window(void)
+static struct tp_device_batch window(void)
 {
     memset(recs, 0, sizeof recs);
-    recs[0] = (struct tp_dev_record){ .kind = TP_DEV_KERNEL, .correlation = 11, .start = 300, .end = 400,
+    recs[0] = (struct tp_device_record){ .kind = TP_DEVICE_KERNEL, .correlation = 11, .start = 300, .end = 400,
                                       .stream = 7, .name = tp_intern("gemm", (size_t)-1) };
-    recs[1] = (struct tp_dev_record){ .kind = TP_DEV_KERNEL, .correlation = 13, .start = 410, .end = 420,
+    recs[1] = (struct tp_device_record){ .kind = TP_DEVICE_KERNEL, .correlation = 13, .start = 410, .end = 420,
                                       .stream = 7, .name = tp_intern("other", (size_t)-1) };
-    recs[2] = (struct tp_dev_record){ .kind = TP_DEV_MEMCPY, .correlation = 14, .start = 430, .end = 440,
+    recs[2] = (struct tp_device_record){ .kind = TP_DEVICE_MEMCPY, .correlation = 14, .start = 430, .end = 440,
                                       .stream = 13, .copy_kind = 2, .src_kind = 3, .dst_kind = 1 };
-    recs[3] = (struct tp_dev_record){ .kind = TP_DEV_SYNC, .correlation = 0, .start = 450, .end = 460,
+    recs[3] = (struct tp_device_record){ .kind = TP_DEVICE_SYNC, .correlation = 0, .start = 450, .end = 460,
                                       .copy_kind = 3 };
-    return (struct tp_dev_batch){ .rec = recs, .n_rec = 4, .api = apis, .n_api = 4, .ext = exts, .n_ext = 1 };
+    return (struct tp_device_batch){ .rec = recs, .n_rec = 4, .api = apis, .n_api = 4, .ext = exts, .n_ext = 1 };
 }
 
 static struct tp_event seen[8];
@@ -59,9 +59,9 @@ static void collect(void *ctx, const struct tp_event *ev)
 
 START_TEST(test_join)
 {
-    struct tp_dev_batch dev = window();
+    struct tp_device_batch dev = window();
     uint64_t next_own = 1;
-    struct tp_devjoin *j = tp_devjoin_new(&dev, &next_own);
+    struct tp_join *j = tp_join_new(&dev, &next_own);
     ck_assert_ptr_nonnull(j);
     ck_assert_uint_ge(next_own, 1ull << 32);
 
@@ -69,10 +69,10 @@ START_TEST(test_join)
     struct tp_record launch = { .kind = TP_REC_LAUNCH, .api = TP_API_cudaLaunchKernel, .t0 = 100, .t1 = 200 };
     struct tp_record copy = { .kind = TP_REC_API, .api = TP_API_cudaMemcpy, .t0 = 300, .t1 = 320 };
     struct tp_record lone = { .kind = TP_REC_API, .api = TP_API_cudaMemcpy, .t0 = 600, .t1 = 620 };
-    tp_devjoin_host(j, &thread5, &lib);
-    tp_devjoin_host(j, &thread5, &launch);
-    tp_devjoin_host(j, &thread5, &copy);
-    tp_devjoin_host(j, &thread5, &lone);
+    tp_join_host(j, &thread5, &lib);
+    tp_join_host(j, &thread5, &launch);
+    tp_join_host(j, &thread5, &copy);
+    tp_join_host(j, &thread5, &lone);
     ck_assert_uint_eq(launch.u.launch.corr, 11);   /* not 12 (no work), not 13 (thread 9) */
     ck_assert_uint_eq(copy.u.api.corr, 14);        /* CUPTI's thread id = pthread_self's low bits */
     ck_assert_uint_eq(lone.u.api.corr, 0);
@@ -80,7 +80,7 @@ START_TEST(test_join)
 
     struct tp_window w;
     memset(&w, 0, sizeof w);
-    tp_devjoin_finish(j, &w);
+    tp_join_finish(j, &w);
     ck_assert_int_eq(w.gpu, 1);
     ck_assert_uint_eq(w.gpu_kernels, 2);
     ck_assert_uint_eq(w.gpu_kernels_linked, 1);
@@ -88,17 +88,17 @@ START_TEST(test_join)
     ck_assert_uint_eq(w.gpu_records, 4);
 
     struct tp_event le = { .rec = &lib, .layer = TP_LAYER_LIBRARY };
-    tp_devjoin_event(j, &le);
+    tp_join_event(j, &le);
     ck_assert_uint_ge(le.correlation, 1ull << 32);
     ck_assert_uint_eq(le.external_id, le.correlation);
     struct tp_event ke = { .rec = &launch, .layer = TP_LAYER_RUNTIME };
-    tp_devjoin_event(j, &ke);
+    tp_join_event(j, &ke);
     ck_assert_int_eq(ke.flow, 1);
     ck_assert_uint_eq(ke.external_id, le.external_id);
 
     struct tp_clock_map map = { .tick0 = 0, .unix0_ns = 1000, .ns_per_tick = 1.0 };
     nseen = 0;
-    tp_devjoin_dispatch(j, &map, collect, NULL);
+    tp_join_dispatch(j, &map, collect, NULL);
     ck_assert_int_eq(nseen, 4);
     ck_assert_str_eq(seen[0].name, "gemm");
     ck_assert_int_eq(seen[0].flow, 1);
@@ -112,7 +112,7 @@ START_TEST(test_join)
     ck_assert_str_eq(seen[2].name, "Memcpy DtoH (Device -> Pageable)");
     ck_assert_int_eq(seen[2].flow, 1);
     ck_assert_str_eq(seen[3].name, "Stream Sync");
-    tp_devjoin_free(j);
+    tp_join_free(j);
 }
 END_TEST
 
@@ -121,26 +121,26 @@ END_TEST
  * window could claim it, and the coverage would read a miss. */
 START_TEST(test_kernel_from_before_the_window_not_counted)
 {
-    struct tp_dev_batch dev = window();
-    recs[3] = (struct tp_dev_record){ .kind = TP_DEV_KERNEL, .correlation = 7, .start = 90, .end = 110,
+    struct tp_device_batch dev = window();
+    recs[3] = (struct tp_device_record){ .kind = TP_DEVICE_KERNEL, .correlation = 7, .start = 90, .end = 110,
                                       .stream = 7, .name = tp_intern("carried", (size_t)-1) };
     dev.first_corr = 11;
     uint64_t next_own = 1;
-    struct tp_devjoin *j = tp_devjoin_new(&dev, &next_own);
+    struct tp_join *j = tp_join_new(&dev, &next_own);
     struct tp_record launch = { .kind = TP_REC_LAUNCH, .api = TP_API_cudaLaunchKernel, .t0 = 100, .t1 = 200 };
-    tp_devjoin_host(j, &thread5, &launch);
+    tp_join_host(j, &thread5, &launch);
     struct tp_window w;
     memset(&w, 0, sizeof w);
-    tp_devjoin_finish(j, &w);
+    tp_join_finish(j, &w);
     ck_assert_uint_eq(w.gpu_kernels, 2);            /* gemm (11) and other (13), not 7 */
     ck_assert_uint_eq(w.gpu_kernels_linked, 1);
     dev.first_corr = 0;                             /* no API record in the window: all count */
-    tp_devjoin_free(j);
-    j = tp_devjoin_new(&dev, &next_own);
+    tp_join_free(j);
+    j = tp_join_new(&dev, &next_own);
     memset(&w, 0, sizeof w);
-    tp_devjoin_finish(j, &w);
+    tp_join_finish(j, &w);
     ck_assert_uint_eq(w.gpu_kernels, 3);
-    tp_devjoin_free(j);
+    tp_join_free(j);
 }
 END_TEST
 
@@ -149,25 +149,25 @@ END_TEST
  * own, one far outside is not. */
 START_TEST(test_join_clock_slack)
 {
-    struct tp_dev_api a[] = {
+    struct tp_device_api a[] = {
         { .start = 999, .end = 1101, .correlation = 21, .thread_id = 5, .cbid = 211 },
         { .start = 2000, .end = 2050, .correlation = 22, .thread_id = 5, .cbid = 211 },
     };
-    struct tp_dev_record k[] = {
-        { .kind = TP_DEV_KERNEL, .correlation = 21, .start = 3000, .end = 3010 },
-        { .kind = TP_DEV_KERNEL, .correlation = 22, .start = 3020, .end = 3030 },
+    struct tp_device_record k[] = {
+        { .kind = TP_DEVICE_KERNEL, .correlation = 21, .start = 3000, .end = 3010 },
+        { .kind = TP_DEVICE_KERNEL, .correlation = 22, .start = 3020, .end = 3030 },
     };
-    struct tp_dev_batch dev = { .rec = k, .n_rec = 2, .api = a, .n_api = 2 };
+    struct tp_device_batch dev = { .rec = k, .n_rec = 2, .api = a, .n_api = 2 };
     uint64_t next_own = 1;
-    struct tp_devjoin *j = tp_devjoin_new(&dev, &next_own);
+    struct tp_join *j = tp_join_new(&dev, &next_own);
     ck_assert_ptr_nonnull(j);
     struct tp_record near = { .kind = TP_REC_LAUNCH, .api = TP_API_cudaLaunchKernel, .t0 = 1000, .t1 = 1100 };
     struct tp_record far = { .kind = TP_REC_LAUNCH, .api = TP_API_cudaLaunchKernel, .t0 = 2500, .t1 = 2600 };
-    tp_devjoin_host(j, &thread5, &near);
-    tp_devjoin_host(j, &thread5, &far);
+    tp_join_host(j, &thread5, &near);
+    tp_join_host(j, &thread5, &far);
     ck_assert_uint_eq(near.u.launch.corr, 21);
     ck_assert_uint_eq(far.u.launch.corr, 0);      /* 22 lies 450 ticks before it */
-    tp_devjoin_free(j);
+    tp_join_free(j);
 }
 END_TEST
 
@@ -176,39 +176,39 @@ END_TEST
  * event 7 recorded at corr 35. */
 START_TEST(test_wait_on_event)
 {
-    static struct tp_dev_cuda_event evs[] = {      /* sorted by context, event, correlation */
+    static struct tp_device_cuda_event evs[] = {      /* sorted by context, event, correlation */
         { .context = 1, .event_id = 5, .correlation = 10, .stream = 13 },
         { .context = 1, .event_id = 5, .correlation = 40, .stream = 14 },
         { .context = 1, .event_id = 7, .correlation = 35, .stream = 15 },
         { .context = 2, .event_id = 5, .correlation = 45, .stream = 99 },
     };
-    struct tp_dev_record syncs[] = {
-        { .kind = TP_DEV_SYNC, .copy_kind = TP_SYNC_STREAM_WAIT_EVENT, .context = 1, .event_id = 5,
+    struct tp_device_record syncs[] = {
+        { .kind = TP_DEVICE_SYNC, .copy_kind = TP_SYNC_STREAM_WAIT_EVENT, .context = 1, .event_id = 5,
           .correlation = 30, .stream = 20, .start = 100, .end = 110 },
-        { .kind = TP_DEV_SYNC, .copy_kind = TP_SYNC_EVENT, .context = 1, .event_id = 5,
+        { .kind = TP_DEVICE_SYNC, .copy_kind = TP_SYNC_EVENT, .context = 1, .event_id = 5,
           .correlation = 50, .stream = 7, .start = 200, .end = 210 },    /* 40, not 45 (context 2) */
-        { .kind = TP_DEV_SYNC, .copy_kind = TP_SYNC_EVENT, .context = 1, .event_id = 5,
+        { .kind = TP_DEVICE_SYNC, .copy_kind = TP_SYNC_EVENT, .context = 1, .event_id = 5,
           .correlation = 5, .stream = 7, .start = 300, .end = 310 },     /* before any record */
-        { .kind = TP_DEV_SYNC, .copy_kind = TP_SYNC_STREAM_WAIT_EVENT, .context = 1, .event_id = 9,
+        { .kind = TP_DEVICE_SYNC, .copy_kind = TP_SYNC_STREAM_WAIT_EVENT, .context = 1, .event_id = 9,
           .correlation = 60, .stream = 20, .start = 400, .end = 410 },   /* never recorded */
-        { .kind = TP_DEV_SYNC, .copy_kind = TP_SYNC_EVENT, .context = 1, .event_id = 7,
+        { .kind = TP_DEVICE_SYNC, .copy_kind = TP_SYNC_EVENT, .context = 1, .event_id = 7,
           .correlation = 35, .stream = 7, .start = 500, .end = 510 },    /* only below counts */
-        { .kind = TP_DEV_SYNC, .copy_kind = TP_SYNC_EVENT, .context = 2, .event_id = 5,
+        { .kind = TP_DEVICE_SYNC, .copy_kind = TP_SYNC_EVENT, .context = 2, .event_id = 5,
           .correlation = 46, .stream = 7, .start = 600, .end = 610 },
-        { .kind = TP_DEV_SYNC, .copy_kind = TP_SYNC_STREAM, .context = 1, .event_id = 5,
+        { .kind = TP_DEVICE_SYNC, .copy_kind = TP_SYNC_STREAM, .context = 1, .event_id = 5,
           .correlation = 70, .stream = 20, .start = 700, .end = 710 },   /* not an event sync */
     };
-    struct tp_dev_batch dev = { .rec = syncs, .n_rec = 7, .cuda_event = evs, .n_cuda_event = 4 };
+    struct tp_device_batch dev = { .rec = syncs, .n_rec = 7, .cuda_event = evs, .n_cuda_event = 4 };
     uint64_t next_own = 1;
-    struct tp_devjoin *j = tp_devjoin_new(&dev, &next_own);
+    struct tp_join *j = tp_join_new(&dev, &next_own);
     ck_assert_ptr_nonnull(j);
     struct tp_window w;
     memset(&w, 0, sizeof w);
-    tp_devjoin_finish(j, &w);
+    tp_join_finish(j, &w);
     ck_assert_uint_eq(w.gpu_records, 7);           /* CUDA event records are no events */
     struct tp_clock_map map = { .tick0 = 0, .unix0_ns = 1000, .ns_per_tick = 1.0 };
     nseen = 0;
-    tp_devjoin_dispatch(j, &map, collect, NULL);
+    tp_join_dispatch(j, &map, collect, NULL);
     ck_assert_int_eq(nseen, 7);
     static const struct { const char *name; int64_t stream, corr; } want[] = {
         { "Stream Wait Event", 13, 10 }, { "Event Sync", 14, 40 }, { "Event Sync", -1, -1 },
@@ -217,24 +217,24 @@ START_TEST(test_wait_on_event)
     };
     for (int i = 0; i < 7; i++) {
         ck_assert_str_eq(seen[i].name, want[i].name);
-        ck_assert_int_eq(tp_dev_waits_on_event(seen[i].dev), i < 6);
+        ck_assert_int_eq(tp_device_waits_on_event(seen[i].dev), i < 6);
         ck_assert_msg(seen[i].wait_on_stream == want[i].stream, "%d: stream %lld", i,
                       (long long)seen[i].wait_on_stream);
         ck_assert_msg(seen[i].wait_on_corr == want[i].corr, "%d: corr %lld", i,
                       (long long)seen[i].wait_on_corr);
     }
-    tp_devjoin_free(j);
+    tp_join_free(j);
 
     /* No CUDA event records at all (the kind refused): every answer unknown. */
     dev.cuda_event = NULL;
     dev.n_cuda_event = 0;
-    j = tp_devjoin_new(&dev, &next_own);
+    j = tp_join_new(&dev, &next_own);
     ck_assert_ptr_nonnull(j);
     nseen = 0;
-    tp_devjoin_dispatch(j, &map, collect, NULL);
+    tp_join_dispatch(j, &map, collect, NULL);
     for (int i = 0; i < nseen; i++)
         ck_assert(seen[i].wait_on_stream == -1 && seen[i].wait_on_corr == -1);
-    tp_devjoin_free(j);
+    tp_join_free(j);
 }
 END_TEST
 
