@@ -18,8 +18,6 @@
 
 #include "collector/common/log.h"
 #include "collector/contract/device.h"
-#include "collector/drain/oplink.h"
-#include "collector/record/torchop.h"
 #include "chrome_impl.h"
 
 static size_t thread_hash(int32_t pid, int32_t tid, size_t cap)

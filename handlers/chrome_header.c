@@ -22,9 +22,7 @@
 #include <jansson.h>
 
 #include "collector/common/log.h"
-#include "collector/config/config.h"
 #include "collector/contract/device.h"
-#include "collector/record/comms.h"
 #include "chrome_impl.h"
 
 #ifndef TP_VERSION_STRING

@@ -33,9 +33,7 @@
 
 #include "collector/contract/device.h"
 #include "collector/common/grow.h"
-#include "collector/record/intern.h"
 #include "collector/common/log.h"
-#include "collector/record/torchop.h"
 
 struct span {
     int64_t start, end;          /* Unix ns */

@@ -105,10 +105,6 @@ struct tp_config {
 /* The process's configuration; valid after tp_config_init(). */
 extern struct tp_config tp_cfg;
 
-/* tp_metadata_reserved - the top-level trace keys TRAINPROF_METADATA may not
- * set: the ones trainprof writes and the ones catapult reads itself (so the
- * trace would not load, or load differently); NULL-terminated. */
-extern const char *const tp_metadata_reserved[];
 
 /* tp_config_handler_names - the output modules' names that
  * TRAINPROF_HANDLERS accepts, comma-separated, in the order they run

@@ -10,6 +10,7 @@
 #include "config_impl.h"
 #include "collector/common/format.h"
 #include "collector/common/log.h"
+#include "collector/contract/vocab.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -234,15 +235,6 @@ int tp_opt_parse_log(struct tp_config *c, const struct opt *o, const char *val,
     }
     return WHY("must be one of quiet, error, warn, info, debug");
 }
-
-/* Walks a "0,8-15" list; returns -1 on a syntax error, else whether "rank" is in it. */
-const char *const tp_metadata_reserved[] = {
-    "schemaVersion", "deviceProperties", "distributedInfo", "trainprof",
-    "displayTimeUnit", "baseTimeNanoseconds", "traceEvents", "traceName",
-    /* catapult reads these top-level keys itself (trace_event_importer.html) */
-    "systemTraceEvents", "samples", "stackFrames", "traceAnnotations", "powerTraceAsString",
-    NULL,
-};
 
 /* Levels of arrays and objects in "j" (a scalar is 0, {} is 1); jansson's
  * parser stops at 2048 levels, which bounds the recursion. */

@@ -18,6 +18,10 @@
 
 #include "vocab.h"
 
+/* The longest name a record's string ids stand for (intern.c): longer ones
+ * are cut on a UTF-8 boundary.  Handlers size their name buffers by it. */
+#define TP_INTERN_LEN_MAX  1024
+
 enum tp_rec_kind {
     TP_REC_NONE = 0,
     TP_REC_API,      /* a runtime/driver call: memcpy, memset, sync, profiler control */

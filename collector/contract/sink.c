@@ -1,9 +1,14 @@
 /*
  * sink.c - DESIGN: holds the output side the preload hands down (sink.h),
  * so that the collector - configuration and the flush thread - reaches the
- * handlers through one pointer and never by name.
+ * handlers through one pointer and never by name; and the one list of the
+ * trace's reserved top-level keys (vocab.h), which the configuration
+ * refuses in TRAINPROF_METADATA and the chrome handler skips.
  */
 #include "sink.h"
+#include "vocab.h"
+
+#include <stddef.h>
 
 #include <stdatomic.h>
 
@@ -18,3 +23,11 @@ const struct tp_sink *tp_sink_get(void)
 {
     return atomic_load(&tp_the_sink);
 }
+
+const char *const tp_metadata_reserved[] = {
+    "schemaVersion", "deviceProperties", "distributedInfo", "trainprof",
+    "displayTimeUnit", "baseTimeNanoseconds", "traceEvents", "traceName",
+    /* catapult reads these top-level keys itself (trace_event_importer.html) */
+    "systemTraceEvents", "samples", "stackFrames", "traceAnnotations", "powerTraceAsString",
+    NULL,
+};

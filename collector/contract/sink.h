@@ -25,8 +25,45 @@
 
 struct tp_device_record;
 struct tp_device_prop;
-struct tp_torch_op;
-struct tp_op_autograd;
+/* The structs below are what events and windows point to: the stages that
+ * fill them (record/torchop.c, drain/oplink.c, record/comms.c) include this
+ * header for them, so that a handler reads them from the contract alone. */
+
+/* One operator range, pointing into its message. */
+struct tp_torch_op {
+    size_t name_len;        /* the name: the message's first name_len bytes */
+    int64_t seq;            /* autograd sequence number, -1 if none */
+    uint64_t op_id;         /* the RecordFunction handle (unique in the process) */
+    const char *sizes;      /* the input shapes, "[[32, 64], []]" (valid JSON), or NULL */
+    size_t sizes_len;
+    int cpu_op;             /* 1: an operator (a qualified name: aten::,
+                               autograd::, c10d::; an autograd node such as
+                               AddmmBackward0; detach); 0: a record_function
+                               annotation ("Optimizer.step#AdamW.step", a
+                               user's record_function) */
+};
+
+/* What Kineto writes of an operator's place in autograd (collector/drain/oplink.c's
+ * DESIGN): the sequence number to write (an evaluate_function wrapper's:
+ * its node's), whether a fwdbwd flow ends at it (a backward node; the
+ * flow's id is the node's op_id) and the flows that start at it (a forward
+ * operator: the op_ids of its nodes). */
+struct tp_op_autograd {
+    int64_t seq;
+    int flow_end;
+    const uint64_t *flows_out;
+    size_t n_flows_out;
+};
+
+/* Communicators listed in a trace; later ones are still counted. */
+#define TP_COMMS_LISTED 64
+
+struct tp_comm_info {
+    uint32_t serial;    /* creation order in the process, from 0 */
+    uint32_t size;      /* ranks in the communicator, 0 if NCCL could not tell yet */
+    int32_t rank;       /* this process's rank in it */
+};
+
 
 struct tp_event {
     const struct tp_record *rec;   /* the raw record, for kind-specific fields */

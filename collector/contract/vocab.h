@@ -184,4 +184,9 @@ static inline void tp_coll_nelems(unsigned op, uint64_t count, unsigned n, uint6
         *in = *out = count * n;
 }
 
+/* tp_metadata_reserved - the top-level trace keys TRAINPROF_METADATA may not
+ * set: the ones trainprof writes and the ones catapult reads itself (so the
+ * trace would not load, or load differently); NULL-terminated. */
+extern const char *const tp_metadata_reserved[];
+
 #endif

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collector/contract/sink.h"
+
 struct tp_oplink;
 
 struct tp_tbuf;
@@ -39,17 +41,6 @@ void tp_oplink_note(struct tp_oplink *l, uint64_t corr, uint64_t ext);
  * (once the host side is done: the notes are sorted at the first call). */
 uint64_t tp_oplink_corr(struct tp_oplink *l, uint64_t corr);
 
-/* What Kineto writes of an operator's place in autograd (oplink.c's
- * DESIGN): the sequence number to write (an evaluate_function wrapper's:
- * its node's), whether a fwdbwd flow ends at it (a backward node; the
- * flow's id is the node's op_id) and the flows that start at it (a forward
- * operator: the op_ids of its nodes). */
-struct tp_op_autograd {
-    int64_t seq;
-    int flow_end;
-    const uint64_t *flows_out;
-    size_t n_flows_out;
-};
 
 /* tp_oplink_autograd_of - fill *a for operator "op_id"; the caller sets
  * a->seq to the operator's own number first, which stays unless it is a

@@ -11,14 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Communicators listed in a trace; later ones are still counted. */
-#define TP_COMMS_LISTED 64
+#include "collector/contract/sink.h"
 
-struct tp_comm_info {
-    uint32_t serial;    /* creation order in the process, from 0 */
-    uint32_t size;      /* ranks in the communicator, 0 if NCCL could not tell yet */
-    int32_t rank;       /* this process's rank in it */
-};
 
 /* tp_comms_add - a communicator was created (or first seen) with "size"
  * ranks, this process being "rank": its serial number.  Lock-free; called

@@ -16,9 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collector/contract/record.h"
+
 #define TP_INTERN_MAX      (1u << 20)
 #define TP_INTERN_OVERFLOW 1u
-#define TP_INTERN_LEN_MAX  1024   /* longer strings are cut (on a UTF-8 boundary) */
 #define TP_INTERN_EARLY_BYTES (256u * 1024u)  /* the budget before activation */
 
 /* tp_intern - id of the first "len" bytes of "s" (len (size_t)-1: strlen). */

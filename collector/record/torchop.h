@@ -11,19 +11,8 @@
 #include <stdint.h>
 #include <string.h>
 
-/* One operator range, pointing into its message. */
-struct tp_torch_op {
-    size_t name_len;        /* the name: the message's first name_len bytes */
-    int64_t seq;            /* autograd sequence number, -1 if none */
-    uint64_t op_id;         /* the RecordFunction handle (unique in the process) */
-    const char *sizes;      /* the input shapes, "[[32, 64], []]" (valid JSON), or NULL */
-    size_t sizes_len;
-    int cpu_op;             /* 1: an operator (a qualified name: aten::,
-                               autograd::, c10d::; an autograd node such as
-                               AddmmBackward0; detach); 0: a record_function
-                               annotation ("Optimizer.step#AdamW.step", a
-                               user's record_function) */
-};
+#include "collector/contract/sink.h"
+
 
 /*
  * tp_torch_op_parse - 1 if "msg" is one of torch's operator ranges, as

@@ -1,6 +1,7 @@
 """scripts/dev/modgraph --check, the order of the library's folders, run on small
 trees of its own: a clean tree passes; an #include or a linked symbol that
 points from a stage folder of collector/ to a later one (README "Layout"),
+or from a handler into collector/ past its contract and common utilities,
 and a cycle of units (a .c with its .h) made of includes and symbols
 together, each fail it and are named."""
 import os
@@ -22,7 +23,10 @@ CLEAN = {
     "collector/control/c.h": "int tp_c(void);\n",
     "collector/control/c.c": '#include "c.h"\n#include "collector/record/r.h"\n'
                              "int tp_c(void) { return tp_r(); }\n",
-    "handlers/h.c": '#include "../collector/record/r.h"\nint tp_h(void) { return tp_r(); }\n',
+    "collector/contract/k.h": "struct tp_k { int v; };\nint tp_k(void);\n",
+    "collector/contract/k.c": '#include "k.h"\nint tp_k(void) { return 3; }\n',
+    "handlers/h.c": '#include "../collector/contract/k.h"\n#include "collector/common/u.h"\n'
+                    "int tp_h(void) { return tp_k() + tp_u(); }\n",
     "preload/p.c": '#include "collector/control/c.h"\nint tp_p(void) { return tp_c(); }\n',
 }
 
@@ -70,6 +74,11 @@ PLANTED = [
     # a symbol of control/ used by common/ (declared by hand: no include to see)
     ({"collector/common/u.c": "int tp_c(void);\nint tp_u(void) { return tp_c(); }\n"},
      ["arrows up: 1", "collector/common/u -> collector/control/c (tp_c)"]),
+    # a handler past the contract: a record/ header, a record/ symbol
+    ({"handlers/h.c": '#include "collector/record/r.h"\nint tp_h(void) { return 0; }\n'},
+     ["includes up: 1", "handlers/h.c includes collector/record/r.h"]),
+    ({"handlers/h.c": "int tp_r(void);\nint tp_h(void) { return tp_r(); }\n"},
+     ["arrows up: 1", "handlers/h -> collector/record/r (tp_r)"]),
     # a header of record/ including a sibling whose .c uses the first: units
     # r and s in a cycle that neither the objects nor the order shows
     ({"collector/record/r.h": '#include "s.h"\nint tp_r(void);\n',
