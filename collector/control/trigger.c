@@ -83,7 +83,11 @@ static char tp_tr_dir[4200];               /* the run folder, absolute */
 static char tp_tr_base[256];               /* the trigger file's name in it */
 static char tp_tr_status[128];             /* rank{rank}.{pid}.json, in status/ */
 static pid_t tp_tr_owner;
-static int64_t tp_tr_act_ns;               /* CLOCK_REALTIME at activation */
+/* CLOCK_REALTIME_COARSE at activation: a file's times come from the
+ * kernel's coarse clock, which lags CLOCK_REALTIME by up to a tick, so a
+ * trigger written just after activation could be dated before a precise
+ * reading and be taken for a stale file (tests/unit/test_control.c) */
+static int64_t tp_tr_act_ns;
 static int tp_tr_sig;                      /* TRAINPROF_TRIGGER_SIGNAL, 0 off */
 static int tp_tr_sig_installed;
 static volatile sig_atomic_t tp_tr_sig_flag;
@@ -190,7 +194,7 @@ void tp_trigger_init(void)
         snprintf(tp_tr_dir, sizeof tp_tr_dir, "%s", dir);
     tp_tr_owner = getpid();
     snprintf(tp_tr_status, sizeof tp_tr_status, "rank%d.%d.json", tp_cfg.rank, (int)tp_tr_owner);
-    tp_tr_act_ns = tp_tr_now(CLOCK_REALTIME);
+    tp_tr_act_ns = tp_tr_now(CLOCK_REALTIME_COARSE);
     tp_tr_on = 1;
     tp_trigger_cycle_watch(1);
     tp_flusher_tick(TP_TR_TICK_MS);

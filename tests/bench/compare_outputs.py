@@ -133,12 +133,16 @@ VOLATILE = ("ts", "dur", "pid", "tid")
 
 def canonical(v):
     """The trace with traceEvents in an order that does not depend on timing:
-    sorted by the event less its clock readings and ids (tp-flush and the
-    CUPTI thread interleave their events differently from run to run)."""
+    sorted by the event less its clock readings and ids, its other numbers
+    masked (tp-flush and the CUPTI thread interleave their events
+    differently from run to run; a GPU track's sort_index holds the pid, so
+    the order of two tracks would follow the pids); events alike but for
+    their numbers keep the order the file has them in."""
     if isinstance(v, dict) and isinstance(v.get("traceEvents"), list):
         def key(e):
-            return json.dumps({k: x for k, x in e.items() if k not in VOLATILE}, sort_keys=True) \
+            text = json.dumps({k: x for k, x in e.items() if k not in VOLATILE}, sort_keys=True) \
                 if isinstance(e, dict) else json.dumps(e)
+            return re.sub(r"\d+", "#", text)
         v = dict(v, traceEvents=sorted(v["traceEvents"], key=key))
     return v
 
@@ -161,7 +165,7 @@ def stable(runs):
             if k not in varying and not any(k[:len(s)] == s for s in shaky)}
 
 
-TIME_KEY = re.compile(r"(^ts$|^dur$|_ns$|_ms$|_us$|_s$|share|per_s|busy|mfu)")
+TIME_KEY = re.compile(r"(^ts$|^dur$|_ns$|_ms$|_us$|_s$|share|per_s|busy|mfu|bandwidth)")
 
 
 def is_time(k, v, w):

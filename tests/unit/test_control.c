@@ -13,6 +13,7 @@
  * runs them): activation happens once per process.
  */
 #include <check.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,32 +269,22 @@ START_TEST(test_trigger_file)
 {
     char trig[512];
     activate("none");
+    /* A file's times come from the kernel's coarse clock, which lags the
+     * precise one by up to a tick (1-10 ms): a trigger written within a
+     * tick of activation is dated before the precise activation time, and
+     * was taken for a stale file ("predates this process": 2 runs in 18
+     * under ASan on a loaded machine).  The file below is dated by the
+     * coarse clock just after activation, as such a file would be. */
+    struct timespec coarse;
+    clock_gettime(CLOCK_REALTIME_COARSE, &coarse);
     snprintf(trig, sizeof trig, "%s/ctl/trigger", dir);  /* {run_name}/trigger by default */
     steps(2);
-    /* A file's times come from the kernel's coarse clock: one written
-     * within a clock tick of activation can be dated before it, and
-     * trigger.c then takes it for a stale one ("predates this process": 2
-     * runs in 18 under ASan on a loaded machine).  Write the trigger once
-     * a file written now is dated after activation. */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t after = (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-    char probe[512];
-    snprintf(probe, sizeof probe, "%s/probe", dir);
-    for (int i = 0; i < 1000; i++) {
-        FILE *p = fopen(probe, "w");
-        ck_assert_ptr_nonnull(p);
-        fclose(p);
-        struct stat st;
-        ck_assert_int_eq(stat(probe, &st), 0);
-        if ((int64_t)st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec >= after)
-            break;
-        sleep_ms(1);
-    }
     FILE *f = fopen(trig, "w");
     ck_assert_ptr_nonnull(f);
     fprintf(f, "id=file-1 start=400 warmup=1 active=2\n");
     fclose(f);
+    struct timespec times[2] = {coarse, coarse};
+    ck_assert_int_eq(utimensat(AT_FDCWD, trig, times, 0), 0);
     /* step on until tp-flush has read it and a step has taken it (it polls
      * at most every 0.5 s); the start lies far enough ahead */
     struct tp_tc_outcome o;
