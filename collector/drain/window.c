@@ -18,8 +18,9 @@
  *      records already held.
  * The records are walked twice.  They were walked six times, a peek per
  * need (count, steps, FLOPs, operators, join, then the dispatch): on the
- * fake runtime one window of 200,002 records took 111.1 M instructions
- * of peeks before its dispatch (tests/bench/RESULTS.md).
+ * fake runtime the peeks of one window of 200,002 records took 40.8 M
+ * instructions before its dispatch, the one peek 30.2 M
+ * (tests/bench/RESULTS.md).
  * Names are resolved here: API names from the tables, kernel
  * names from the registration table (demangled once per kernel), then
  * cudaFuncGetName, then the stub's symbol, then its address.  Handlers
