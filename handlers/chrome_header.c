@@ -374,6 +374,8 @@ void tp_chrome_put_header(struct chrome *c, const struct tp_window *w)
         tp_jsonw_str(j, w->partial_reason);
     else
         LIT(j, "null");
+    LIT(j, ", \"flight\": ");
+    tp_flight_put(j, w);
     LIT(j, ", \"operators_lost\": ");   /* to the program's own profiler */
     if (w->ops_lost_why) {
         LIT(j, "{\"why\": ");

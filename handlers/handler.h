@@ -35,6 +35,10 @@ struct tp_coverage_keys {
     const char *dropped;  /* device records dropped */
 };
 
+/* tp_flight_put - window "w"'s flight object (flight.c), or null when it
+ * is no flight recorder's dump. */
+void tp_flight_put(struct tp_jsonw *j, const struct tp_window *w);
+
 /* tp_coverage_put - window "w"'s coverage object, {...}, under the names
  * "k" gives, "ratio" after the linked kernels (null without CUPTI). */
 void tp_coverage_put(struct tp_jsonw *j, const struct tp_window *w,

@@ -562,6 +562,14 @@ static void put_header(struct tp_jsonw *j, const struct tp_window *w, const char
                     w->partial ? ", partial (cut short by " : "",
                     w->partial ? (w->partial_reason ? w->partial_reason : "exit or a signal") : "",
                     w->partial ? ")" : "");
+    if (w->flight_reason && w->flight_threshold_ns)
+        tp_jsonw_printf(j, "Flight:       dumped for %s: step %llu took %.1f ms, the median %.1f ms, "
+                        "threshold %.1f ms\n", w->flight_reason, (unsigned long long)w->flight_step,
+                        (double)w->flight_step_ns / 1e6, (double)w->flight_median_ns / 1e6,
+                        (double)w->flight_threshold_ns / 1e6);
+    else if (w->flight_reason)
+        tp_jsonw_printf(j, "Flight:       dumped for %s in step %llu (the step under way last)\n",
+                        w->flight_reason, (unsigned long long)w->flight_step);
     if (w->ops_lost_why && w->ops_lost_steps)
         tp_jsonw_printf(j, "Operators:    none in steps %llu..%llu: %s\n",
                         (unsigned long long)w->ops_lost_first,

@@ -111,6 +111,8 @@ static void put_identity(struct tp_jsonw *j, const struct tp_window *w, const ch
     put_bool(j, w->partial);
     LIT(j, ", \"partial_reason\": ");
     put_str_or_null(j, w->partial ? (w->partial_reason ? w->partial_reason : "exit") : NULL);
+    LIT(j, ", \"flight\": ");
+    tp_flight_put(j, w);
     LIT(j, ", \"operators_lost\": ");
     put_str_or_null(j, w->ops_lost_why);
     LIT(j, ", \"operators_lost_steps\": ");

@@ -314,6 +314,10 @@ static int put_var(struct sink *s, enum fmt_var var, const struct fmt_spec *sp,
     case FV_NODE_RANK: snprintf(num, sizeof num, "%d", v->node_rank); str = num; break;
     case FV_PID: snprintf(num, sizeof num, "%d", v->pid); str = num; break;
     case FV_BATCH:
+        if (v->batch_text) {
+            str = v->batch_text;
+            break;
+        }
         if (v->batch < 0) {
             set_err(err, errsz, "{batch} is not known here");
             return -1;

@@ -15,6 +15,8 @@ struct tp_format_vars {
     int pid;
     int64_t batch;          /* < 0: {batch} not available (folder validation) */
     const char *path;       /* {path}: the saved file, TRAINPROF_EXEC only; NULL = not available */
+    const char *batch_text; /* non-NULL: {batch} is this text, its width ignored (a flight
+                               recorder's dump: "flight-slow-step.41") */
 };
 
 /*

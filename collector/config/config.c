@@ -100,6 +100,14 @@ struct tp_config tp_cfg;
       tp_opt_parse_ranks, tp_opt_show_string, ranks, 0, 0) \
     X("TRAINPROF_BUFFER_MB", "256", "256", "cap on event memory per process", \
       tp_opt_parse_int, tp_opt_show_int, buffer_mb, 1, 65536) \
+    X("TRAINPROF_FLIGHT", "0", "0", \
+      "flight recorder: steps kept outside windows and dumped on trouble; 0: off", \
+      tp_opt_parse_int, tp_opt_show_int, flight, 0, TP_FLIGHT_MAX) \
+    X("TRAINPROF_FLIGHT_MB", "64", "64", "cap on the flight recorder's records", \
+      tp_opt_parse_int, tp_opt_show_int, flight_mb, 1, 65536) \
+    X("TRAINPROF_FLIGHT_SLOW", "3", "3", \
+      "a step slower than this times the median of the last 50 dumps the flight recorder", \
+      tp_opt_parse_flight_slow, tp_opt_show_double, flight_slow, 0, 0) \
     X("TRAINPROF_METADATA", "unset", NULL, "a JSON object merged into the trace's top level", \
       tp_opt_parse_metadata, tp_opt_show_metadata, metadata, 0, 0) \
     X("TRAINPROF_PEAK_TFLOPS", "from GPU name", NULL, "dense peak used for MFU", \

@@ -33,6 +33,9 @@ enum tp_activity { TP_ACT_CPU = 1u << 0, TP_ACT_CUDA = 1u << 1 };
 enum tp_sys_stat { TP_SYS_CPU = 1u << 0, TP_SYS_MEMORY = 1u << 1, TP_SYS_DISK = 1u << 2, TP_SYS_NET = 1u << 3 };
 
 #define TP_MAX_HANDLERS 8
+/* TRAINPROF_FLIGHT's largest value: the steps' ring of step starts is a
+ * static array of this many (collector/control/steps.c). */
+#define TP_FLIGHT_MAX 10000
 /* TRAINPROF_METADATA: most levels of nested objects and arrays, the object
  * itself counted (Python's json, the trace readers' parser, reads ~990). */
 #define TP_METADATA_MAX_DEPTH 64
@@ -76,6 +79,9 @@ struct tp_config {
     char ranks[1024];              /* TRAINPROF_RANKS, "" = all */
     int rank_selected;             /* this process's rank is in TRAINPROF_RANKS */
     long buffer_mb;                /* TRAINPROF_BUFFER_MB, 1..65536 */
+    int flight;                    /* TRAINPROF_FLIGHT, steps kept, 0 (off)..TP_FLIGHT_MAX */
+    long flight_mb;                /* TRAINPROF_FLIGHT_MB, 1..65536 */
+    double flight_slow;            /* TRAINPROF_FLIGHT_SLOW, > 1 */
     char *metadata;                /* TRAINPROF_METADATA, a JSON object (compact), or NULL */
     double peak_tflops;            /* TRAINPROF_PEAK_TFLOPS, 0 = from GPU name */
     enum tp_log_level log;         /* TRAINPROF_LOG */

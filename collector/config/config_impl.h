@@ -62,6 +62,8 @@ int tp_opt_parse_string(struct tp_config *c, const struct opt *o, const char *va
                         size_t whysz);
 int tp_opt_parse_sys(struct tp_config *c, const struct opt *o, const char *val, char *why,
                      size_t whysz);
+int tp_opt_parse_flight_slow(struct tp_config *c, const struct opt *o, const char *val,
+                             char *why, size_t whysz);
 int tp_opt_parse_sys_interval(struct tp_config *c, const struct opt *o, const char *val,
                               char *why, size_t whysz);
 const char *tp_opt_show_activities(const struct tp_config *c, const struct opt *o, char *b,

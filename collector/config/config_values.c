@@ -107,6 +107,18 @@ int tp_opt_parse_sys_interval(struct tp_config *c, const struct opt *o, const ch
     return 0;
 }
 
+/* TRAINPROF_FLIGHT_SLOW: a factor of the running median; at or below 1
+ * every step would be "slow". */
+int tp_opt_parse_flight_slow(struct tp_config *c, const struct opt *o, const char *val,
+                             char *why, size_t whysz)
+{
+    double v;
+    if (tp_opt_to_double(val, &v) < 0 || !(v > 1) || v > 1000)
+        return WHY("must be a number greater than 1 and at most 1000");
+    *(double *)tp_opt_field(c, o) = v;
+    return 0;
+}
+
 int tp_opt_parse_peak(struct tp_config *c, const struct opt *o, const char *val,
                       char *why, size_t whysz)
 {

@@ -163,6 +163,13 @@ struct tp_window {
     uint64_t trigger_requested;   /* its requested warmup step */
     int trigger_late;             /* it was read after that step had begun */
     const char *step_signal;      /* the signal that counted steps, "" if none */
+    /* a flight recorder's dump (TRAINPROF_FLIGHT): its reason ("slow-step",
+     * "oom", "SIGSEGV", ...), NULL for a window; the step it was asked at;
+     * for slow-step that step's duration, the running median and the
+     * threshold (0 otherwise) */
+    const char *flight_reason;
+    uint64_t flight_step;
+    uint64_t flight_step_ns, flight_median_ns, flight_threshold_ns;
     int64_t base_time_ns;         /* Kineto's baseTimeNanoseconds */
     int64_t start_ns, end_ns;     /* window bounds, Unix ns */
     /* the clocks read at window start and end (tick 0: not read), and the

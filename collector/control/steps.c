@@ -30,6 +30,30 @@
  * trigger's request (one atomic load when none came, trigger_cycle.c), and
  * where the schedule says NONE the triggered cycle's action counts
  * (tp_action); while triggers are watched the schedule never finishes.
+ *
+ * The flight recorder (TRAINPROF_FLIGHT=N) is a window that is never saved
+ * unless a dump is asked for: outside windows the hot word records (the
+ * recording path itself, so a call costs what it costs in a window, and
+ * the records are a window's, drained by window.c) under a generation of
+ * its own, with no CUPTI, sampler or torch operator ranges (tp_phase stays
+ * 0).  Its steps get markers as a window's do.  Oldest steps are
+ * overwritten by tp-flush (tp_flusher_flight_trim -> buffer.c tp_buf_trim:
+ * records begun before the oldest kept step's start are given back), when
+ * more than N steps ended, or when the kept steps' chunks (tp_buf_chunks_taken
+ * per step) and room for one more step like the last pass TRAINPROF_FLIGHT_MB;
+ * a step larger than the cap alone loses its tail to tp_buf_limit, counted
+ * as the window's dropped records are.  A dump closes the flight window
+ * with a reason and hands it to tp-flush as any window, and a fresh one
+ * opens at once: at a step TRAINPROF_FLIGHT_SLOW times slower than the
+ * running median of the 50 steps before it and 5 ms slower (at least 10
+ * known, one dump per 100 steps; not for the step that waits for a
+ * window's GPU side), at
+ * a failed allocation (tp_steps_flight_fail, after the call's record is
+ * published, so that it is the dump's last event) and at a termination or
+ * fatal signal (tp_close_final).  A window of the schedule, a trigger or
+ * the profiler API supersedes it: the flight window is handed over to be
+ * drained unsaved (before the window, in queue order), and a new one opens
+ * at the first step outside windows.  At a clean exit it is left unsaved.
  */
 #include "steps.h"
 #include "collector/record/apis.h"
@@ -69,6 +93,29 @@ static uint32_t tp_signal_flags;           /* TP_HOT_LAUNCH_SIG | TP_HOT_CALL_SI
 static uint64_t tp_begin_tick;             /* when step 0 began */
 static _Atomic int tp_phase = -1;          /* tp_steps_phase() */
 static int tp_warned_unseen;
+
+/* the flight recorder (TRAINPROF_FLIGHT), under tp_step_lock */
+#define TP_FL_MEDIAN 50            /* the running median's steps */
+#define TP_FL_MEDIAN_MIN 10        /* steps known before a step can be slow */
+#define TP_FL_SLOW_EVERY 100       /* at most one slow-step dump per this many steps */
+/* A slow step must also pass the median by this much: steps of tens of µs
+ * (the fake runtime's loops) passed 3x the median by a scheduler's
+ * hiccup alone, a dump of nothing worth a file */
+#define TP_FL_SLOW_MIN_NS 5000000ll
+struct tp_fl_step {
+    uint64_t index, start, chunks;
+};
+static struct tp_handoff tp_fl;            /* the flight window, while tp_fl_open */
+static int tp_fl_open;
+static uint64_t tp_fl_dropped_mark, tp_fl_lost_mark, tp_fl_pops_mark;
+static struct tp_fl_step tp_fl_ring[TP_FLIGHT_MAX]; /* the kept steps that ended, oldest at tp_fl_head */
+static unsigned tp_fl_head, tp_fl_n;
+static uint64_t tp_fl_chunks_kept;         /* their chunks */
+static uint64_t tp_fl_chunk_mark;          /* tp_buf_chunks_taken() when the step under way began */
+static uint64_t tp_fl_dur[TP_FL_MEDIAN];   /* the last steps' durations, ticks */
+static unsigned tp_fl_ndur, tp_fl_idur;
+static int64_t tp_fl_last_slow = -1;       /* the step of the last slow-step dump */
+static uint32_t tp_mode_flags;             /* the hot word's flags last set by tp_enter_step */
 
 /* call:NAME and launch:GLOB counters */
 static unsigned tp_call_api[TP_MAX_SIGNALS];
@@ -125,8 +172,12 @@ static void tp_publish(void)
 
 /* ---- windows (tp_step_lock held) ---------------------------------------- */
 
+static void tp_flight_close(uint64_t now, const char *reason, uint64_t step, int queue);
+
 static void tp_steps_open_window(uint64_t now)
 {
+    if (tp_fl_open)
+        tp_flight_close(now, NULL, tp_steps, 1);   /* drained unsaved, before this window */
     tp_gen++;
     memset(&tp_cur, 0, sizeof tp_cur);
     tp_cur.gen = tp_gen;
@@ -161,6 +212,164 @@ static void tp_steps_close_window(uint64_t now, const char *partial_reason, uint
                  (unsigned long long)tp_cur.first_step, (unsigned long long)tp_steps);
 }
 
+/* ---- the flight recorder (tp_step_lock held) ------------------------------- */
+
+static uint32_t tp_flight_cap_chunks(void)
+{
+    uint64_t c = ((uint64_t)tp_cfg.flight_mb << 20) / TP_CHUNK_BYTES;
+    return c ? (uint32_t)(c < UINT32_MAX ? c : UINT32_MAX - 1) : 1;
+}
+
+static void tp_flight_open(uint64_t now)
+{
+    tp_gen++;
+    memset(&tp_fl, 0, sizeof tp_fl);
+    tp_fl.flight = 1;
+    tp_fl.gen = tp_gen;
+    tp_fl.first_step = tp_steps;
+    tp_fl.start_tick = now;
+    tp_clock_read_triple(&tp_fl.start_clock);
+    tp_fl_dropped_mark = tp_buf_dropped();
+    tp_steps_range_losses(&tp_fl_lost_mark, &tp_fl_pops_mark);
+    tp_fl_head = tp_fl_n = 0;
+    tp_fl_chunks_kept = 0;
+    tp_fl_chunk_mark = tp_buf_chunks_taken();
+    /* a backstop for one step larger than the cap; chunks still held by a
+     * window being written count on top (they go back as it drains) */
+    uint64_t lim = (uint64_t)tp_buf_chunks_in_use() + tp_flight_cap_chunks();
+    tp_buf_limit(lim < UINT32_MAX ? (uint32_t)lim : UINT32_MAX - 1);
+    tp_fl_open = 1;
+}
+
+/* Close the flight window: dump it for "reason" (asked at "step"), or with
+ * reason NULL drain it unsaved ("queue": hand it over; at exit it is left). */
+static void tp_flight_close(uint64_t now, const char *reason, uint64_t step, int queue)
+{
+    tp_fl_open = 0;
+    tp_buf_limit(UINT32_MAX);
+    tp_fl.batch = tp_steps;
+    tp_fl.end_tick = now;
+    tp_clock_read_triple(&tp_fl.end_clock);
+    tp_fl.dropped = tp_buf_dropped() - tp_fl_dropped_mark;
+    tp_steps_range_losses(&tp_fl.ranges_lost, &tp_fl.unmatched_pops);
+    tp_fl.ranges_lost -= tp_fl_lost_mark;
+    tp_fl.unmatched_pops -= tp_fl_pops_mark;
+    tp_fl.step_signal = tp_signal_text();
+    tp_fl.flight_reason = reason;
+    tp_fl.flight_step = step;
+    tp_fl.steps = tp_fl_n;
+    if (tp_fl_n) {          /* from the oldest step kept */
+        tp_fl.first_step = tp_fl_ring[tp_fl_head].index;
+        tp_fl.start_tick = tp_fl_ring[tp_fl_head].start;
+    } else {
+        tp_fl.first_step = tp_steps;
+    }
+    tp_fl.flight_trim_tick = tp_fl.start_tick;
+    if (!reason && !queue)
+        return;
+    if (tp_flusher_queue(&tp_fl) != 0 && reason)
+        TP_ERROR("flight recorder dump (%s, step %llu) not saved: too many windows already "
+                 "waiting to be written", reason, (unsigned long long)step);
+}
+
+/* The median of the last steps' durations (ticks), 0 with too few known. */
+static uint64_t tp_flight_median(void)
+{
+    if (tp_fl_ndur < TP_FL_MEDIAN_MIN)
+        return 0;
+    uint64_t v[TP_FL_MEDIAN];
+    unsigned n = tp_fl_ndur;
+    for (unsigned i = 0; i < n; i++) {          /* insertion sort: 50 at most */
+        uint64_t x = tp_fl_dur[i];
+        unsigned j = i;
+        for (; j > 0 && v[j - 1] > x; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Step "index", begun at "start", ended at "now" outside windows: its
+ * marker, its place in the ring (the oldest overwritten), and the slow-step
+ * test ("may_dump": the step did not wait for a window's GPU side). */
+static void tp_flight_step_end(uint64_t index, uint64_t start, uint64_t now, uint32_t signal,
+                               uint64_t median, int may_dump)
+{
+    uint64_t t0 = start > tp_fl.start_tick ? start : tp_fl.start_tick;
+    struct tp_record r;
+    memset(&r, 0, sizeof r);
+    r.kind = TP_REC_STEP;
+    r.gen = tp_fl.gen;
+    r.t0 = t0;
+    r.t1 = now;
+    r.u.step.index = index;
+    r.u.step.signal = signal;
+    tp_buf_write_step(&r);
+
+    uint64_t taken = tp_buf_chunks_taken();
+    uint64_t mine = taken - tp_fl_chunk_mark;
+    tp_fl_chunk_mark = taken;
+    unsigned cap = (unsigned)tp_cfg.flight;
+    if (tp_fl_n == cap) {           /* full: the oldest goes */
+        tp_fl_chunks_kept -= tp_fl_ring[tp_fl_head].chunks;
+        tp_fl_head = (tp_fl_head + 1) % cap;
+        tp_fl_n--;
+    }
+    tp_fl_ring[(tp_fl_head + tp_fl_n) % cap] = (struct tp_fl_step){ index, t0, mine };
+    tp_fl_n++;
+    tp_fl_chunks_kept += mine;
+    /* room for one more step like this one within TRAINPROF_FLIGHT_MB */
+    uint64_t limit = tp_flight_cap_chunks();
+    while (tp_fl_n > 1 && tp_fl_chunks_kept + mine > limit) {
+        tp_fl_chunks_kept -= tp_fl_ring[tp_fl_head].chunks;
+        tp_fl_head = (tp_fl_head + 1) % cap;
+        tp_fl_n--;
+    }
+    if (tp_fl_ring[tp_fl_head].start > tp_fl.start_tick)
+        tp_flusher_flight_trim(tp_fl.gen, tp_fl_ring[tp_fl_head].start);
+
+    uint64_t dur = now - start;
+    if (!may_dump || !median || (double)dur <= tp_cfg.flight_slow * (double)median ||
+        (tp_fl_last_slow >= 0 && index < (uint64_t)tp_fl_last_slow + TP_FL_SLOW_EVERY))
+        return;
+    struct tp_clock_map m = tp_clock_map_now();
+    if (tp_clock_ticks_to_ns(&m, median, dur) < TP_FL_SLOW_MIN_NS)
+        return;
+    tp_fl_last_slow = (int64_t)index;
+    tp_fl.flight_step_ns = (uint64_t)tp_clock_ticks_to_ns(&m, start, now);
+    tp_fl.flight_median_ns = (uint64_t)tp_clock_ticks_to_ns(&m, 0, median);
+    tp_fl.flight_threshold_ns = (uint64_t)((double)tp_fl.flight_median_ns * tp_cfg.flight_slow);
+    tp_steps++;             /* the dump's {batch}: the slow step is done */
+    tp_flight_close(now, "slow-step", index, 1);
+    tp_steps--;
+}
+
+/* Note a step's duration for the running median (every step). */
+static void tp_flight_note(uint64_t dur)
+{
+    tp_fl_dur[tp_fl_idur] = dur;
+    tp_fl_idur = (tp_fl_idur + 1) % TP_FL_MEDIAN;
+    if (tp_fl_ndur < TP_FL_MEDIAN)
+        tp_fl_ndur++;
+}
+
+struct tp_record *tp_steps_flight_fail(struct tp_record *r, const char *reason)
+{
+    if (!tp_cfg.flight || !tp_steps_on())
+        return r;
+    if (r)
+        tp_buf_commit();        /* the failed call, published: the dump's last event */
+    pthread_mutex_lock(&tp_step_lock);
+    if (tp_fl_open && !tp_flusher_exiting()) {
+        uint64_t now = tp_clock_now();
+        tp_flight_close(now, reason, tp_steps, 1);
+        tp_flight_open(now);
+        tp_hot_mode(tp_mode_flags, tp_gen);
+    }
+    pthread_mutex_unlock(&tp_step_lock);
+    return NULL;
+}
+
 /* Set the hot word for the action of the step now beginning. */
 static void tp_enter_step(uint64_t now)
 {
@@ -169,6 +378,8 @@ static void tp_enter_step(uint64_t now)
     int record = a == TP_RECORD || a == TP_RECORD_AND_SAVE;
     if (record && !tp_recording)
         tp_steps_open_window(now);
+    if (!record && !tp_recording && tp_cfg.flight > 0 && !tp_fl_open)
+        tp_flight_open(now);
     uint32_t flags = tp_signal_flags;
     /* watched triggers may still open a window: never finished then */
     if (!tp_finished && tp_schedule_finished(&tp_cfg.schedule, tp_steps) &&
@@ -181,8 +392,9 @@ static void tp_enter_step(uint64_t now)
     tp_publish();
     atomic_store(&tp_phase, tp_finished ? -1 : record ? 2 : a == TP_WARMUP ? 1 : 0);
     tp_flusher_schedule(a != TP_NONE);
-    if (record)
+    if (record || tp_fl_open)
         flags |= TP_HOT_RECORDING;
+    tp_mode_flags = flags;
     tp_hot_mode(flags, tp_gen);
 }
 
@@ -236,11 +448,17 @@ void tp_steps_signal(enum tp_signal_kind kind)
     tp_depth++;
     pthread_mutex_lock(&tp_step_lock);
     if (!tp_flusher_exiting()) {
+        int waits = tp_fl_open && tp_action(tp_steps + 1) != TP_NONE;
         tp_await_on();
         uint64_t now = tp_clock_now();
         enum tp_action a = tp_action(tp_steps);
+        uint64_t median = tp_cfg.flight > 0 ? tp_flight_median() : 0;
+        if (tp_cfg.flight > 0)
+            tp_flight_note(now - tp_step_start);
         if (a == TP_RECORD || a == TP_RECORD_AND_SAVE)
             tp_step_record(tp_steps, tp_step_start, now, (uint32_t)kind);
+        else if (tp_fl_open)
+            tp_flight_step_end(tp_steps, tp_step_start, now, (uint32_t)kind, median, !waits);
         tp_steps++;
         tp_step_start = now;
         if (a == TP_RECORD_AND_SAVE) {
@@ -324,7 +542,9 @@ void tp_steps_capturing(int delta)
     pthread_mutex_unlock(&tp_step_lock);
 }
 
-static void tp_close_final(int wait_lock, const char *reason)
+/* "reason": the window's partial_reason; "flight_reason": the flight
+ * window's dump reason (NULL: left unsaved). */
+static void tp_close_final(int wait_lock, const char *reason, const char *flight_reason)
 {
     int locked = 0;
     if (wait_lock) {
@@ -341,8 +561,10 @@ static void tp_close_final(int wait_lock, const char *reason)
     }
     atomic_store(&tp_phase, -1);
     uint32_t hot = tp_hot_off();
-    if (hot & TP_HOT_RECORDING)
+    if ((hot & TP_HOT_RECORDING) && tp_recording)
         tp_steps_close_window(tp_clock_now(), reason, tp_steps);
+    else if ((hot & TP_HOT_RECORDING) && tp_fl_open)
+        tp_flight_close(tp_clock_now(), flight_reason, tp_steps, 0);
     if (locked)
         pthread_mutex_unlock(&tp_step_lock);
 }
@@ -350,12 +572,12 @@ static void tp_close_final(int wait_lock, const char *reason)
 void tp_steps_close_final(int wait_lock)
 {
     /* TRAINPROF_SCHEDULE=all: the one window ends at exit by design */
-    tp_close_final(wait_lock, tp_cfg.schedule.all ? NULL : "exit");
+    tp_close_final(wait_lock, tp_cfg.schedule.all ? NULL : "exit", NULL);
 }
 
 void tp_steps_close_on_signal(const char *signame)
 {
-    tp_close_final(0, signame);
+    tp_close_final(0, signame, signame);
 }
 
 void tp_steps_warn_unseen(const char *when)

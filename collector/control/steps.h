@@ -11,6 +11,8 @@
 
 #include "collector/config/config.h"
 
+struct tp_record;
+
 /* tp_steps_begin - at activation: resolve the step signals and enter step
  * 0, which began at tick "start"; from then on tp_steps_on() is 1. */
 void tp_steps_begin(uint64_t start);
@@ -61,6 +63,15 @@ void tp_steps_profiler_api(int start);
 /* tp_steps_capturing - a thread began (+1) or ended (-1) a stream capture:
  * keeps TP_HOT_CAPTURE set while any capture is open. */
 void tp_steps_capturing(int delta);
+
+/*
+ * tp_steps_flight_fail - a call failed for "reason" ("oom": an allocation
+ * out of memory) with record "r" filled and not yet published (NULL: none):
+ * with the flight recorder on, publish "r" and dump the flight window, the
+ * failed call its last event.  Returns the record the caller still has to
+ * publish: "r" when nothing was done, else NULL.
+ */
+struct tp_record *tp_steps_flight_fail(struct tp_record *r, const char *reason);
 
 /* tp_steps_close_final - close the open window at exit (partial_reason
  * "exit"; not partial with TRAINPROF_SCHEDULE=all).  "wait_lock": 0 where

@@ -46,11 +46,18 @@
  * until this thread has followed it (tp_flusher_await_on); once followed,
  * the check is two atomic loads.
  *
+ * The flight recorder's oldest steps are given back here, never on the
+ * training thread: the steps publish the start of the oldest step kept
+ * (tp_flusher_flight_trim, one wake-up when it moved) and tp-flush trims
+ * after writing what was queued, so a dump queued before the trim still
+ * holds its steps (window.c trims it to its own first step).
+ *
  * This file knows nothing of steps: the steps call down into it, and it
  * reaches them only through the hooks given at start.
  */
 #include "flusher.h"
 #include "window.h"
+#include "collector/record/buffer.h"
 #include "collector/record/call.h"
 #include "collector/common/clock.h"
 #include "collector/device/cupti.h"
@@ -100,6 +107,9 @@ static volatile pid_t tp_flush_tid;             /* tp-flush's thread id */
 #define TP_LOAD(x) __atomic_load_n(&(x), __ATOMIC_SEQ_CST)
 #define TP_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_SEQ_CST)
 static _Atomic int tp_tick_ms = 1000;           /* longest sleep between wake-ups */
+static pthread_mutex_t tp_trim_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t tp_trim_tick, tp_trim_done;     /* under tp_trim_lock */
+static uint8_t tp_trim_gen;
 
 /* Async-signal-safe: an atomic exchange, then FUTEX_WAKE only when no
  * wake-up was pending already (the sleeper then has one to take). */
@@ -234,6 +244,30 @@ int tp_flusher_term(int sig, int ms)
     return TP_LOAD(tp_term_saved);
 }
 
+void tp_flusher_flight_trim(uint8_t gen, uint64_t tick)
+{
+    pthread_mutex_lock(&tp_trim_lock);
+    int moved = tick != tp_trim_tick || gen != tp_trim_gen;
+    tp_trim_tick = tick;
+    tp_trim_gen = gen;
+    pthread_mutex_unlock(&tp_trim_lock);
+    if (moved)
+        tp_wake();
+}
+
+/* tp-flush: give back the flight recorder's records older than its oldest step. */
+static void tp_flight_trim(void)
+{
+    pthread_mutex_lock(&tp_trim_lock);
+    uint64_t tick = tp_trim_tick;
+    uint8_t gen = tp_trim_gen;
+    int todo = tick != tp_trim_done;
+    tp_trim_done = tick;
+    pthread_mutex_unlock(&tp_trim_lock);
+    if (todo)
+        tp_buf_trim(gen, tick);
+}
+
 int tp_flusher_is_self(void)
 {
     pid_t t = TP_LOAD(tp_flush_tid);
@@ -288,7 +322,7 @@ static void tp_write_window(const struct tp_handoff *w)
     memset(&dev, 0, sizeof dev);
     /* abandoned (a signal came while CUPTI did not answer): what was
      * decoded before is still the window's */
-    int gpu = tp_cupti_enabled() || tp_cupti_abandoned();
+    int gpu = !w->flight && (tp_cupti_enabled() || tp_cupti_abandoned());   /* none outside windows */
     if (gpu) {
         tp_device_wait(w);
         tp_cupti_take(w->start_tick, w->end_tick, &dev);
@@ -334,6 +368,7 @@ static void *tp_flush_main(void *arg)
             pthread_cond_broadcast(&tp_q_done);
             pthread_mutex_unlock(&tp_q_lock);
         }
+        tp_flight_trim();
         if (term_closed)
             TP_STORE(tp_term_saved, 1);     /* not before: a signal may come while a window is written */
         pthread_mutex_lock(&tp_q_lock);

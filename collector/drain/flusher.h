@@ -69,6 +69,12 @@ void tp_flusher_wake(void);
  * (default 1000; the shortest asked for wins). */
 void tp_flusher_tick(int ms);
 
+/* tp_flusher_flight_trim - the flight recorder's oldest kept step of
+ * window generation "gen" now begins at "tick": tp-flush gives back the
+ * records begun before it (buffer.h tp_buf_trim).  Wakes tp-flush only when
+ * "tick" moved. */
+void tp_flusher_flight_trim(uint8_t gen, uint64_t tick);
+
 /* tp_flusher_is_self - 1 on tp-flush (async-signal-safe). */
 int tp_flusher_is_self(void);
 

@@ -33,6 +33,16 @@ struct tp_handoff {
     int trigger_late;           /* the request was read after its step had begun */
     uint64_t trigger_requested; /* the request's warmup step */
     char trigger_id[TP_HANDOFF_TRIGGER_MAX];
+    /* the flight recorder's window (collector/control/steps.c): "flight" 1;
+     * "flight_reason" NULL: superseded by a window or exit, drained unsaved;
+     * else why it is dumped ("slow-step", "oom", "SIGSEGV", ...: static) */
+    int flight;
+    const char *flight_reason;
+    uint64_t flight_step;       /* the step under way (or slow) when it was asked for */
+    uint64_t flight_step_ns;    /* slow-step: that step's duration and the threshold */
+    uint64_t flight_threshold_ns;
+    uint64_t flight_median_ns;  /* slow-step: the running median it was measured against */
+    uint64_t flight_trim_tick;  /* records begun before it are older steps, not dumped */
 };
 
 #endif

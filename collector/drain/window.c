@@ -37,6 +37,13 @@
  * under the previous window's name.  Not so with profiler-API windows,
  * opened by the program's cudaProfilerStart: there a {batch} that repeats
  * (two windows in one step) takes output.c's "-1" suffix.
+ * The flight recorder's window (handoff.h "flight") is a window too: with
+ * a reason it is dumped as one, first trimmed to its oldest kept step
+ * (tp_buf_trim), named with {batch} as "flight-REASON.STEP" (so the
+ * default name is rank0.flight-slow-step.41.pt.trace.json), its reason in
+ * the trace's and summary's "flight" object and one warning line; without
+ * one it is drained unsaved, consumed (the window after it must not find
+ * its records stale).  It has no device side: CUPTI is off outside windows.
  */
 #include "collector/record/apis.h"
 #include "collector/record/buffer.h"
@@ -517,7 +524,7 @@ static int tp_window_describe(struct tp_window *win, struct tp_window_text *txt,
      * "-1" before); cut by a signal it holds the step under way, the most
      * useful part of a crash, saved as batch + 1 (the step it reached). */
     uint64_t batch = w->batch;
-    int repeat = w->partial && (int64_t)w->batch == tp_last_batch &&
+    int repeat = w->partial && (int64_t)w->batch == tp_last_batch && !w->flight &&
                  !tp_cfg.schedule.profiler_api;     /* a window the program asked for */
     if (repeat && (!w->partial_reason || strcmp(w->partial_reason, "exit") == 0)) {
         TP_DEBUG("partial window at exit: no step since the window of batch %llu; not saved",
@@ -526,7 +533,14 @@ static int tp_window_describe(struct tp_window *win, struct tp_window_text *txt,
     }
     if (repeat)
         batch = w->batch + 1;
-    tp_last_batch = (int64_t)batch;
+    char flight_name[64];
+    if (w->flight) {
+        snprintf(flight_name, sizeof flight_name, "flight-%s.%llu", w->flight_reason,
+                 (unsigned long long)w->flight_step);
+        v.batch_text = flight_name;
+    } else {
+        tp_last_batch = (int64_t)batch;
+    }
     v.batch = (int64_t)batch;
     if (tp_expand("TRAINPROF_FOLDER", tp_cfg.folder, &v, txt->folder, sizeof txt->folder) ||
         tp_expand("TRAINPROF_FILENAME", tp_cfg.filename, &v, txt->filename, sizeof txt->filename) ||
@@ -550,6 +564,13 @@ static int tp_window_describe(struct tp_window *win, struct tp_window_text *txt,
     win->partial = w->partial;
     win->partial_reason = w->partial ? w->partial_reason : NULL;
     win->step_signal = w->step_signal ? w->step_signal : "";
+    if (w->flight) {
+        win->flight_reason = w->flight_reason;
+        win->flight_step = w->flight_step;
+        win->flight_step_ns = w->flight_step_ns;
+        win->flight_median_ns = w->flight_median_ns;
+        win->flight_threshold_ns = w->flight_threshold_ns;
+    }
     if (w->triggered) {     /* the steps filled it at the window's close */
         win->trigger_id = w->trigger_id;
         win->trigger_requested = w->trigger_requested;
@@ -636,6 +657,13 @@ void tp_window_write(const struct tp_handoff *w, const struct tp_device_batch *d
     d.pid = (int32_t)getpid();
     struct tp_window win;
     struct tp_window_text txt;
+    if (w->flight && !w->flight_reason) {      /* superseded or exit: never saved */
+        uint64_t late = 0;
+        tp_buf_drain(w->gen, NULL, NULL, &late, 0);
+        return;
+    }
+    if (w->flight)
+        tp_buf_trim(w->gen, w->flight_trim_tick);   /* the steps older than its first */
     if (tp_window_describe(&win, &txt, w, &d.map, d.pid) != 0) {
         tp_window_discard(w);
         return;
@@ -702,7 +730,19 @@ void tp_window_write(const struct tp_handoff *w, const struct tp_device_batch *d
     if (saved.trace[0])
         atomic_fetch_add(&tp_saved_windows, 1);
     tp_window_warn_losses(&win, saved.trace[0] ? saved.trace : NULL);
-    if (saved.trace[0])
+    if (saved.trace[0] && win.flight_reason && win.flight_threshold_ns)
+        TP_WARN("rank %d: flight recorder: step %llu took %.1f ms, over %g x the median %.1f ms: "
+                "saved steps %llu-%llu (%llu events) to %s", win.rank,
+                (unsigned long long)win.flight_step, (double)win.flight_step_ns / 1e6,
+                tp_cfg.flight_slow, (double)win.flight_median_ns / 1e6,
+                (unsigned long long)win.first_step, (unsigned long long)win.last_step,
+                (unsigned long long)win.records, saved.trace);
+    else if (saved.trace[0] && win.flight_reason)
+        TP_WARN("rank %d: flight recorder: %s in step %llu: saved steps %llu-%llu and the step "
+                "under way (%llu events) to %s", win.rank, win.flight_reason,
+                (unsigned long long)win.flight_step, (unsigned long long)win.first_step,
+                (unsigned long long)win.last_step, (unsigned long long)win.records, saved.trace);
+    else if (saved.trace[0])
         TP_INFO("rank %d: saved steps %llu-%llu%s (%llu events%s) to %s%s%s", win.rank,
                 (unsigned long long)win.first_step, (unsigned long long)win.last_step,
                 win.partial ? ", partial" : "", (unsigned long long)win.records,

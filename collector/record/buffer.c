@@ -17,6 +17,13 @@
  * lock), into which each marker carries its thread's id and name.  When a
  * flood of records filled the pool, a window of steps 1-4 was saved with
  * none or one of its ProfilerStep events before (test_losses.py).
+ *
+ * The flight recorder (collector/control/steps.c) records outside windows
+ * as a window does, into the same buffers: it needs only a cap on the
+ * general chunks (tp_buf_limit, TRAINPROF_FLIGHT_MB, tested on the slow
+ * path where a chunk is taken, never per record), a count of chunks ever
+ * taken (its per-step memory) and a consuming pass that gives back the
+ * records of its oldest steps (tp_buf_trim, on tp-flush, the one reader).
  */
 #include "buffer.h"
 
@@ -42,6 +49,8 @@ static char *tp_pool;
 static struct tp_pool tp_general = { .free = UINT32_MAX };
 static struct tp_pool tp_reserve = { .free = UINT32_MAX };   /* the step markers' */
 static _Atomic uint32_t tp_pool_used;                   /* general chunks held */
+static _Atomic uint64_t tp_pool_taken;                  /* general chunks ever taken */
+static _Atomic uint32_t tp_pool_limit = UINT32_MAX;     /* tp_buf_limit */
 static _Atomic(struct tp_tbuf *) tp_tbufs;
 static _Atomic uint64_t tp_dropped_orphan;              /* drops before a buffer existed */
 static pthread_key_t tp_tbuf_key;
@@ -79,8 +88,10 @@ static struct tp_chunk *tp_chunk_get(struct tp_pool *p)
     }
     atomic_store_explicit(&c->count, 0, memory_order_relaxed);
     atomic_store_explicit(&c->next, NULL, memory_order_relaxed);
-    if (p == &tp_general)
+    if (p == &tp_general) {
         atomic_fetch_add_explicit(&tp_pool_used, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&tp_pool_taken, 1, memory_order_relaxed);
+    }
     return c;
 }
 
@@ -187,7 +198,10 @@ struct tp_record *tp_buf_reserve_slow(void)
     }
     if (b->cur && b->widx < TP_CHUNK_RECORDS)
         return &b->cur->rec[b->widx];
-    struct tp_chunk *c = tp_chunk_get(&tp_general);
+    struct tp_chunk *c = NULL;
+    if (atomic_load_explicit(&tp_pool_used, memory_order_relaxed) <
+        atomic_load_explicit(&tp_pool_limit, memory_order_relaxed))
+        c = tp_chunk_get(&tp_general);
     if (!c) {
         atomic_fetch_add_explicit(&b->dropped, 1, memory_order_relaxed);
         return NULL;
@@ -291,6 +305,53 @@ uint64_t tp_buf_drain(uint8_t gen, tp_drain_fn fn, void *ctx, uint64_t *late, in
         }
     }
     return n;
+}
+
+void tp_buf_limit(uint32_t chunks)
+{
+    atomic_store_explicit(&tp_pool_limit, chunks, memory_order_relaxed);
+}
+
+uint64_t tp_buf_chunks_taken(void)
+{
+    return atomic_load_explicit(&tp_pool_taken, memory_order_relaxed);
+}
+
+/* One thread's records of "gen" (and older) that began before "tick",
+ * consumed from its oldest on; stops at the first that began later. */
+static void tp_trim_one(struct tp_tbuf *b, uint8_t gen, uint64_t tick)
+{
+    struct tp_chunk *c = b->head ? b->head : atomic_load_explicit(&b->first, memory_order_acquire);
+    uint32_t i = b->head ? b->ridx : 0;
+    while (c) {
+        uint32_t cnt = atomic_load_explicit(&c->count, memory_order_acquire);
+        for (; i < cnt; i++) {
+            const struct tp_record *r = &c->rec[i];
+            int8_t age = (int8_t)(uint8_t)(r->gen - gen);
+            if (age > 0 || (age == 0 && r->t0 >= tick))
+                goto stop;
+        }
+        if (i < TP_CHUNK_RECORDS)
+            break;
+        struct tp_chunk *nx = atomic_load_explicit(&c->next, memory_order_acquire);
+        if (!nx)
+            break;
+        tp_chunk_put(c);
+        c = nx;
+        i = 0;
+    }
+stop:
+    if (c) {
+        b->head = c;
+        b->ridx = i;
+    }
+}
+
+void tp_buf_trim(uint8_t gen, uint64_t tick)
+{
+    for (struct tp_tbuf *b = atomic_load(&tp_tbufs); b; b = b->next_all)
+        if (atomic_load_explicit(&b->state, memory_order_acquire) != TP_TBUF_RETIRED)
+            tp_trim_one(b, gen, tick);
 }
 
 uint64_t tp_buf_dropped(void)

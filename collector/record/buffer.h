@@ -102,6 +102,24 @@ typedef void (*tp_drain_fn)(void *ctx, const struct tp_tbuf *t, const struct tp_
  */
 uint64_t tp_buf_drain(uint8_t gen, tp_drain_fn fn, void *ctx, uint64_t *late, int count_only);
 
+/*
+ * tp_buf_limit - records needing a new chunk are dropped and counted while
+ * "chunks" general chunks are held (UINT32_MAX: no limit but the pool).
+ * The flight recorder's TRAINPROF_FLIGHT_MB; read on the slow path only.
+ */
+void tp_buf_limit(uint32_t chunks);
+
+/* tp_buf_chunks_taken - general chunks taken so far (a running count). */
+uint64_t tp_buf_chunks_taken(void);
+
+/*
+ * tp_buf_trim - flush thread only.  Consume, thread by thread, the records
+ * of generation "gen" (and older ones) from the oldest up to the first of
+ * "gen" that began at or after "tick" (its t0), giving their chunks back:
+ * the flight recorder's oldest steps overwritten.
+ */
+void tp_buf_trim(uint8_t gen, uint64_t tick);
+
 /* tp_buf_dropped - records dropped so far, all threads. */
 uint64_t tp_buf_dropped(void);
 

@@ -32,6 +32,12 @@
  *                    "ev" is recorded on the stream, waited on by the side
  *                    stream, recorded again on the side stream and
  *                    synchronized on; then "prev" is recorded on the stream
+ *   --slow=K:F       step K sleeps F times --sleep-us (TRAIN_SLOW), a step
+ *                    that suddenly takes longer
+ *   --oom-at=K       in step K, after its launches, a cudaMalloc of 1 GiB
+ *                    that the test makes fail (FAKE_CUDA_OOM_BYTES): the
+ *                    program says "train_loop: oom: ERROR" on stderr and
+ *                    exits with status 3, as a job out of memory dies
  *   --bad-launch     first launch a NULL function and print what
  *                    cudaGetLastError, cudaPeekAtLastError and errno say
  *   --foreign=K:HOW  after step K, act as a second CUPTI client of the
@@ -147,6 +153,8 @@ int main(int argc, char **argv)
     const char *mode = getenv("TRAIN_MODE") ? getenv("TRAIN_MODE") : "api";
     const char *foreign = getenv("TRAIN_FOREIGN");
     int bad_launch = 0;
+    const char *slow = getenv("TRAIN_SLOW");
+    long oom_at = -1;
 
     static const struct option opts[] = {
         { "steps", required_argument, 0, 's' },
@@ -158,6 +166,8 @@ int main(int argc, char **argv)
         { "bad-launch", no_argument, 0, 'b' },
         { "events", no_argument, 0, 'e' },
         { "foreign", required_argument, 0, 'f' },
+        { "slow", required_argument, 0, 'w' },
+        { "oom-at", required_argument, 0, 'o' },
         { 0, 0, 0, 0 },
     };
     int c;
@@ -172,10 +182,12 @@ int main(int argc, char **argv)
         case 'b': bad_launch = 1; break;
         case 'e': events = 1; break;
         case 'f': foreign = optarg; break;
+        case 'w': slow = optarg; break;
+        case 'o': oom_at = atol(optarg); break;
         default:
             fprintf(stderr, "usage: %s [--steps=N] [--launches=L] [--mode=api|nvtx|both|none] "
                     "[--sleep-us=U] [--notify=K] [--activations=B] [--bad-launch] [--events] "
-                    "[--foreign=K:kineto|clock]\n",
+                    "[--foreign=K:kineto|clock] [--slow=K:F] [--oom-at=K]\n",
                     argv[0]);
             return 64;
         }
@@ -280,8 +292,17 @@ int main(int argc, char **argv)
         printf("step %ld launches %ld checksum %08x\n", s, launches + 1, sum);
         fflush(stdout);
 
-        if (sleep_us > 0) {
-            struct timespec ts = { sleep_us / 1000000, (sleep_us % 1000000) * 1000 };
+        if (s == oom_at) {
+            void *big = NULL;
+            cudaError_t e = cudaMalloc(&big, (size_t)1 << 30);
+            fprintf(stderr, "train_loop: oom: %s\n", cudaGetErrorString(e));
+            exit(3);
+        }
+        long us = sleep_us;
+        if (slow && s == atol(slow) && strchr(slow, ':'))
+            us = sleep_us * atol(strchr(slow, ':') + 1);
+        if (us > 0) {
+            struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
             nanosleep(&ts, NULL);
         }
         if (use_nvtx)
