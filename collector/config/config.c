@@ -106,7 +106,7 @@ struct tp_config tp_cfg;
     X("TRAINPROF_FLIGHT_MB", "64", "64", "cap on the flight recorder's records", \
       tp_opt_parse_int, tp_opt_show_int, flight_mb, 1, 65536) \
     X("TRAINPROF_FLIGHT_SLOW", "3", "3", \
-      "a step slower than this times the median of the last 50 dumps the flight recorder", \
+      "a step this many times slower than the median of the last 50 steps is dumped", \
       tp_opt_parse_flight_slow, tp_opt_show_double, flight_slow, 0, 0) \
     X("TRAINPROF_METADATA", "unset", NULL, "a JSON object merged into the trace's top level", \
       tp_opt_parse_metadata, tp_opt_show_metadata, metadata, 0, 0) \

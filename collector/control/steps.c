@@ -104,6 +104,7 @@ static int tp_warned_unseen;
 #define TP_FL_SLOW_MIN_NS 5000000ll
 struct tp_fl_step {
     uint64_t index, start, chunks;
+    uint64_t dropped;                      /* tp_buf_dropped() when it began */
 };
 static struct tp_handoff tp_fl;            /* the flight window, while tp_fl_open */
 static int tp_fl_open;
@@ -112,6 +113,12 @@ static struct tp_fl_step tp_fl_ring[TP_FLIGHT_MAX]; /* the kept steps that ended
 static unsigned tp_fl_head, tp_fl_n;
 static uint64_t tp_fl_chunks_kept;         /* their chunks */
 static uint64_t tp_fl_chunk_mark;          /* tp_buf_chunks_taken() when the step under way began */
+static uint64_t tp_fl_drop_mark;           /* tp_buf_dropped() then */
+/* The hard limit's slack over TRAINPROF_FLIGHT_MB, chunks: each thread's
+ * chunk under way and the step tp-flush has not given back yet (a limit
+ * at the cap alone dropped 13,394 of a 1 MiB ring's records while the
+ * kept steps were within it) */
+#define TP_FL_SLACK_CHUNKS 8
 static uint64_t tp_fl_dur[TP_FL_MEDIAN];   /* the last steps' durations, ticks */
 static unsigned tp_fl_ndur, tp_fl_idur;
 static int64_t tp_fl_last_slow = -1;       /* the step of the last slow-step dump */
@@ -234,9 +241,10 @@ static void tp_flight_open(uint64_t now)
     tp_fl_head = tp_fl_n = 0;
     tp_fl_chunks_kept = 0;
     tp_fl_chunk_mark = tp_buf_chunks_taken();
+    tp_fl_drop_mark = tp_fl_dropped_mark;
     /* a backstop for one step larger than the cap; chunks still held by a
      * window being written count on top (they go back as it drains) */
-    uint64_t lim = (uint64_t)tp_buf_chunks_in_use() + tp_flight_cap_chunks();
+    uint64_t lim = (uint64_t)tp_buf_chunks_in_use() + tp_flight_cap_chunks() + TP_FL_SLACK_CHUNKS;
     tp_buf_limit(lim < UINT32_MAX ? (uint32_t)lim : UINT32_MAX - 1);
     tp_fl_open = 1;
 }
@@ -250,7 +258,8 @@ static void tp_flight_close(uint64_t now, const char *reason, uint64_t step, int
     tp_fl.batch = tp_steps;
     tp_fl.end_tick = now;
     tp_clock_read_triple(&tp_fl.end_clock);
-    tp_fl.dropped = tp_buf_dropped() - tp_fl_dropped_mark;
+    /* the records the kept steps lost (and the step under way) */
+    tp_fl.dropped = tp_buf_dropped() - (tp_fl_n ? tp_fl_ring[tp_fl_head].dropped : tp_fl_drop_mark);
     tp_steps_range_losses(&tp_fl.ranges_lost, &tp_fl.unmatched_pops);
     tp_fl.ranges_lost -= tp_fl_lost_mark;
     tp_fl.unmatched_pops -= tp_fl_pops_mark;
@@ -306,7 +315,7 @@ static void tp_flight_step_end(uint64_t index, uint64_t start, uint64_t now, uin
     r.u.step.signal = signal;
     tp_buf_write_step(&r);
 
-    uint64_t taken = tp_buf_chunks_taken();
+    uint64_t taken = tp_buf_chunks_taken(), dropped = tp_buf_dropped();
     uint64_t mine = taken - tp_fl_chunk_mark;
     tp_fl_chunk_mark = taken;
     unsigned cap = (unsigned)tp_cfg.flight;
@@ -315,12 +324,14 @@ static void tp_flight_step_end(uint64_t index, uint64_t start, uint64_t now, uin
         tp_fl_head = (tp_fl_head + 1) % cap;
         tp_fl_n--;
     }
-    tp_fl_ring[(tp_fl_head + tp_fl_n) % cap] = (struct tp_fl_step){ index, t0, mine };
+    tp_fl_ring[(tp_fl_head + tp_fl_n) % cap] = (struct tp_fl_step){ index, t0, mine, tp_fl_drop_mark };
+    tp_fl_drop_mark = dropped;
     tp_fl_n++;
     tp_fl_chunks_kept += mine;
-    /* room for one more step like this one within TRAINPROF_FLIGHT_MB */
+    /* room within TRAINPROF_FLIGHT_MB for the step now beginning and for
+     * the oldest step tp-flush has yet to give back, each like this one */
     uint64_t limit = tp_flight_cap_chunks();
-    while (tp_fl_n > 1 && tp_fl_chunks_kept + mine > limit) {
+    while (tp_fl_n > 1 && tp_fl_chunks_kept + 2 * mine > limit) {
         tp_fl_chunks_kept -= tp_fl_ring[tp_fl_head].chunks;
         tp_fl_head = (tp_fl_head + 1) % cap;
         tp_fl_n--;

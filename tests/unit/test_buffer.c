@@ -179,6 +179,40 @@ START_TEST(test_generations)
 }
 END_TEST
 
+/* The flight recorder's ring: tp_buf_trim gives back the records begun
+ * before a tick, chunks included, and keeps the rest for the dump;
+ * tp_buf_limit drops and counts past its chunks. */
+START_TEST(test_trim_and_limit)
+{
+    ck_assert_int_eq(tp_buf_init(16), 0);
+    uint64_t n = 3 * TP_CHUNK_RECORDS + 10;       /* four chunks */
+    write_records(5, 0, n);
+    uint32_t held = tp_buf_chunks_in_use();
+    ck_assert_uint_ge(held, 4);
+    uint64_t taken = tp_buf_chunks_taken();
+    tp_buf_trim(5, 2 * TP_CHUNK_RECORDS + 3);       /* the first two chunks and 3 records go */
+    ck_assert_uint_eq(tp_buf_chunks_in_use(), held - 2);
+    ck_assert_uint_eq(tp_buf_chunks_taken(), taken);
+    struct counts c;
+    memset(&c, 0, sizeof c);
+    uint64_t late = 0;
+    ck_assert_uint_eq(tp_buf_drain(5, count, &c, &late, 1), n - 2 * TP_CHUNK_RECORDS - 3);
+    tp_buf_trim(5, 2 * TP_CHUNK_RECORDS + 3);       /* nothing more: idempotent */
+    ck_assert_uint_eq(tp_buf_drain(5, NULL, NULL, &late, 1), n - 2 * TP_CHUNK_RECORDS - 3);
+    ck_assert_uint_eq(late, 0);
+
+    /* the limit: no new chunk while "held" are held */
+    uint64_t dropped = tp_buf_dropped();
+    tp_buf_limit(tp_buf_chunks_in_use());
+    write_records(5, n, 2 * TP_CHUNK_RECORDS);     /* fills the current chunk, then drops */
+    ck_assert_uint_gt(tp_buf_dropped(), dropped);
+    tp_buf_limit(UINT32_MAX);
+    uint64_t d2 = tp_buf_dropped();
+    write_records(5, 10 * n, 10);
+    ck_assert_uint_eq(tp_buf_dropped(), d2);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("buffer");
@@ -188,6 +222,7 @@ int main(void)
     tcase_add_test(tc, test_full_pool_drops_and_counts);
     tcase_add_test(tc, test_step_markers_have_room);
     tcase_add_test(tc, test_generations);
+    tcase_add_test(tc, test_trim_and_limit);
     suite_add_tcase(s, tc);
     return tp_test_run(s);
 }
