@@ -79,13 +79,7 @@ static inline void tp_fill_copy(struct tp_record *r, const void *dst, const void
 /* Allocations update collector/modules/memtrack.c on every outermost call, recording
  * or not, and fill tp_r->u.mem when a window records. */
 #define TP_R_ALLOC(p, n, cls) \
-    tp_mem_alloc_at(tp_r, cls, tp_rc == cudaSuccess && (p) ? (uint64_t)(uintptr_t)*(p) : 0, n, tp_rc == cudaSuccess); \
-    TP_R_OOM(tp_rc == cudaErrorMemoryAllocation)
-/* An allocation out of memory dumps the flight recorder, the failed call
- * last (collector/control/steps.h tp_steps_flight_fail); not a call a graph
- * capture records into scratch. */
-#define TP_R_OOM(oom) \
-    if (__builtin_expect((oom), 0) && tp_r != &tp_scratch) tp_r = tp_steps_flight_fail(tp_r, "oom")
+    tp_mem_alloc_at(tp_r, cls, tp_rc == cudaSuccess && (p) ? (uint64_t)(uintptr_t)*(p) : 0, n, tp_rc == cudaSuccess)
 #define TP_R_ALLOC3D(pp, e) \
     tp_mem_alloc_at(tp_r, TP_MEM_DEVICE, tp_rc == cudaSuccess && (pp) ? (uint64_t)(uintptr_t)(pp)->ptr : 0, \
                     tp_rc == cudaSuccess && (pp) ? (uint64_t)(pp)->pitch * (e).height * (e).depth \

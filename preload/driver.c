@@ -70,9 +70,7 @@ static inline void tp_dfill_api(struct tp_record *r, uint64_t dst, uint64_t src,
 #define TP_R_SYNC_EVENT(h)        TP_R_SYNC(h)
 #define TP_R_STREAM(h)            TP_R_SYNC(h)
 #define TP_R_ALLOC(p, n, cls) \
-    tp_mem_alloc_at(tp_r, cls, tp_rc == CUDA_SUCCESS && (p) ? TP_U64(*(p)) : 0, n, tp_rc == CUDA_SUCCESS); \
-    if (__builtin_expect(tp_rc == CUDA_ERROR_OUT_OF_MEMORY, 0) && tp_r != &tp_scratch) \
-        tp_r = tp_steps_flight_fail(tp_r, "oom")    /* the flight recorder: cudart.c TP_R_OOM */
+    tp_mem_alloc_at(tp_r, cls, tp_rc == CUDA_SUCCESS && (p) ? TP_U64(*(p)) : 0, n, tp_rc == CUDA_SUCCESS)
 #define TP_R_FREE(p, cls)         tp_mem_free_at(tp_r, cls, TP_U64(p), 0, tp_rc == CUDA_SUCCESS)
 #define TP_R_VMM_CREATE(h, n, prop) tp_vmm_create(tp_r, tp_rc == CUDA_SUCCESS && (h) ? (uint64_t)*(h) : 0, n, prop, tp_rc == CUDA_SUCCESS)
 #define TP_R_VMM_RELEASE(h)       tp_mem_free_at(tp_r, TP_MEM_DEVICE, (uint64_t)(h), 1, tp_rc == CUDA_SUCCESS)

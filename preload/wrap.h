@@ -123,6 +123,8 @@ static inline int tp_papi_begin(struct tp_call *c, uint16_t api)
         rec;                                                                         \
         if (__builtin_expect(tp_cap, 0))                                             \
             tp_graphs_captured(tp_r);                                                \
+        if (__builtin_expect((int32_t)tp_rc != 0, 0) && tp_r && tp_r != &tp_scratch)  \
+            tp_r = tp_steps_flight_status(tp_r, TP_API_##name, (int32_t)tp_rc);      \
         tp_call_finish(&tp_c, tp_r == &tp_scratch ? NULL : tp_r, tp_func, tp_fkind); \
         return tp_rc;                                                                \
     }

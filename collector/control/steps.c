@@ -364,6 +364,40 @@ static void tp_flight_note(uint64_t dur)
         tp_fl_ndur++;
 }
 
+/* The dump's reason for a call of "api" that returned "status", NULL if
+ * none.  Runtime and driver share these codes: 2 out of memory
+ * (cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY); 214 and 700-719
+ * the errors that leave the context unusable (ECC uncorrectable, illegal
+ * address, launch timeout, hardware stack error, illegal instruction,
+ * misaligned address, invalid address space, invalid PC, launch failure;
+ * not 701, 703-713: launch out of resources, peer access and the like,
+ * which the program can recover from).  NCCL's 1, 2, 3 and 6 (unhandled
+ * CUDA error, system, internal, remote); 4 and 5 (invalid argument or
+ * usage) are the caller's mistakes, returned before any communication. */
+static const char *tp_flight_reason_of(unsigned api, int32_t status)
+{
+    int layer = tp_api_layer(api);
+    if (layer == TP_LAYER_RUNTIME || layer == TP_LAYER_DRIVER) {
+        if (status == 2)
+            return "oom";
+        if (status == 214 || status == 700 || status == 702 || (status >= 714 && status <= 719))
+            return "cuda-error";
+        return NULL;
+    }
+    if (layer == TP_LAYER_LIBRARY && strncmp(tp_api_name(api), "nccl", 4) == 0 &&
+        (status == 1 || status == 2 || status == 3 || status == 6))
+        return "nccl-error";
+    return NULL;
+}
+
+struct tp_record *tp_steps_flight_status(struct tp_record *r, unsigned api, int32_t status)
+{
+    if (!tp_cfg.flight)
+        return r;
+    const char *reason = tp_flight_reason_of(api, status);
+    return reason ? tp_steps_flight_fail(r, reason) : r;
+}
+
 struct tp_record *tp_steps_flight_fail(struct tp_record *r, const char *reason)
 {
     if (!tp_cfg.flight || !tp_steps_on())

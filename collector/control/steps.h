@@ -65,12 +65,19 @@ void tp_steps_profiler_api(int start);
 void tp_steps_capturing(int delta);
 
 /*
- * tp_steps_flight_fail - a call failed for "reason" ("oom": an allocation
- * out of memory) with record "r" filled and not yet published (NULL: none):
- * with the flight recorder on, publish "r" and dump the flight window, the
- * failed call its last event.  Returns the record the caller still has to
- * publish: "r" when nothing was done, else NULL.
+ * tp_steps_flight_status - recorded call "api" returned "status" (not 0)
+ * with record "r" filled and not yet published.  With the flight recorder
+ * on and a status that means trouble ("oom": an allocation out of memory;
+ * "cuda-error": a sticky CUDA error such as an illegal address or a launch
+ * failure; "nccl-error": ncclUnhandledCudaError, ncclSystemError,
+ * ncclInternalError, ncclRemoteError), publish "r" and dump the flight
+ * window, the failed call its last event (tp_steps_flight_fail).  Returns
+ * the record the caller still has to publish: "r", or NULL when published.
  */
+struct tp_record *tp_steps_flight_status(struct tp_record *r, unsigned api, int32_t status);
+
+/* tp_steps_flight_fail - publish "r" (NULL: none) and dump the flight
+ * window for "reason" (static); NULL, or "r" when the recorder is off. */
 struct tp_record *tp_steps_flight_fail(struct tp_record *r, const char *reason);
 
 /* tp_steps_close_final - close the open window at exit (partial_reason

@@ -7,6 +7,9 @@
  * TRAINPROF_WITH_STACK has a stack as deep as TRAINPROF_STACK_DEPTH to walk.
  * BENCH_CALL=alloc times cudaMalloc(4 KiB) + cudaFree pairs instead of
  * launches ("ns_per_launch" is then ns per pair): the memory tracking cost.
+ * BENCH_SLOW_STEP=K sleeps 20 ms at the end of step K (not timed as
+ * launches): with TRAINPROF_FLIGHT its trainprof_step() hands a dump over,
+ * and "max_step_us" is that stall.
  */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -29,6 +32,7 @@ static double now_ns(void)
 
 static double total, max_step;
 static int bench_alloc;
+static long bench_slow = -1;
 
 static void bench_loop(long per, long steps)
 {
@@ -47,6 +51,10 @@ static void bench_loop(long per, long steps)
                 cudaLaunchKernel((const void *)bench_kernel, g, b, NULL, 0, 0);
         }
         total += now_ns() - t0;
+        if (s == bench_slow) {
+            struct timespec ts = { 0, 20 * 1000 * 1000 };
+            nanosleep(&ts, NULL);
+        }
         if (step) {
             double s0 = now_ns();
             step();
@@ -75,6 +83,8 @@ int main(int argc, char **argv)
     const char *nest = getenv("BENCH_NEST");
     const char *call = getenv("BENCH_CALL");
     bench_alloc = call && call[0] == 'a';
+    if (getenv("BENCH_SLOW_STEP"))
+        bench_slow = atol(getenv("BENCH_SLOW_STEP"));
     static char fatbin[16];
     void **h = __cudaRegisterFatBinary(fatbin);
     __cudaRegisterFunction(h, (const char *)bench_kernel, (char *)"_Z12bench_kernelv", "_Z12bench_kernelv",

@@ -1583,9 +1583,24 @@ FAKE_EXPORT cudaError_t cudaDeviceSynchronize(void)
     OBS_SYNC(cudaDeviceSynchronize_v3020, cudaSuccess, NULL);
 }
 
+/* FAKE_CUDA_STICKY_AT=N: the Nth cudaStreamSynchronize (from 1) and every
+ * one after it fail with cudaErrorIllegalAddress, a sticky error as a
+ * kernel's bad access leaves it (the flight recorder's test). */
+static cudaError_t sticky_sync(void)
+{
+    static long at = -2, seen;
+    if (__atomic_load_n(&at, __ATOMIC_ACQUIRE) == -2) {
+        const char *v = getenv("FAKE_CUDA_STICKY_AT");
+        __atomic_store_n(&at, v && *v ? atol(v) : -1, __ATOMIC_RELEASE);
+    }
+    long n = __atomic_add_fetch(&seen, 1, __ATOMIC_RELAXED);
+    long a = __atomic_load_n(&at, __ATOMIC_ACQUIRE);
+    return a > 0 && n >= a ? fail(cudaErrorIllegalAddress) : cudaSuccess;
+}
+
 FAKE_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
-    OBS_SYNC(cudaStreamSynchronize_v3020, cudaSuccess, s);
+    OBS_SYNC(cudaStreamSynchronize_v3020, sticky_sync(), s);
 }
 
 FAKE_EXPORT cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s)

@@ -108,6 +108,18 @@ def test_failed_cudamalloc_dumps_with_the_failed_call_last():
     assert last["args"]["failed"] == 1 and last["args"]["bytes"] == 1 << 30, last
 
 
+def test_sticky_cuda_error_dumps_with_the_failed_call_last():
+    """The 13th cudaStreamSynchronize (step 12's) returns
+    cudaErrorIllegalAddress on the fake: the dump of steps 7-11 and step 12
+    up to that call, which is its last event, with its status."""
+    r = tputil.run("train_loop", ["--steps=40"], env=flight_env(5, FAKE_CUDA_STICKY_AT=13))
+    assert r.rc == 1 and b"cudaStreamSynchronize" in r.stderr, r.stderr
+    trace = check_one_dump(r, "cuda-error", 12)
+    assert tputil.steps(trace) == list(range(7, 12))
+    last = x_events(trace)[-1]
+    assert last["name"] == "cudaStreamSynchronize" and last["args"]["status"] == 700, last
+
+
 def test_clean_exit_writes_no_flight_file_and_sigterm_does():
     """The same loop: run to its end it leaves no file; stopped by SIGTERM
     after step 15 it leaves the dump of its last 10 steps and the step under
