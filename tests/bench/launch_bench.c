@@ -1,7 +1,8 @@
 /*
  * launch_bench.c - ns per cudaLaunchKernel on the fake runtime.
  * Usage: launch_bench LAUNCHES STEPS.  Prints "ns_per_launch=X" and the
- * longest trainprof_step() call, "max_step_us=Y" (the stall at a save), on stdout.
+ * longest trainprof_step() call, "max_step_us=Y" (the stall at a save), and the
+ * most CPU time one took, "max_step_cpu_us=Z", on stdout.
  * Steps are signalled through trainprof_step() when the library is present.
  * BENCH_NEST=D makes the launches from D nested frames (default 0), so that
  * TRAINPROF_WITH_STACK has a stack as deep as TRAINPROF_STACK_DEPTH to walk.
@@ -9,7 +10,7 @@
  * launches ("ns_per_launch" is then ns per pair): the memory tracking cost.
  * BENCH_SLOW_STEP=K sleeps 20 ms at the end of step K (not timed as
  * launches): with TRAINPROF_FLIGHT its trainprof_step() hands a dump over,
- * and "max_step_us" is that stall.
+ * and "slow_step_us"/"slow_step_cpu_us" are that step's trainprof_step().
  */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -30,7 +31,17 @@ static double now_ns(void)
     return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-static double total, max_step;
+static double total, max_step, max_step_cpu, slow_step = -1, slow_step_cpu = -1;
+
+/* The calling thread's CPU time: a step's stall less the time it was
+ * preempted (on a loaded 2-core machine tp-flush, woken by a save, took
+ * the CPU from the training thread for milliseconds) */
+static double cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
 static int bench_alloc;
 static long bench_slow = -1;
 
@@ -56,10 +67,15 @@ static void bench_loop(long per, long steps)
             nanosleep(&ts, NULL);
         }
         if (step) {
-            double s0 = now_ns();
+            double s0 = now_ns(), c0 = cpu_ns();
             step();
-            double d = now_ns() - s0;
+            double d = now_ns() - s0, dc = cpu_ns() - c0;
             max_step = d > max_step ? d : max_step;
+            max_step_cpu = dc > max_step_cpu ? dc : max_step_cpu;
+            if (s == bench_slow) {
+                slow_step = d;
+                slow_step_cpu = dc;
+            }
         }
     }
 }
@@ -92,6 +108,9 @@ int main(int argc, char **argv)
     cudaDeviceSynchronize();
     long per = launches / steps;
     bench_nest(nest ? atoi(nest) : 0, per, steps);
-    printf("ns_per_launch=%.2f\nmax_step_us=%.1f\n", total / (double)(per * steps), max_step / 1000);
+    printf("ns_per_launch=%.2f\nmax_step_us=%.1f\nmax_step_cpu_us=%.1f\n", total / (double)(per * steps),
+           max_step / 1000, max_step_cpu / 1000);
+    if (bench_slow >= 0)
+        printf("slow_step_us=%.1f\nslow_step_cpu_us=%.1f\n", slow_step / 1000, slow_step_cpu / 1000);
     return 0;
 }
