@@ -163,6 +163,24 @@ START_TEST(test_batch_unknown)
 }
 END_TEST
 
+/* A flight recorder's dump names itself through {batch}: its text in
+ * place of the number, whatever the width asked for. */
+START_TEST(test_batch_text)
+{
+    struct tp_format_vars v = vars;
+    v.batch_text = "flight-slow-step.41";
+    char out[128], err[256];
+    ck_assert_int_eq(tp_format_expand("rank{rank}.{batch:08d}.pt.trace.json", &v, out, sizeof out,
+                                      err, sizeof err), 0);
+    ck_assert_str_eq(out, "rank3.flight-slow-step.41.pt.trace.json");
+    ck_assert_int_eq(tp_format_expand("{batch}-{batch:3}", &v, out, sizeof out, err, sizeof err), 0);
+    ck_assert_str_eq(out, "flight-slow-step.41-flight-slow-step.41");
+    v.batch_text = NULL;
+    ck_assert_int_eq(tp_format_expand("{batch:08d}", &v, out, sizeof out, err, sizeof err), 0);
+    ck_assert_str_eq(out, "00000005");
+}
+END_TEST
+
 START_TEST(test_values_and_nulls)
 {
     struct tp_format_vars v = vars;
@@ -245,6 +263,7 @@ static Suite *format_suite(void)
     tcase_add_test(t, test_path_only_for_exec);
     tcase_add_test(t, test_overflow);
     tcase_add_test(t, test_batch_unknown);
+    tcase_add_test(t, test_batch_text);
     tcase_add_test(t, test_values_and_nulls);
     tcase_add_test(t, test_long_unknown_name_truncated);
     tcase_add_loop_test(t, test_expand_sh_table, 0, (int)(sizeof sh_cases / sizeof sh_cases[0]));
