@@ -7,6 +7,8 @@
  * TRAINPROF_WITH_STACK has a stack as deep as TRAINPROF_STACK_DEPTH to walk.
  * BENCH_CALL=alloc times cudaMalloc(4 KiB) + cudaFree pairs instead of
  * launches ("ns_per_launch" is then ns per pair): the memory tracking cost.
+ * BENCH_CALL=sync times cudaStreamSynchronize(0) instead (a blocking call:
+ * the hang doctor's in-flight slot, TRAINPROF_HANG_S).
  */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -28,7 +30,7 @@ static double now_ns(void)
 }
 
 static double total, max_step;
-static int bench_alloc;
+static int bench_alloc, bench_sync;
 
 static void bench_loop(long per, long steps)
 {
@@ -36,7 +38,10 @@ static void bench_loop(long per, long steps)
     dim3 g = { 1, 1, 1 }, b = { 32, 1, 1 };
     for (long s = 0; s < steps; s++) {
         double t0 = now_ns();
-        if (bench_alloc) {
+        if (bench_sync) {
+            for (long i = 0; i < per; i++)
+                cudaStreamSynchronize(0);
+        } else if (bench_alloc) {
             for (long i = 0; i < per; i++) {
                 void *p = NULL;
                 if (cudaMalloc(&p, 4096) == cudaSuccess)
@@ -75,6 +80,7 @@ int main(int argc, char **argv)
     const char *nest = getenv("BENCH_NEST");
     const char *call = getenv("BENCH_CALL");
     bench_alloc = call && call[0] == 'a';
+    bench_sync = call && call[0] == 's';
     static char fatbin[16];
     void **h = __cudaRegisterFatBinary(fatbin);
     __cudaRegisterFunction(h, (const char *)bench_kernel, (char *)"_Z12bench_kernelv", "_Z12bench_kernelv",

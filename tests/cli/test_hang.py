@@ -1,0 +1,195 @@
+"""The hang doctor end to end: TRAINPROF_HANG_S in the library
+(collector/control/hang.c, the in-flight slots of collector/record/inflight.c)
+and `trainprof hang` (scripts/trainprof_cli/hang.py).
+
+Four ranks of tests/programs/ddp_loop under the fake NCCL, whose
+ncclAllReduce blocks until every rank of the communicator arrives
+(FAKE_NCCL_MEET); rank 2 never makes all-reduce #5.  Every rank must write
+its report within TRAINPROF_HANG_S + 5 s of the stall, and `trainprof hang`
+must name rank 2, the communicator and #5."""
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import tputil
+
+CLI = os.path.join(tputil.ROOT, "scripts", "trainprof")
+HANG_S = 2
+
+
+def cli(*args, timeout=60):
+    return subprocess.run([sys.executable, CLI] + [str(a) for a in args], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=timeout, env=tputil.base_env(preload=False))
+
+
+def start_job(cwd, ranks=4, stall_rank=2, stall_at=5, env=None, steps=12):
+    meet = os.path.join(cwd, "meet")
+    os.makedirs(meet, exist_ok=True)
+    procs = []
+    for rank in range(ranks):
+        e = tputil.base_env(dict({
+            "TRAINPROF_RUN_NAME": "job", "TRAINPROF_HANG_S": HANG_S, "FAKE_NCCL_MEET": meet,
+            "RANK": rank, "WORLD_SIZE": ranks}, **(env or {})))
+        err = open(os.path.join(cwd, "rank%d.err" % rank), "wb")
+        procs.append(subprocess.Popen(
+            [tputil.program("ddp_loop"), "--steps=%d" % steps, "--stall-rank=%d" % stall_rank,
+             "--stall-at=%d" % stall_at, "--rendezvous=%s" % cwd],
+            cwd=cwd, env=e, stdout=subprocess.DEVNULL, stderr=err))
+    return procs, meet
+
+
+def stop(procs):
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGKILL)
+    for p in procs:
+        p.wait(timeout=30)
+
+
+def reports(cwd):
+    return sorted(glob.glob(os.path.join(cwd, "job", "reports", "rank*.hang.json")))
+
+
+def test_four_ranks_rank2_never_arrives_at_allreduce_5():
+    cwd = tputil.new_dir()
+    procs, meet = start_job(cwd)
+    try:
+        deadline = time.time() + HANG_S + 30
+        while time.time() < deadline and len(reports(cwd)) < 4:
+            time.sleep(0.05)
+        found = reports(cwd)
+        assert len(found) == 4, "reports: %s; rank 0 said: %s" % (
+            found, open(os.path.join(cwd, "rank0.err"), "rb").read())
+        # the stall: the last all-reduce every rank made is #4 (the fake's
+        # meeting files of the k-th all-reduce are c0.k.r<rank>); ranks 0, 1, 3
+        # are inside #5 from their c0.5 file on, rank 2 never makes one
+        done4 = max(os.stat(p).st_mtime for p in glob.glob(os.path.join(meet, "c0.4.r*")))
+        assert not os.path.exists(os.path.join(meet, "c0.5.r2"))
+        late = {}
+        for path in found:
+            with open(path) as f:
+                rep = json.load(f)
+            late[rep["rank"]] = os.stat(path).st_mtime - done4
+            assert rep["steps_completed"] == 4
+            assert rep["communicators"][0]["last_issued"] == (4 if rep["rank"] == 2 else 5)
+            calls = [t["in_flight"] for t in rep["threads"] if t["in_flight"]]
+            if rep["rank"] == 2:
+                assert calls == []
+            else:
+                assert [(c["call"], c["communicator"], c["seq"]) for c in calls] == \
+                    [("ncclAllReduce", 0, 5)]
+                assert calls[0]["for_s"] >= HANG_S - 0.5
+        sys.stderr.write("stall to report, s, per rank: %s\n" % {
+            r: round(t, 2) for r, t in sorted(late.items())})
+        assert all(t <= HANG_S + 5 for t in late.values()), late
+        txt = open(os.path.join(cwd, "job", "reports", "rank0.hang.txt")).read()
+        assert "in ncclAllReduce for" in txt and "allreduce #5" in txt
+    finally:
+        stop(procs)
+    r = cli("hang", os.path.join(cwd, "job"))
+    out = r.stdout.decode()
+    sys.stderr.write(out)
+    assert r.returncode == 0, r.stderr
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("culprit: rank 2 ("), last
+    assert "communicator 0" in last and "#5" in last
+    assert "inside #5: ranks 0, 1, 3" in out
+    assert "never arrived: rank 2 (behind at #4)" in out
+
+
+def test_a_job_that_ends_its_steps_writes_no_report():
+    cwd = tputil.new_dir()
+    procs, _ = start_job(cwd, ranks=2, stall_rank=-1, steps=8, env={"DDP_SLEEP_US": 300000})
+    try:
+        for p in procs:
+            assert p.wait(timeout=60) == 0
+    finally:
+        stop(procs)
+    # 8 steps of 0.3 s: 2.4 s in all, longer than TRAINPROF_HANG_S, no step as long
+    assert reports(cwd) == []
+    for rank in range(2):
+        with open(os.path.join(cwd, "rank%d.err" % rank), "rb") as f:
+            assert b"TRAINPROF_HANG_S" not in f.read()     # taken, and no hang said
+    r = cli("hang", os.path.join(cwd, "job"))
+    assert r.returncode == 1
+    assert r.stderr.decode().startswith("trainprof: no hang reports in ")
+
+
+def test_bad_hang_s_is_one_line_and_the_job_runs_unprofiled():
+    r = tputil.run("ddp_loop", ["--steps=3"], env={"TRAINPROF_HANG_S": "10s"})
+    assert r.rc == 0
+    lines = [l for l in r.stderr.decode().splitlines() if "TRAINPROF_HANG_S" in l]
+    assert lines == ['trainprof: error: TRAINPROF_HANG_S="10s": must be a number of seconds '
+                     'between 1 and 86400, or off (or 0)'], r.stderr
+    assert r.traces == []
+
+
+# ---- the command's bad input -------------------------------------------------
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def test_hang_cli_bad_input():
+    d = tputil.new_dir()
+    cases = {
+        "notjson": ("{", "not JSON"),
+        "notreport": (json.dumps({"rank": 0}), "not a hang report"),
+        "badrank": (json.dumps({"kind": "trainprof-hang", "rank": "0", "communicators": [],
+                                "threads": []}), "'rank' is not an integer"),
+        "badcomm": (json.dumps({"kind": "trainprof-hang", "rank": 0, "threads": [],
+                                "communicators": [{"id": 0}]}), "'size' is not an integer"),
+    }
+    for name, (text, why) in cases.items():
+        folder = os.path.join(d, name)
+        write(os.path.join(folder, "reports", "rank0.hang.json"), text)
+        r = cli("hang", folder)
+        lines = r.stderr.decode().splitlines()
+        assert r.returncode == 2, (name, r.stderr)
+        assert len(lines) == 1 and lines[0].startswith("trainprof: ") and why in lines[0], lines
+        assert r.stdout == b""
+    # a link where a report should be is not followed
+    folder = os.path.join(d, "link")
+    os.makedirs(os.path.join(folder, "reports"))
+    os.symlink("/etc/passwd", os.path.join(folder, "reports", "rank0.hang.json"))
+    r = cli("hang", folder)
+    assert r.returncode == 2 and b"symbolic link" in r.stderr
+    r = cli("hang", os.path.join(d, "missing"))
+    assert r.returncode == 2 and r.stderr.decode() == "trainprof: %s: not a folder\n" % \
+        os.path.join(d, "missing")
+    r = cli("hang")
+    assert r.returncode == 2
+    os.makedirs(os.path.join(d, "empty"))
+    r = cli("hang", os.path.join(d, "empty"))
+    assert r.returncode == 1
+
+
+def test_hang_cli_dead_rank_and_later_report():
+    """A rank that wrote no report is listed; a process's second hang
+    (rank0.hang.2.json) is the one judged."""
+    d = tputil.new_dir()
+    th = lambda seq: [{"tid": 1, "name": "python", "state": "S", "wchan": "", "syscall": "202",
+                       "in_flight": {"call": "ncclAllReduce", "for_s": 3.0, "communicator": 0,
+                                     "collective": "allreduce", "seq": seq, "bytes": 4,
+                                     "handle": "0x0"}}]
+    rep = lambda rank, last, seq: json.dumps({
+        "kind": "trainprof-hang", "rank": rank, "world_size": 3, "stalled_s": 3.0,
+        "last_step": 1, "communicators": [{"id": 0, "size": 3, "rank": rank,
+                                           "last_issued": last}], "threads": th(seq)})
+    write(os.path.join(d, "reports", "rank0.hang.json"), rep(0, 1, 1))
+    write(os.path.join(d, "reports", "rank0.hang.2.json"), rep(0, 7, 7))
+    write(os.path.join(d, "reports", "rank1.hang.json"), rep(1, 6, 6))
+    r = cli("hang", d)
+    out = r.stdout.decode()
+    assert r.returncode == 0, r.stderr
+    assert "no report: rank 2 (dead, or not hung)" in out
+    assert "inside #7: rank 0" in out
+    assert out.strip().splitlines()[-1].startswith("culprit: rank 1 (communicator 0, allreduce #7)")
