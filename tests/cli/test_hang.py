@@ -4,9 +4,9 @@ and `trainprof hang` (scripts/trainprof_cli/hang.py).
 
 Four ranks of tests/programs/ddp_loop under the fake NCCL, whose
 ncclAllReduce blocks until every rank of the communicator arrives
-(FAKE_NCCL_MEET); rank 2 never makes all-reduce #5.  Every rank must write
+(FAKE_NCCL_MEET); rank 2 never makes all-reduce number 5.  Every rank must write
 its report within TRAINPROF_HANG_S + 5 s of the stall, and `trainprof hang`
-must name rank 2, the communicator and #5."""
+must name rank 2, the communicator and number 5."""
 
 import glob
 import json
@@ -65,9 +65,9 @@ def test_four_ranks_rank2_never_arrives_at_allreduce_5():
         found = reports(cwd)
         assert len(found) == 4, "reports: %s; rank 0 said: %s" % (
             found, open(os.path.join(cwd, "rank0.err"), "rb").read())
-        # the stall: the last all-reduce every rank made is #4 (the fake's
+        # the stall: the last all-reduce every rank made is number 4 (the fake's
         # meeting files of the k-th all-reduce are c0.k.r<rank>); ranks 0, 1, 3
-        # are inside #5 from their c0.5 file on, rank 2 never makes one
+        # are inside number 5 from their c0.5 file on, rank 2 never makes one
         done4 = max(os.stat(p).st_mtime for p in glob.glob(os.path.join(meet, "c0.4.r*")))
         assert not os.path.exists(os.path.join(meet, "c0.5.r2"))
         late = {}
