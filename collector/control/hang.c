@@ -32,12 +32,38 @@
  * through a planted link); a folder that cannot be written gives one
  * `trainprof:` line per hang and the program goes on.
  *
- * What is not read here: other threads' native stacks (it would take a
- * signal to each thread: see README's Hangs for what is planned) and
- * Python stacks; the kernel's view of each thread (/proc/self/task) is
- * read instead, which needs no signal and cannot disturb the program.
- * The flight recorder (when on) dumps its ring at a hang through
- * tp_hang_flight_dump, its hook.
+ * Native stacks of every thread.  A thread's stack can only be walked
+ * safely by the thread itself (another thread's registers and stack change
+ * under a reader), so tp-flush asks each thread in turn with a signal of
+ * ours (tgkill) and the thread's handler walks its own stack with
+ * libunwind's unw_backtrace (modules/stack.c, loaded at activation when the
+ * hang doctor is on), which is made for signal handlers: local unwinding
+ * reads memory and the unwind tables only, takes no lock and allocates
+ * nothing once set up (the per-thread cache of stack.c).  Safety:
+ *  - the signal: a real-time signal whose disposition is SIG_DFL at the
+ *    first report, installed then and never removed (a signal still
+ *    pending later finds our handler, never the default, which would end
+ *    the process); none free: no native stacks, one line;
+ *  - only threads that do not block it are asked (SigBlk of
+ *    /proc/self/task/<tid>/status): a blocked signal would stay pending
+ *    and run later; our own threads block every signal;
+ *  - the handler writes only into the request slot of its own thread id,
+ *    and only while tp-flush waits for it (a CAS from WAITING to WRITING);
+ *    tp-flush waits at most 100 ms per thread and then abandons the slot
+ *    with the opposite CAS, so a late handler (a thread that was not
+ *    running) writes nothing and tp-flush never waits on a thread that
+ *    cannot answer; errno is saved and restored;
+ *  - the cost to the program: each thread runs the handler once per hang
+ *    (tens of microseconds); SA_RESTART restarts the system calls that
+ *    can be restarted, and those Linux never restarts after a handler
+ *    (nanosleep, poll, epoll_wait...) return early or with EINTR, as they
+ *    do for any signal a program must expect (a debugger's, a
+ *    profiler's); this happens once per hang, after TRAINPROF_HANG_S
+ *    seconds in which no step ended.
+ * Symbols are named on tp-flush (tp_stack_resolve).
+ *
+ * Not read here: Python stacks.  The flight recorder (when on) dumps its
+ * ring at a hang through tp_hang_flight_dump, its hook.
  */
 #include "hang.h"
 
@@ -45,17 +71,21 @@
 #include "collector/common/format.h"
 #include "collector/common/log.h"
 #include "collector/common/safefile.h"
+#include "collector/common/sighandler.h"
 #include "collector/config/config.h"
 #include "collector/contract/sink.h"
 #include "collector/contract/vocab.h"
 #include "collector/record/apis.h"
 #include "collector/record/comms.h"
 #include "collector/record/inflight.h"
+#include "collector/modules/stack.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +141,7 @@ void tp_hang_init(uint64_t now)
     atomic_store(&tp_last_end, now);
     tp_reported_end = 0;
     tp_inflight_activate();
+    tp_stack_init();        /* native stacks in the report (libunwind), if it loads */
     atomic_store(&tp_hang_active, 1);
 }
 
@@ -125,6 +156,112 @@ void tp_hang_step(uint64_t steps, uint64_t now)
 unsigned tp_hang_reports(void)
 {
     return tp_reports;
+}
+
+/* ---- native stacks: each thread walks its own, asked by a signal ----------- */
+
+#define TP_HANG_DEPTH 48
+enum { TP_REQ_IDLE, TP_REQ_WAITING, TP_REQ_WRITING, TP_REQ_DONE };
+
+static struct {
+    _Atomic int tid;
+    _Atomic int state;
+    int n;
+    uint64_t ips[TP_HANG_DEPTH];
+} tp_req;
+static int tp_stack_sig;            /* 0: not installed yet; -1: none free */
+
+static void tp_hang_stack_handler(int sig)
+{
+    (void)sig;
+    int e = errno;
+    int want = TP_REQ_WAITING;
+    if (atomic_load(&tp_req.tid) == (int)syscall(SYS_gettid) &&
+        atomic_compare_exchange_strong(&tp_req.state, &want, TP_REQ_WRITING)) {
+        tp_req.n = tp_stack_capture(tp_req.ips, TP_HANG_DEPTH);
+        atomic_store(&tp_req.state, TP_REQ_DONE);
+    }
+    errno = e;
+}
+
+/* Installs the handler on a free real-time signal, once. */
+static int tp_hang_stack_signal(void)
+{
+    if (tp_stack_sig)
+        return tp_stack_sig;
+    tp_stack_sig = -1;
+    if (!tp_stack_on())
+        return -1;
+    for (int sig = SIGRTMAX - 1; sig >= SIGRTMIN + 4; sig--) {
+        if (sig == tp_cfg.trigger_signal)
+            continue;
+        if (tp_sighandler_install_over_default(sig, tp_hang_stack_handler) == 1) {
+            tp_stack_sig = sig;
+            break;
+        }
+    }
+    if (tp_stack_sig < 0)
+        TP_WARN("hang report: no free real-time signal to ask threads for their stacks: "
+                "no native stacks");
+    return tp_stack_sig;
+}
+
+/* 1 if thread "tid" blocks signal "sig" (its SigBlk mask). */
+static int tp_task_blocks(int tid, int sig)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 1;
+    ssize_t k = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    buf[k > 0 ? k : 0] = '\0';
+    const char *p = strstr(buf, "SigBlk:");
+    if (!p)
+        return 1;
+    unsigned long long mask = strtoull(p + 7, NULL, 16);
+    return (mask >> (sig - 1)) & 1;
+}
+
+/* The native stack of thread "tid" as a JSON array of frames (innermost
+ * first), or a string saying why there is none. */
+static json_t *tp_hang_stack(int tid, int self)
+{
+    int sig = tp_hang_stack_signal();
+    if (sig < 0)
+        return json_string("unavailable: libunwind or a free signal missing");
+    if (tid == self)
+        return json_string("unavailable: the profiler's own thread");
+    if (tp_task_blocks(tid, sig))
+        return json_string("unavailable: the thread blocks signals");
+    atomic_store(&tp_req.state, TP_REQ_IDLE);
+    atomic_store(&tp_req.tid, tid);
+    tp_req.n = 0;
+    atomic_store(&tp_req.state, TP_REQ_WAITING);
+    if (syscall(SYS_tgkill, getpid(), tid, sig) != 0) {
+        atomic_store(&tp_req.state, TP_REQ_IDLE);
+        return json_string("unavailable: the thread is gone");
+    }
+    for (int i = 0; i < 100 && atomic_load(&tp_req.state) == TP_REQ_WAITING; i++) {
+        struct timespec ts = { 0, 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    int want = TP_REQ_WAITING;
+    if (atomic_compare_exchange_strong(&tp_req.state, &want, TP_REQ_IDLE))
+        return json_string("unavailable: the thread did not answer within 100 ms");
+    while (atomic_load(&tp_req.state) == TP_REQ_WRITING) {
+        struct timespec ts = { 0, 100 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    json_t *arr = json_array();
+    for (int i = 0; i < tp_req.n; i++) {
+        const char *name = tp_stack_symbol(tp_req.ips[i]);
+        json_array_append_new(arr, json_string(name ? name : "?"));
+    }
+    atomic_store(&tp_req.tid, 0);
+    atomic_store(&tp_req.state, TP_REQ_IDLE);
+    return arr;
 }
 
 /* ---- the report ------------------------------------------------------------- */
@@ -211,6 +348,7 @@ static json_t *tp_hang_threads(const struct tp_clock_map *m, uint64_t now)
             if (views[i].tid == tid && views[i].t0)
                 call = tp_hang_call_json(&views[i], m, now);
         json_object_set_new(t, "in_flight", call);
+        json_object_set_new(t, "stack", tp_hang_stack(tid, self));
         json_array_append_new(arr, t);
     }
     if (d)
@@ -288,6 +426,13 @@ static char *tp_hang_text(json_t *o)
                         ? json_string_value(json_object_get(v, "wchan")) : "-",
                     json_string_value(json_object_get(v, "syscall")));
         }
+        json_t *st = json_object_get(v, "stack");
+        if (json_is_string(st))
+            fprintf(f, "    stack %s\n", json_string_value(st));
+        size_t j;
+        json_t *fr;
+        json_array_foreach(st, j, fr)
+            fprintf(f, "    #%zu %s\n", j, json_string_value(fr));
     }
     if (fclose(f) != 0) {
         free(buf);

@@ -10,8 +10,8 @@ Per communicator (its id is its creation order in each process, the same on
 every rank that creates its communicators in the same order) the highest
 collective number any rank issued is #k: the ranks with a thread inside #k
 wait; the ranks whose last issued number is below k never arrived, and what
-they do instead is printed (the blocking call a thread is in, or what the
-kernel says of their first thread).  The last line names them: the culprit
+they do instead is printed (the blocking call a thread is in, or their first
+thread's state and the top of its native stack).  The last line names them: the culprit
 rank(s).  Exit status 0 with a verdict, 1 when there are no reports, 2 on
 bad input (one line on stderr).  Python standard library only.
 """
@@ -130,8 +130,16 @@ def doing(rep):
     t = next((t for t in rep["threads"] if not t.get("profiler")), None)
     if not t:
         return "no thread seen"
-    return "no blocking call; thread %s (%s): state %s, wait channel %s, system call %s" % (
-        t.get("tid"), t.get("name"), t.get("state"), t.get("wchan") or "-", t.get("syscall"))
+    s = "no blocking call; thread %s (%s): state %s, wait channel %s" % (
+        t.get("tid"), t.get("name"), t.get("state"), t.get("wchan") or "-")
+    stack = t.get("stack")
+    if isinstance(stack, list) and all(isinstance(f, str) for f in stack):
+        # the innermost named frames (an unnamed "lib+0x..." first is the
+        # signal's return trampoline)
+        named = [f for f in stack if "+0x" not in f][:4]
+        if named:
+            s += "; stack top: " + " < ".join(named)
+    return s
 
 
 def judge(reports):

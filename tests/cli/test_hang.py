@@ -78,8 +78,12 @@ def test_four_ranks_rank2_never_arrives_at_allreduce_5():
             assert rep["steps_completed"] == 4
             assert rep["communicators"][0]["last_issued"] == (4 if rep["rank"] == 2 else 5)
             calls = [t["in_flight"] for t in rep["threads"] if t["in_flight"]]
+            main = rep["threads"][0]
+            assert main["name"] == "ddp_loop" and isinstance(main["stack"], list), main
             if rep["rank"] == 2:
                 assert calls == []
+                # its own stack, walked in its signal handler: sleeping in main
+                assert "sleep" in main["stack"] and "main" in main["stack"], main["stack"]
             else:
                 assert [(c["call"], c["communicator"], c["seq"]) for c in calls] == \
                     [("ncclAllReduce", 0, 5)]
@@ -100,6 +104,7 @@ def test_four_ranks_rank2_never_arrives_at_allreduce_5():
     assert "communicator 0" in last and "#5" in last
     assert "inside #5: ranks 0, 1, 3" in out
     assert "never arrived: rank 2 (behind at #4)" in out
+    assert "stack top: " in out and "sleep < main" in out
 
 
 def test_a_job_that_ends_its_steps_writes_no_report():
