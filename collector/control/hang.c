@@ -505,7 +505,7 @@ static void tp_hang_report(uint64_t last_end, uint64_t now, const struct tp_cloc
         TP_ERROR("no step ended for %.0f s: hang report not written to %s: %s", stalled,
                  why == err ? tp_cfg.reports : dir, why);
     else
-        TP_WARN("no step ended for %.0f s (steps completed: %llu): hang report %s/%s", stalled,
+        TP_INFO("no step ended for %.0f s (steps completed: %llu): hang report %s/%s", stalled,
                 (unsigned long long)steps, dir, tname);
     tp_reports++;
     free(js);
