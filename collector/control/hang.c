@@ -395,7 +395,7 @@ static char *tp_hang_text(json_t *o)
     size_t i;
     json_t *v;
     json_array_foreach(json_object_get(o, "communicators"), i, v)
-        fprintf(f, "  %lld: size %lld, rank %lld, last issued #%lld\n",
+        fprintf(f, "  %lld: size %lld, rank %lld, last issued seq %lld\n",
                 (long long)json_integer_value(json_object_get(v, "id")),
                 (long long)json_integer_value(json_object_get(v, "size")),
                 (long long)json_integer_value(json_object_get(v, "rank")),
@@ -410,7 +410,7 @@ static char *tp_hang_text(json_t *o)
             fprintf(f, "in %s for %.1f s", json_string_value(json_object_get(c, "call")),
                     json_real_value(json_object_get(c, "for_s")));
             if (json_object_get(c, "communicator"))
-                fprintf(f, ": communicator %lld, %s #%lld",
+                fprintf(f, ": communicator %lld, %s seq %lld",
                         (long long)json_integer_value(json_object_get(c, "communicator")),
                         json_string_value(json_object_get(c, "collective")),
                         (long long)json_integer_value(json_object_get(c, "seq")));

@@ -8,7 +8,7 @@ later hang of the same process: the latest is judged).  Ranks that wrote none
 
 Per communicator (its id is its creation order in each process, the same on
 every rank that creates its communicators in the same order) the highest
-collective number any rank issued is #k: the ranks with a thread inside #k
+collective number any rank issued is k: the ranks with a thread inside it
 wait; the ranks whose last issued number is below k never arrived, and what
 they do instead is printed (the blocking call a thread is in, or their first
 thread's state and the top of its native stack).  The last line names them: the culprit
@@ -124,7 +124,7 @@ def doing(rep):
         if c:
             s = "in %s for %.1f s" % (c.get("call"), c.get("for_s") or 0)
             if "communicator" in c:
-                s += " (communicator %d, %s #%d)" % (c["communicator"], c.get("collective"),
+                s += " (communicator %d, %s seq %d)" % (c["communicator"], c.get("collective"),
                                                     c["seq"])
             return s
     t = next((t for t in rep["threads"] if not t.get("profiler")), None)
@@ -168,21 +168,21 @@ def judge(reports):
             else:
                 past.append(rank)
         missing = max(0, size - len(members))
-        lines.append("communicator %d (size %d): collective #%d%s" % (
+        lines.append("communicator %d (size %d): collective seq %d%s" % (
             cid, size, k, " (%s)" % coll if coll else ""))
         if inside:
-            lines.append("  inside #%d: %s" % (k, ranks_text(inside)))
+            lines.append("  inside seq %d: %s" % (k, ranks_text(inside)))
         for rank in behind:
-            lines.append("  never arrived: rank %d (behind at #%d): %s" % (
+            lines.append("  never arrived: rank %d (last issued seq %d): %s" % (
                 rank, members[rank]["last_issued"], doing(reports[rank])))
         for rank in past:
-            lines.append("  issued #%d, not waiting in it: rank %d: %s" % (
+            lines.append("  issued seq %d, not waiting in it: rank %d: %s" % (
                 k, rank, doing(reports[rank])))
         if missing:
             lines.append("  no report from %d of its ranks (dead, or not hung)" % missing)
         if inside and behind:
             culprits.update(behind)
-            where.append("communicator %d, %s #%d" % (cid, coll or "collective", k))
+            where.append("communicator %d, %s seq %d" % (cid, coll or "collective", k))
     return lines, culprits, where
 
 

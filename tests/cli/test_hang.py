@@ -92,7 +92,7 @@ def test_four_ranks_rank2_never_arrives_at_allreduce_5():
             r: round(t, 2) for r, t in sorted(late.items())})
         assert all(t <= HANG_S + 5 for t in late.values()), late
         txt = open(os.path.join(cwd, "job", "reports", "rank0.hang.txt")).read()
-        assert "in ncclAllReduce for" in txt and "allreduce #5" in txt
+        assert "in ncclAllReduce for" in txt and "allreduce seq 5" in txt
     finally:
         stop(procs)
     r = cli("hang", os.path.join(cwd, "job"))
@@ -101,9 +101,9 @@ def test_four_ranks_rank2_never_arrives_at_allreduce_5():
     assert r.returncode == 0, r.stderr
     last = out.strip().splitlines()[-1]
     assert last.startswith("culprit: rank 2 ("), last
-    assert "communicator 0" in last and "#5" in last
-    assert "inside #5: ranks 0, 1, 3" in out
-    assert "never arrived: rank 2 (behind at #4)" in out
+    assert "communicator 0" in last and "allreduce seq 5" in last
+    assert "inside seq 5: ranks 0, 1, 3" in out
+    assert "never arrived: rank 2 (last issued seq 4)" in out
     assert "stack top: " in out and "sleep < main" in out
 
 
@@ -196,5 +196,5 @@ def test_hang_cli_dead_rank_and_later_report():
     out = r.stdout.decode()
     assert r.returncode == 0, r.stderr
     assert "no report: rank 2 (dead, or not hung)" in out
-    assert "inside #7: rank 0" in out
-    assert out.strip().splitlines()[-1].startswith("culprit: rank 1 (communicator 0, allreduce #7)")
+    assert "inside seq 7: rank 0" in out
+    assert out.strip().splitlines()[-1].startswith("culprit: rank 1 (communicator 0, allreduce seq 7)")
