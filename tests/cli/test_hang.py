@@ -134,6 +134,23 @@ def test_bad_hang_s_is_one_line_and_the_job_runs_unprofiled():
     assert r.traces == []
 
 
+def test_one_report_per_hang_and_a_new_one_for_the_next():
+    """Two stalls of 3.2 s, a step ending between them: two reports (the
+    second under its own name), not one per second of either."""
+    r = tputil.run("train_loop", ["--steps=4"], env={
+        "TRAINPROF_HANG_S": HANG_S, "TRAIN_STALL_US": 3200000, "TRAIN_STALLS": 2})
+    assert r.rc == 0, r.stderr
+    folder = os.path.join(r.cwd, "test", "reports")
+    names = sorted(n for n in os.listdir(folder) if ".hang." in n)
+    assert names == ["rank0.hang.2.json", "rank0.hang.2.txt", "rank0.hang.json",
+                     "rank0.hang.txt"], names
+    reps = [json.load(open(os.path.join(folder, n))) for n in ("rank0.hang.json",
+                                                               "rank0.hang.2.json")]
+    assert [(x["hang"], x["steps_completed"]) for x in reps] == [(1, 2), (2, 3)]
+    lines = [l for l in r.stderr.decode().splitlines() if "hang report" in l]
+    assert len(lines) == 2, r.stderr
+
+
 # ---- the command's bad input -------------------------------------------------
 
 

@@ -20,8 +20,9 @@
  *                    both  both of the above (nvtx pop first, then api)
  *                    none  no step signal
  *   --sleep-us=U     sleep per step (TRAIN_SLEEP_US, default 0)
- *   TRAIN_STALL_US=U sleep U more once, in the last step (default 0): one
- *                    step long enough for the hang doctor (TRAINPROF_HANG_S)
+ *   TRAIN_STALL_US=U sleep U more in each of the last TRAIN_STALLS steps
+ *                    (defaults 0 and 1): steps long enough for the hang
+ *                    doctor (TRAINPROF_HANG_S)
  *   --activations=B  per step, cudaMalloc B bytes before the forward launches
  *                    and B/2 after them, free both after the step's sync, as
  *                    activations come and go (TRAIN_ACTIVATIONS, default 0)
@@ -144,6 +145,7 @@ int main(int argc, char **argv)
     long launches = prog_env_long("TRAIN_LAUNCHES", 4);
     long sleep_us = prog_env_long("TRAIN_SLEEP_US", 0);
     long stall_us = prog_env_long("TRAIN_STALL_US", 0);
+    long stalls = prog_env_long("TRAIN_STALLS", 1);
     long notify = prog_env_long("TRAIN_NOTIFY", -1);
     long act_bytes = prog_env_long("TRAIN_ACTIVATIONS", 0);
     long events = prog_env_long("TRAIN_EVENTS", 0);
@@ -287,7 +289,7 @@ int main(int argc, char **argv)
             struct timespec ts = { sleep_us / 1000000, (sleep_us % 1000000) * 1000 };
             nanosleep(&ts, NULL);
         }
-        if (stall_us > 0 && s == steps - 1) {
+        if (stall_us > 0 && s >= steps - stalls) {
             struct timespec ts = { stall_us / 1000000, (stall_us % 1000000) * 1000 };
             while (nanosleep(&ts, &ts) != 0)
                 ;       /* the whole stall, a signal of the hang doctor's included */
