@@ -62,8 +62,21 @@
  *    seconds in which no step ended.
  * Symbols are named on tp-flush (tp_stack_resolve).
  *
- * Not read here: Python stacks.  The flight recorder (when on) dumps its
- * ring at a hang through tp_hang_flight_dump, its hook.
+ * Python stacks (under `trainprof run`): the Python hook
+ * (scripts/trainprof_cli/pyhook/sitecustomize.py) registers Python's
+ * faulthandler, all threads, on a free real-time signal, writing into a
+ * memory file (memfd) named "trainprof-pystacks.<signal>".  At a report
+ * tp-flush finds that file among the process's descriptors by its name
+ * (no interface between the two beyond the name), opens it for itself
+ * (/proc/self/fd/N, its own offset), checks the signal is still handled
+ * (not SIG_DFL: it would end the process) and not blocked by the main
+ * thread, sends it to the main thread, and reads what faulthandler
+ * appended, once it stopped growing for 50 ms (2 s at most).  faulthandler
+ * writes the stacks from its signal handler without the GIL, with
+ * async-signal-safe writes, as it does for a fatal signal.
+ *
+ * The flight recorder (when on) dumps its ring at a hang through
+ * tp_hang_flight_dump, its hook.
  */
 #include "hang.h"
 
@@ -85,6 +98,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -264,6 +278,99 @@ static json_t *tp_hang_stack(int tid, int self)
     return arr;
 }
 
+/* ---- Python stacks: faulthandler, registered by the Python hook --------------- */
+
+#define TP_PYSTACKS_NAME "/memfd:trainprof-pystacks."
+#define TP_PYSTACKS_MAX (1 << 20)
+
+/* Our own descriptor on the Python hook's memory file, its signal in
+ * "*sig"; -1 if there is none. */
+static int tp_pystacks_open(int *sig)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    int fd = -1;
+    while (d && fd < 0 && (e = readdir(d)) != NULL) {
+        char path[300], link[256];
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+        ssize_t k = readlink(path, link, sizeof link - 1);
+        if (k <= 0)
+            continue;
+        link[k] = '\0';
+        size_t n = strlen(TP_PYSTACKS_NAME);
+        if (strncmp(link, TP_PYSTACKS_NAME, n) != 0)
+            continue;
+        char *end;
+        long v = strtol(link + n, &end, 10);
+        if (v < SIGRTMIN || v > SIGRTMAX || (*end && *end != ' '))
+            continue;
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        *sig = (int)v;
+    }
+    if (d)
+        closedir(d);
+    return fd;
+}
+
+static off_t tp_fd_size(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 ? st.st_size : -1;
+}
+
+/* The Python stacks of every thread as faulthandler writes them, or a
+ * string saying why there are none; JSON null when the hook is not there. */
+static json_t *tp_hang_python(void)
+{
+    int sig = 0, fd = tp_pystacks_open(&sig);
+    if (fd < 0)
+        return json_null();
+    struct sigaction sa;
+    const char *why = NULL;
+    off_t start = tp_fd_size(fd), size = start;
+    if (start < 0 || sigaction(sig, NULL, &sa) != 0 || sa.sa_handler == SIG_DFL ||
+        sa.sa_handler == SIG_IGN)
+        why = "unavailable: the Python hook's signal is not handled";
+    else if (tp_task_blocks((int)getpid(), sig))
+        why = "unavailable: the main thread blocks the Python hook's signal";
+    else if (syscall(SYS_tgkill, getpid(), getpid(), sig) != 0)
+        why = "unavailable: the main thread is gone";
+    if (!why) {
+        int stable = 0;
+        for (int i = 0; i < 200 && stable < 5; i++) {
+            struct timespec ts = { 0, 10 * 1000 * 1000 };
+            nanosleep(&ts, NULL);
+            off_t now = tp_fd_size(fd);
+            stable = now > start && now == size ? stable + 1 : 0;
+            size = now;
+        }
+        if (size <= start)
+            why = "unavailable: faulthandler wrote nothing within 2 s";
+    }
+    json_t *out;
+    if (why) {
+        out = json_string(why);
+    } else {
+        size_t n = (size_t)(size - start) < TP_PYSTACKS_MAX ? (size_t)(size - start)
+                                                            : TP_PYSTACKS_MAX;
+        char *buf = malloc(n + 1);
+        ssize_t k = buf ? pread(fd, buf, n, start) : -1;
+        if (k >= 0) {
+            buf[k] = '\0';
+            out = json_stringn(buf, (size_t)k);
+            if (!out)
+                out = json_string("unavailable: not UTF-8");
+        } else {
+            out = json_string("unavailable: cannot read the Python hook's file");
+        }
+        free(buf);
+    }
+    close(fd);
+    return out;
+}
+
 /* ---- the report ------------------------------------------------------------- */
 
 /* The first line of /proc/self/task/<tid>/<what>, without its newline. */
@@ -434,6 +541,10 @@ static char *tp_hang_text(json_t *o)
         json_array_foreach(st, j, fr)
             fprintf(f, "    #%zu %s\n", j, json_string_value(fr));
     }
+    json_t *py = json_object_get(o, "python_stacks");
+    if (json_is_string(py))
+        fprintf(f, "\nPython stacks (faulthandler, most recent call first):\n%s",
+                json_string_value(py));
     if (fclose(f) != 0) {
         free(buf);
         return NULL;
@@ -472,6 +583,7 @@ static void tp_hang_report(uint64_t last_end, uint64_t now, const struct tp_cloc
     json_object_set_new(o, "written", json_real((double)time(NULL)));
     json_object_set_new(o, "communicators", tp_hang_comms());
     json_object_set_new(o, "threads", tp_hang_threads(m, now));
+    json_object_set_new(o, "python_stacks", tp_hang_python());
     json_object_set_new(o, "unwatched_threads", json_integer((json_int_t)tp_inflight_unwatched()));
     char *js = json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
     char *txt = tp_hang_text(o);

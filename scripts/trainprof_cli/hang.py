@@ -116,6 +116,27 @@ def ranks_text(ranks):
     return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(str(r) for r in ranks)
 
 
+_PYFRAME = re.compile(r'^\s*File "([^"]*)", line (\d+) in (.*)$')
+
+
+def python_top(rep):
+    """The innermost Python frame of the thread faulthandler names current
+    (the main thread, which the library signals), as "file:line in
+    function", or None."""
+    text = rep.get("python_stacks")
+    if not isinstance(text, str):
+        return None
+    current = False
+    for line in text.splitlines():
+        if line.startswith("Current thread"):
+            current = True
+            continue
+        m = _PYFRAME.match(line)
+        if current and m:
+            return "%s:%s in %s" % (os.path.basename(m.group(1)), m.group(2), m.group(3))
+    return None
+
+
 def doing(rep):
     """What a rank does: the blocking call a thread is in, else its first
     thread as the kernel sees it."""
@@ -132,6 +153,9 @@ def doing(rep):
         return "no thread seen"
     s = "no blocking call; thread %s (%s): state %s, wait channel %s" % (
         t.get("tid"), t.get("name"), t.get("state"), t.get("wchan") or "-")
+    py = python_top(rep)
+    if py:
+        s += "; Python: " + py
     stack = t.get("stack")
     if isinstance(stack, list) and all(isinstance(f, str) for f in stack):
         # the innermost named frames (an unnamed "lib+0x..." first is the
@@ -209,8 +233,10 @@ def main(argv):
     out.write("hang reports: %s of %d (%s)\n" % (ranks_text(reports), world, where))
     for rank, r in sorted(reports.items()):
         last = r.get("last_step")
-        out.write("  rank %d: no step ended for %.1f s; last step %s\n" % (
-            rank, r.get("stalled_s") or 0, "none" if last is None else last))
+        py = python_top(r)
+        out.write(printable("  rank %d: no step ended for %.1f s; last step %s%s\n" % (
+            rank, r.get("stalled_s") or 0, "none" if last is None else last,
+            "; Python: " + py if py else "")))
     dead = sorted(set(range(world)) - set(reports))
     if dead:
         out.write("  no report: %s (dead, or not hung)\n" % ranks_text(dead))

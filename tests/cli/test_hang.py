@@ -16,6 +16,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 import tputil
 
 CLI = os.path.join(tputil.ROOT, "scripts", "trainprof")
@@ -149,6 +151,73 @@ def test_one_report_per_hang_and_a_new_one_for_the_next():
     assert [(x["hang"], x["steps_completed"]) for x in reps] == [(1, 2), (2, 3)]
     lines = [l for l in r.stderr.decode().splitlines() if "hang report" in l]
     assert len(lines) == 2, r.stderr
+
+
+def kill_tree(p):
+    """SIGKILL to `p` and its descendants, found before any dies: torchrun
+    starts its workers in sessions of their own, and a worker left behind
+    would wait in gloo for half an hour."""
+    parent = {}
+    for d in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                parent[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    tree, grew = {p.pid}, True
+    while grew:
+        more = {pid for pid, pp in parent.items() if pp in tree} - tree
+        tree |= more
+        grew = bool(more)
+    for pid in tree:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    p.wait(timeout=30)
+
+
+def test_real_torch_gloo_two_ranks_python_stacks():
+    """The PyPI wheel on the CPU, 2 ranks of gloo under `trainprof run
+    --hang` and torchrun: rank 1 sleeps in Python before its third
+    all_reduce, rank 0 waits inside it.  Both reports hold the rank's Python
+    stack with the line it is on; the test then kills the job."""
+    pytest.importorskip("torch")
+    script = os.path.join(tputil.ROOT, "tests", "programs", "torch_hang.py")
+    with open(script) as f:
+        src = f.read().splitlines()
+    sleep_line = next(i for i, l in enumerate(src, 1) if "HANG: rank 1 sleeps" in l)
+    reduce_line = next(i for i, l in enumerate(src, 1) if "HANG: rank 0 waits" in l)
+    cwd = tputil.new_dir()
+    err = open(os.path.join(cwd, "job.err"), "wb")
+    p = subprocess.Popen(
+        [sys.executable, CLI, "run", "--hang", str(HANG_S), "--", sys.executable, "-m",
+         "torch.distributed.run", "--standalone", "--nproc-per-node", "2", script],
+        cwd=cwd, env=tputil.base_env({"TRAINPROF_RUN_NAME": "job"}, preload=False),
+        stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline and len(reports(cwd)) < 2 and p.poll() is None:
+            time.sleep(0.2)
+        found = reports(cwd)
+        assert len(found) == 2, (found, open(os.path.join(cwd, "job.err"), "rb").read()[-3000:])
+        reps = {}
+        for path in found:
+            with open(path) as f:
+                rep = json.load(f)
+            reps[rep["rank"]] = rep
+        assert p.poll() is None     # still hung: the reports changed nothing
+    finally:
+        kill_tree(p)
+    py0, py1 = reps[0]["python_stacks"], reps[1]["python_stacks"]
+    assert 'torch_hang.py", line %d in main' % sleep_line in py1, py1
+    assert 'torch_hang.py", line %d in main' % reduce_line in py0, py0
+    assert " in all_reduce" in py0.split("torch_hang.py")[0], py0
+    # the native stack of rank 1's main thread is in time.sleep's C code
+    assert "time_sleep" in reps[1]["threads"][0]["stack"], reps[1]["threads"][0]
+    r = cli("hang", os.path.join(cwd, "job"))
+    assert r.returncode == 0, r.stderr
+    assert "Python: torch_hang.py:%d in main" % sleep_line in r.stdout.decode(), r.stdout
 
 
 # ---- the command's bad input -------------------------------------------------
