@@ -6,13 +6,13 @@
  * slot, a cache line of its own, that a blocking wrapper fills on entry and
  * clears on return (preload/wrap.h, the TP_BLOCK_<name> lines of each
  * preload file).  Those calls wait anyway, so the cost is not on the hot
- * path; still it is stores only: the fields with plain (relaxed) stores,
- * then the start tick with a release store that publishes them, and one
- * store of 0 on return.  No lock, no system call beyond the clock.
+ * path; still it is stores only: the fields, then the start tick that
+ * publishes them (release stores, plain stores on x86), and one store of
+ * 0 on return.  No lock, no system call beyond the clock.
  *
  * Readers (tp-flush, once a second while the hang doctor watches) copy a
  * slot as a sequence lock reader does, the start tick standing for the
- * sequence: load it (acquire), copy the fields, fence, load it again; equal
+ * sequence: load it, copy the fields (acquire loads), load it again; equal
  * and non-zero is one call's consistent view (two calls never share a
  * tick: the clock advances between them), else the copy is retried, and
  * after a few tries the slot is reported as changing (it is not stuck).
@@ -110,14 +110,14 @@ int tp_inflight_read(unsigned i, struct tp_inflight_view *out)
         out->t0 = t0;
         if (!t0)
             return 1;
-        out->api = atomic_load_explicit(&s->api, memory_order_relaxed);
-        out->comm = atomic_load_explicit(&s->comm, memory_order_relaxed);
-        out->seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
-        out->bytes = atomic_load_explicit(&s->bytes, memory_order_relaxed);
-        out->peer = atomic_load_explicit(&s->peer, memory_order_relaxed);
-        out->handle = atomic_load_explicit(&s->handle, memory_order_relaxed);
-        out->op = atomic_load_explicit(&s->op, memory_order_relaxed);
-        atomic_thread_fence(memory_order_acquire);
+        /* acquire loads: the re-check of t0 below is not done before them */
+        out->api = atomic_load_explicit(&s->api, memory_order_acquire);
+        out->comm = atomic_load_explicit(&s->comm, memory_order_acquire);
+        out->seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+        out->bytes = atomic_load_explicit(&s->bytes, memory_order_acquire);
+        out->peer = atomic_load_explicit(&s->peer, memory_order_acquire);
+        out->handle = atomic_load_explicit(&s->handle, memory_order_acquire);
+        out->op = atomic_load_explicit(&s->op, memory_order_acquire);
         if (atomic_load_explicit(&s->t0, memory_order_relaxed) == t0)
             return 1;
     }
