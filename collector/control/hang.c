@@ -35,11 +35,15 @@
  * Native stacks of every thread.  A thread's stack can only be walked
  * safely by the thread itself (another thread's registers and stack change
  * under a reader), so tp-flush asks each thread in turn with a signal of
- * ours (tgkill) and the thread's handler walks its own stack with
- * libunwind's unw_backtrace (modules/stack.c, loaded at activation when the
- * hang doctor is on), which is made for signal handlers: local unwinding
- * reads memory and the unwind tables only, takes no lock and allocates
- * nothing once set up (the per-thread cache of stack.c).  Safety:
+ * ours (tgkill) and the thread's handler walks its own stack with glibc's
+ * backtrace() (libgcc's unwinder, which finds each frame's unwind table
+ * with _dl_find_object: no lock, no allocation; glibc loads libgcc_s at
+ * the first call, so tp_hang_init makes one at activation).  Not
+ * libunwind's unw_backtrace, which stack.c uses on the training thread:
+ * libunwind is loaded by dlopen, so its per-thread cache (__thread) is
+ * allocated with malloc at a thread's first use, and in a handler that
+ * interrupted malloc that deadlocks (ThreadSanitizer reported the malloc
+ * inside our handler, from __tls_get_addr, on the 4-rank test).  Safety:
  *  - the signal: a real-time signal whose disposition is SIG_DFL at the
  *    first report, installed then and never removed (a signal still
  *    pending later finds our handler, never the default, which would end
@@ -94,12 +98,15 @@
 #include "collector/modules/stack.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
+#include <execinfo.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,7 +162,8 @@ void tp_hang_init(uint64_t now)
     atomic_store(&tp_last_end, now);
     tp_reported_end = 0;
     tp_inflight_activate();
-    tp_stack_init();        /* native stacks in the report (libunwind), if it loads */
+    void *warm[2];
+    backtrace(warm, 2);     /* glibc loads libgcc_s now, not in a signal handler */
     atomic_store(&tp_hang_active, 1);
 }
 
@@ -181,7 +189,7 @@ static struct {
     _Atomic int tid;
     _Atomic int state;
     int n;
-    uint64_t ips[TP_HANG_DEPTH];
+    void *raw[TP_HANG_DEPTH];
 } tp_req;
 static int tp_stack_sig;            /* 0: not installed yet; -1: none free */
 
@@ -192,10 +200,19 @@ static void tp_hang_stack_handler(int sig)
     int want = TP_REQ_WAITING;
     if (atomic_load(&tp_req.tid) == (int)syscall(SYS_gettid) &&
         atomic_compare_exchange_strong(&tp_req.state, &want, TP_REQ_WRITING)) {
-        tp_req.n = tp_stack_capture(tp_req.ips, TP_HANG_DEPTH);
+        tp_req.n = backtrace(tp_req.raw, TP_HANG_DEPTH);
         atomic_store(&tp_req.state, TP_REQ_DONE);
     }
     errno = e;
+}
+
+/* 1 if "ip" lies in libtrainprof (this handler, the wrappers): not the
+ * program's frames. */
+static int tp_hang_ours(void *ip)
+{
+    Dl_info a, b;
+    return dladdr(ip, &a) && dladdr((void *)(uintptr_t)tp_hang_idle, &b) &&
+           a.dli_fbase == b.dli_fbase;
 }
 
 /* Installs the handler on a free real-time signal, once. */
@@ -204,8 +221,6 @@ static int tp_hang_stack_signal(void)
     if (tp_stack_sig)
         return tp_stack_sig;
     tp_stack_sig = -1;
-    if (!tp_stack_on())
-        return -1;
     for (int sig = SIGRTMAX - 1; sig >= SIGRTMIN + 4; sig--) {
         if (sig == tp_cfg.trigger_signal)
             continue;
@@ -244,7 +259,7 @@ static json_t *tp_hang_stack(int tid, int self)
 {
     int sig = tp_hang_stack_signal();
     if (sig < 0)
-        return json_string("unavailable: libunwind or a free signal missing");
+        return json_string("unavailable: no free real-time signal");
     if (tid == self)
         return json_string("unavailable: the profiler's own thread");
     if (tp_task_blocks(tid, sig))
@@ -268,9 +283,25 @@ static json_t *tp_hang_stack(int tid, int self)
         struct timespec ts = { 0, 100 * 1000 };
         nanosleep(&ts, NULL);
     }
-    json_t *arr = json_array();
+    /* the frames of the handler end at the kernel's signal return (x86-64
+     * Linux: glibc's __restore_rt, "mov $15, %rax; syscall"): the
+     * interrupted code's begin after it */
+    static const unsigned char restore_rt[] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05 };
+    int first = 0;
     for (int i = 0; i < tp_req.n; i++) {
-        const char *name = tp_stack_symbol(tp_req.ips[i]);
+        unsigned char code[sizeof restore_rt];
+        struct iovec mine = { code, sizeof code }, at = { tp_req.raw[i], sizeof code };
+        /* read through the kernel: an address at the end of a mapping
+         * fails instead of faulting */
+        if (process_vm_readv(getpid(), &mine, 1, &at, 1, 0) == (ssize_t)sizeof code &&
+            memcmp(code, restore_rt, sizeof code) == 0)
+            first = i + 1;
+    }
+    json_t *arr = json_array();
+    for (int i = first; i < tp_req.n; i++) {
+        if (tp_hang_ours(tp_req.raw[i]))
+            continue;       /* the handler, a wrapper: the program's frames only */
+        const char *name = tp_stack_symbol((uint64_t)(uintptr_t)tp_req.raw[i]);
         json_array_append_new(arr, json_string(name ? name : "?"));
     }
     atomic_store(&tp_req.tid, 0);
