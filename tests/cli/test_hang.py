@@ -220,6 +220,27 @@ def test_real_torch_gloo_two_ranks_python_stacks():
     assert "Python: torch_hang.py:%d in main" % sleep_line in r.stdout.decode(), r.stdout
 
 
+def test_unwritable_reports_folder_is_one_line_and_the_job_is_untouched():
+    """The reports folder cannot be made (a file is where a folder would
+    be): one `trainprof:` line for the hang, the program's output and
+    status as without the library, nothing else written there."""
+    env = {"TRAIN_STALL_US": 3200000}
+    plain = tputil.run("train_loop", ["--steps=3"], env=env, preload=False)
+    cwd = tputil.new_dir()
+    with open(os.path.join(cwd, "blocker"), "w") as f:
+        f.write("x")
+    r = tputil.run("train_loop", ["--steps=3"], cwd=cwd, env=dict(env, **{
+        "TRAINPROF_HANG_S": HANG_S, "TRAINPROF_SCHEDULE": "none", "TRAINPROF_TRIGGER": "none",
+        "TRAINPROF_REPORTS": "blocker/reports"}))
+    assert r.rc == plain.rc == 0, r.stderr
+    assert r.stdout == plain.stdout
+    lines = [l for l in r.stderr.decode().splitlines() if "hang" in l]
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("trainprof: error: no step ended for ") and \
+        "hang report not written to blocker/reports: Not a directory" in lines[0], lines
+    assert sorted(os.listdir(cwd)) == ["blocker"], tputil.files_under(cwd)
+
+
 # ---- the command's bad input -------------------------------------------------
 
 
