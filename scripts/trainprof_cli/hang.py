@@ -9,7 +9,9 @@ later hang of the same process: the latest is judged).  Ranks that wrote none
 Per communicator (its id is its creation order in each process, the same on
 every rank that creates its communicators in the same order) the highest
 collective number any rank issued is k: the ranks with a thread inside it
-wait; the ranks whose last issued number is below k never arrived, and what
+wait, and so do those that issued it and wait elsewhere (NCCL's collectives
+return once queued: the wait is then in a synchronize); the ranks whose last
+issued number is below k never arrived, and what
 they do instead is printed (the blocking call a thread is in, or their first
 thread's state and the top of its native stack).  The last line names them: the culprit
 rank(s).  Exit status 0 with a verdict, 1 when there are no reports, 2 on
@@ -200,11 +202,13 @@ def judge(reports):
             lines.append("  never arrived: rank %d (last issued seq %d): %s" % (
                 rank, members[rank]["last_issued"], doing(reports[rank])))
         for rank in past:
-            lines.append("  issued seq %d, not waiting in it: rank %d: %s" % (
+            lines.append("  issued seq %d, not inside it: rank %d: %s" % (
                 k, rank, doing(reports[rank])))
         if missing:
             lines.append("  no report from %d of its ranks (dead, or not hung)" % missing)
-        if inside and behind:
+        # NCCL's collectives return once queued: a rank past #k waits in a
+        # synchronize instead, and counts as arrived as one inside it does
+        if (inside or past) and behind:
             culprits.update(behind)
             where.append("communicator %d, %s seq %d" % (cid, coll or "collective", k))
     return lines, culprits, where

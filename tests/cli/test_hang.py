@@ -241,6 +241,30 @@ def test_unwritable_reports_folder_is_one_line_and_the_job_is_untouched():
     assert sorted(os.listdir(cwd)) == ["blocker"], tputil.files_under(cwd)
 
 
+def test_hang_cli_asynchronous_collectives():
+    """Real NCCL returns from a collective once it is queued: the ranks that
+    issued seq 9 wait in cudaStreamSynchronize, the one that did not is
+    still the culprit."""
+    d = tputil.new_dir()
+
+    def rep(rank, last, call):
+        return json.dumps({
+            "kind": "trainprof-hang", "rank": rank, "world_size": 2, "stalled_s": 5.0,
+            "last_step": 3, "communicators": [{"id": 0, "size": 2, "rank": rank,
+                                               "last_issued": last}],
+            "threads": [{"tid": 1, "name": "python", "state": "S", "wchan": "", "syscall": "7",
+                         "in_flight": call}]})
+    write(os.path.join(d, "reports", "rank0.hang.json"), rep(0, 9, {
+        "call": "cudaStreamSynchronize", "for_s": 5.0, "bytes": 0, "handle": "0x1"}))
+    write(os.path.join(d, "reports", "rank1.hang.json"), rep(1, 8, None))
+    r = cli("hang", d)
+    out = r.stdout.decode()
+    assert r.returncode == 0, r.stderr
+    assert "issued seq 9, not inside it: rank 0: in cudaStreamSynchronize for 5.0 s" in out, out
+    assert out.strip().splitlines()[-1].startswith("culprit: rank 1 (communicator 0, collective "
+                                                   "seq 9)"), out
+
+
 # ---- the command's bad input -------------------------------------------------
 
 
