@@ -223,6 +223,26 @@ static int tp_cudart12(void *fn)
 #define TP_PITCHED(pitch, w, h) \
     (tp_rc == cudaSuccess && (pitch) ? (uint64_t)*(pitch) * (h) : (uint64_t)(w) * (h))
 
+/* Blocking calls: what their thread's in-flight slot holds (preload/wrap.h
+ * TP_BLOCK_<name>; the hang doctor reads it): synchronization, the copies
+ * that return once done, and the frees that wait for the device. */
+#define TP_BLOCK_cudaDeviceSynchronize      ~, 1, TP_IN_CALL(0, 0)
+#define TP_BLOCK_cudaStreamSynchronize      ~, 1, TP_IN_CALL(0, s)
+#define TP_BLOCK_cudaStreamSynchronize_ptsz ~, 1, TP_IN_CALL(0, s)
+#define TP_BLOCK_cudaEventSynchronize       ~, 1, TP_IN_CALL(0, e)
+#define TP_BLOCK_cudaMemcpy                 ~, 1, TP_IN_CALL(n, 0)
+#define TP_BLOCK_cudaMemcpy_ptds            ~, 1, TP_IN_CALL(n, 0)
+#define TP_BLOCK_cudaMemcpy2D               ~, 1, TP_IN_CALL((uint64_t)w * h, 0)
+#define TP_BLOCK_cudaMemcpyPeer             ~, 1, TP_IN_CALL(n, 0)
+#define TP_BLOCK_cudaMemcpyToSymbol         ~, 1, TP_IN_CALL(n, 0)
+#define TP_BLOCK_cudaMemcpyFromSymbol       ~, 1, TP_IN_CALL(n, 0)
+#define TP_BLOCK_cudaMemcpy3D               ~, 1, TP_IN_CALL(0, 0)
+#define TP_BLOCK_cudaMemcpy3D_ptds          ~, 1, TP_IN_CALL(0, 0)
+#define TP_BLOCK_cudaMemcpy3DPeer           ~, 1, TP_IN_CALL(0, 0)
+#define TP_BLOCK_cudaMemcpy3DPeer_ptds      ~, 1, TP_IN_CALL(0, 0)
+#define TP_BLOCK_cudaFree                   ~, 1, TP_IN_CALL(0, p)
+#define TP_BLOCK_cudaFreeHost               ~, 1, TP_IN_CALL(0, p)
+
 #define TP_FN(ret, name, params, args, cbid, gate, rec) \
     TP_WRAP_GATED(TP_GATE_##gate, ret, name, params, args, TP_MISSING, (void)0, (void)0, \
                   tp_call_begin, rec)

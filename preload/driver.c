@@ -127,10 +127,47 @@ static inline void tp_vmm_create(struct tp_record *r, uint64_t h, uint64_t n, co
     static ret tp_slot_##name##_##k params                                            \
     {                                                                                 \
         tp_fn_##name real = __atomic_load_n(&tp_sreal_##name[k], __ATOMIC_ACQUIRE);   \
+        if (TP_BLOCKING(name) &&                                                      \
+            __builtin_expect(atomic_load_explicit(&tp_inflight_on, memory_order_relaxed), 0)) { \
+            const uint16_t tp_api = TP_API_##name;                                    \
+            (void)tp_api;                                                             \
+            struct tp_inflight *tp_in = TP_BLOCK_EXPR(name);                          \
+            ret tp_rc = TP_PASS(gate) ? real args : tp_sslow_##name##_##k args;       \
+            tp_inflight_end(tp_in);                                                   \
+            return tp_rc;                                                             \
+        }                                                                             \
         if (__builtin_expect(TP_PASS(gate), 1))                                       \
             return real args;                                                         \
         return tp_sslow_##name##_##k args;                                            \
     }
+
+/* Blocking calls: what their thread's in-flight slot holds (preload/wrap.h
+ * TP_BLOCK_<name>), in both the exported and the lookup-time wrappers. */
+#define TP_BLOCK_cuCtxSynchronize             ~, 1, TP_IN_CALL(0, 0)
+#define TP_BLOCK_cuCtxSynchronize_v2          ~, 1, TP_IN_CALL(0, 0)
+#define TP_BLOCK_cuStreamSynchronize          ~, 1, TP_IN_CALL(0, s)
+#define TP_BLOCK_cuStreamSynchronize_ptsz     ~, 1, TP_IN_CALL(0, s)
+#define TP_BLOCK_cuEventSynchronize           ~, 1, TP_IN_CALL(0, e)
+#define TP_BLOCK_cuMemcpy                     ~, 1, TP_IN_CALL(n, 0)
+#define TP_BLOCK_cuMemcpy_ptds                ~, 1, TP_IN_CALL(n, 0)
+#define TP_BLOCK_cuMemcpyHtoD_v2              ~, 1, TP_IN_CALL(n, 0)
+#define TP_BLOCK_cuMemcpyHtoD_v2_ptds         ~, 1, TP_IN_CALL(n, 0)
+#define TP_BLOCK_cuMemcpyDtoH_v2              ~, 1, TP_IN_CALL(n, 0)
+#define TP_BLOCK_cuMemcpyDtoH_v2_ptds         ~, 1, TP_IN_CALL(n, 0)
+#define TP_BLOCK_cuMemcpyDtoD_v2              ~, 1, TP_IN_CALL(n, 0)
+#define TP_BLOCK_cuMemcpyDtoD_v2_ptds         ~, 1, TP_IN_CALL(n, 0)
+#define TP_BLOCK_cuMemcpyPeer                 ~, 1, TP_IN_CALL(n, 0)
+#define TP_BLOCK_cuMemcpyPeer_ptds            ~, 1, TP_IN_CALL(n, 0)
+#define TP_BLOCK_cuMemcpy2D_v2                ~, 1, TP_IN_CALL(TP_CP_BYTES2D(p), 0)
+#define TP_BLOCK_cuMemcpy2D_v2_ptds           ~, 1, TP_IN_CALL(TP_CP_BYTES2D(p), 0)
+#define TP_BLOCK_cuMemcpy2DUnaligned_v2       ~, 1, TP_IN_CALL(TP_CP_BYTES2D(p), 0)
+#define TP_BLOCK_cuMemcpy2DUnaligned_v2_ptds  ~, 1, TP_IN_CALL(TP_CP_BYTES2D(p), 0)
+#define TP_BLOCK_cuMemcpy3D_v2                ~, 1, TP_IN_CALL(TP_CP_BYTES3D(p), 0)
+#define TP_BLOCK_cuMemcpy3D_v2_ptds           ~, 1, TP_IN_CALL(TP_CP_BYTES3D(p), 0)
+#define TP_BLOCK_cuMemcpy3DPeer               ~, 1, TP_IN_CALL(TP_CP_BYTES3D(p), 0)
+#define TP_BLOCK_cuMemcpy3DPeer_ptds          ~, 1, TP_IN_CALL(TP_CP_BYTES3D(p), 0)
+#define TP_BLOCK_cuMemFree_v2                 ~, 1, TP_IN_CALL(0, p)
+#define TP_BLOCK_cuMemFreeHost                ~, 1, TP_IN_CALL(0, p)
 
 #define TP_DRV_FN(ret, name, params, args, cbid, gate, rec, request, version)         \
     TP_WRAP_GATED(TP_GATE_##gate, ret, name, params, args, TP_MISSING, (void)0, (void)0, \

@@ -289,6 +289,44 @@ static inline void tp_nccl_group_track(unsigned api)
     if (tp_r) { tp_r->u.api.dst = TP_U64(p); tp_r->u.api.bytes = (n); tp_r->u.api.src = TP_U64(h); }
 #define TP_R_NONE (void)tp_r
 
+/* ---- blocking calls: the in-flight slot (preload/wrap.h TP_BLOCK_<name>) -- */
+
+/* A collective or point-to-point call begins: its communicator by serial
+ * (the identity every rank gives it: creation order, record/comms.h), its
+ * number on it (collectives only count: a point-to-point call carries the
+ * number of the last collective, as where it stands), bytes, peer or root,
+ * stream.  The cache lookup is the record path's. */
+static struct tp_inflight *tp_nccl_inflight(uint32_t api, unsigned op, size_t count, int dt,
+                                            ncclComm_t comm, int peer, cudaStream_t s)
+{
+    uint64_t v = tp_comm_lookup((uintptr_t)comm);
+    if (!v && comm)
+        v = tp_comm_ask(comm, -1);
+    uint32_t serial = v ? TP_COMM_SERIAL(v) : 0;
+    uint64_t seq = 0;
+    if (v)
+        seq = tp_coll_peered(op) ? tp_inflight_last_seq(serial) : tp_inflight_next_seq(serial);
+    uint64_t bytes;
+    if (__builtin_mul_overflow((uint64_t)count, (uint64_t)tp_dtype_size(tp_nccl_dtype(dt)), &bytes))
+        bytes = UINT64_MAX;
+    return tp_inflight_begin(api, v ? serial + 1 : 0, seq, bytes, peer,
+                             (uint64_t)(uintptr_t)s, op);
+}
+#define TP_IN_COLL(op, count, dt, comm, peer) tp_nccl_inflight(tp_api, op, count, dt, comm, peer, s)
+#define TP_BLOCK_ncclAllReduce     ~, 1, TP_IN_COLL(TP_COLL_ALLREDUCE, count, dt, comm, -1)
+#define TP_BLOCK_ncclAllGather     ~, 1, TP_IN_COLL(TP_COLL_ALLGATHER, count, dt, comm, -1)
+#define TP_BLOCK_ncclReduceScatter ~, 1, TP_IN_COLL(TP_COLL_REDUCESCATTER, count, dt, comm, -1)
+#define TP_BLOCK_ncclBroadcast     ~, 1, TP_IN_COLL(TP_COLL_BROADCAST, count, dt, comm, root)
+#define TP_BLOCK_ncclBcast         ~, 1, TP_IN_COLL(TP_COLL_BROADCAST, count, dt, comm, root)
+#define TP_BLOCK_ncclReduce        ~, 1, TP_IN_COLL(TP_COLL_REDUCE, count, dt, comm, root)
+#define TP_BLOCK_ncclAlltoAll      ~, 1, TP_IN_COLL(TP_COLL_ALLTOALL, count, dt, comm, -1)
+#define TP_BLOCK_ncclGather        ~, 1, TP_IN_COLL(TP_COLL_GATHER, count, dt, comm, root)
+#define TP_BLOCK_ncclScatter       ~, 1, TP_IN_COLL(TP_COLL_SCATTER, count, dt, comm, root)
+#define TP_BLOCK_ncclSend          ~, 1, TP_IN_COLL(TP_COLL_SEND, count, dt, comm, peer)
+#define TP_BLOCK_ncclRecv          ~, 1, TP_IN_COLL(TP_COLL_RECV, count, dt, comm, peer)
+#define TP_BLOCK_ncclWaitSignal    ~, 1, TP_IN_COLL(TP_COLL_WAIT_SIGNAL, 0, TP_NCCL_NO_TYPE, comm, -1)
+#define TP_BLOCK_ncclGroupEnd      ~, 1, TP_IN_CALL(0, 0)
+
 #define TP_LIB_FN(ret, name, params, args, gate, rec) \
     TP_WRAP_GATED(TP_GATE_##gate, ret, name, params, args, TP_MISSING, tp_nccl_getters(), \
                   tp_nccl_group_track(TP_API_##name), tp_lib_begin, rec)

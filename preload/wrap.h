@@ -11,6 +11,7 @@
 #include "collector/wrap/core.h"
 #include "collector/wrap/graphs_api.h"
 #include "collector/wrap/memtrack_api.h"
+#include "collector/record/inflight.h"
 
 /*
  * TP_WRAP - define the exported wrapper "name".
@@ -74,12 +75,51 @@ static inline int tp_papi_begin(struct tp_call *c, uint16_t api)
 #define TP_R_PROFILER(start) \
     (void)tp_r; if ((start) && tp_rc == 0) tp_steps_profiler_api(1)
 
+/*
+ * Blocking calls (collector/record/inflight.h): a preload file marks one by
+ * defining TP_BLOCK_<name> as "~, 1, EXPR" before it expands its .def
+ * list, EXPR filling the thread's in-flight slot from the wrapper's
+ * parameters (tp_api is the call's id) and giving it back.  A name without
+ * that line is not blocking: TP_BLOCKING(name) is then the constant 0 and
+ * the wrapper is what it was (the probe idiom: the second and third items
+ * of a list that only a defined TP_BLOCK_<name> makes longer).
+ */
+#define TP_PROBE_2(a, b, ...) b
+#define TP_PROBE_3(a, b, c, ...) c
+#define TP_PROBE_2_(...) TP_PROBE_2(__VA_ARGS__)
+#define TP_PROBE_3_(...) TP_PROBE_3(__VA_ARGS__)
+#define TP_BLOCKING(name) TP_PROBE_2_(TP_BLOCK_##name, 0, NULL, ~)
+#define TP_BLOCK_EXPR(name) TP_PROBE_3_(TP_BLOCK_##name, 0, NULL, ~)
+
+/* TP_IN_CALL(bytes, handle) - the EXPR of a blocking call that is not a
+ * collective: the bytes it moves, its stream, event or pointer. */
+#define TP_IN_CALL(bytes, handle) \
+    tp_inflight_begin(tp_api, 0, 0, (uint64_t)(bytes), -1, (uint64_t)(uintptr_t)(handle), 0)
+
+/*
+ * TP_WRAP_INFLIGHT - "fn", the path of a blocking wrapper of "name" while
+ * the hang doctor watches: the slot filled, the wrapper's usual path, the
+ * slot cleared.  Never emitted for a call that is not blocking.
+ */
+#define TP_WRAP_INFLIGHT(fn, ret, name, params, args, gate)                         \
+    static __attribute__((noinline, unused)) ret fn params                           \
+    {                                                                                \
+        const uint16_t tp_api = TP_API_##name;                                       \
+        (void)tp_api;                                                                \
+        struct tp_inflight *tp_in = TP_BLOCK_EXPR(name);                             \
+        tp_fn_##name real = __atomic_load_n(&tp_real_##name, __ATOMIC_ACQUIRE);     \
+        ret tp_rc = TP_PASS(gate) ? real args : tp_slow_##name args;                 \
+        tp_inflight_end(tp_in);                                                      \
+        return tp_rc;                                                                \
+    }
+
 /* TP_WRAP_GATED - TP_WRAP with "gate" (enum tp_gate, above). */
 #define TP_WRAP_GATED(gate, ret, name, params, args, missing, on_resolve, on_entry, begin, rec) \
     typedef ret (*tp_fn_##name) params;                                              \
     static tp_fn_##name tp_real_##name;                                              \
     TP_WRAP_SLOW(tp_slow_##name, ret, name, params, args, tp_real_##name,            \
                  TP_BEGIN(gate, begin), rec)                                         \
+    TP_WRAP_INFLIGHT(tp_inflight_##name, ret, name, params, args, gate)              \
     TP_EXPORT ret name params                                                        \
     {                                                                                \
         tp_fn_##name real = __atomic_load_n(&tp_real_##name, __ATOMIC_ACQUIRE);     \
@@ -91,6 +131,9 @@ static inline int tp_papi_begin(struct tp_call *c, uint16_t api)
             __atomic_store_n(&tp_real_##name, real, __ATOMIC_RELEASE);               \
         }                                                                            \
         on_entry;                                                                    \
+        if (TP_BLOCKING(name) &&                                                     \
+            __builtin_expect(atomic_load_explicit(&tp_inflight_on, memory_order_relaxed), 0)) \
+            return tp_inflight_##name args;                                          \
         if (__builtin_expect(TP_PASS(gate), 1))                                      \
             return real args;                                                        \
         return tp_slow_##name args;                                                  \

@@ -126,7 +126,11 @@ struct tp_config tp_cfg;
       tp_opt_parse_format, tp_opt_show_string, trigger, 0, 0) \
     X("TRAINPROF_TRIGGER_SIGNAL", "off", "off", \
       "a signal that makes tp-flush read the trigger file at once (SIGUSR1, SIGUSR2, SIGRTMIN+N)", \
-      tp_opt_parse_signal, tp_opt_show_signal, trigger_signal, 0, 0)
+      tp_opt_parse_signal, tp_opt_show_signal, trigger_signal, 0, 0) \
+    X("TRAINPROF_HANG_S", "unset", NULL, \
+      "seconds without a step end before the hang doctor reports; unset: 60 with the flight " \
+      "recorder, else off; off or 0: never", \
+      tp_opt_parse_hang, tp_opt_show_hang, hang_s, 0, 0)
 
 #define AS_VAR(name, def, init, help, parse, show, f, lo, hi) { name, def, help },
 #define AS_OPT(name, def, init, help, parse, show, f, lo, hi) \

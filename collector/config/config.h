@@ -97,6 +97,7 @@ struct tp_config {
     char cupti_path[1024];         /* TRAINPROF_CUPTI_PATH, "" if unset */
     char trigger[1024];            /* TRAINPROF_TRIGGER (format string), "" if unset (trigger.h) */
     int trigger_signal;            /* TRAINPROF_TRIGGER_SIGNAL, 0 = off */
+    double hang_s;                 /* TRAINPROF_HANG_S: > 0 seconds, < 0 off, 0 unset (control/hang.c) */
     char cuda_home[1024];          /* $CUDA_HOME, else /usr/local/cuda: where CUPTI is looked for last */
     const char *cuda_visible;      /* $CUDA_VISIBLE_DEVICES, NULL if unset (for messages) */
     char program[256];             /* basename of /proc/self/exe's argv[0] */

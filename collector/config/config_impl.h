@@ -48,6 +48,9 @@ int tp_opt_parse_exec(struct tp_config *c, const struct opt *o, const char *val,
                       size_t whysz);
 int tp_opt_parse_format(struct tp_config *c, const struct opt *o, const char *val, char *why,
                         size_t whysz);
+int tp_opt_parse_hang(struct tp_config *c, const struct opt *o, const char *val, char *why,
+                      size_t whysz);
+const char *tp_opt_show_hang(const struct tp_config *c, const struct opt *o, char *b, size_t n);
 int tp_opt_parse_int(struct tp_config *c, const struct opt *o, const char *val, char *why,
                      size_t whysz);
 int tp_opt_parse_log(struct tp_config *c, const struct opt *o, const char *val, char *why,

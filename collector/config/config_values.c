@@ -119,6 +119,33 @@ int tp_opt_parse_flight_slow(struct tp_config *c, const struct opt *o, const cha
     return 0;
 }
 
+/* TRAINPROF_HANG_S: "off" or 0 is -1 (off even with the flight recorder,
+ * whose default turns it on); unset stays 0 (control/hang.c decides). */
+int tp_opt_parse_hang(struct tp_config *c, const struct opt *o, const char *val, char *why,
+                      size_t whysz)
+{
+    double v;
+    if (strcmp(val, "off") == 0 || (tp_opt_to_double(val, &v) == 0 && v == 0)) {
+        *(double *)tp_opt_field(c, o) = -1;
+        return 0;
+    }
+    if (tp_opt_to_double(val, &v) < 0 || v < 1 || v > 86400)
+        return WHY("must be a number of seconds between 1 and 86400, or off (or 0)");
+    *(double *)tp_opt_field(c, o) = v;
+    return 0;
+}
+
+const char *tp_opt_show_hang(const struct tp_config *c, const struct opt *o, char *b, size_t n)
+{
+    double v = *(const double *)tp_opt_cfield(c, o);
+    if (v == 0)
+        return "";
+    if (v < 0)
+        return "off";
+    snprintf(b, n, "%g", v);
+    return b;
+}
+
 int tp_opt_parse_peak(struct tp_config *c, const struct opt *o, const char *val,
                       char *why, size_t whysz)
 {

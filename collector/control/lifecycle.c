@@ -58,6 +58,7 @@
 #include "collector/modules/module.h"
 #include "collector/common/sighandler.h"
 #include "collector/modules/stack.h"
+#include "hang.h"
 #include "steps.h"
 #include "trigger.h"
 
@@ -214,11 +215,13 @@ static void tp_atfork_child(void)
 
 /* ---- activation ---------------------------------------------------------- */
 
-/* tp-flush's idle hook: the 60 s no-step warning, the trigger file. */
+/* tp-flush's idle hook: the 60 s no-step warning, the trigger file, the
+ * hang doctor. */
 static void tp_flush_idle_hook(void)
 {
     tp_steps_idle();
     tp_trigger_idle();
+    tp_hang_idle();
 }
 
 /* tp-flush closes the open window when a termination or fatal signal
@@ -266,6 +269,7 @@ static void tp_activate(void)
     tp_term_install();
     tp_fatal_install();
     uint64_t now = tp_clock_now(), first = atomic_load(&tp_first_call_tick);
+    tp_hang_init(now);
     tp_steps_begin(first && first <= now ? first : now);
     tp_depth--;
 }

@@ -65,6 +65,7 @@
 #include "collector/record/kernels.h"
 #include "collector/common/log.h"
 #include "collector/modules/module.h"
+#include "hang.h"
 #include "trigger_cycle.h"
 #include "collector/config/schedule.h"
 
@@ -432,7 +433,7 @@ static void tp_enter_step(uint64_t now)
         tp_finished = 1;
         tp_modules_schedule_end();     /* e.g. no window will need memory totals */
     }
-    if (tp_finished)
+    if (tp_finished && !tp_hang_on())
         flags = 0;      /* nothing left to count: calls go back to one load */
     tp_publish();
     atomic_store(&tp_phase, tp_finished ? -1 : record ? 2 : a == TP_WARMUP ? 1 : 0);
@@ -506,6 +507,7 @@ void tp_steps_signal(enum tp_signal_kind kind)
             tp_flight_step_end(tp_steps, tp_step_start, now, (uint32_t)kind, median, !waits);
         tp_steps++;
         tp_step_start = now;
+        tp_hang_step(tp_steps, now);
         if (a == TP_RECORD_AND_SAVE) {
             tp_hot_mode(tp_signal_flags, tp_gen);
             tp_steps_close_window(now, NULL, tp_steps);

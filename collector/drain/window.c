@@ -496,6 +496,7 @@ struct tp_window_text {
     char folder[4096], filename[1024], reports[4096];
     struct tp_comm_info comms[TP_COMMS_LISTED];
     char nccl_version[32];
+    struct tp_pgroup pg;        /* win->pg_backend points into it */
 };
 
 /*
@@ -604,12 +605,11 @@ static int tp_window_describe(struct tp_window *win, struct tp_window_text *txt,
     win->n_comms = (int)tp_comms_list(txt->comms, TP_COMMS_LISTED, &win->comms_created);
     win->comms = txt->comms;
     win->nccl_version = tp_comms_version(txt->nccl_version, sizeof txt->nccl_version);
-    struct tp_pgroup pg;
     win->launched = tp_cfg.launched;
-    if (tp_pgroup_get(&pg)) {
-        win->pg_backend = pg.backend;
-        win->pg_rank = pg.rank;
-        win->pg_world_size = pg.world_size;
+    if (tp_pgroup_get(&txt->pg)) {
+        win->pg_backend = txt->pg.backend;
+        win->pg_rank = txt->pg.rank;
+        win->pg_world_size = txt->pg.world_size;
     }
     win->peak_tflops = tp_cfg.peak_tflops;
     win->coverage = -1;

@@ -11,6 +11,8 @@
  * BENCH_SLOW_STEP=K sleeps 20 ms at the end of step K (not timed as
  * launches): with TRAINPROF_FLIGHT its trainprof_step() hands a dump over,
  * and "slow_step_us"/"slow_step_cpu_us" are that step's trainprof_step().
+ * BENCH_CALL=sync times cudaStreamSynchronize(0) instead (a blocking call:
+ * the hang doctor's in-flight slot, TRAINPROF_HANG_S).
  */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -42,7 +44,7 @@ static double cpu_ns(void)
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
-static int bench_alloc;
+static int bench_alloc, bench_sync;
 static long bench_slow = -1;
 
 static void bench_loop(long per, long steps)
@@ -51,7 +53,10 @@ static void bench_loop(long per, long steps)
     dim3 g = { 1, 1, 1 }, b = { 32, 1, 1 };
     for (long s = 0; s < steps; s++) {
         double t0 = now_ns();
-        if (bench_alloc) {
+        if (bench_sync) {
+            for (long i = 0; i < per; i++)
+                cudaStreamSynchronize(0);
+        } else if (bench_alloc) {
             for (long i = 0; i < per; i++) {
                 void *p = NULL;
                 if (cudaMalloc(&p, 4096) == cudaSuccess)
@@ -101,6 +106,7 @@ int main(int argc, char **argv)
     bench_alloc = call && call[0] == 'a';
     if (getenv("BENCH_SLOW_STEP"))
         bench_slow = atol(getenv("BENCH_SLOW_STEP"));
+    bench_sync = call && call[0] == 's';
     static char fatbin[16];
     void **h = __cudaRegisterFatBinary(fatbin);
     __cudaRegisterFunction(h, (const char *)bench_kernel, (char *)"_Z12bench_kernelv", "_Z12bench_kernelv",

@@ -53,7 +53,8 @@ def test_run_help_documents_options():
                      ("--out", "TRAINPROF_FOLDER"), ("--run-name", "TRAINPROF_RUN_NAME"),
                      ("--handlers", "TRAINPROF_HANDLERS"), ("--ranks", "TRAINPROF_RANKS"),
                      ("--record-shapes", "TRAINPROF_RECORD_SHAPES"),
-                     ("--with-stack", "TRAINPROF_WITH_STACK"), ("--log", "TRAINPROF_LOG")):
+                     ("--with-stack", "TRAINPROF_WITH_STACK"), ("--log", "TRAINPROF_LOG"),
+                     ("--hang", "TRAINPROF_HANG_S")):
         assert opt in out and var in out, opt
 
 

@@ -21,6 +21,12 @@
  * profiler must fold into the NCCL call.  ncclGroupSimulateEnd ends the
  * group as ncclGroupEnd does.  The functions NCCL 2.28's nccl.h lacks are
  * declared by preload/nccl_compat.h as NCCL 2.30.7's headers declare them.
+ * FAKE_NCCL_MEET=DIR makes ncclAllReduce block until every rank of its
+ * communicator has arrived at the same all-reduce, as NCCL's does: the
+ * k-th all-reduce on communicator c (its pool slot: ranks that create
+ * their communicators in the same order agree on it) creates
+ * DIR/c<c>.<k>.r<rank> and polls every 5 ms until the files of ranks 0 to
+ * size-1 are all there (processes need share nothing but the folder).
  * FAKE_NCCL_STATS=1 prints to stderr at exit how often ncclCommCount and
  * ncclCommUserRank were called.
  * FAKE_NCCL_VERSION=N makes the fake NCCL version N (ncclGetVersion's
@@ -35,9 +41,12 @@
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #define FAKE_EXPORT __attribute__((visibility("default")))
 
@@ -52,6 +61,7 @@ struct ncclComm {
     int size;
     int rank;
     int device;
+    long allreduces;    /* all-reduces made, for FAKE_NCCL_MEET */
 };
 
 struct ncclWindow_vidmem {
@@ -282,6 +292,28 @@ static ncclResult_t check_root(int root, ncclComm_t comm)
     return root >= 0 && root < comm->size ? ncclSuccess : ncclInvalidArgument;
 }
 
+/* FAKE_NCCL_MEET: wait until every rank of "c" reached this all-reduce. */
+static void meet(struct ncclComm *c)
+{
+    const char *dir = getenv("FAKE_NCCL_MEET");
+    if (!dir || !*dir)
+        return;
+    long k = ++c->allreduces;
+    int slot = (int)(c - comms);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/c%d.%ld.r%d", dir, slot, k, c->rank);
+    int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd >= 0)
+        close(fd);
+    for (int r = 0; r < c->size; r++) {
+        snprintf(path, sizeof path, "%s/c%d.%ld.r%d", dir, slot, k, r);
+        while (access(path, F_OK) != 0) {
+            struct timespec ts = { 0, 5 * 1000 * 1000 };
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
 FAKE_EXPORT ncclResult_t ncclAllReduce(const void *sb, void *rb, size_t count, ncclDataType_t dt,
                                        ncclRedOp_t op, ncclComm_t comm, cudaStream_t s)
 {
@@ -291,6 +323,7 @@ FAKE_EXPORT ncclResult_t ncclAllReduce(const void *sb, void *rb, size_t count, n
         r = check_op(op);
     if (r != ncclSuccess)
         return r;
+    meet(comm);
     dim3 g = { 1, 1, 1 }, b = { 64, 1, 1 };
     return cudaLaunchKernel(&kernel_stub, g, b, NULL, 0, s) == cudaSuccess
         ? ncclSuccess : ncclUnhandledCudaError;

@@ -46,6 +46,11 @@
  *   --slow-rank=R  rank R sleeps --slow-us more at the end of every step
  *   --slow-us=U    (DDP_SLOW_RANK, default -1: none; DDP_SLOW_US, default
  *                  0): a straggler for `trainprof summary` to find
+ *   --stall-rank=R  rank R never makes its --stall-at=K-th ncclAllReduce
+ *   --stall-at=K    (1 for the first; DDP_STALL_RANK, default -1: none;
+ *                  DDP_STALL_AT, default 1): it sleeps there until killed,
+ *                  a hung rank for the hang doctor (with FAKE_NCCL_MEET the
+ *                  others then wait inside that all-reduce)
  *   RANK, WORLD_SIZE  this process's rank and the job's size (else
  *                  SLURM_PROCID, SLURM_NTASKS, as srun sets them)
  */
@@ -171,6 +176,8 @@ int main(int argc, char **argv)
     long slow_us = prog_env_long("DDP_SLOW_US", 0);
     const char *mode = getenv("DDP_MODE") ? getenv("DDP_MODE") : "api";
     const char *meet = getenv("DDP_RENDEZVOUS");
+    long stall_rank = prog_env_long("DDP_STALL_RANK", -1);
+    long stall_at = prog_env_long("DDP_STALL_AT", 1);
 
     static const struct option opts[] = {
         { "steps", required_argument, 0, 's' },
@@ -180,6 +187,8 @@ int main(int argc, char **argv)
         { "rendezvous", required_argument, 0, 'r' },
         { "slow-rank", required_argument, 0, 'R' },
         { "slow-us", required_argument, 0, 'U' },
+        { "stall-rank", required_argument, 0, 'S' },
+        { "stall-at", required_argument, 0, 'A' },
         { 0, 0, 0, 0 },
     };
     int c;
@@ -192,9 +201,12 @@ int main(int argc, char **argv)
         case 'r': meet = optarg; break;
         case 'R': slow_rank = atol(optarg); break;
         case 'U': slow_us = atol(optarg); break;
+        case 'S': stall_rank = atol(optarg); break;
+        case 'A': stall_at = atol(optarg); break;
         default:
             fprintf(stderr, "usage: %s [--steps=N] [--sleep-us=U] [--warmup-us=U] "
-                    "[--mode=api|nvtx] [--rendezvous=DIR] [--slow-rank=R --slow-us=U]\n", argv[0]);
+                    "[--mode=api|nvtx] [--rendezvous=DIR] [--slow-rank=R --slow-us=U] "
+                    "[--stall-rank=R --stall-at=K]\n", argv[0]);
             return 64;
         }
     }
@@ -286,6 +298,9 @@ int main(int argc, char **argv)
         /* the bucket is ready: DDP's all-reduce on its own stream */
         PROG_CHECK(cudaEventRecord(grads_ready, compute));
         PROG_CHECK(cudaStreamWaitEvent(comm_stream, grads_ready, 0));
+        if (rank == stall_rank && s + 1 == stall_at)
+            for (;;)
+                sleep(1);       /* never arrives at all-reduce #stall_at */
         NCCL_CHECK(ncclAllReduce(d_grad, d_grad, N_PARAM, ncclFloat32, ncclSum, comm,
                                  comm_stream));
         PROG_CHECK(cudaEventRecord(reduced, comm_stream));

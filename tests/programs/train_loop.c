@@ -20,6 +20,9 @@
  *                    both  both of the above (nvtx pop first, then api)
  *                    none  no step signal
  *   --sleep-us=U     sleep per step (TRAIN_SLEEP_US, default 0)
+ *   TRAIN_STALL_US=U sleep U more in each of the last TRAIN_STALLS steps
+ *                    (defaults 0 and 1): steps long enough for the hang
+ *                    doctor (TRAINPROF_HANG_S)
  *   --activations=B  per step, cudaMalloc B bytes before the forward launches
  *                    and B/2 after them, free both after the step's sync, as
  *                    activations come and go (TRAIN_ACTIVATIONS, default 0)
@@ -147,6 +150,8 @@ int main(int argc, char **argv)
     long steps = prog_env_long("TRAIN_STEPS", 10);
     long launches = prog_env_long("TRAIN_LAUNCHES", 4);
     long sleep_us = prog_env_long("TRAIN_SLEEP_US", 0);
+    long stall_us = prog_env_long("TRAIN_STALL_US", 0);
+    long stalls = prog_env_long("TRAIN_STALLS", 1);
     long notify = prog_env_long("TRAIN_NOTIFY", -1);
     long act_bytes = prog_env_long("TRAIN_ACTIVATIONS", 0);
     long events = prog_env_long("TRAIN_EVENTS", 0);
@@ -304,6 +309,11 @@ int main(int argc, char **argv)
         if (us > 0) {
             struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
             nanosleep(&ts, NULL);
+        }
+        if (stall_us > 0 && s >= steps - stalls) {
+            struct timespec ts = { stall_us / 1000000, (stall_us % 1000000) * 1000 };
+            while (nanosleep(&ts, &ts) != 0)
+                ;       /* the whole stall, a signal of the hang doctor's included */
         }
         if (use_nvtx)
             nvtxRangePop();

@@ -179,6 +179,7 @@ START_TEST(test_vars_table)
         "TRAINPROF_FLIGHT_MB", "TRAINPROF_FLIGHT_SLOW", "TRAINPROF_METADATA",
         "TRAINPROF_PEAK_TFLOPS", "TRAINPROF_LOG", "TRAINPROF_STRICT", "TRAINPROF_DUMP_CONFIG",
         "TRAINPROF_CUPTI_PATH", "TRAINPROF_TRIGGER", "TRAINPROF_TRIGGER_SIGNAL",
+        "TRAINPROF_HANG_S",
     };
     ck_assert_uint_eq(n, sizeof spec / sizeof spec[0]);
     for (size_t i = 0; i < n; i++) {
@@ -254,6 +255,10 @@ static const struct good_case good_cases[] = {
     { "TRAINPROF_TRIGGER_SIGNAL", "usr1", "SIGUSR1" },
     { "TRAINPROF_TRIGGER_SIGNAL", "SIGRTMIN+3", "SIGRTMIN+3" },
     { "TRAINPROF_TRIGGER_SIGNAL", "off", "off" },
+    { "TRAINPROF_HANG_S", "2", "2" },
+    { "TRAINPROF_HANG_S", "90.5", "90.5" },
+    { "TRAINPROF_HANG_S", "off", "off" },
+    { "TRAINPROF_HANG_S", "0", "off" },
 };
 
 START_TEST(test_good_values)
@@ -400,6 +405,10 @@ static const struct bad_case bad_cases[] = {
     { "TRAINPROF_TRIGGER_SIGNAL", "SIGTERM", "accepted: off, SIGUSR1, SIGUSR2 or SIGRTMIN+N" },
     { "TRAINPROF_TRIGGER_SIGNAL", "SIGRTMIN+99", "accepted: off, SIGUSR1, SIGUSR2 or SIGRTMIN+N" },
     { "TRAINPROF_TRIGGER_SIGNAL", "12", "accepted: off, SIGUSR1, SIGUSR2 or SIGRTMIN+N" },
+    { "TRAINPROF_HANG_S", "-3", "must be a number of seconds between 1 and 86400, or off (or 0)" },
+    { "TRAINPROF_HANG_S", "0.5", "must be a number of seconds between 1 and 86400, or off (or 0)" },
+    { "TRAINPROF_HANG_S", "10s", "must be a number of seconds between 1 and 86400, or off (or 0)" },
+    { "TRAINPROF_HANG_S", "nan", "must be a number of seconds between 1 and 86400, or off (or 0)" },
 };
 
 START_TEST(test_bad_values)

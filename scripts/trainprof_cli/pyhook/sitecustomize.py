@@ -54,6 +54,13 @@ interpreter start it
 5. tells the library torch.distributed's default process group (backend,
    rank, size: trainprof_process_group()) at the first step after it is
    made or destroyed, for the trace's distributedInfo.
+6. with the hang doctor on (TRAINPROF_HANG_S > 0, or unset with
+   TRAINPROF_FLIGHT > 0; collector/control/hang.c),
+   registers Python's faulthandler, all threads, on a free real-time signal
+   (the highest whose handler is the default, below SIGRTMAX - 1, which the
+   library keeps for native stacks), writing into a memory file named
+   "trainprof-pystacks.<signal>": the library finds it by that name, sends
+   the signal at a hang report and puts what faulthandler wrote in it.
 
 torch is never imported here: processes that do not use it (the torchrun
 agent, compilers, DataLoader helpers, tools) pay one meta-path entry and
@@ -511,7 +518,37 @@ try:
 except Exception:                      # a broken sitecustomize must not stop us
     pass
 
+def _trainprof_pystacks():
+    import os
+    # the hang doctor is on with TRAINPROF_HANG_S > 0, or unset with the
+    # flight recorder on (TRAINPROF_FLIGHT > 0: 60 s); "off"/0 turns it off
+    hang = os.environ.get("TRAINPROF_HANG_S", "")
+    try:
+        on = float(hang) > 0 if hang else int(os.environ.get("TRAINPROF_FLIGHT", "0")) > 0
+    except ValueError:
+        on = False
+    if not on or not hasattr(os, "memfd_create"):
+        return
+    import faulthandler
+    import signal
+    for sig in range(signal.SIGRTMAX - 2, signal.SIGRTMIN + 3, -1):
+        if signal.getsignal(sig) == signal.SIG_DFL:
+            break
+    else:
+        return
+    fd = os.memfd_create("trainprof-pystacks.%d" % sig, os.MFD_CLOEXEC)
+    try:
+        faulthandler.register(sig, file=fd, all_threads=True, chain=False)
+    except Exception:
+        os.close(fd)
+
+
 try:
     _trainprof_install()
+except Exception:
+    pass
+
+try:
+    _trainprof_pystacks()
 except Exception:
     pass
