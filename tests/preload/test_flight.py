@@ -210,6 +210,8 @@ def test_bad_values_are_one_line_and_the_job_runs_unprofiled():
 def test_trainprof_run_flight_option():
     cwd = tputil.new_dir()
     env = tputil.base_env(QUIET, preload=False)
+    if os.environ.get("TP_TEST_ASAN"):      # sanitized: the ASan runtime must come first
+        env["LD_PRELOAD"] = os.environ["TP_TEST_ASAN"]
     p = subprocess.run([os.path.join(tputil.ROOT, "scripts", "trainprof"), "run",
                         "--lib", tputil.lib_path(), "--flight", "10", "--flight-slow", "4",
                         "--", tputil.program("train_loop"), "--steps=45", "--sleep-us=3000",
