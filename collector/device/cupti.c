@@ -72,7 +72,6 @@ static atomic_int tp_kinds_on;          /* read by application threads (ext push
 static _Atomic uint64_t tp_kinds_enabled; /* bit per CUpti_ActivityKind that Enable accepted
                                            (written by tp-flush, read by tp_cupti_foreign) */
 static uint64_t tp_kinds_reported;      /* kinds whose failure was said */
-static int tp_rt_trimmed, tp_drv_trimmed;
 static int (*tp_capture_check)(void);
 static __thread int tp_ext_depth __attribute__((tls_model("initial-exec")));
 static uint64_t tp_started_ns;          /* tp_clock_ns() when the kinds first went on */
@@ -291,11 +290,15 @@ static void CUPTIAPI tp_subscriber_cb(void *ud, CUpti_CallbackDomain d, CUpti_Ca
         cb->callbackSite != CUPTI_API_EXIT)
         return;
     int asked = TD_ASKED;
-    if (!atomic_compare_exchange_strong(&tp_teardown, &asked, TD_RUNNING))
+    if (tp_cupti_exit_closed() ||
+        !atomic_compare_exchange_strong(&tp_teardown, &asked, TD_RUNNING))
         return;
     __atomic_store_n(&tp_state, ST_FINISHED, __ATOMIC_SEQ_CST);
     tp_ext_drain();
-    tp_cupti_fn.cuptiUnsubscribe(tp_subscriber);
+    /* cuptiFinalize alone: it drops every subscriber.  cuptiUnsubscribe
+     * here, from inside our own subscriber's callback, freed what CUPTI
+     * 13.0 was still walking (heap corruption, then a crash at a later
+     * free, on an H100 with torch 2.11). */
     tp_cupti_fn.cuptiFinalize();
     atomic_store(&tp_teardown, TD_DONE);
 }
@@ -388,43 +391,30 @@ static void tp_kind_set(CUpti_ActivityKind k, int on)
             TP_WARN("CUPTI activity kind %s not enabled: %s", tp_kind_name(k),
                     tp_cupti_result_str(rc));
         }
-    } else if (atomic_load(&tp_kinds_enabled) & bit) {
+    } else if ((atomic_load(&tp_kinds_enabled) & bit) && !tp_cupti_exit_closed()) {
         atomic_fetch_and(&tp_kinds_enabled, ~bit);
-        tp_cupti_fn.cuptiActivityDisable(k);
+        tp_cupti_fn.cuptiActivityDisable(k);    /* each one checks: exit may begin between */
     }
 }
 
-/* Runtime or driver API records: only the cbids we keep, through
- * cuptiActivityEnable{Runtime,Driver}Api when present (the whole kind must
- * then stay off: enabling it overrides the per-cbid settings); else the
- * whole kind, filtered while decoding. */
+/* Runtime or driver API records: the whole kind, then the cbids we do not
+ * keep turned off one by one with cuptiActivityEnable{Runtime,Driver}Api
+ * where CUPTI has it (the header's way to leave out a few; what is left
+ * on is filtered while decoding anyway).  Those functions alone, on a
+ * kind left off, were accepted by CUPTI 13.0 on an H100 and gave no
+ * record at all. */
 static void tp_api_set(int driver, int on)
 {
     __typeof__(tp_cupti_fn.cuptiActivityEnableRuntimeApi) fn =
         driver ? tp_cupti_fn.cuptiActivityEnableDriverApi
                : tp_cupti_fn.cuptiActivityEnableRuntimeApi;
     unsigned n = driver ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
-    int *trimmed = driver ? &tp_drv_trimmed : &tp_rt_trimmed;
     CUpti_ActivityKind kind = driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
-    if (on) {
-        *trimmed = 0;
-        if (fn) {
-            int ok = 1;
-            for (unsigned c = 0; c < n && ok; c++)
-                if (tp_cupti_cb_class(driver, c) != TP_CB_OTHER && fn(c, 1) != CUPTI_SUCCESS)
-                    ok = 0;
-            *trimmed = ok;
-        }
-        if (!*trimmed)
-            tp_kind_set(kind, 1);
-    } else if (*trimmed) {
+    tp_kind_set(kind, on);
+    if (on && fn && (atomic_load(&tp_kinds_enabled) & (1ull << kind)))
         for (unsigned c = 0; c < n; c++)
-            if (tp_cupti_cb_class(driver, c) != TP_CB_OTHER)
+            if (tp_cupti_cb_class(driver, c) == TP_CB_OTHER)
                 fn(c, 0);
-        *trimmed = 0;
-    } else {
-        tp_kind_set(kind, 0);
-    }
 }
 
 /* tp-cupti */
@@ -481,6 +471,17 @@ static void tp_start_run(void *arg)
     tp_start_job.rc = 0;
 }
 
+/* The program's exit began (exit() or a return from main), before the
+ * CUDA runtime's exit handler: what tp-cupti is doing finishes first, and
+ * nothing that reaches the driver starts after.  The device records are
+ * still collected (flushing walks CUPTI's buffers: after the runtime's
+ * teardown it was seen to work, and CUPTI flushes a context's records
+ * when the context is destroyed). */
+static void tp_cupti_at_exit(void)
+{
+    tp_cupti_exit_close(TP_CUPTI_GRACE_S * 1000);
+}
+
 int tp_cupti_start(int had_context)
 {
     switch (tp_state) {
@@ -518,6 +519,14 @@ int tp_cupti_start(int had_context)
     if (tp_run(tp_start_run) != 0)
         return -1;
     tp_offset_apply();
+    if (tp_start_job.rc == 0) {
+        /* Registered now, after the runtime registered its own exit handler
+         * (it did at its initialization, which made the context CUPTI
+         * needed), so that ours runs first (atexit's order is the reverse). */
+        static int registered;
+        if (!registered)
+            registered = atexit(tp_cupti_at_exit) == 0;
+    }
     return tp_start_job.rc;
 }
 
@@ -595,6 +604,8 @@ static int tp_driver_version(void)
 static const char *tp_finalize(int safe)
 {
     CUpti_SubscriberHandle sub = tp_subscriber;
+    if (tp_cupti_exit_closed())
+        return "left on: the program was exiting";
     if (!safe || !tp_cupti_fn.cuptiEnableDomain) {
         tp_cupti_fn.cuptiUnsubscribe(sub);
         return safe ? "not finalized: no cuptiEnableDomain" : "not finalized: unsafe here";
@@ -609,6 +620,8 @@ static const char *tp_finalize(int safe)
     }
     int asked = TD_ASKED;
     if (atomic_compare_exchange_strong(&tp_teardown, &asked, TD_NONE)) {
+        if (tp_cupti_exit_closed())
+            return "left on: the program was exiting";
         tp_cupti_fn.cuptiEnableDomain(0, sub, CUPTI_CB_DOMAIN_RUNTIME_API);
         tp_cupti_fn.cuptiEnableDomain(0, sub, CUPTI_CB_DOMAIN_DRIVER_API);
         tp_cupti_fn.cuptiUnsubscribe(sub);

@@ -49,6 +49,7 @@ static void (*tp_job_fn)(void *);
 static void *tp_job_arg;
 static int tp_worker;                      /* 1 running, -1 could not start (tp-flush only) */
 static _Atomic int tp_abandoned;
+static _Atomic int tp_exit_closed;         /* the program's exit began (tp_cupti_exit_close) */
 static _Atomic int64_t tp_hurry_ns;        /* CLOCK_MONOTONIC of the signal, 0: none */
 
 static int64_t tp_mono_ns(void)
@@ -150,4 +151,22 @@ int tp_cupti_hurried(void)
 int tp_cupti_abandoned(void)
 {
     return atomic_load(&tp_abandoned);
+}
+
+void tp_cupti_exit_close(int wait_ms)
+{
+    atomic_store(&tp_exit_closed, 1);
+    int64_t until = tp_mono_ns() + (int64_t)wait_ms * 1000000ll;
+    for (;;) {
+        uint32_t done = atomic_load(&tp_done_seq);
+        if (done == atomic_load(&tp_job_seq) || atomic_load(&tp_abandoned) ||
+            tp_mono_ns() >= until)
+            return;
+        tp_futex_wait(&tp_done_seq, done, TP_CUPTI_SLICE_MS);
+    }
+}
+
+int tp_cupti_exit_closed(void)
+{
+    return atomic_load(&tp_exit_closed);
 }

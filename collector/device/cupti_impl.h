@@ -55,6 +55,16 @@ int tp_cupti_call(void (*fn)(void *), void *arg);
  * waits on locks a CUPTI callback may hold are to be bounded. */
 int tp_cupti_hurried(void);
 
+/* tp_cupti_exit_close - the program's exit has begun, before the CUDA
+ * runtime's own exit handler tears its contexts down (any thread): no
+ * CUPTI call that reaches the driver (disabling a kind, finalizing) starts
+ * from now on, and the one under way on tp-cupti is waited for, at most
+ * "wait_ms".  cuptiActivityDisable while the runtime's handler destroyed
+ * the context crashed inside CUPTI 13.0 (an H100, a program that exited
+ * a few milliseconds after its last window). */
+void tp_cupti_exit_close(int wait_ms);
+int tp_cupti_exit_closed(void);
+
 /* ---- cupti_load.c: the loaded library ------------------------------------ */
 
 /* The entry points we use, X(name, required): a missing required one makes

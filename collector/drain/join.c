@@ -9,6 +9,7 @@
  */
 #include "join.h"
 #include "collector/common/grow.h"
+#include "collector/common/log.h"
 #include "collector/device/props.h"
 #include "collector/record/apis.h"
 #include "collector/record/intern.h"
@@ -36,6 +37,7 @@ struct tp_join {
     uint64_t own0;
     const struct tp_device_prop *props;
     int n_props;
+    unsigned n_missed;             /* debug lines written */
 };
 
 static int u32_cmp(const void *a, const void *b)
@@ -91,6 +93,7 @@ struct tp_join *tp_join_new(const struct tp_device_batch *dev, uint64_t *next_ow
     j->next_own = next_own;
     j->own0 = *next_own;
     j->n_props = tp_device_props_get(&j->props);
+    TP_DEBUG("join: %zu API records, %zu device records, %zu external", dev->n_api, dev->n_rec, dev->n_ext);
     return j;
 }
 
@@ -120,12 +123,24 @@ static int thread_is(const struct tp_tbuf *t, uint32_t cupti_tid)
  * measured offset's uncertainty is added (tp_device_batch.time_slack). */
 #define TP_JOIN_SLACK 64
 
-/* The CUPTI API record of host call [t0, t1] on thread "t", or -1. */
-static long find_api(const struct tp_join *j, const struct tp_tbuf *t, uint64_t t0, uint64_t t1)
+/* How many API records before a host call's start are looked at for one
+ * that encloses it (find_api). */
+#define TP_JOIN_ENCLOSING 32
+
+/* The CUPTI API record of host call [t0, t1] on thread "t", or -1.
+ * Its own record lies inside the call.  Failing that, the call may be a
+ * driver call made by a runtime call that we did not see (a library's
+ * statically linked runtime: cuBLAS, cuDNN, nvcc's default): CUPTI then
+ * gives one record, the runtime call's, around ours, and the nearest
+ * unclaimed one of the same class (a launch for a launch) on the thread
+ * is ours. */
+static long find_api(const struct tp_join *j, const struct tp_tbuf *t, uint64_t t0, uint64_t t1,
+                     int launch)
 {
     const struct tp_device_api *a = j->dev->api;
     size_t n = j->dev->n_api, lo = 0, hi = n;
     uint64_t slack = TP_JOIN_SLACK + j->dev->time_slack;
+    uint64_t call1 = t1;
     t0 = t0 > slack ? t0 - slack : 0;
     t1 += slack;
     while (lo < hi) {
@@ -150,7 +165,42 @@ static long find_api(const struct tp_join *j, const struct tp_tbuf *t, uint64_t 
         }
     }
     /* CUPTI's threadId is neither of our ids: fall back to time alone */
-    return mine >= 0 ? mine : any;
+    if (mine >= 0 || any >= 0)
+        return mine >= 0 ? mine : any;
+    for (size_t k = 0; k < TP_JOIN_ENCLOSING && k < lo; k++) {
+        size_t i = lo - 1 - k;
+        if (j->claimed[i] || a[i].internal || a[i].end + slack < call1 ||
+            (tp_cupti_cb_class(a[i].driver, a[i].cbid) == TP_CB_LAUNCH) != launch)
+            continue;
+        if (thread_is(t, a[i].thread_id))
+            return (long)i;
+        if (any < 0 && u32_has(j->work, j->n_work, a[i].correlation))
+            any = (long)i;
+    }
+    return any;
+}
+
+/* TRAINPROF_LOG=debug: a host call no API record joined, with the API
+ * records nearest its start, to tell a clock, thread or cbid mismatch. */
+static void debug_missed(const struct tp_join *j, const struct tp_tbuf *t, const struct tp_record *r)
+{
+    const struct tp_device_api *a = j->dev->api;
+    size_t n = j->dev->n_api, lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (a[mid].start < r->t0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    TP_DEBUG("join: %s [%llu, %llu] tid %u/%u not joined (%zu API records, slack %llu)",
+             tp_api_name(r->api), (unsigned long long)r->t0, (unsigned long long)r->t1,
+             (unsigned)t->tid, t->pthread_id, n, (unsigned long long)j->dev->time_slack);
+    for (size_t k = lo > 2 ? lo - 2 : 0; k < n && k < lo + 2; k++)
+        TP_DEBUG("join:   api %s cbid %u corr %u [%lld, %lld] from the call's start, tid %u%s%s",
+                 a[k].driver ? "drv" : "rt", a[k].cbid, a[k].correlation,
+                 (long long)(a[k].start - r->t0), (long long)(a[k].end - r->t0), a[k].thread_id,
+                 j->claimed[k] ? " claimed" : "", a[k].internal ? " internal" : "");
 }
 
 static void add_joined(struct tp_join *j, uint32_t corr)
@@ -182,9 +232,12 @@ void tp_join_host(struct tp_join *j, const struct tp_tbuf *t, struct tp_record *
         add_lib(j, r);
         return;
     }
-    long i = find_api(j, t, r->t0, r->t1);
-    if (i < 0)
+    long i = find_api(j, t, r->t0, r->t1, r->kind == TP_REC_LAUNCH);
+    if (i < 0) {
+        if (tp_log_level >= TP_LOG_DEBUG && j->n_missed++ < 12)
+            debug_missed(j, t, r);
         return;
+    }
     j->claimed[i] = 1;
     uint32_t corr = j->dev->api[i].correlation;
     if (r->kind == TP_REC_LAUNCH)

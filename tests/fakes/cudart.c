@@ -305,6 +305,17 @@ FAKE_EXPORT void fakegpu_set_observer(fakegpu_begin_fn begin, fakegpu_end_fn end
     }
 }
 
+/* The runtime's exit handler, registered at the first API call as the
+ * real runtime registers its own at initialization: from then on its
+ * contexts are gone (tests/fakes/cupti.c need_runtime checks this word). */
+FAKE_EXPORT int fakegpu_runtime_torn_down;
+static int exit_registered;
+
+static void rt_exit(void)
+{
+    __atomic_store_n(&fakegpu_runtime_torn_down, 1, __ATOMIC_RELEASE);
+}
+
 struct obs {
     fakegpu_end_fn end;        /* NULL: no observer at entry */
     uint64_t token;
@@ -313,6 +324,9 @@ struct obs {
 static inline struct obs obs_enter(void)
 {
     struct obs o = { NULL, 0 };
+    if (__builtin_expect(!__atomic_load_n(&exit_registered, __ATOMIC_RELAXED), 0) &&
+        !__atomic_exchange_n(&exit_registered, 1, __ATOMIC_ACQ_REL))
+        atexit(rt_exit);
     fakegpu_begin_fn b = __atomic_load_n(&obs_begin_fn, __ATOMIC_RELAXED);
     if (__builtin_expect(b != NULL, 0)) {
         __atomic_thread_fence(__ATOMIC_ACQUIRE);

@@ -77,6 +77,7 @@
  * (one line per subscribe, enable KIND, disable KIND, flush, unsubscribe,
  * finalize, and "cuda_event EVENTID STREAMID CORRELATION" per CUDA_EVENT
  * record); FAKE_CUPTI_COMM_US=N (NCCL's kernels last N us, default 5);
+ * FAKE_CUPTI_DISABLE_MS=N (cuptiActivityDisable takes N ms: see need_runtime);
  * FAKE_CUPTI_STALL_AT=N with FAKE_CUPTI_STALL_MS=M (the Nth API call
  * recorded stalls M ms in this library's callback from the runtime, with
  * its lock held, after writing "fake-cupti: stalling in a callback" on
@@ -268,9 +269,11 @@ static CUpti_BuffersCallbackCompleteFunc done_cb;
 static CUpti_TimestampCallbackFunc ts_cb;                /* __atomic access */
 static int subscribed;
 static uint64_t kinds;                                    /* bit per kind < 64 */
-static uint8_t rt_on[CUPTI_RUNTIME_TRACE_CBID_SIZE];
-static uint8_t drv_on[CUPTI_DRIVER_TRACE_CBID_SIZE];
-static int n_cbids_on;
+/* cbids turned off by cuptiActivityEnable{Runtime,Driver}Api(cbid, 0); as
+ * the real CUPTI 13.0 does (seen on an H100), turning one on gives no record
+ * while its kind is off, and enabling the kind clears these. */
+static uint8_t rt_off[CUPTI_RUNTIME_TRACE_CBID_SIZE];
+static uint8_t drv_off[CUPTI_DRIVER_TRACE_CBID_SIZE];
 static int observing;
 static uint32_t next_corr;                                /* __atomic */
 static uint64_t dropped;
@@ -334,7 +337,7 @@ static int finalized;                                     /* __atomic: since the
 
 static int any_on_locked(void)
 {
-    return kinds != 0 || n_cbids_on != 0 || dom_on[0] || dom_on[1];
+    return kinds != 0 || dom_on[0] || dom_on[1];
 }
 
 /* A call made after cuptiFinalize: the real CUPTI re-initializes itself
@@ -343,6 +346,25 @@ static void after_finalize(const char *fn)
 {
     if (__atomic_exchange_n(&finalized, 0, __ATOMIC_ACQ_REL))
         flog("reinit %s", fn);
+}
+
+/* The fake runtime's exit handler ran (tests/fakes/cudart.c): its contexts
+ * are gone.  The real CUPTI 13.0 crashed in cuptiActivityDisable called
+ * then (an H100, a program that exited a few ms after its last window);
+ * this one says so and aborts, in that call and the others that reach the
+ * driver.  FAKE_CUPTI_DISABLE_MS=N makes cuptiActivityDisable take N ms
+ * first, so that a program's exit can overlap it. */
+static void need_runtime(const char *fn)
+{
+    const int *gone = dlsym(RTLD_DEFAULT, "fakegpu_runtime_torn_down");
+    if (gone && __atomic_load_n(gone, __ATOMIC_ACQUIRE)) {
+        char msg[200];
+        int n = snprintf(msg, sizeof msg, "fake-cupti: %s after the runtime's exit handler "
+                         "destroyed its contexts (the real CUPTI crashes here)\n", fn);
+        ssize_t w = write(2, msg, (size_t)n);
+        (void)w;
+        abort();
+    }
 }
 
 /* ---- queue and delivery --------------------------------------------------- */
@@ -619,11 +641,11 @@ static void fake_end(uint64_t token, const struct fakegpu_op *op)
         }
     }
     int drv = op->domain == FAKEGPU_DRIVER;
-    int cb_ok = op->cbid >= 0 &&
-                (drv ? (op->cbid < CUPTI_DRIVER_TRACE_CBID_SIZE && drv_on[op->cbid])
-                     : (op->cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE && rt_on[op->cbid]));
+    int cb_off = op->cbid >= 0 &&
+                 (drv ? (op->cbid < CUPTI_DRIVER_TRACE_CBID_SIZE && drv_off[op->cbid])
+                      : (op->cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE && rt_off[op->cbid]));
     CUpti_ActivityKind api_kind = drv ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
-    if ((kinds & (1ull << api_kind)) || cb_ok) {
+    if ((kinds & (1ull << api_kind)) && !cb_off) {
         if (kinds & (1ull << CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) {
             /* One record per external kind: the innermost id of that kind. */
             for (int i = n_ext - 1; i >= 0; i--) {
@@ -963,6 +985,15 @@ FAKE_EXPORT CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle s)
 {
     if (!s)
         return CUPTI_ERROR_INVALID_PARAMETER;
+    if (in_exit_callback) {
+        /* The real CUPTI 13.0 frees what it is still walking: the heap is
+         * corrupt and a later free() aborts (an H100, torch 2.11). */
+        static const char msg[] = "fake-cupti: cuptiUnsubscribe from inside the subscriber's "
+                                  "own callback (the real CUPTI corrupts its heap)\n";
+        ssize_t w = write(2, msg, sizeof msg - 1);
+        (void)w;
+        abort();
+    }
     pthread_mutex_lock(&mu);
     subscribed = 0;
     sub_cb = NULL;
@@ -1022,6 +1053,10 @@ FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
         return CUPTI_ERROR_NOT_SUPPORTED;
     pthread_mutex_lock(&mu);
     kinds |= 1ull << kind;
+    if (kind == CUPTI_ACTIVITY_KIND_RUNTIME)
+        memset(rt_off, 0, sizeof rt_off);
+    if (kind == CUPTI_ACTIVITY_KIND_DRIVER)
+        memset(drv_off, 0, sizeof drv_off);
     pthread_mutex_unlock(&mu);
     flog("enable %s", kind_name(kind));
     update_observing();
@@ -1032,6 +1067,12 @@ FAKE_EXPORT CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind)
 {
     if ((unsigned)kind >= 64)
         return CUPTI_ERROR_INVALID_KIND;
+    long slow = env_long("FAKE_CUPTI_DISABLE_MS", 0);
+    if (slow > 0) {
+        struct timespec d = { slow / 1000, (slow % 1000) * 1000000L };
+        nanosleep(&d, NULL);
+    }
+    need_runtime("cuptiActivityDisable");
     pthread_mutex_lock(&mu);
     kinds &= ~(1ull << kind);
     pthread_mutex_unlock(&mu);
@@ -1045,10 +1086,7 @@ static CUptiResult enable_cbid(uint8_t *tab, unsigned n, CUpti_CallbackId cbid, 
     if (cbid >= n)
         return CUPTI_ERROR_INVALID_PARAMETER;
     pthread_mutex_lock(&mu);
-    if (tab[cbid] != (on != 0)) {
-        tab[cbid] = on != 0;
-        n_cbids_on += on ? 1 : -1;
-    }
+    tab[cbid] = on == 0;
     pthread_mutex_unlock(&mu);
     update_observing();
     return CUPTI_SUCCESS;
@@ -1056,13 +1094,13 @@ static CUptiResult enable_cbid(uint8_t *tab, unsigned n, CUpti_CallbackId cbid, 
 
 static CUptiResult CUPTIAPI enable_runtime_api(CUpti_CallbackId cbid, uint8_t on)
 {
-    return enable_cbid(rt_on, CUPTI_RUNTIME_TRACE_CBID_SIZE, cbid, on);
+    return enable_cbid(rt_off, CUPTI_RUNTIME_TRACE_CBID_SIZE, cbid, on);
 }
 FAKE_SINCE(cuptiActivityEnableRuntimeApi, enable_runtime_api, 24)
 
 static CUptiResult CUPTIAPI enable_driver_api(CUpti_CallbackId cbid, uint8_t on)
 {
-    return enable_cbid(drv_on, CUPTI_DRIVER_TRACE_CBID_SIZE, cbid, on);
+    return enable_cbid(drv_off, CUPTI_DRIVER_TRACE_CBID_SIZE, cbid, on);
 }
 FAKE_SINCE(cuptiActivityEnableDriverApi, enable_driver_api, 24)
 
@@ -1144,13 +1182,13 @@ FAKE_SINCE(cuptiActivityEnableCudaEventDeviceTimestamps, enable_event_device_tim
 /* Forgets everything (real CUPTI re-initialises lazily after it). */
 FAKE_EXPORT CUptiResult CUPTIAPI cuptiFinalize(void)
 {
+    need_runtime("cuptiFinalize");
     flog(in_exit_callback ? "finalize in-exit-callback" : "finalize");
     pthread_mutex_lock(&mu);
     int was = observing, running = thread_running;
     kinds = 0;
-    memset(rt_on, 0, sizeof rt_on);
-    memset(drv_on, 0, sizeof drv_on);
-    n_cbids_on = 0;
+    memset(rt_off, 0, sizeof rt_off);
+    memset(drv_off, 0, sizeof drv_off);
     observing = 0;
     thread_running = 0;
     __atomic_store_n(&thread_stop, 1, __ATOMIC_RELEASE);
