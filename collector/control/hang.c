@@ -19,10 +19,16 @@
  * doctor is (tp_hang_on), where it turned them off once the schedule had
  * finished.
  *
- * The clock starts at activation: a hang before the first step (a rank
- * stuck in the first collective, or in NCCL's initialisation) is a hang.
- * A program that counts no steps at all therefore gets one report,
- * TRAINPROF_HANG_S after activation, saying no step was seen.
+ * Before the first step: the clock starts at activation, but importing,
+ * loading data and compiling often take longer than TRAINPROF_HANG_S with
+ * nothing wrong (torch's import alone took 2 s on the H100 machine, where
+ * TRAINPROF_HANG_S=2 gave a report at "steps completed: 0").  So a hang
+ * before the first step is reported at TRAINPROF_HANG_S only if a thread
+ * has been in one blocking call (the first collective, a synchronization)
+ * that long, and otherwise after TP_HANG_FIRST_S (or TRAINPROF_HANG_S if
+ * longer): a rank stuck in its own code before its first collective is
+ * still named well before a 10-30 minute watchdog.  A program that counts
+ * no steps at all gets one report then, saying no step was seen.
  *
  * One report per hang: a report is written once for a given last step; a
  * step that ends clears the hang, and the next one that lasts gets a new
@@ -658,6 +664,22 @@ static void tp_hang_report(uint64_t last_end, uint64_t now, const struct tp_cloc
     tp_hang_flight_dump(steps);
 }
 
+/* Seconds with no step before the first one ends, no blocking call that
+ * long in flight (the DESIGN paragraph above). */
+#define TP_HANG_FIRST_S 300.0
+
+/* A thread has been inside one blocking call for "ns" or more at "now". */
+static int tp_hang_blocked_for(uint64_t now, const struct tp_clock_map *m, double ns)
+{
+    for (unsigned i = 0; i < TP_INFLIGHT_SLOTS; i++) {
+        struct tp_inflight_view v;
+        if (tp_inflight_read(i, &v) && v.t0 && v.t0 <= now &&
+            (double)tp_clock_ticks_to_ns(m, v.t0, now) >= ns)
+            return 1;
+    }
+    return 0;
+}
+
 void tp_hang_idle(void)
 {
     if (!tp_hang_on())
@@ -667,7 +689,12 @@ void tp_hang_idle(void)
         return;     /* this hang was reported; a step that ends starts the watch again */
     uint64_t now = tp_clock_now();
     struct tp_clock_map m = tp_clock_map_now();
-    if ((double)tp_clock_ticks_to_ns(&m, last, now) < tp_hang_s * 1e9)
+    double quiet = (double)tp_clock_ticks_to_ns(&m, last, now);
+    if (quiet < tp_hang_s * 1e9)
+        return;
+    if (atomic_load_explicit(&tp_last_steps, memory_order_relaxed) == 0 &&
+        quiet < (tp_hang_s > TP_HANG_FIRST_S ? tp_hang_s : TP_HANG_FIRST_S) * 1e9 &&
+        !tp_hang_blocked_for(now, &m, tp_hang_s * 1e9))
         return;
     tp_reported_end = last;
     if (tp_reports >= 1000) {

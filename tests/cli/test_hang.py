@@ -127,6 +127,44 @@ def test_a_job_that_ends_its_steps_writes_no_report():
     assert r.stderr.decode().startswith("trainprof: no hang reports in ")
 
 
+def test_a_slow_start_before_the_first_step_is_no_hang():
+    """Importing, loading and compiling before the first step can outlast
+    TRAINPROF_HANG_S with nothing wrong (torch's import did, on a GPU
+    machine, with TRAINPROF_HANG_S=2): no report for it."""
+    cwd = tputil.new_dir()
+    procs, _ = start_job(cwd, ranks=1, stall_rank=-1, steps=3,
+                         env={"DDP_WARMUP_US": int((HANG_S + 2) * 1e6)})
+    try:
+        assert procs[0].wait(timeout=60) == 0
+    finally:
+        stop(procs)
+    assert reports(cwd) == []
+
+
+def test_stuck_in_the_first_collective_is_a_hang_at_once():
+    """Before the first step, a rank waiting that long inside one blocking
+    call (here the first all-reduce, which rank 1 never makes) is reported at
+    TRAINPROF_HANG_S; rank 1, asleep in its own code, is not yet (it would
+    be after the first-step grace)."""
+    cwd = tputil.new_dir()
+    procs, _ = start_job(cwd, ranks=2, stall_rank=1, stall_at=1)
+    try:
+        t0 = time.time()
+        while time.time() < t0 + HANG_S + 30 and not reports(cwd):
+            time.sleep(0.05)
+        found = reports(cwd)
+        assert [os.path.basename(p) for p in found] == ["rank0.hang.json"], found
+        with open(found[0]) as f:
+            rep = json.load(f)
+        assert rep["steps_completed"] == 0 and rep["last_step"] is None
+        calls = [t["in_flight"] for t in rep["threads"] if t["in_flight"]]
+        assert [(c["call"], c["seq"]) for c in calls] == [("ncclAllReduce", 1)]
+        time.sleep(HANG_S + 1)
+        assert len(reports(cwd)) == 1
+    finally:
+        stop(procs)
+
+
 def test_bad_hang_s_is_one_line_and_the_job_runs_unprofiled():
     r = tputil.run("ddp_loop", ["--steps=3"], env={"TRAINPROF_HANG_S": "10s"})
     assert r.rc == 0
