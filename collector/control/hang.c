@@ -137,13 +137,25 @@ static int tp_hang_flight_on(void)
     return tp_cfg.flight > 0;
 }
 
-/* A hang was reported ("steps": steps completed): the flight recorder is
- * to dump its ring here, reason "hang".  Not yet: its dump takes the step
- * lock, which tp-flush must not wait for (a step may hold it while it
- * waits for tp-flush, steps.c's tp_await_on); it needs a try-lock form. */
-static void tp_hang_flight_dump(uint64_t steps)
+/* A hang was reported: the flight recorder dumps its ring, reason "hang"
+ * (steps.c, through tp_hang_set_flight: steps.c calls into this file, not
+ * the other way).  Its dump takes the step lock, which tp-flush must not
+ * wait for (a step may hold it while it waits for tp-flush: steps.c's
+ * tp_await_on), so it only tries; a busy lock is tried again at each idle
+ * tick while the same hang lasts. */
+static int (*_Atomic tp_flight_dump_fn)(void);
+static int tp_flight_due;                 /* a dump is owed for the hang reported (tp-flush) */
+
+void tp_hang_set_flight(int (*dump)(void))
 {
-    (void)steps;
+    atomic_store(&tp_flight_dump_fn, dump);
+}
+
+static void tp_hang_flight_dump(void)
+{
+    int (*dump)(void) = atomic_load(&tp_flight_dump_fn);
+    if (tp_flight_due && (!dump || dump() == 0))
+        tp_flight_due = 0;
 }
 
 /* ---- state ------------------------------------------------------------------- */
@@ -661,7 +673,8 @@ static void tp_hang_report(uint64_t last_end, uint64_t now, const struct tp_cloc
     tp_reports++;
     free(js);
     free(txt);
-    tp_hang_flight_dump(steps);
+    tp_flight_due = tp_hang_flight_on();
+    tp_hang_flight_dump();
 }
 
 /* Seconds with no step before the first one ends, no blocking call that
@@ -685,8 +698,11 @@ void tp_hang_idle(void)
     if (!tp_hang_on())
         return;
     uint64_t last = atomic_load_explicit(&tp_last_end, memory_order_acquire);
-    if (last == tp_reported_end)
+    if (last == tp_reported_end) {
+        tp_hang_flight_dump();      /* owed while the step lock was busy */
         return;     /* this hang was reported; a step that ends starts the watch again */
+    }
+    tp_flight_due = 0;              /* a step ended: that hang is over */
     uint64_t now = tp_clock_now();
     struct tp_clock_map m = tp_clock_map_now();
     double quiet = (double)tp_clock_ticks_to_ns(&m, last, now);

@@ -26,6 +26,11 @@ void tp_hang_step(uint64_t steps, uint64_t now);
  * step ended and writes a report once per hang. */
 void tp_hang_idle(void);
 
+/* tp_hang_set_flight - the flight recorder's dump at a hang (steps.c's
+ * tp_steps_flight_hang): 0 when dumped or nothing to dump, -1 when the
+ * step lock was busy (tried again at the next idle tick of the hang). */
+void tp_hang_set_flight(int (*dump)(void));
+
 /* tp_hang_reports - reports written by this process (tests). */
 unsigned tp_hang_reports(void);
 

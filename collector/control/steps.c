@@ -416,6 +416,25 @@ struct tp_record *tp_steps_flight_fail(struct tp_record *r, const char *reason)
     return NULL;
 }
 
+/* The hang doctor's dump (hang.h, tp_hang_set_flight), on tp-flush: the
+ * step lock is only tried, since a step may hold it while it waits for
+ * tp-flush (tp_await_on).  The step under way, stuck, is in the dump. */
+static int tp_steps_flight_hang(void)
+{
+    if (!tp_cfg.flight || !tp_steps_on())
+        return 0;
+    if (pthread_mutex_trylock(&tp_step_lock) != 0)
+        return -1;
+    if (tp_fl_open && !tp_flusher_exiting()) {
+        uint64_t now = tp_clock_now();
+        tp_flight_close(now, "hang", tp_steps, 1);
+        tp_flight_open(now);
+        tp_hot_mode(tp_mode_flags, tp_gen);
+    }
+    pthread_mutex_unlock(&tp_step_lock);
+    return 0;
+}
+
 /* Set the hot word for the action of the step now beginning. */
 static void tp_enter_step(uint64_t now)
 {
@@ -661,6 +680,7 @@ void tp_steps_begin(uint64_t start)
      * names and NVTX registered strings only, in TP_INTERN_EARLY_BYTES) */
     size_t names = ((size_t)tp_cfg.buffer_mb << 20) / 4;
     tp_intern_set_budget(names > TP_INTERN_EARLY_BYTES ? names : TP_INTERN_EARLY_BYTES);
+    tp_hang_set_flight(tp_steps_flight_hang);
     for (int i = 0; i < tp_cfg.n_signals; i++) {
         const struct tp_signal *s = &tp_cfg.signals[i];
         if (s->kind == TP_SIGNAL_NVTX && atomic_load(&tp_signal_kind) < 0)

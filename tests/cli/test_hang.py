@@ -165,6 +165,32 @@ def test_stuck_in_the_first_collective_is_a_hang_at_once():
         stop(procs)
 
 
+def test_flight_recorder_dumps_its_ring_at_a_hang():
+    """With the flight recorder on, each rank's hang report comes with a
+    flight dump, reason "hang": the steps before the stall and the step
+    under way (the flush thread only tries the step lock, which the stuck
+    training thread does not hold)."""
+    cwd = tputil.new_dir()
+    procs, _ = start_job(cwd, ranks=2, stall_rank=1, stall_at=5,
+                         env={"TRAINPROF_FLIGHT": 10, "TRAINPROF_SCHEDULE": "skip_first=1000"})
+    traces = os.path.join(cwd, "job", "traces")
+    try:
+        t0 = time.time()
+        while time.time() < t0 + HANG_S + 30 and len(glob.glob(os.path.join(traces, "*flight-hang*"))) < 2:
+            time.sleep(0.05)
+    finally:
+        stop(procs)
+    names = sorted(os.path.basename(p) for p in glob.glob(os.path.join(traces, "*")))
+    # steps count from 0: the fifth all-reduce is in step 4
+    assert names == ["rank0.flight-hang.4.pt.trace.json.gz", "rank1.flight-hang.4.pt.trace.json.gz"], (
+        names, open(os.path.join(cwd, "rank0.err"), "rb").read())
+    for rank in range(2):
+        t = tputil.load_trace(os.path.join(traces, names[rank]))
+        assert t["trainprof"]["flight"]["reason"] == "hang"
+        colls = [e for e in tputil.events(t, ph="X") if e["name"] == "ncclAllReduce"]
+        assert len(colls) == 4, [e["name"] for e in tputil.events(t, ph="X")]
+
+
 def test_bad_hang_s_is_one_line_and_the_job_runs_unprofiled():
     r = tputil.run("ddp_loop", ["--steps=3"], env={"TRAINPROF_HANG_S": "10s"})
     assert r.rc == 0
