@@ -27,6 +27,9 @@
  * their communicators in the same order agree on it) creates
  * DIR/c<c>.<k>.r<rank> and polls every 5 ms until the files of ranks 0 to
  * size-1 are all there (processes need share nothing but the folder).
+ * FAKE_NCCL_FAIL_AT=K makes the process's K-th ncclAllReduce return
+ * ncclRemoteError (a peer died: what NCCL answers when a connection
+ * breaks), after checking its arguments and before meeting the others.
  * FAKE_NCCL_STATS=1 prints to stderr at exit how often ncclCommCount and
  * ncclCommUserRank were called.
  * FAKE_NCCL_VERSION=N makes the fake NCCL version N (ncclGetVersion's
@@ -323,6 +326,13 @@ FAKE_EXPORT ncclResult_t ncclAllReduce(const void *sb, void *rb, size_t count, n
         r = check_op(op);
     if (r != ncclSuccess)
         return r;
+    static long made, fail_at = -1;
+    if (fail_at < 0) {
+        const char *f = getenv("FAKE_NCCL_FAIL_AT");
+        fail_at = f ? atol(f) : 0;
+    }
+    if (fail_at > 0 && __atomic_add_fetch(&made, 1, __ATOMIC_RELAXED) == fail_at)
+        return ncclRemoteError;
     meet(comm);
     dim3 g = { 1, 1, 1 }, b = { 64, 1, 1 };
     return cudaLaunchKernel(&kernel_stub, g, b, NULL, 0, s) == cudaSuccess

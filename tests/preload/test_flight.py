@@ -120,6 +120,19 @@ def test_sticky_cuda_error_dumps_with_the_failed_call_last():
     assert last["name"] == "cudaStreamSynchronize" and last["args"]["status"] == 700, last
 
 
+def test_nccl_error_dumps_with_the_failed_collective_last():
+    """The 9th ncclAllReduce (step 8's) returns ncclRemoteError on the fake,
+    as NCCL does when a peer's connection breaks: the dump of steps 3-7 and
+    step 8 up to that call, which is its last event, with its status (6)."""
+    r = tputil.run("ddp_loop", ["--steps=20"],
+                   env=flight_env(5, FAKE_NCCL_FAIL_AT=9, RANK=0, WORLD_SIZE=1))
+    assert r.rc == 1 and b"ncclAllReduce" in r.stderr, r.stderr
+    trace = check_one_dump(r, "nccl-error", 8)
+    assert tputil.steps(trace) == list(range(3, 8))
+    last = x_events(trace)[-1]
+    assert last["name"] == "ncclAllReduce" and last["args"]["status"] == 6, last
+
+
 def test_clean_exit_writes_no_flight_file_and_sigterm_does():
     """The same loop: run to its end it leaves no file; stopped by SIGTERM
     after step 15 it leaves the dump of its last 10 steps and the step under
