@@ -416,23 +416,30 @@ struct tp_record *tp_steps_flight_fail(struct tp_record *r, const char *reason)
     return NULL;
 }
 
-/* The hang doctor's dump (hang.h, tp_hang_set_flight), on tp-flush: the
- * step lock is only tried, since a step may hold it while it waits for
- * tp-flush (tp_await_on).  The step under way, stuck, is in the dump. */
-static int tp_steps_flight_hang(void)
+int tp_steps_flight_now(const char *reason, uint64_t *step)
 {
     if (!tp_cfg.flight || !tp_steps_on())
-        return 0;
+        return 1;
     if (pthread_mutex_trylock(&tp_step_lock) != 0)
         return -1;
+    int rc = 1;
     if (tp_fl_open && !tp_flusher_exiting()) {
         uint64_t now = tp_clock_now();
-        tp_flight_close(now, "hang", tp_steps, 1);
+        if (step)
+            *step = tp_steps;
+        tp_flight_close(now, reason, tp_steps, 1);
         tp_flight_open(now);
         tp_hot_mode(tp_mode_flags, tp_gen);
+        rc = 0;
     }
     pthread_mutex_unlock(&tp_step_lock);
-    return 0;
+    return rc;
+}
+
+/* The hang doctor's dump (hang.h, tp_hang_set_flight). */
+static int tp_steps_flight_hang(void)
+{
+    return tp_steps_flight_now("hang", NULL) < 0 ? -1 : 0;
 }
 
 /* Set the hot word for the action of the step now beginning. */

@@ -80,6 +80,13 @@ struct tp_record *tp_steps_flight_status(struct tp_record *r, unsigned api, int3
  * window for "reason" (static); NULL, or "r" when the recorder is off. */
 struct tp_record *tp_steps_flight_fail(struct tp_record *r, const char *reason);
 
+/* tp_steps_flight_now - on tp-flush: dump the flight ring now for "reason"
+ * (static), the step under way included, its index in "*step" (may be
+ * NULL).  The step lock is only tried: a step may hold it while it waits
+ * for tp-flush.  0: dumped; 1: nothing to dump (the recorder is off, or a
+ * window records, which ends the ring); -1: the lock was busy, try later. */
+int tp_steps_flight_now(const char *reason, uint64_t *step);
+
 /* tp_steps_close_final - close the open window at exit (partial_reason
  * "exit"; not partial with TRAINPROF_SCHEDULE=all).  "wait_lock": 0 where
  * the interrupted thread may hold the step lock (then tried for 200 ms). */

@@ -36,6 +36,15 @@
  * and once more at exit.  Its step rate lets `trainprof trigger` choose a
  * start step that every process reaches only after it has polled.
  *
+ * The flight recorder's ring (`trainprof trigger --flight`: a line "id=ID
+ * flight=1"): with TRAINPROF_FLIGHT on the default trigger file is watched
+ * for that alone, without watching for windows (the schedule then finishes
+ * as without triggers, and CUPTI is finalized after its last window); a
+ * window asked of such a process is ignored and says why.  The dump is
+ * made here, on tp-flush, with the step lock only tried (steps.c's
+ * tp_steps_flight_now), and tried again at each wake-up while busy; its
+ * outcome goes in the status file as a window's does.
+ *
  * TRAINPROF_TRIGGER_SIGNAL: installed at activation over SIG_DFL only;
  * the handler sets a flag and wakes tp-flush (async-signal-safe), so the
  * file is read at once.  In a process that is not the owner (a fork that
@@ -49,6 +58,7 @@
 #include "collector/common/format.h"
 #include "collector/drain/window.h"
 #include "collector/common/log.h"
+#include "steps.h"
 #include "trigger_cycle.h"
 #include "collector/common/safefile.h"
 #include "collector/config/schedule.h"
@@ -79,6 +89,7 @@
 #define TP_TR_DEFAULT "{run_name}/trigger"
 
 static int tp_tr_on;                       /* triggers are watched */
+static int tp_tr_windows;                  /* ... for windows too, not only the flight ring */
 static char tp_tr_dir[4200];               /* the run folder, absolute */
 static char tp_tr_base[256];               /* the trigger file's name in it */
 static char tp_tr_status[128];             /* rank{rank}.{pid}.json, in status/ */
@@ -106,6 +117,17 @@ static struct stat tp_tr_st;
 static char tp_tr_last_id[TP_TC_ID_MAX];   /* the last id handed to the steps */
 static uint64_t tp_tr_logged;              /* outcome seq said on stderr */
 static struct tp_tc_outcome tp_tr_out;
+/* The latest request that the trigger cycle does not answer: a flight
+ * dump (`trainprof trigger --flight`), or a window asked of a process that
+ * watches the file for flight dumps only. */
+static struct {
+    char id[TP_TC_ID_MAX];
+    const char *state;                     /* "pending", "dumped", "no-ring", "ignored" */
+    const char *reason;                    /* for no-ring and ignored */
+    uint64_t step, read_at;
+    int flight;                            /* a flight request (else a window ignored) */
+    uint64_t after;                        /* tp_tr_logged when read: a later window outcome wins */
+} tp_tr_fl;
 static int64_t tp_tr_rate_t;               /* the rate's last sample */
 static uint64_t tp_tr_rate_step;
 static double tp_tr_rate = -1;             /* steps per second, -1 unknown */
@@ -163,7 +185,11 @@ void tp_trigger_atfork_child(void)
 void tp_trigger_init(void)
 {
     const char *fmt = tp_cfg.trigger[0] ? tp_cfg.trigger : TP_TR_DEFAULT;
-    if (strcasecmp(fmt, "none") == 0 || (!tp_cfg.trigger[0] && !tp_cfg.schedule.none))
+    int windows = tp_cfg.trigger[0] || tp_cfg.schedule.none;
+    /* the flight recorder's ring can be asked for (trainprof trigger
+     * --flight) without the cost of watched windows: the schedule still
+     * finishes, and CUPTI is finalized after its last window */
+    if (strcasecmp(fmt, "none") == 0 || (!windows && tp_cfg.flight <= 0))
         return;
     struct tp_format_vars v = {
         .run_name = tp_cfg.run_name, .hostname = tp_cfg.hostname,
@@ -196,7 +222,9 @@ void tp_trigger_init(void)
     snprintf(tp_tr_status, sizeof tp_tr_status, "rank%d.%d.json", tp_cfg.rank, (int)tp_tr_owner);
     tp_tr_act_ns = tp_tr_now(CLOCK_REALTIME_COARSE);
     tp_tr_on = 1;
-    tp_trigger_cycle_watch(1);
+    tp_tr_windows = windows;
+    if (windows)
+        tp_trigger_cycle_watch(1);
     tp_flusher_tick(TP_TR_TICK_MS);
     tp_tr_sig = tp_cfg.trigger_signal;
     if (tp_tr_sig)
@@ -259,9 +287,10 @@ static int tp_tr_id_ok(const char *s)
 }
 
 /* Parse "text" into "r"; NULL, or what is wrong. */
-static const char *tp_tr_parse(char *text, struct tp_tc_request *r)
+static const char *tp_tr_parse(char *text, struct tp_tc_request *r, int *flight)
 {
     int have_start = 0;
+    *flight = 0;
     memset(r, 0, sizeof *r);
     r->warmup = 1;
     r->active = 4;
@@ -293,13 +322,35 @@ static const char *tp_tr_parse(char *text, struct tp_tc_request *r)
             if (!num_ok || n < 1 || n > TP_TC_MAX_ACTIVE)
                 return "active must be an integer from 1 to 10000";
             r->active = (uint32_t)n;
+        } else if (strcmp(tok, "flight") == 0) {
+            if (strcmp(val, "1") != 0)
+                return "flight must be 1";
+            *flight = 1;
         }
     }
     if (!r->id[0])
         return "no id=";
-    if (!have_start)
+    if (!have_start && !*flight)
         return "no start=";
     return NULL;
+}
+
+/* A flight dump asked for and not yet made: try the step lock (tp-flush). */
+static void tp_tr_flight_try(void)
+{
+    if (!tp_tr_fl.state || strcmp(tp_tr_fl.state, "pending") != 0)
+        return;
+    int rc = tp_steps_flight_now("trigger", &tp_tr_fl.step);
+    if (rc < 0)
+        return;
+    if (rc == 0) {
+        tp_tr_fl.state = "dumped";
+        return;
+    }
+    tp_tr_fl.state = "no-ring";
+    tp_tr_fl.reason = tp_cfg.flight > 0 ? "a window is recording (it ends the ring)"
+                                         : "the flight recorder is off (TRAINPROF_FLIGHT)";
+    TP_WARN("rank %d: trigger %s: no flight dump: %s", tp_cfg.rank, tp_tr_fl.id, tp_tr_fl.reason);
 }
 
 static void tp_tr_poll(void)
@@ -333,15 +384,34 @@ static void tp_tr_poll(void)
     }
     text[n] = '\0';
     struct tp_tc_request r;
-    const char *why = tp_tr_parse(text, &r);
+    int flight;
+    const char *why = tp_tr_parse(text, &r, &flight);
     if (why) {
-        TP_WARN("trigger file %s/%s: %s (expected \"id=ID start=STEP active=N\"); not acted on",
-                tp_tr_dir, tp_tr_base, why);
+        TP_WARN("trigger file %s/%s: %s (expected \"id=ID start=STEP active=N\" or \"id=ID "
+                "flight=1\"); not acted on", tp_tr_dir, tp_tr_base, why);
         return;
     }
     if (strcmp(r.id, tp_tr_last_id) == 0)
         return;
     snprintf(tp_tr_last_id, sizeof tp_tr_last_id, "%s", r.id);
+    if (flight || !tp_tr_windows) {
+        snprintf(tp_tr_fl.id, sizeof tp_tr_fl.id, "%s", r.id);
+        tp_tr_fl.read_at = tp_trigger_cycle_current();
+        tp_tr_fl.after = tp_tr_logged;
+        tp_tr_fl.step = 0;
+        tp_tr_fl.reason = NULL;
+        tp_tr_fl.flight = flight;
+        if (flight) {
+            tp_tr_fl.state = "pending";
+            tp_tr_flight_try();
+        } else {
+            tp_tr_fl.state = "ignored";
+            tp_tr_fl.reason = "this process watches the trigger file for flight dumps only "
+                              "(windows need TRAINPROF_TRIGGER set or TRAINPROF_SCHEDULE=none)";
+            TP_WARN("rank %d: trigger %s ignored: %s", tp_cfg.rank, r.id, tp_tr_fl.reason);
+        }
+        return;
+    }
     TP_DEBUG("trigger %s: start=%llu warmup=%u active=%u read at step %llu", r.id,
              (unsigned long long)r.start, r.warmup, r.active,
              (unsigned long long)tp_trigger_cycle_current());
@@ -384,6 +454,15 @@ static const char *tp_tr_state(const struct tp_tc_outcome *o, uint64_t step)
 static json_t *tp_tr_trigger_json(uint64_t step)
 {
     const struct tp_tc_outcome *o = &tp_tr_out;
+    if (tp_tr_fl.state && tp_tr_logged == tp_tr_fl.after) {
+        json_t *t = json_pack("{s:s, s:s, s:b, s:I}", "id", tp_tr_fl.id, "state", tp_tr_fl.state,
+                              "flight", tp_tr_fl.flight, "read_at_step", (json_int_t)tp_tr_fl.read_at);
+        if (t && strcmp(tp_tr_fl.state, "dumped") == 0)
+            json_object_set_new(t, "dump_step", json_integer((json_int_t)tp_tr_fl.step));
+        if (t && tp_tr_fl.reason)
+            json_object_set_new(t, "reason", json_string(tp_tr_fl.reason));
+        return t;
+    }
     if (!o->seq)
         return json_null();
     json_t *t = json_pack("{s:s, s:s, s:I, s:I, s:b}", "id", o->id, "state", tp_tr_state(o, step),
@@ -473,6 +552,7 @@ void tp_trigger_idle(void)
             tp_tr_polled = now;
             tp_tr_poll();
         }
+        tp_tr_flight_try();
         tp_tr_report();
         if (now - tp_tr_written >= TP_TR_STATUS_NS) {
             tp_tr_written = now;

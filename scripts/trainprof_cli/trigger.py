@@ -357,6 +357,12 @@ def describe(st):
         return "no answer"
     if state == "ignored":
         return "ignored: %s" % t.get("reason", "")
+    if t.get("flight"):
+        if state == "dumped":
+            return "flight ring dumped at step %s (reason trigger)" % t.get("dump_step")
+        if state == "no-ring":
+            return "no flight dump: %s" % t.get("reason", "")
+        return "flight dump %s" % state
     text = "warmup at step %s, records steps %s-%s (%s)" % (
         t.get("warmup_step"), t.get("first_step"), t.get("last_step"), state)
     if t.get("late"):
@@ -370,7 +376,9 @@ def cmd_trigger(argv):
         prog="trainprof trigger",
         description="Start a profiling window at the same step in every process of a running "
                     "job (TRAINPROF_SCHEDULE=none, or TRAINPROF_TRIGGER set): 1 warmup step, "
-                    "then N recorded steps, one trace per process.")
+                    "then N recorded steps, one trace per process.  With --flight, have every "
+                    "process of a job run with the flight recorder (TRAINPROF_FLIGHT) dump its "
+                    "ring now instead.")
     p.add_argument("pids", nargs="*", type=int, metavar="PID",
                    help="processes of the job on this host (their run folder is found in "
                         "/proc/PID/fd)")
@@ -378,6 +386,9 @@ def cmd_trigger(argv):
     p.add_argument("--steps", type=int, default=4, metavar="N", help="steps to record (default 4)")
     p.add_argument("--start", type=int, metavar="STEP",
                    help="the warmup step (default: a margin past the largest current step)")
+    p.add_argument("--flight", action="store_true",
+                   help="dump every process's flight-recorder ring now (its last N steps and "
+                        "the step under way) instead of starting a window")
     p.add_argument("--wait", type=float, default=10.0, metavar="SECONDS",
                    help="wait this long for every live process to answer (default 10; 0: "
                         "do not wait)")
@@ -386,6 +397,8 @@ def cmd_trigger(argv):
         p.error("give either --run FOLDER or PIDs")
     if not 1 <= a.steps <= 10000:
         p.error("--steps must be from 1 to 10000")
+    if a.flight and a.start is not None:
+        p.error("--start does not go with --flight (the ring is dumped at once)")
     if a.start is not None and not 0 <= a.start < 1 << 62:
         p.error("--start must be a step from 0")
     if not (math.isfinite(a.wait) and 0 <= a.wait <= 86400):
@@ -415,8 +428,11 @@ def trigger_folder(folder, a):
     live = [st for st in statuses if alive(st, now) is not False]
     if not live:
         err("%s: no live process publishes its status in %s (is the job running with "
-            "TRAINPROF_SCHEDULE=none or TRAINPROF_TRIGGER?)" % (folder, os.path.join(folder, "status")))
+            "TRAINPROF_SCHEDULE=none, TRAINPROF_TRIGGER or TRAINPROF_FLIGHT?)"
+            % (folder, os.path.join(folder, "status")))
         return 1
+    if a.flight:
+        return flight_folder(folder, a, live, said)
     live = estimate_rates(folder, live, said)
     now = time.time()
     start, top, margin, rate = choose_start(live, now)
@@ -463,6 +479,52 @@ def trigger_folder(folder, a):
         got = answered.get(st["_path"])
         text = describe(got) if got else "no answer within %g s" % a.wait
         if not got or (got.get("last_trigger") or {}).get("state") == "ignored":
+            rc = 1
+        sys.stdout.write("  rank %d pid %d on %s: %s\n" % (st["rank"], st["pid"], printable(st["host"]),
+                                                           printable(text)))
+    return rc
+
+
+def wait_answers(folder, a, live, said, tid, done):
+    want = {st["_path"] for st in live}
+    deadline = time.time() + a.wait
+    answered = {}
+    while True:
+        for st in read_statuses(folder, said, mine=True):
+            t = st.get("last_trigger") or {}
+            if st["_path"] in want and t.get("id") == tid and done(t):
+                answered[st["_path"]] = st
+        if len(answered) == len(want) or time.time() >= deadline:
+            return answered
+        time.sleep(0.2)
+
+
+def flight_folder(folder, a, live, said):
+    names = {st["trigger_file"] for st in live}
+    tid = "%s-%s" % (time.strftime("%Y%m%d-%H%M%S"), uuid.uuid4().hex[:8])
+    path = None
+    for name in sorted(names):
+        try:
+            path = write_trigger(folder, name, "id=%s flight=1\n" % tid)
+        except FileError as e:
+            err(str(e))
+            return 1
+    sys.stdout.write("trigger %s: flight dump asked -> %s\n" % (tid, printable(path)))
+    host = socket.gethostname()
+    for st in live:
+        sig = signal_number(st.get("trigger_signal"))
+        if sig and st.get("signal_installed") and st["host"] == host:
+            why = send_signal(st["pid"], sig, folder)
+            if why is not None:
+                err("%s: not signalled: %s" % (st["_path"], why))
+    if a.wait <= 0:
+        return 0
+    answered = wait_answers(folder, a, live, said, tid, lambda t: t.get("state") != "pending")
+    rc = 0
+    for st in live:
+        got = answered.get(st["_path"])
+        text = describe(got) if got else "no answer within %g s" % a.wait
+        if not got or (got.get("last_trigger") or {}).get("state") != "dumped":
             rc = 1
         sys.stdout.write("  rank %d pid %d on %s: %s\n" % (st["rank"], st["pid"], printable(st["host"]),
                                                            printable(text)))

@@ -291,3 +291,45 @@ def test_trigger_without_a_job_fails_cleanly():
     assert res.returncode == 1 and b"no live process publishes its status" in res.stderr
     res = cli("trigger", "999999999")
     assert res.returncode == 1 and b"no run folder found" in res.stderr
+
+
+def test_flight_trigger_dumps_every_rings_now():
+    """`trainprof trigger --flight`: a job run with the flight recorder (and
+    the default schedule, whose window comes and goes first) watches the
+    trigger file for that alone; each process dumps its last N steps and the
+    step under way, reason "trigger", and says so in its status."""
+    log = os.path.join(tputil.new_dir(), "cupti.log")
+    job = Job(env={"TRAINPROF_SCHEDULE": "wait=1,warmup=1,active=2", "TRAINPROF_FLIGHT": 5,
+                   "FAKE_CUPTI_LOG": log})
+    try:
+        job.wait_status(lambda st: st["step"] > 20 and st["windows_saved"] == 1)
+        # no window is watched for: the schedule finished, CUPTI was finalized
+        assert "finalize" in cupti_calls(log), cupti_calls(log)
+        r = cli("trigger", "--flight", "--run", job.folder)
+        out = r.stdout.decode()
+        assert r.returncode == 0, (out, r.stderr)
+        assert out.count("flight ring dumped at step") == 2, out
+        names = [os.path.basename(p) for p in job.wait_traces(4)]
+        dumps = sorted(n for n in names if ".flight-trigger." in n)
+        assert len(dumps) == 2, names
+        for rank, st in sorted((s["rank"], s) for s in job.statuses().values()):
+            step = st["last_trigger"]["dump_step"]
+            assert dumps[rank] == "rank%d.flight-trigger.%d.pt.trace.json.gz" % (rank, step)
+            t = tputil.load_trace(os.path.join(job.folder, "traces", dumps[rank]))
+            assert t["trainprof"]["flight"]["reason"] == "trigger"
+            assert tputil.steps(t) == list(range(step - 5, step)), tputil.steps(t)
+        # a window asked of such a job is ignored, and says why
+        r = cli("trigger", "--run", job.folder, "--steps", 2)
+        assert r.returncode == 1 and "flight dumps only" in r.stdout.decode(), r.stdout
+    finally:
+        job.stop()
+
+
+def test_flight_trigger_without_the_recorder_finds_no_job():
+    job = Job(env={"TRAINPROF_SCHEDULE": "wait=1,warmup=1,active=2"}, ranks=1, steps=300)
+    try:
+        time.sleep(1)
+        r = cli("trigger", "--flight", "--run", job.folder, "--wait", 1)
+        assert r.returncode == 1 and b"TRAINPROF_FLIGHT" in r.stderr, r.stderr
+    finally:
+        job.stop()
