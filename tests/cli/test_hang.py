@@ -393,3 +393,27 @@ def test_hang_cli_dead_rank_and_later_report():
     assert "no report: rank 2 (dead, or not hung)" in out
     assert "inside seq 7: rank 0" in out
     assert out.strip().splitlines()[-1].startswith("culprit: rank 1 (communicator 0, allreduce seq 7)")
+
+
+def test_hang_report_racing_the_programs_exit():
+    """The report is being written while the program exits (its last step
+    lasts about TRAINPROF_HANG_S, then it returns): the exit status and
+    stdout are the program's, and every report there is whole (its text
+    and its JSON, no temporary file left), whichever wins."""
+    written = 0
+    plain = tputil.run("ddp_loop", ["--steps=2"], env={"RANK": 0, "WORLD_SIZE": 1}, preload=False)
+    for extra_ms in (0, 50, 100, 150, 200, 300):
+        cwd = tputil.new_dir()
+        env = {"TRAINPROF_RUN_NAME": "job", "TRAINPROF_HANG_S": 1, "RANK": 0, "WORLD_SIZE": 1,
+               "DDP_SLEEP_US": (1000 + extra_ms) * 1000}
+        r = tputil.run("ddp_loop", ["--steps=2"], env=env, cwd=cwd)
+        assert r.rc == plain.rc == 0 and r.stdout == plain.stdout, r.stderr
+        folder = os.path.join(cwd, "job", "reports")
+        left = os.listdir(folder) if os.path.isdir(folder) else []
+        assert not [n for n in left if n.endswith(".tmp")], left
+        for j in glob.glob(os.path.join(folder, "rank0.hang*.json")):
+            with open(j) as f:
+                json.load(f)
+            assert os.path.exists(j[:-len(".json")] + ".txt")
+            written += 1
+    sys.stderr.write("reports written before the exit: %d of 6 runs\n" % written)
