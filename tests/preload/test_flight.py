@@ -185,6 +185,22 @@ def test_windows_work_as_before_and_the_ring_resumes_after_them():
     assert tputil.steps(dump) == list(range(6, 31))     # from the first step after the window
 
 
+def test_dump_right_after_a_window_while_it_is_written():
+    """The step after a window is slow: its dump is asked while tp-flush is
+    still writing the window (it waits up to two steps for the window's
+    device records): both files, each whole, the dump holding only the
+    steps since the ring started again."""
+    r = tputil.run("train_loop", ["--steps=45", "--sleep-us=3000", "--slow=30:5"],
+                   env=flight_env(10, TRAINPROF_SCHEDULE="wait=26,warmup=1,active=3"))
+    assert r.rc == 0, r.stderr
+    names = [os.path.basename(t) for t in r.traces]
+    assert names == ["rank0.00000030.pt.trace.json.gz", "rank0.flight-slow-step.30.pt.trace.json.gz"], \
+        (names, r.stderr)
+    assert tputil.steps(tputil.load_trace(r.traces[0])) == [27, 28, 29]
+    dump = tputil.load_trace(r.traces[1])
+    assert tputil.steps(dump) == [30] and dump["trainprof"]["flight"]["reason"] == "slow-step"
+
+
 def test_memory_cap_keeps_the_newest_steps():
     """TRAINPROF_FLIGHT_MB=1 with 3,000 launches a step (about 190 KiB of
     records each): the dump keeps fewer steps than asked, the newest."""
