@@ -238,9 +238,16 @@ int tp_buf_write_step(const struct tp_record *rec)
     return r ? 0 : -1;
 }
 
-/* Reader: one thread's records. Returns records of "gen" seen. */
-static uint64_t tp_drain_one(struct tp_tbuf *b, uint8_t gen, tp_drain_fn fn, void *ctx,
-                             uint64_t *late, int count_only)
+/* Reader: one thread's records from its read position, up to the first of
+ * a later generation than "gen" or, of "gen", starting at tick "stop" or
+ * later.  "fn" (may be NULL) gets each record of "gen"; "late" (may be
+ * NULL) counts older ones.  "consume": chunks read to the end go back to
+ * the pool and the read position moves.  Returns records of "gen" seen
+ * (stack frames not counted: they belong to the next record).  The one
+ * walk of a window's drain (tp_buf_drain) and of the flight ring's trim
+ * (tp_buf_trim). */
+static uint64_t tp_walk_one(struct tp_tbuf *b, uint8_t gen, uint64_t stop, tp_drain_fn fn,
+                            void *ctx, uint64_t *late, int consume)
 {
     uint64_t n = 0;
     struct tp_chunk *c = b->head ? b->head : atomic_load_explicit(&b->first, memory_order_acquire);
@@ -250,10 +257,10 @@ static uint64_t tp_drain_one(struct tp_tbuf *b, uint8_t gen, tp_drain_fn fn, voi
         for (; i < cnt; i++) {
             const struct tp_record *r = &c->rec[i];
             int8_t age = (int8_t)(uint8_t)(r->gen - gen);
-            if (age > 0)
-                goto stop;
+            if (age > 0 || (age == 0 && r->t0 >= stop))
+                goto done;
             if (age == 0) {
-                n += r->kind != TP_REC_STACK;   /* stack frames belong to the next record */
+                n += r->kind != TP_REC_STACK;
                 if (fn)
                     fn(ctx, b, r);
             } else if (late && r->kind != TP_REC_STACK) {
@@ -265,7 +272,7 @@ static uint64_t tp_drain_one(struct tp_tbuf *b, uint8_t gen, tp_drain_fn fn, voi
         struct tp_chunk *nx = atomic_load_explicit(&c->next, memory_order_acquire);
         if (!nx)
             break;
-        if (!count_only) {
+        if (consume) {
             tp_chunk_put(c);
             b->head = nx;
             b->ridx = 0;
@@ -273,8 +280,8 @@ static uint64_t tp_drain_one(struct tp_tbuf *b, uint8_t gen, tp_drain_fn fn, voi
         c = nx;
         i = 0;
     }
-stop:
-    if (!count_only && c) {
+done:
+    if (consume && c) {
         b->head = c;
         b->ridx = i;
     }
@@ -288,7 +295,7 @@ uint64_t tp_buf_drain(uint8_t gen, tp_drain_fn fn, void *ctx, uint64_t *late, in
         int st = atomic_load_explicit(&b->state, memory_order_acquire);
         if (st == TP_TBUF_RETIRED)
             continue;
-        n += tp_drain_one(b, gen, fn, ctx, late, count_only);
+        n += tp_walk_one(b, gen, UINT64_MAX, fn, ctx, late, !count_only);
         if (count_only || st != TP_TBUF_EXITED)
             continue;
         /* An exited thread writes no more: once read to the end, give back
@@ -319,39 +326,11 @@ uint64_t tp_buf_chunks_taken(void)
 
 /* One thread's records of "gen" (and older) that began before "tick",
  * consumed from its oldest on; stops at the first that began later. */
-static void tp_trim_one(struct tp_tbuf *b, uint8_t gen, uint64_t tick)
-{
-    struct tp_chunk *c = b->head ? b->head : atomic_load_explicit(&b->first, memory_order_acquire);
-    uint32_t i = b->head ? b->ridx : 0;
-    while (c) {
-        uint32_t cnt = atomic_load_explicit(&c->count, memory_order_acquire);
-        for (; i < cnt; i++) {
-            const struct tp_record *r = &c->rec[i];
-            int8_t age = (int8_t)(uint8_t)(r->gen - gen);
-            if (age > 0 || (age == 0 && r->t0 >= tick))
-                goto stop;
-        }
-        if (i < TP_CHUNK_RECORDS)
-            break;
-        struct tp_chunk *nx = atomic_load_explicit(&c->next, memory_order_acquire);
-        if (!nx)
-            break;
-        tp_chunk_put(c);
-        c = nx;
-        i = 0;
-    }
-stop:
-    if (c) {
-        b->head = c;
-        b->ridx = i;
-    }
-}
-
 void tp_buf_trim(uint8_t gen, uint64_t tick)
 {
     for (struct tp_tbuf *b = atomic_load(&tp_tbufs); b; b = b->next_all)
         if (atomic_load_explicit(&b->state, memory_order_acquire) != TP_TBUF_RETIRED)
-            tp_trim_one(b, gen, tick);
+            tp_walk_one(b, gen, tick, NULL, NULL, NULL, 1);
 }
 
 uint64_t tp_buf_dropped(void)
