@@ -71,7 +71,20 @@ def check_linked(t, threads):
 
 
 def test_driver_launches_inside_a_linked_in_runtime_are_linked():
-    """Without the enclosing rule: 0 of 9 kernels linked (no API record
-    lies inside the driver calls)."""
+    """Without find_api's rule for a record around the call, no kernel
+    links (no API record lies inside the driver calls)."""
     check_linked(run_static(), 1)
 
+
+def test_other_threads_records_are_not_taken():
+    """Thread 1's driver call cuLaunchHostFunc lasts while thread 0 makes
+    its calls of the step (static_rt.c STATIC_HOSTFN=1): thread 0's runtime
+    records lie inside it, and thread 1 is joined first (the newest
+    thread's buffer comes first).  They are thread 0's, for its driver
+    calls inside them: a call takes another thread's record only where
+    CUPTI's thread ids are none of ours.  Before: 3 of 18 kernels (one a
+    step) linked to thread 1's cuLaunchHostFunc, in 5 runs of 5.  Then
+    four threads launching at once (before: 1 to 4 of 36 kernels linked
+    to another thread's launch or to none, in 1 to 9 runs of 10)."""
+    check_linked(run_static(threads=2, env={"STATIC_HOSTFN": 1}), 2)
+    check_linked(run_static(threads=4), 4)

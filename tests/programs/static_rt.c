@@ -21,7 +21,9 @@
  * 1, at most 8) threads each make STATIC_LAUNCHES (default 3) launches of
  * their own kernel (thread t: grid 1 + i + 10 t for its launch i) and one
  * memset per step on the default stream, the steps kept in lockstep by a
- * barrier.  stdout is the same with and without the
+ * barrier.  STATIC_HOSTFN=1 (2 threads or more): thread 1 first makes a
+ * cudaLaunchHostFunc whose host function, which the fake driver runs
+ * inside cuLaunchHostFunc, waits for thread 0's calls of the step.  stdout is the same with and without the
  * preload: a checksum per step of what the memsets wrote.
  */
 #define _GNU_SOURCE
@@ -50,6 +52,7 @@ typedef CUresult (*free_fn)(CUdeviceptr);
 typedef CUresult (*setasync_fn)(CUdeviceptr, unsigned char, size_t, CUstream);
 typedef CUresult (*dtoh_fn)(void *, CUdeviceptr, size_t);
 typedef CUresult (*ssync_fn)(CUstream);
+typedef CUresult (*hostfunc_fn)(CUstream, CUhostFn, void *);
 
 static const char image[] = "fakecubin _Z6matmulPfS_S_i _Z4reluPfi _Z7softmaxPfi";
 static const char *const kernel_names[3] = { "_Z6matmulPfS_S_i", "_Z4reluPfi", "_Z7softmaxPfi" };
@@ -74,6 +77,7 @@ __attribute__((visibility("default"))) void fakegpu_set_observer(fakegpu_begin_f
 static struct {
     launch_fn launch;
     setasync_fn set_async;
+    hostfunc_fn host_func;
 } drv;
 
 static void rt_spin(uint64_t ns)
@@ -142,6 +146,26 @@ static int rt_memset_async(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
     return (int)rc;
 }
 
+/* cudaLaunchHostFunc: the fake driver runs "fn" at once, inside its call. */
+static int rt_host_func(CUhostFn fn, void *ud, CUstream s)
+{
+    struct rt_call c = rt_enter();
+    rt_spin(RT_BEFORE_NS);
+    CUresult rc = drv.host_func(s, fn, ud);
+    rt_spin(RT_AFTER_NS);
+    if (c.end) {
+        struct fakegpu_op op;
+        memset(&op, 0, sizeof op);
+        op.domain = FAKEGPU_RUNTIME;
+        op.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchHostFunc_v10000;
+        op.kind = FAKEGPU_NONE;
+        op.stream = (uint64_t)(uintptr_t)s;
+        op.status = (int)rc;
+        c.end(c.token, &op);
+    }
+    return (int)rc;
+}
+
 /* ---- the program ------------------------------------------------------------ */
 
 static gpa2_fn gpa2;
@@ -167,6 +191,38 @@ static dtoh_fn dtoh;
 static ssync_fn ssync;
 static unsigned sums[MAX_THREADS];
 
+/* STATIC_HOSTFN=1: each step, thread 1's host function (run inside its
+ * driver call cuLaunchHostFunc) waits until thread 0 has made its calls of
+ * the step, so that thread 0's runtime records lie inside thread 1's
+ * driver call. */
+static int hostfn_mode;
+static pthread_mutex_t hf_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hf_cond = PTHREAD_COND_INITIALIZER;
+static long hf_go = -1, hf_done = -1;    /* steps signalled */
+
+static void hf_wait_for(long *what, long step)
+{
+    pthread_mutex_lock(&hf_lock);
+    while (*what < step)
+        pthread_cond_wait(&hf_cond, &hf_lock);
+    pthread_mutex_unlock(&hf_lock);
+}
+
+static void hf_signal(long *what, long step)
+{
+    pthread_mutex_lock(&hf_lock);
+    *what = step;
+    pthread_cond_broadcast(&hf_cond);
+    pthread_mutex_unlock(&hf_lock);
+}
+
+static void CUDA_CB host_fn(void *ud)
+{
+    long step = (long)(intptr_t)ud;
+    hf_signal(&hf_go, step);
+    hf_wait_for(&hf_done, step);
+}
+
 static void *worker(void *arg)
 {
     int me = (int)(intptr_t)arg;
@@ -176,12 +232,18 @@ static void *worker(void *arg)
     unsigned char back[256];
     for (long step = 0; step < steps; step++) {
         pthread_barrier_wait(&barrier);
+        if (hostfn_mode && me == 1)
+            PROG_CU_CHECK(rt_host_func(host_fn, (void *)(intptr_t)step, s));
+        if (hostfn_mode && me == 0)
+            hf_wait_for(&hf_go, step);
         for (long i = 0; i < launches; i++)
             PROG_CU_CHECK(rt_launch((CUfunction)kernels[me % 3], kernel_names[me % 3],
                                     (unsigned)(1 + i + 10 * me), 64, s));
         PROG_CU_CHECK(rt_memset_async(d, (unsigned char)(step * 8 + me), sizeof back, s));
         PROG_CU_CHECK(ssync(s));
         PROG_CU_CHECK(dtoh(back, d, sizeof back));
+        if (hostfn_mode && me == 0)
+            hf_signal(&hf_done, step);
         unsigned sum = 0;
         for (size_t i = 0; i < sizeof back; i++)
             sum = sum * 31 + back[i];
@@ -207,6 +269,7 @@ int main(void)
     sleep_us = prog_env_long("STATIC_SLEEP_US", 0);
     launches = prog_env_long("STATIC_LAUNCHES", 3);
     n_threads = (int)prog_env_long("STATIC_THREADS", 1);
+    hostfn_mode = prog_env_long("STATIC_HOSTFN", 0) != 0 && n_threads >= 2;
     if (n_threads < 1 || n_threads > MAX_THREADS) {
         fprintf(stderr, "STATIC_THREADS: 1 to %d\n", MAX_THREADS);
         return 64;
@@ -225,6 +288,7 @@ int main(void)
     dfree = (free_fn)need("cuMemFree", 3020);
     dtoh = (dtoh_fn)need("cuMemcpyDtoH", 3020);
     ssync = (ssync_fn)need("cuStreamSynchronize", 2000);
+    drv.host_func = (hostfunc_fn)need("cuLaunchHostFunc", 10000);
 
     PROG_CU_CHECK(init(0));
     CUlibrary lib;
