@@ -127,20 +127,33 @@ static int thread_is(const struct tp_tbuf *t, uint32_t cupti_tid)
  * that encloses it (find_api). */
 #define TP_JOIN_ENCLOSING 32
 
+/* Whether API record "i" may be taken by a call of another thread: only
+ * where CUPTI's thread id is none of ours (then time alone tells), and
+ * with device work.  A record on one of our other threads is that
+ * thread's: a driver call of thread A that lasted while thread B made a
+ * whole runtime call took B's record, and B's kernel was linked to A's call
+ * (tests/preload/test_static_runtime.py). */
+static int foreign_ok(const struct tp_join *j, size_t i)
+{
+    const struct tp_device_api *a = &j->dev->api[i];
+    return u32_has(j->work, j->n_work, a->correlation) && !tp_buf_thread_known(a->thread_id);
+}
+
 /* The CUPTI API record of host call [t0, t1] on thread "t", or -1.
  * Its own record lies inside the call.  Failing that, the call may be a
  * driver call made by a runtime call that we did not see (a library's
  * statically linked runtime: cuBLAS, cuDNN, nvcc's default): CUPTI then
  * gives one record, the runtime call's, around ours, and the nearest
  * unclaimed one of the same class (a launch for a launch) on the thread
- * is ours. */
+ * is ours.  Records of the thread come first, inside, then around the
+ * call; then those whose thread CUPTI named otherwise (foreign_ok). */
 static long find_api(const struct tp_join *j, const struct tp_tbuf *t, uint64_t t0, uint64_t t1,
                      int launch)
 {
     const struct tp_device_api *a = j->dev->api;
     size_t n = j->dev->n_api, lo = 0, hi = n;
     uint64_t slack = TP_JOIN_SLACK + j->dev->time_slack;
-    uint64_t call1 = t1;
+    uint64_t call0 = t0, call1 = t1;
     t0 = t0 > slack ? t0 - slack : 0;
     t1 += slack;
     while (lo < hi) {
@@ -154,30 +167,36 @@ static long find_api(const struct tp_join *j, const struct tp_tbuf *t, uint64_t 
     for (size_t i = lo; i < n && a[i].start <= t1; i++) {
         if (j->claimed[i] || a[i].internal || a[i].end > t1)
             continue;
-        int work = u32_has(j->work, j->n_work, a[i].correlation);
         if (thread_is(t, a[i].thread_id)) {
-            if (work)
+            if (u32_has(j->work, j->n_work, a[i].correlation))
                 return (long)i;
             if (mine < 0)
                 mine = (long)i;
-        } else if (any < 0 && work) {
+        } else if (any < 0 && foreign_ok(j, i)) {
             any = (long)i;
         }
     }
-    /* CUPTI's threadId is neither of our ids: fall back to time alone */
-    if (mine >= 0 || any >= 0)
-        return mine >= 0 ? mine : any;
-    for (size_t k = 0; k < TP_JOIN_ENCLOSING && k < lo; k++) {
-        size_t i = lo - 1 - k;
+    if (mine >= 0)
+        return mine;
+    /* around: from the last record that starts by the call's start (give
+     * or take the slack: one that starts within it was passed over above
+     * for ending after the call) */
+    size_t top = lo;
+    while (top < n && a[top].start <= call0 + slack)
+        top++;
+    long any_around = -1;
+    for (size_t k = 0; k < TP_JOIN_ENCLOSING && k < top; k++) {
+        size_t i = top - 1 - k;
         if (j->claimed[i] || a[i].internal || a[i].end + slack < call1 ||
             (tp_cupti_cb_class(a[i].driver, a[i].cbid) == TP_CB_LAUNCH) != launch)
             continue;
         if (thread_is(t, a[i].thread_id))
             return (long)i;
-        if (any < 0 && u32_has(j->work, j->n_work, a[i].correlation))
-            any = (long)i;
+        if (any_around < 0 && foreign_ok(j, i))
+            any_around = (long)i;
     }
-    return any;
+    /* CUPTI's threadId is neither of our ids: fall back to time alone */
+    return any >= 0 ? any : any_around;
 }
 
 /* TRAINPROF_LOG=debug: a host call no API record joined, with the API

@@ -5,7 +5,10 @@
  * A host call and CUPTI's API record of it run on the same thread, CUPTI's
  * inside ours, on the same clock (ours is CUPTI's timestamp callback): the
  * host record takes the correlation id of the earliest unclaimed CUPTI record
- * within its interval, preferring one that has device work.  Library calls
+ * within its interval, preferring one that has device work; failing that,
+ * a driver call made by a runtime we did not see takes the runtime call's
+ * record around it (CUPTI gives the pair one record).  Records of other
+ * threads of ours are never taken.  Library calls
  * get ids of their own ("External id"), which the work they issued inherits
  * through CUPTI's external correlation records (the id pushed is the call's
  * start tick).

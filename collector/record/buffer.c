@@ -163,8 +163,9 @@ static struct tp_tbuf *tp_tbuf_register(void)
         while (!atomic_compare_exchange_weak(&tp_tbufs, &b->next_all, b))
             ;
     }
-    b->tid = (int32_t)syscall(SYS_gettid);
-    b->pthread_id = (uint32_t)(uintptr_t)pthread_self();
+    /* atomic: tp_buf_thread_known reads them while a thread registers */
+    __atomic_store_n(&b->tid, (int32_t)syscall(SYS_gettid), __ATOMIC_RELAXED);
+    __atomic_store_n(&b->pthread_id, (uint32_t)(uintptr_t)pthread_self(), __ATOMIC_RELAXED);
     prctl(PR_GET_NAME, b->name, 0, 0, 0);
     b->name[sizeof b->name - 1] = 0;
     b->cur = NULL;
@@ -331,6 +332,17 @@ void tp_buf_trim(uint8_t gen, uint64_t tick)
     for (struct tp_tbuf *b = atomic_load(&tp_tbufs); b; b = b->next_all)
         if (atomic_load_explicit(&b->state, memory_order_acquire) != TP_TBUF_RETIRED)
             tp_walk_one(b, gen, tick, NULL, NULL, NULL, 1);
+}
+
+int tp_buf_thread_known(uint32_t id)
+{
+    if (id == 0)
+        return 0;
+    for (struct tp_tbuf *b = atomic_load(&tp_tbufs); b; b = b->next_all)
+        if ((uint32_t)__atomic_load_n(&b->tid, __ATOMIC_RELAXED) == id ||
+            __atomic_load_n(&b->pthread_id, __ATOMIC_RELAXED) == id)
+            return 1;
+    return 0;
 }
 
 uint64_t tp_buf_dropped(void)

@@ -120,6 +120,11 @@ uint64_t tp_buf_chunks_taken(void);
  */
 void tp_buf_trim(uint8_t gen, uint64_t tick);
 
+/* tp_buf_thread_known - whether "id" (a thread id CUPTI reported) is the
+ * kernel tid or pthread_id of a thread that has, or had, a buffer: the
+ * join's test of whose record it is.  Any thread; a walk of the registry. */
+int tp_buf_thread_known(uint32_t id);
+
 /* tp_buf_dropped - records dropped so far, all threads. */
 uint64_t tp_buf_dropped(void);
 

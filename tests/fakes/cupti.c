@@ -33,6 +33,14 @@
  * (cudaEventSynchronize, cudaStreamWaitEvent) carry the event's eventId and
  * its last cudaEventSyncId, other syncs CUPTI_SYNCHRONIZATION_INVALID_VALUE.
  * The stream of cudaStreamWaitEvent's record is the waiting stream.
+ * Nested calls: a call that begins while another call of the same thread
+ * is open (a runtime reaching the driver inside its own call: the fake
+ * runtime with FAKE_CUDART_LOOKUP=1, a runtime linked into the program as
+ * tests/programs/static_rt.c has) gets no record of its own, as with the
+ * real CUPTI 13.0 on an H100: the outermost call's end queues its API record
+ * and, under its correlation id, the device work the nested calls reported
+ * (its own work if they reported none).  Observers are the fake runtime,
+ * the fake driver and, if it exports fakegpu_set_observer, the program.
  * Device work starts 2 us after the API call returns and is serialized per
  * stream: kernels last 5 us (NCCL's, whose names hold "nccl",
  * FAKE_CUPTI_COMM_US when set: in a data-parallel step the collective is
@@ -303,6 +311,12 @@ static int thread_running, thread_stop;
 
 static __thread struct { uint64_t corr, t0; } calls[CALL_MAX];
 static __thread int n_calls;
+/* Work reported by calls nested in the thread's open call (NESTED below),
+ * kept for the outermost call's end; the kernel name is copied, since the
+ * reporter's string need not outlive its call. */
+#define NESTED_MAX 4
+static __thread struct { struct fakegpu_op op; char kernel[256]; } nested[NESTED_MAX];
+static __thread int n_nested;
 static __thread struct { CUpti_ExternalCorrelationKind kind; uint64_t id; } ext_stack[EXT_MAX];
 static __thread int n_ext;
 
@@ -612,19 +626,47 @@ static void exit_callback(const struct fakegpu_op *op, uint32_t corr)
     in_exit_callback = 0;
 }
 
+/* NESTED: a call that began while another call of its thread was open (a
+ * runtime reaching the driver inside its own call: the fake runtime with
+ * FAKE_CUDART_LOOKUP=1, a program's statically linked runtime) gets no
+ * record of its own, as with the real CUPTI 13.0 on an H100: one API
+ * record, the outer runtime call's, spanning the driver call, and the
+ * kernel carrying that record's correlation.  Its work is kept here, on
+ * the thread, without a lock, for the outer call's end. */
+static void keep_nested(const struct fakegpu_op *op)
+{
+    if (op->kind == FAKEGPU_NONE || n_nested == NESTED_MAX)
+        return;
+    nested[n_nested].op = *op;
+    if (op->kernel) {
+        snprintf(nested[n_nested].kernel, sizeof nested[n_nested].kernel, "%s", op->kernel);
+        nested[n_nested].op.kernel = nested[n_nested].kernel;
+    }
+    n_nested++;
+}
+
+static void emit_work_locked(const struct fakegpu_op *op, uint32_t corr, uint64_t t0, uint64_t t1,
+                             uint64_t vis);
+
 static void fake_end(uint64_t token, const struct fakegpu_op *op)
 {
     exit_callback(op, (uint32_t)token);
     uint64_t t1 = now_ts(), t0 = t1;
-    while (n_calls > 0) {
-        n_calls--;
-        if (calls[n_calls].corr == token) {
-            t0 = calls[n_calls].t0;
-            break;
-        }
+    int depth = n_calls - 1;
+    while (depth >= 0 && calls[depth].corr != token)
+        depth--;
+    if (depth >= 0) {
+        t0 = calls[depth].t0;
+        n_calls = depth;
+    }
+    if (n_calls > 0) {
+        keep_nested(op);
+        return;
     }
     uint32_t corr = (uint32_t)token;
     uint64_t vis = delay_ms > 0 ? mono_ms() + (uint64_t)delay_ms : 0;
+    int n_inner = n_nested;
+    n_nested = 0;
     pthread_mutex_lock(&mu);
     if (!any_on_locked()) {
         pthread_mutex_unlock(&mu);
@@ -675,6 +717,20 @@ static void fake_end(uint64_t token, const struct fakegpu_op *op)
         a.returnValue = (uint32_t)op->status;
         enqueue_locked(&a, 0);
     }
+    /* The device work is what the nested driver calls enqueued, if any
+     * (the real runtime's work is its driver calls'), else the call's own. */
+    if (n_inner == 0)
+        emit_work_locked(op, corr, t0, t1, vis);
+    for (int i = 0; i < n_inner; i++)
+        emit_work_locked(&nested[i].op, corr, t0, t1, vis);
+    pthread_mutex_unlock(&mu);
+}
+
+/* The device record of "op" (none for kind NONE), correlation "corr", for
+ * a call that ran [t0, t1]. */
+static void emit_work_locked(const struct fakegpu_op *op, uint32_t corr, uint64_t t0, uint64_t t1,
+                             uint64_t vis)
+{
     uint32_t si = op->kind != FAKEGPU_NONE ? stream_id_locked(op->stream) : 0;
     uint32_t sid = streams[si].id;
     uint64_t gap = (uint64_t)(2 * ticks_per_us);
@@ -834,13 +890,15 @@ static void fake_end(uint64_t token, const struct fakegpu_op *op)
     default:
         break;
     }
-    pthread_mutex_unlock(&mu);
 }
 
-/* Tell the fake runtime and driver (those already loaded) to report, or stop. */
+/* Tell the fake runtime and driver (those already loaded) to report, or
+ * stop; and the program itself, if it exports fakegpu_set_observer (a
+ * runtime linked into it: tests/programs/static_rt.c). */
 static void set_observers(int on)
 {
     static const char *const libs[] = { "libcudart.so.13", "libcuda.so.1" };
+    fakegpu_set_observer_fn seen[2] = { NULL, NULL };
     for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
         void *h = dlopen(libs[i], RTLD_NOLOAD | RTLD_LAZY);
         if (!h)
@@ -848,8 +906,17 @@ static void set_observers(int on)
         fakegpu_set_observer_fn set = (fakegpu_set_observer_fn)dlsym(h, "fakegpu_set_observer");
         if (set)
             set(on ? fake_begin : NULL, on ? fake_end : NULL);
+        seen[i] = set;
         dlclose(h);
     }
+    /* the global scope's first definition: the program's, else one of the
+     * libraries' above (told already) */
+    void *self = dlopen(NULL, RTLD_LAZY);
+    fakegpu_set_observer_fn set = self ? (fakegpu_set_observer_fn)dlsym(self, "fakegpu_set_observer") : NULL;
+    if (set && set != seen[0] && set != seen[1])
+        set(on ? fake_begin : NULL, on ? fake_end : NULL);
+    if (self)
+        dlclose(self);
 }
 
 /* After a change of the enabled set: start or stop observing. */

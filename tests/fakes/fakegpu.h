@@ -7,7 +7,11 @@
  * From then on each fake calls begin() on entry of every API call it
  * implements and end() just before returning; the fake CUPTI turns the pair
  * into an API record (and, for work, a device record) and delivers them from
- * its own thread.  Passing NULLs stops the reports.
+ * its own thread.  Passing NULLs stops the reports.  A begin() on a thread
+ * whose last begin() has not ended yet is a nested call (a runtime calling
+ * the driver): the real CUPTI gives it no record, and its work goes under
+ * the outer call's correlation id.  A program may export
+ * fakegpu_set_observer too (tests/programs/static_rt.c, its own runtime).
  */
 #ifndef TRAINPROF_FAKES_FAKEGPU_H
 #define TRAINPROF_FAKES_FAKEGPU_H

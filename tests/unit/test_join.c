@@ -171,6 +171,43 @@ START_TEST(test_join_clock_slack)
 }
 END_TEST
 
+/* A driver launch made by a runtime we did not see (statically linked):
+ * CUPTI's one record is the runtime call's, around it.  That record of the
+ * thread is taken before a record of a thread CUPTI named otherwise inside
+ * the call (thread 9, no thread of ours: before, 32 was taken and the
+ * launch linked to thread 9's kernel); of two driver launches inside one
+ * runtime call, the first takes it and the second nothing.  Record 33
+ * starts 50 ticks before its call, within the join's slack (64): before,
+ * the search for a record around the call began below it (l2 got 0). */
+START_TEST(test_join_enclosing_record_of_the_thread_first)
+{
+    struct tp_device_api a[] = {
+        { .start = 50, .end = 400, .correlation = 31, .thread_id = 5, .cbid = 211 },
+        { .start = 160, .end = 170, .correlation = 32, .thread_id = 9, .cbid = 211 },
+        { .start = 450, .end = 700, .correlation = 33, .thread_id = 5, .cbid = 211 },
+    };
+    struct tp_device_record k[] = {
+        { .kind = TP_DEVICE_KERNEL, .correlation = 31, .start = 800, .end = 810 },
+        { .kind = TP_DEVICE_KERNEL, .correlation = 32, .start = 820, .end = 830 },
+        { .kind = TP_DEVICE_KERNEL, .correlation = 33, .start = 840, .end = 850 },
+    };
+    struct tp_device_batch dev = { .rec = k, .n_rec = 3, .api = a, .n_api = 3 };
+    uint64_t next_own = 1;
+    struct tp_join *j = tp_join_new(&dev, &next_own);
+    ck_assert_ptr_nonnull(j);
+    struct tp_record l1 = { .kind = TP_REC_LAUNCH, .api = TP_API_cuLaunchKernel, .t0 = 150, .t1 = 250 };
+    struct tp_record l2 = { .kind = TP_REC_LAUNCH, .api = TP_API_cuLaunchKernel, .t0 = 500, .t1 = 530 };
+    struct tp_record l3 = { .kind = TP_REC_LAUNCH, .api = TP_API_cuLaunchKernel, .t0 = 550, .t1 = 580 };
+    tp_join_host(j, &thread5, &l1);
+    tp_join_host(j, &thread5, &l2);
+    tp_join_host(j, &thread5, &l3);
+    ck_assert_uint_eq(l1.u.launch.corr, 31);
+    ck_assert_uint_eq(l2.u.launch.corr, 33);
+    ck_assert_uint_eq(l3.u.launch.corr, 0);
+    tp_join_free(j);
+}
+END_TEST
+
 /* Kineto's wait_on_*: event 5 of context 1 recorded on stream 13 (corr 10),
  * then on stream 14 (corr 40); the same event id in context 2 (corr 45);
  * event 7 recorded at corr 35. */
@@ -244,6 +281,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_join);
     tcase_add_test(tc, test_join_clock_slack);
+    tcase_add_test(tc, test_join_enclosing_record_of_the_thread_first);
     tcase_add_test(tc, test_kernel_from_before_the_window_not_counted);
     tcase_add_test(tc, test_wait_on_event);
     suite_add_tcase(s, tc);
