@@ -68,6 +68,27 @@ def test_slow_step_dumps_it_and_the_steps_before():
     assert min(e["ts"] for e in tputil.events(trace, ph="X", cat="cuda_runtime")) >= first
 
 
+def test_slow_step_median_is_the_median_of_the_50_steps_before():
+    """The dump's median_ms is the median of the 50 step durations before
+    the slow step, as the trace's own step events give them (the running
+    median is kept sorted as steps come and go: checked against a sort)."""
+    r = tputil.run("train_loop", ["--steps=70", "--sleep-us=2000", "--slow=60:6"],
+                   env=flight_env(61))
+    assert r.rc == 0, r.stderr
+    trace = check_one_dump(r, "slow-step", 60)
+    durs = {int(e["name"].split("#")[1]): e["dur"] for e in tputil.events(trace, ph="X")
+            if e["name"].startswith("ProfilerStep#")}
+    before = sorted(durs[s] for s in range(10, 60))
+    median_ms = (before[24] + before[25]) / 2 / 1000
+    assert trace["trainprof"]["flight"]["median_ms"] == pytest_approx_abs(median_ms, 0.002), \
+        (trace["trainprof"]["flight"], median_ms)
+
+
+def pytest_approx_abs(v, tol):
+    import pytest
+    return pytest.approx(v, abs=tol)
+
+
 def pytest_approx(v):
     import pytest
     return pytest.approx(v, rel=1e-3)
