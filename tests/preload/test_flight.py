@@ -118,6 +118,25 @@ def test_sigsegv_after_10_steps_dumps_and_still_dies_of_it():
     assert "cudaStreamSynchronize" in after, after
 
 
+def test_a_second_fault_in_the_programs_handler_after_the_dump():
+    """The program's own SIGSEGV handler faults again (the signal blocked
+    there: the kernel ends the process with it): the dump, made before
+    the program's handler runs, is whole, and the process dies of SIGSEGV."""
+    cwd = tputil.new_dir()
+    env = tputil.base_env(flight_env(10))
+    if os.environ.get("TP_TEST_ASAN"):
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "detect_leaks=0") + ":handle_segv=0"
+    p = subprocess.run([tputil.program("fatal_loop"), "20", "10:segv", "fault"], cwd=cwd, env=env,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=60, preexec_fn=_no_core)
+    assert p.returncode == -signal.SIGSEGV, p.stderr
+    assert b"fatal_loop: handler SIGSEGV" in p.stderr, p.stderr
+    r = tputil.Result(p.returncode, p.stdout, p.stderr, tputil.find_traces(cwd))
+    r.cwd = cwd
+    trace = check_one_dump(r, "SIGSEGV", 10)
+    assert tputil.steps(trace) == list(range(0, 10))
+
+
 def test_failed_cudamalloc_dumps_with_the_failed_call_last():
     r = tputil.run("train_loop", ["--steps=40", "--oom-at=12"],
                    env=flight_env(5, FAKE_CUDA_OOM_BYTES=100 << 20))

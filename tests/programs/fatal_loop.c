@@ -19,7 +19,10 @@
  * HANDLER installs a handler of the program's for the five signals before
  * the first CUDA call: ACTION[,plain][,resethand].  It writes
  * "fatal_loop: handler SIGNAME" to stderr with write(2), then, when ACTION
- * is a number, calls _exit(ACTION); when it is "return", returns.  "plain"
+ * is a number, calls _exit(ACTION); when it is "return", returns; when it
+ * is "fault", faults again inside the handler (a write through a null
+ * pointer, the signal blocked there: the kernel then ends the process with
+ * it).  "plain"
  * installs it as sa_handler (else sa_sigaction with SA_SIGINFO, which also
  * checks that si_signo reaches it); "resethand" adds SA_RESETHAND.
  */
@@ -29,7 +32,7 @@
 
 #include "prog.h"
 
-static int handler_status = -1;    /* -1: return */
+static int handler_status = -1;    /* -1: return; -2: fault again */
 
 static void say(int sig, const char *how)
 {
@@ -44,6 +47,8 @@ static void say(int sig, const char *how)
     (void)w;
     if (handler_status >= 0)
         _exit(handler_status);
+    if (handler_status == -2)
+        *(volatile int *)(uintptr_t)0 = 1;
 }
 
 static void plain_handler(int sig)
@@ -59,7 +64,8 @@ static void info_handler(int sig, siginfo_t *si, void *ctx)
 
 static void install(const char *spec)
 {
-    handler_status = strncmp(spec, "return", 6) ? atoi(spec) : -1;
+    handler_status = strncmp(spec, "return", 6) == 0 ? -1 :
+                     strncmp(spec, "fault", 5) == 0 ? -2 : atoi(spec);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sigemptyset(&sa.sa_mask);
