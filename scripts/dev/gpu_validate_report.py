@@ -20,7 +20,8 @@ plain, told by magic) and reduces it to the figures gpu-validate compares:
 - FLOPs per step: the sum of cpu_op `flops` inside each ProfilerStep, all
   library calls and the cuBLAS/cuBLASLt ones (GEMMs) apart;
 - the device-memory peak (`Total Reserved`, else `Total Allocated`, of the
-  `[memory]` instants; None when the trace has none), and the trace's
+  `[memory]` instants, and the `GPU N memory reserved` counters' levels;
+  None when the trace has neither), and the trace's
   `trainprof` metadata (coverage, step signal) when present.
 
 Python standard library only, so that it runs on a GPU machine with nothing
@@ -171,11 +172,18 @@ def analyze(trace):
 
     mem_peak = None
     for e in evs:
+        a = e.get("args") or {}
         if e.get("name") == "[memory]":
-            a = e.get("args") or {}
             v = a.get("Total Reserved", a.get("Total Allocated"))
-            if isinstance(v, (int, float)) and (mem_peak is None or v > mem_peak):
-                mem_peak = v
+        elif e.get("ph") == "C" and re.match(r"GPU \d+ memory reserved$", e.get("name", "")):
+            # the track's level at the window's start and end: a window in
+            # which the caching allocator allocates nothing has no [memory]
+            # instant (an H100 torch run: "n/a" where 4.40 GiB were held)
+            v = a.get("bytes")
+        else:
+            continue
+        if isinstance(v, (int, float)) and (mem_peak is None or v > mem_peak):
+            mem_peak = v
 
     meta = trace.get("trainprof") or {}
     return {
