@@ -280,6 +280,9 @@ static void tp_flight_close(uint64_t now, const char *reason, uint64_t step, int
     tp_fl.flight_trim_tick = tp_fl.start_tick;
     if (!reason && !queue)
         return;
+    if (reason)
+        tp_modules_window_end(tp_fl.gen, now);  /* the memory totals now: the dump's end
+                                                   (window.c finds its start in its records) */
     if (tp_flusher_queue(&tp_fl) != 0 && reason)
         TP_ERROR("flight recorder dump (%s, step %llu) not saved: too many windows already "
                  "waiting to be written", reason, (unsigned long long)step);

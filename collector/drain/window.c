@@ -408,11 +408,91 @@ static void tp_steps_finish(struct tp_steps *s, const struct tp_clock_map *map)
 
 /* ---- the one peek ---------------------------------------------------------- */
 
+/* A flight dump's memory levels, from its own records: the ring keeps
+ * the last steps only, so the totals at its first kept step were never
+ * taken; each allocation or free record carries its (device, class)
+ * total after the call, and the earliest one gives the level before it. */
+struct tp_flmem {
+    int16_t device;
+    uint8_t mclass;
+    uint64_t first_t1, start, peak, peak_tick;
+    uint64_t allocs, frees, failed, failed_bytes;
+};
+#define TP_FLMEM_MAX 96             /* memtrack.h's TP_MEM_MAX_ACCT */
+
 struct tp_peek {
     struct tp_steps *steps;
     struct tp_oplink *ops;         /* NULL if out of memory */
     struct tp_join *join;       /* NULL without CUPTI */
+    struct tp_flmem *flmem;     /* a flight dump's (else NULL), TP_FLMEM_MAX */
+    int n_flmem;
 };
+
+static void tp_flmem_add(struct tp_peek *p, const struct tp_record *r)
+{
+    int form = tp_api_form(r->api);
+    if (r->kind != TP_REC_API || (form != TP_FORM_ALLOC && form != TP_FORM_FREE) ||
+        (r->u.mem.flags & TP_MEM_UNTRACKED))
+        return;
+    struct tp_flmem *m = NULL;
+    for (int i = 0; i < p->n_flmem && !m; i++)
+        if (p->flmem[i].device == r->u.mem.device && p->flmem[i].mclass == r->u.mem.mclass)
+            m = &p->flmem[i];
+    if (!m) {
+        if (p->n_flmem == TP_FLMEM_MAX)
+            return;
+        m = &p->flmem[p->n_flmem++];
+        memset(m, 0, sizeof *m);
+        m->device = r->u.mem.device;
+        m->mclass = r->u.mem.mclass;
+        m->first_t1 = UINT64_MAX;
+    }
+    uint64_t total = r->u.mem.total, b = r->u.mem.bytes;
+    int changed = !(r->u.mem.flags & (TP_MEM_FAILED | TP_MEM_NOOP | TP_MEM_UNKNOWN));
+    if (r->u.mem.flags & TP_MEM_FAILED) {
+        m->failed++;
+        if (b > m->failed_bytes)
+            m->failed_bytes = b;
+    } else if (changed) {
+        if (form == TP_FORM_ALLOC)
+            m->allocs++;
+        else
+            m->frees++;
+    }
+    if (r->t1 < m->first_t1) {      /* threads are drained one after another */
+        m->first_t1 = r->t1;
+        m->start = !changed ? total : form == TP_FORM_ALLOC ? (total >= b ? total - b : 0)
+                                                            : total + b;
+    }
+    if (total > m->peak || !m->peak_tick) {
+        m->peak = total;
+        m->peak_tick = r->t1;
+    }
+}
+
+/* A flight dump's rows (memtrack's end totals) completed from its records. */
+static void tp_flmem_apply(const struct tp_peek *p, struct tp_mem_usage *mem, int n,
+                           const struct tp_clock_map *map, int64_t start_ns)
+{
+    for (int i = 0; i < n; i++) {
+        struct tp_mem_usage *u = &mem[i];
+        const struct tp_flmem *m = NULL;
+        for (int k = 0; k < p->n_flmem && !m; k++)
+            if (p->flmem[k].device == u->device && p->flmem[k].mclass == u->mclass)
+                m = &p->flmem[k];
+        u->allocs = m ? m->allocs : 0;
+        u->frees = m ? m->frees : 0;
+        u->failed = m ? m->failed : 0;
+        u->failed_bytes = m ? m->failed_bytes : 0;
+        u->start_bytes = m ? m->start : u->end_bytes;
+        u->peak_bytes = u->start_bytes > u->end_bytes ? u->start_bytes : u->end_bytes;
+        u->peak_ns = start_ns;
+        if (m && m->peak > u->peak_bytes) {
+            u->peak_bytes = m->peak;
+            u->peak_ns = tp_clock_to_unix_ns(map, m->peak_tick);
+        }
+    }
+}
 
 /* Everything the handlers need from record "r" before they open.  The join
  * comes last: it writes the joined correlation into the record (the
@@ -427,6 +507,8 @@ static void tp_window_peek(void *ctx, const struct tp_tbuf *t, const struct tp_r
         tp_oplink_add(p->ops, t, r);
     if (p->join)
         tp_join_host(p->join, t, (struct tp_record *)r);
+    if (p->flmem)
+        tp_flmem_add(p, r);
 }
 
 uint64_t tp_window_saved(void)
@@ -676,6 +758,8 @@ void tp_window_write(const struct tp_handoff *w, const struct tp_device_batch *d
     if (dev)
         d.join = tp_join_new(dev, &tp_next_corr);
     struct tp_peek peek = { .steps = &steps, .ops = d.ops, .join = d.join };
+    if (w->flight)
+        peek.flmem = malloc(TP_FLMEM_MAX * sizeof *peek.flmem);
     uint64_t late = 0;
     win.records = tp_buf_drain(w->gen, tp_window_peek, &peek, &late, 1);
     win.late = late;
@@ -684,6 +768,9 @@ void tp_window_write(const struct tp_handoff *w, const struct tp_device_batch *d
     d.steps = &steps;
     struct tp_mem_usage *mem = NULL;
     win.n_mem = tp_mem_window_take(w->gen, &d.map, &mem);
+    if (peek.flmem && mem)
+        tp_flmem_apply(&peek, mem, win.n_mem, &d.map, win.start_ns);
+    free(peek.flmem);
     win.mem = tp_cfg.profile_memory ? mem : NULL;
     if (!win.mem)
         win.n_mem = 0;

@@ -471,12 +471,22 @@ void tp_mem_reset(void)
 
 /* ---- the module (collector/modules/modules.def) ---------------------------------- */
 
+static int tp_mem_flight;           /* the flight recorder's ring holds memory events too */
+
 static void mem_init(const struct tp_config *cfg)
 {
+    tp_mem_flight = cfg->flight > 0;
     tp_mem_enable(cfg->profile_memory);
 }
 
-/* no window will need totals again, and a forked child is passive */
+/* no window will need totals again (the flight recorder's dumps still
+ * do: they run to the end), and a forked child is passive */
+static void mem_schedule_end(void)
+{
+    if (!tp_mem_flight)
+        tp_mem_enable(0);
+}
+
 static void mem_off(void)
 {
     tp_mem_enable(0);
@@ -487,6 +497,6 @@ const struct tp_module tp_module_memtrack = {
     .init = mem_init,
     .window_begin = tp_mem_window_begin,
     .window_end = tp_mem_window_end,
-    .schedule_end = mem_off,
+    .schedule_end = mem_schedule_end,
     .atfork_child = mem_off,
 };

@@ -6,6 +6,7 @@ of a schedule work as before and the ring resumes after them; bad values
 are one line and the job runs unprofiled.  The programs are
 tests/programs/train_loop.c (--slow, --oom-at) and fatal_loop.c."""
 
+import json
 import os
 import re
 import resource
@@ -87,6 +88,25 @@ def test_slow_step_median_is_the_median_of_the_50_steps_before():
 def pytest_approx_abs(v, tol):
     import pytest
     return pytest.approx(v, abs=tol)
+
+
+def test_dump_has_its_memory_table():
+    """A dump's summary has the memory table a window's has, though the
+    ring never took the totals at its first kept step: each step allocates
+    its activations and frees them, so the dump of 5 steps starts and ends
+    at the same level, peaks one activation (1 MiB) above it, and counts 5
+    times the step's allocations and frees."""
+    r = tputil.run("train_loop", ["--steps=40", "--sleep-us=2000", "--slow=30:6",
+                                  "--activations=1048576"], env=flight_env(5))
+    assert r.rc == 0, r.stderr
+    check_one_dump(r, "slow-step", 30)
+    path = os.path.join(r.cwd, "test", "reports", "rank0.flight-slow-step.30.pt.trace.summary.json")
+    with open(path) as f:
+        mem = json.load(f)["memory"]
+    assert len(mem) == 1 and mem[0]["where"] == "GPU0", mem
+    m = mem[0]
+    assert m["start_bytes"] == m["end_bytes"] and m["peak_bytes"] >= m["start_bytes"] + (1 << 20), m
+    assert m["allocs"] == m["frees"] and m["allocs"] > 0 and m["allocs"] % 5 == 0, m
 
 
 def pytest_approx(v):
