@@ -124,6 +124,24 @@ static void tp_term_handler(int sig)
     errno = saved;
 }
 
+void tp_lifecycle_self_signal(int sig)
+{
+    if (sig != SIGINT && sig != SIGTERM)
+        return;
+    struct sigaction now;
+    if (getpid() != tp_owner || !tp_steps_on() || tp_flusher_is_self() ||
+        sigaction(sig, NULL, &now) != 0 || (now.sa_flags & SA_SIGINFO) ||
+        now.sa_handler != SIG_DFL)
+        return;     /* handled, ignored or ours (our handler resets to SIG_DFL first: its
+                       own raise finds the save done and waits for nothing) */
+    sigset_t blocked;
+    if (pthread_sigmask(SIG_BLOCK, NULL, &blocked) == 0 && sigismember(&blocked, sig))
+        return;     /* stays pending: whoever unblocks it decides */
+    int saved = errno;
+    tp_flusher_term(sig, 20000);
+    errno = saved;
+}
+
 static void tp_term_install(void)
 {
     for (int i = 0; i < 2; i++)

@@ -15,6 +15,14 @@ extern int tp_exit_hooked;    /* the exit flush is registered */
  * "Never harming the job": what activates). */
 void tp_lifecycle_activate(void);
 
+/* tp_lifecycle_self_signal - the program is about to send itself "sig"
+ * (preload/selfsig.c: kill or raise on its own process).  With SIGINT or
+ * SIGTERM at their default disposition (the program will die of it, and
+ * C's exit handlers will not run: CPython exits that way on an uncaught
+ * KeyboardInterrupt, resetting SIGINT first), the open window is saved
+ * as at a received SIGINT or SIGTERM, before the signal goes. */
+void tp_lifecycle_self_signal(int sig);
+
 /* tp_lifecycle_after_call - bookkeeping after the first real CUDA call returned
  * (registers the exit flush after CUDA's own atexit handlers). */
 void tp_lifecycle_after_call(void);

@@ -33,6 +33,7 @@ import glob
 import importlib.util
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -449,3 +450,42 @@ def test_torch_compile_on_cpu():
     assert p.stdout == base.stdout
     assert [l for l in our_lines(p.stderr) if "error" in l] == []
     sys.stderr.write("torch.compile: %.1f s with the library, %.1f s without\n" % (secs, base_s))
+
+
+@pytest.mark.parametrize("via_cli", [False, True], ids=["preload", "trainprof-run"])
+def test_ctrl_c_saves_the_window_caught_or_not(via_cli):
+    """SIGINT in step 2 of a window, as Ctrl-C delivers it: CPython raises
+    KeyboardInterrupt.  Uncaught, it ends by resetting SIGINT to its default
+    and killing itself with it (no C exit handler runs), and the exit status
+    says SIGINT; caught, the program exits normally.  Both save the window
+    (steps 1-2, partial: "SIGINT", then "exit"), and the exit status and
+    stdout are the program's own."""
+    for mode, reason in (("sigint", "SIGINT"), ("sigint-caught", "exit")):
+        cwd = tputil.new_dir()
+        e = tputil.base_env({"TRAINPROF_SYS": None, "PYTHONDONTWRITEBYTECODE": "1"},
+                            preload=not via_cli)
+        cmd = [sys.executable, CLIENT, mode]
+        if via_cli:
+            cmd = [sys.executable, TRAINPROF, "run", "--lib", tputil.lib_path(), "--"] + cmd
+            if os.environ.get("TP_TEST_ASAN"):
+                e["LD_PRELOAD"] = os.environ["TP_TEST_ASAN"]
+        runs = []
+        for preload in (True, False):
+            env = dict(e) if preload else tputil.base_env({}, preload=False)
+            c = cmd if preload or not via_cli else [sys.executable, CLIENT, mode]
+            # a test run in the background may hand its children SIGINT
+            # ignored, and CPython then installs no handler of its own
+            runs.append(subprocess.run(c, cwd=cwd if preload else tputil.new_dir(), env=env,
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       stdin=subprocess.DEVNULL, timeout=300,
+                                       preexec_fn=lambda: signal.signal(signal.SIGINT,
+                                                                        signal.SIG_DFL)))
+        p, plain = runs
+        assert p.returncode == plain.returncode and p.stdout == plain.stdout, \
+            (mode, p.returncode, p.stderr)
+        assert plain.returncode == (-signal.SIGINT if mode == "sigint" else 0), plain.stderr
+        traces = tputil.find_traces(cwd)
+        assert len(traces) == 1, (mode, traces, p.stderr)
+        t = tputil.load_trace(traces[0])["trainprof"]
+        assert t["partial"] is True and t["partial_reason"] == reason, (mode, t)
+        assert (t["first_step"], t["last_step"]) == (1, 2), (mode, t)

@@ -191,6 +191,18 @@ def test_unknown_variable_warns_with_closest_name():
 
 # ---- SIGTERM / SIGINT mid-window ---------------------------------------------
 
+def test_program_raising_sigint_at_its_default_saves_the_window():
+    """A C program that resets SIGINT to its default and raises it (as
+    CPython does on an uncaught KeyboardInterrupt) dies of it without C's
+    exit handlers: the window is saved first, partial, "SIGINT"."""
+    r = tputil.run("train_loop", ["--steps=10", "--raise-at=2"],
+                   env={"TRAINPROF_SCHEDULE": "warmup=1,active=5"})
+    assert r.rc == -signal.SIGINT, r.stderr
+    assert len(r.traces) == 1, r.stderr
+    t = tputil.load_trace(r.traces[0])["trainprof"]
+    assert t["partial"] is True and t["partial_reason"] == "SIGINT", t
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_signal_mid_window_saves_partial_trace(sig):
     cwd = tputil.new_dir()

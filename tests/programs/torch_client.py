@@ -19,6 +19,9 @@ Usage: python torch_client.py MODE
   ddp         a DistributedDataParallel MLP on the gloo backend, ten steps;
               run it under torchrun (rank 0 prints the losses)
   compile     torch.compile of a small model, compared with eager
+  sigint      the train loop, interrupted in step 2 by SIGINT sent to itself
+              (os.kill), as Ctrl-C is: KeyboardInterrupt, not caught
+  sigint-caught  the same, the KeyboardInterrupt caught: "interrupted", exit 0
   cuda        CUDA calls that fail on a machine with no driver: torch's
               device query and allocation, then cudaMalloc through ctypes
               in torch's own libcudart
@@ -177,6 +180,33 @@ def compiled():
     print("compiled matches eager: %s" % bool(torch.allclose(a, b, atol=1e-5)))
 
 
+def interrupted(catch):
+    import signal
+    try:      # under plain LD_PRELOAD nothing else counts a CPU job's steps
+        step_api = ctypes.CDLL(None).trainprof_step
+    except AttributeError:
+        step_api = None
+    # under `trainprof run` its Python hook counts the steps already
+    hooked = "trainprof" in (getattr(sys.modules.get("sitecustomize"), "__file__", "") or "")
+    model, opt = model_and_opt()
+    try:
+        for step, (x, y) in enumerate(fixed_batches()):
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            print("step %d loss %.6f" % (step, loss.item()))
+            sys.stdout.flush()
+            if step_api and not hooked:
+                step_api()
+            if step == 2:
+                os.kill(os.getpid(), signal.SIGINT)
+    except KeyboardInterrupt:
+        if not catch:
+            raise
+        print("interrupted")
+
+
 def cudart_path():
     import torch.cuda  # noqa: F401  (loads libcudart through libtorch_cuda)
     for line in open("/proc/self/maps"):
@@ -236,6 +266,10 @@ def main():
                 print("epoch %d step %d loss %.6f" % (epoch, step, loss.item()))
     elif mode == "ddp":
         ddp()
+    elif mode == "sigint":
+        interrupted(False)
+    elif mode == "sigint-caught":
+        interrupted(True)
     elif mode == "compile":
         compiled()
     elif mode == "cuda":

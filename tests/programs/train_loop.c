@@ -41,6 +41,9 @@
  *                    that the test makes fail (FAKE_CUDA_OOM_BYTES): the
  *                    program says "train_loop: oom: ERROR" on stderr and
  *                    exits with status 3, as a job out of memory dies
+ *   --raise-at=K     after step K's line, reset SIGINT to its default and
+ *                    raise(SIGINT): the program dies of it, as CPython does
+ *                    on an uncaught KeyboardInterrupt
  *   --bad-launch     first launch a NULL function and print what
  *                    cudaGetLastError, cudaPeekAtLastError and errno say
  *   --foreign=K:HOW  after step K, act as a second CUPTI client of the
@@ -56,6 +59,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
@@ -159,7 +163,7 @@ int main(int argc, char **argv)
     const char *foreign = getenv("TRAIN_FOREIGN");
     int bad_launch = 0;
     const char *slow = getenv("TRAIN_SLOW");
-    long oom_at = -1;
+    long oom_at = -1, raise_at = -1;
 
     static const struct option opts[] = {
         { "steps", required_argument, 0, 's' },
@@ -173,6 +177,7 @@ int main(int argc, char **argv)
         { "foreign", required_argument, 0, 'f' },
         { "slow", required_argument, 0, 'w' },
         { "oom-at", required_argument, 0, 'o' },
+        { "raise-at", required_argument, 0, 'R' },
         { 0, 0, 0, 0 },
     };
     int c;
@@ -189,6 +194,7 @@ int main(int argc, char **argv)
         case 'f': foreign = optarg; break;
         case 'w': slow = optarg; break;
         case 'o': oom_at = atol(optarg); break;
+        case 'R': raise_at = atol(optarg); break;
         default:
             fprintf(stderr, "usage: %s [--steps=N] [--launches=L] [--mode=api|nvtx|both|none] "
                     "[--sleep-us=U] [--notify=K] [--activations=B] [--bad-launch] [--events] "
@@ -297,6 +303,10 @@ int main(int argc, char **argv)
         printf("step %ld launches %ld checksum %08x\n", s, launches + 1, sum);
         fflush(stdout);
 
+        if (s == raise_at) {
+            signal(SIGINT, SIG_DFL);
+            raise(SIGINT);
+        }
         if (s == oom_at) {
             void *big = NULL;
             cudaError_t e = cudaMalloc(&big, (size_t)1 << 30);
