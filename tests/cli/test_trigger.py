@@ -299,18 +299,24 @@ def test_flight_trigger_dumps_every_rings_now():
     trigger file for that alone; each process dumps its last N steps and the
     step under way, reason "trigger", and says so in its status."""
     log = os.path.join(tputil.new_dir(), "cupti.log")
+    # TRAINPROF_FLIGHT_SLOW: no slow-step dump of a loaded machine's hiccups
     job = Job(env={"TRAINPROF_SCHEDULE": "wait=1,warmup=1,active=2", "TRAINPROF_FLIGHT": 5,
-                   "FAKE_CUPTI_LOG": log})
+                   "TRAINPROF_FLIGHT_SLOW": 1000, "FAKE_CUPTI_LOG": log})
     try:
-        job.wait_status(lambda st: st["step"] > 20 and st["windows_saved"] == 1)
+        job.wait_status(lambda st: st["step"] > 20 and st["windows_saved"] >= 1)
         # no window is watched for: the schedule finished, CUPTI was finalized
         assert "finalize" in cupti_calls(log), cupti_calls(log)
         r = cli("trigger", "--flight", "--run", job.folder)
         out = r.stdout.decode()
         assert r.returncode == 0, (out, r.stderr)
         assert out.count("flight ring dumped at step") == 2, out
-        names = [os.path.basename(p) for p in job.wait_traces(4)]
-        dumps = sorted(n for n in names if ".flight-trigger." in n)
+        deadline = time.time() + 30
+        while True:
+            names = [os.path.basename(p) for p in job.traces()]
+            dumps = sorted(n for n in names if ".flight-trigger." in n)
+            if len(dumps) == 2 or time.time() > deadline:
+                break
+            time.sleep(0.1)
         assert len(dumps) == 2, names
         for rank, st in sorted((s["rank"], s) for s in job.statuses().values()):
             step = st["last_trigger"]["dump_step"]

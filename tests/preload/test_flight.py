@@ -19,6 +19,11 @@ import tputil
 QUIET = {"TRAINPROF_SCHEDULE": "none", "TRAINPROF_TRIGGER": "none"}
 
 
+# for the dumps that are not slow-step ones: no slow-step dump of a loaded
+# machine's hiccup beside them
+STEADY = {"TRAINPROF_FLIGHT_SLOW": 1000}
+
+
 def flight_env(n=10, **extra):
     return dict(QUIET, TRAINPROF_FLIGHT=n, **extra)
 
@@ -120,7 +125,7 @@ def _no_core():
 
 def test_sigsegv_after_10_steps_dumps_and_still_dies_of_it():
     cwd = tputil.new_dir()
-    env = tputil.base_env(flight_env(10))
+    env = tputil.base_env(flight_env(10, **STEADY))
     if os.environ.get("TP_TEST_ASAN"):      # the fault is the program's (test_fatal.py)
         env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "detect_leaks=0") + ":handle_segv=0"
     p = subprocess.run([tputil.program("fatal_loop"), "20", "10:segv"], cwd=cwd, env=env,
@@ -143,7 +148,7 @@ def test_a_second_fault_in_the_programs_handler_after_the_dump():
     there: the kernel ends the process with it): the dump, made before
     the program's handler runs, is whole, and the process dies of SIGSEGV."""
     cwd = tputil.new_dir()
-    env = tputil.base_env(flight_env(10))
+    env = tputil.base_env(flight_env(10, **STEADY))
     if os.environ.get("TP_TEST_ASAN"):
         env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "detect_leaks=0") + ":handle_segv=0"
     p = subprocess.run([tputil.program("fatal_loop"), "20", "10:segv", "fault"], cwd=cwd, env=env,
@@ -159,7 +164,7 @@ def test_a_second_fault_in_the_programs_handler_after_the_dump():
 
 def test_failed_cudamalloc_dumps_with_the_failed_call_last():
     r = tputil.run("train_loop", ["--steps=40", "--oom-at=12"],
-                   env=flight_env(5, FAKE_CUDA_OOM_BYTES=100 << 20))
+                   env=flight_env(5, **STEADY, FAKE_CUDA_OOM_BYTES=100 << 20))
     assert r.rc == 3 and b"train_loop: oom:" in r.stderr, r.stderr
     trace = check_one_dump(r, "oom", 12)
     assert tputil.steps(trace) == list(range(7, 12))
@@ -172,7 +177,7 @@ def test_sticky_cuda_error_dumps_with_the_failed_call_last():
     """The 13th cudaStreamSynchronize (step 12's) returns
     cudaErrorIllegalAddress on the fake: the dump of steps 7-11 and step 12
     up to that call, which is its last event, with its status."""
-    r = tputil.run("train_loop", ["--steps=40"], env=flight_env(5, FAKE_CUDA_STICKY_AT=13))
+    r = tputil.run("train_loop", ["--steps=40"], env=flight_env(5, **STEADY, FAKE_CUDA_STICKY_AT=13))
     assert r.rc == 1 and b"cudaStreamSynchronize" in r.stderr, r.stderr
     trace = check_one_dump(r, "cuda-error", 12)
     assert tputil.steps(trace) == list(range(7, 12))
@@ -185,7 +190,7 @@ def test_nccl_error_dumps_with_the_failed_collective_last():
     as NCCL does when a peer's connection breaks: the dump of steps 3-7 and
     step 8 up to that call, which is its last event, with its status (6)."""
     r = tputil.run("ddp_loop", ["--steps=20"],
-                   env=flight_env(5, FAKE_NCCL_FAIL_AT=9, RANK=0, WORLD_SIZE=1))
+                   env=flight_env(5, **STEADY, FAKE_NCCL_FAIL_AT=9, RANK=0, WORLD_SIZE=1))
     assert r.rc == 1 and b"ncclAllReduce" in r.stderr, r.stderr
     trace = check_one_dump(r, "nccl-error", 8)
     assert tputil.steps(trace) == list(range(3, 8))
@@ -198,14 +203,14 @@ def test_clean_exit_writes_no_flight_file_and_sigterm_does():
     after step 15 it leaves the dump of its last 10 steps and the step under
     way, and dies of SIGTERM."""
     args = ["--steps=400", "--sleep-us=2000"]
-    r = tputil.run("train_loop", ["--steps=40", "--sleep-us=500"], env=flight_env(10))
+    r = tputil.run("train_loop", ["--steps=40", "--sleep-us=500"], env=flight_env(10, **STEADY))
     assert r.rc == 0, r.stderr
     assert r.traces == [] and reports(r.cwd) == [], tputil.files_under(r.cwd)
     assert b"flight" not in r.stderr
 
     cwd = tputil.new_dir()
     p = subprocess.Popen([tputil.program("train_loop"), "--notify=15"] + args, cwd=cwd,
-                         env=tputil.base_env(flight_env(10)), stdin=subprocess.DEVNULL,
+                         env=tputil.base_env(flight_env(10, **STEADY)), stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     err = b""
     while b"step 15 done" not in err:
