@@ -172,7 +172,8 @@ def test_flight_recorder_dumps_its_ring_at_a_hang():
     training thread does not hold)."""
     cwd = tputil.new_dir()
     procs, _ = start_job(cwd, ranks=2, stall_rank=1, stall_at=5,
-                         env={"TRAINPROF_FLIGHT": 10, "TRAINPROF_SCHEDULE": "skip_first=1000"})
+                         env={"TRAINPROF_FLIGHT": 10, "TRAINPROF_SCHEDULE": "skip_first=1000",
+                              "TRAINPROF_FLIGHT_SLOW": 1000})
     traces = os.path.join(cwd, "job", "traces")
     try:
         t0 = time.time()
