@@ -238,9 +238,9 @@ def main(argv):
     for rank, r in sorted(reports.items()):
         last = r.get("last_step")
         py = python_top(r)
-        out.write(printable("  rank %d: no step ended for %.1f s; last step %s%s\n" % (
+        out.write(printable("  rank %d: no step ended for %.1f s; last step %s%s" % (
             rank, r.get("stalled_s") or 0, "none" if last is None else last,
-            "; Python: " + py if py else "")))
+            "; Python: " + py if py else "")) + "\n")
     dead = sorted(set(range(world)) - set(reports))
     if dead:
         out.write("  no report: %s (dead, or not hung)\n" % ranks_text(dead))

@@ -11,6 +11,7 @@ must name rank 2, the communicator and number 5."""
 import glob
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -106,6 +107,10 @@ def test_four_ranks_rank2_never_arrives_at_allreduce_5():
     assert "communicator 0" in last and "allreduce seq 5" in last
     assert "inside seq 5: ranks 0, 1, 3" in out
     assert "never arrived: rank 2 (last issued seq 4)" in out
+    # one line per rank (a newline once came out as "?", joining them)
+    for rank in range(4):
+        assert re.search(r"^  rank %d: no step ended for [0-9.]+ s; last step 3$" % rank, out,
+                         re.M), out
     assert "stack top: " in out and "sleep < main" in out
 
 
