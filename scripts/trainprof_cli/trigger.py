@@ -454,26 +454,10 @@ def trigger_folder(folder, a):
                      "%d, margin %d steps%s) -> %s\n"
                      % (tid, start, start + 1, start + a.steps, top, margin,
                         ", %.1f steps/s" % rate if rate is not None else "", printable(path)))
-    host = socket.gethostname()
-    for st in live:
-        sig = signal_number(st.get("trigger_signal"))
-        if sig and st.get("signal_installed") and st["host"] == host:
-            why = send_signal(st["pid"], sig, folder)
-            if why is not None:
-                err("%s: not signalled: %s" % (st["_path"], why))
+    signal_live(folder, live)
     if a.wait <= 0:
         return 0
-    want = {st["_path"] for st in live}
-    deadline = time.time() + a.wait
-    answered = {}
-    while True:
-        for st in read_statuses(folder, said, mine=True):
-            t = st.get("last_trigger") or {}
-            if st["_path"] in want and t.get("id") == tid:
-                answered[st["_path"]] = st
-        if len(answered) == len(want) or time.time() >= deadline:
-            break
-        time.sleep(0.2)
+    answered = wait_answers(folder, a, live, said, tid, lambda t: True)
     rc = 0
     for st in live:
         got = answered.get(st["_path"])
@@ -485,7 +469,21 @@ def trigger_folder(folder, a):
     return rc
 
 
+def signal_live(folder, live):
+    """With TRAINPROF_TRIGGER_SIGNAL, have the live processes of this host
+    read the trigger file at once."""
+    host = socket.gethostname()
+    for st in live:
+        sig = signal_number(st.get("trigger_signal"))
+        if sig and st.get("signal_installed") and st["host"] == host:
+            why = send_signal(st["pid"], sig, folder)
+            if why is not None:
+                err("%s: not signalled: %s" % (st["_path"], why))
+
+
 def wait_answers(folder, a, live, said, tid, done):
+    """{status path: status} of the live processes whose last trigger is
+    "tid" and done(last_trigger), waiting up to --wait."""
     want = {st["_path"] for st in live}
     deadline = time.time() + a.wait
     answered = {}
@@ -510,13 +508,7 @@ def flight_folder(folder, a, live, said):
             err(str(e))
             return 1
     sys.stdout.write("trigger %s: flight dump asked -> %s\n" % (tid, printable(path)))
-    host = socket.gethostname()
-    for st in live:
-        sig = signal_number(st.get("trigger_signal"))
-        if sig and st.get("signal_installed") and st["host"] == host:
-            why = send_signal(st["pid"], sig, folder)
-            if why is not None:
-                err("%s: not signalled: %s" % (st["_path"], why))
+    signal_live(folder, live)
     if a.wait <= 0:
         return 0
     answered = wait_answers(folder, a, live, said, tid, lambda t: t.get("state") != "pending")
