@@ -179,6 +179,19 @@ def test_job_gets_sigpipe_default_action():
     assert not ign & (1 << (signal.SIGXFSZ - 1)), p.stdout
 
 
+def test_closed_stderr_keeps_the_jobs_status():
+    """The line said after the job, into a stderr whose reader has gone,
+    must not turn the job's status into SIGPIPE's."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run([SCRIPT] + run_args("--", "sh", "-c", "exit 5"), cwd=tputil.new_dir(),
+                           env=env_of(), stdout=subprocess.PIPE, stderr=w, timeout=60)
+    finally:
+        os.close(w)
+    assert p.returncode == 5
+
+
 # ---- item 6c: exec failures ----
 
 def test_not_executable_126_not_found_127():
