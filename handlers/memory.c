@@ -18,7 +18,10 @@
  * extreme; the JSON keeps all points up to TP_MEMORY_JSON_POINTS and is
  * thinned the same way beyond.  The page is also well-formed XML (XHTML
  * syntax, UTF-8 characters instead of named entities) so that tests parse it
- * with any XML reader.  No trace or no memory data: no file.
+ * with any XML reader.  No trace or no memory data: no file; no memory
+ * data (a CPU-only window, or TRAINPROF_PROFILE_MEMORY=0) is said once per
+ * process at info level, naming the trace, so that "memory" in
+ * TRAINPROF_HANDLERS never ends in silence.
  * The parts: memory_points.c (series, sorting, thinning), memory_json.c,
  * memory_html.c (the page and its SVG plots); this file gathers the
  * events and writes the two files.
@@ -26,6 +29,7 @@
 #include "memory_impl.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,19 +38,28 @@
 #include "collector/common/log.h"
 #include "output.h"
 
+/* The first window of this process whose trace got no memory report says
+ * why (atomic: a flight dump's window may be written apart). */
+static _Atomic int memory_told_none;
+
+static void memory_tell_none(const char *trace)
+{
+    if (!atomic_exchange(&memory_told_none, 1))
+        TP_INFO("memory: no memory report for %s: the window holds no device allocation "
+                "or free (none made, or TRAINPROF_PROFILE_MEMORY=0)", trace);
+}
+
 static void *memory_open(const struct tp_window *w)
 {
-    if (w->n_mem <= 0 || !w->mem)
-        return NULL;
     struct mem_state *m = calloc(1, sizeof *m);
-    if (m)
+    if (m && w->n_mem > 0 && w->mem)
         m->s = calloc((size_t)w->n_mem, sizeof *m->s);
-    if (!m || !m->s) {
+    if (!m || (w->n_mem > 0 && w->mem && !m->s)) {
         free(m);
         TP_ERROR("memory report not written: %s", strerror(ENOMEM));
         return NULL;
     }
-    m->n = w->n_mem;
+    m->n = w->n_mem > 0 && w->mem ? w->n_mem : 0;
     for (int i = 0; i < m->n; i++)
         m->s[i].u = &w->mem[i];
     return m;
@@ -117,6 +130,12 @@ static int memory_close(void *state, const struct tp_window *w, struct tp_saved 
     struct mem_state *m = state;
     m->trace = saved->trace;
     int rc = 0;
+    if (m->n == 0) {            /* no memory series: not an allocation failure */
+        if (saved->trace[0])
+            memory_tell_none(saved->trace);
+        memory_free(m);
+        return 0;
+    }
     struct mem_point **pts = calloc((size_t)m->n, sizeof *pts);
     size_t *npts = calloc((size_t)m->n, sizeof *npts);
     struct mem_point *scratch = NULL;
@@ -142,8 +161,11 @@ static int memory_close(void *state, const struct tp_window *w, struct tp_saved 
         if (npts[i] > most)
             most = npts[i];
     }
-    if (!any)
+    if (!any) {
+        if (!m->oom)
+            memory_tell_none(saved->trace);
         goto out;
+    }
     if (m->nf)
         qsort(m->f, m->nf, sizeof *m->f, tp_memrep_cmp_fail);
     if (most > 4 * (size_t)AREA_W)

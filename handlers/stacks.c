@@ -15,9 +15,14 @@
  * when the window has such device time.  Values are summed in ns per stack
  * and rounded to integer us once, after summing; lines that round to 0
  * are left out; lines are sorted bytewise so that outputs compare.
- * Nothing is written when no event carries frames.
+ * Nothing is written when no event carries frames: frames are taken at
+ * intercepted calls only (CUDA runtime, driver, libraries), so a window of
+ * a CPU-only job has none, and TRAINPROF_WITH_STACK=0 takes none.  That is
+ * said once per process at info level, naming the trace and why, so that
+ * "stacks" in TRAINPROF_HANDLERS never ends in silence.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -412,11 +417,30 @@ static void stacks_free(struct stacks *s)
     free(s);
 }
 
+/* The first window of this process whose trace got no stacks file says
+ * why (tp-flush writes windows, a flight dump may come from a signal
+ * handler's request: the flag is atomic all the same). */
+static _Atomic int stacks_told_none;
+
+static void stacks_tell_none(const struct tp_window *w, const char *trace)
+{
+    if (atomic_exchange(&stacks_told_none, 1))
+        return;
+    if (!w->with_stack)
+        TP_INFO("stacks: no stacks file for %s: no call stack was taken, "
+                "TRAINPROF_WITH_STACK is off (--with-stack)", trace);
+    else
+        TP_INFO("stacks: no stacks file for %s: no intercepted call (CUDA or a GPU library) "
+                "in the window, where stacks are taken", trace);
+}
+
 static int stacks_close(void *state, const struct tp_window *w, struct tp_saved *saved)
 {
     struct stacks *s = state;
     int rc = 0;
     if (!saved->trace[0] || !s->framed) {
+        if (saved->trace[0])
+            stacks_tell_none(w, saved->trace);
         stacks_free(s);
         return 0;
     }

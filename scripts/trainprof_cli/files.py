@@ -117,6 +117,15 @@ def create(path, fsync=True):
     return AtomicFile(path, fsync=fsync)
 
 
+def private_dir(prefix):
+    """A new empty folder only this user may enter, in $TMPDIR (or /tmp):
+    mkdir(2) with mode 0700 on an unguessable name (tempfile.mkdtemp),
+    which fails on any existing name, a planted link included.  The caller
+    removes it (os.rmdir)."""
+    import tempfile
+    return tempfile.mkdtemp(prefix=prefix)
+
+
 def _fsync_dir(d):
     """Makes the rename durable; best effort (some file systems refuse)."""
     try:

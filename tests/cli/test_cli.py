@@ -33,7 +33,7 @@ def cli(args, env=None, cwd=None, timeout=60):
 def test_executable():
     assert os.access(SCRIPT, os.X_OK)
     with open(SCRIPT, "rb") as f:
-        assert f.readline().startswith(b"#!/usr/bin/env python3")
+        assert f.readline().startswith(b"#!/usr/bin/env -S python3 ")    # isolated: test_run_edges
 
 
 def test_help():

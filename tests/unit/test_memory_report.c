@@ -286,8 +286,8 @@ static void feed_nothing(const struct tp_handler *h, void *st)
 START_TEST(test_no_data_no_file)
 {
     setup_window();
-    win.n_mem = 0;
-    run(feed_nothing, 0);
+    win.n_mem = 0;     /* a state all the same: close says why there is no file */
+    run(feed_nothing, 1);
     /* memory used before the window only: nothing to plot */
     setup_window();
     win.mem = &usage[1];

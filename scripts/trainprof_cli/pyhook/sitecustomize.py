@@ -518,6 +518,26 @@ try:
 except Exception:                      # a broken sitecustomize must not stop us
     pass
 
+def _trainprof_stamp():
+    """Tell `trainprof run` that the hook loaded in a process of its job: it
+    names a private folder (mkdtemp) in _TRAINPROF_HOOK_STAMPS, and says
+    after the job when the hook loaded nowhere (python -I, a wrapper
+    script).  An empty folder: created whole or not at all."""
+    import os
+    d = os.environ.get("_TRAINPROF_HOOK_STAMPS")
+    if d:
+        try:
+            os.mkdir(os.path.join(d, "loaded"))
+        except OSError:
+            pass
+
+
+try:
+    _trainprof_stamp()
+except Exception:
+    pass
+
+
 def _trainprof_pystacks():
     import os
     # the hang doctor is on with TRAINPROF_HANG_S > 0, or unset with the
