@@ -1,6 +1,6 @@
 /*
  * chdir_loop.c - a program that changes its working directory between two
- * windows, as a Python job's os.chdir does (tests/preload/test_outputs.py).
+ * windows, as a Python job's os.chdir does (tests/preload/test_outputs_folder.py).
  *
  * DESIGN
  * The main thread launches a kernel and signals a step (trainprof_step)
