@@ -449,6 +449,37 @@ int tp_format_expand_sh(const char *fmt, const struct tp_format_vars *v,
     return expand(fmt, v, 1, out, outsz, err, errsz);
 }
 
+int tp_format_expand_at(const char *fmt, const struct tp_format_vars *v, const char *base,
+                        char *out, size_t outsz, char *err, size_t errsz)
+{
+    if (tp_format_expand(fmt, v, out, outsz, err, errsz) != 0)
+        return -1;
+    if (out[0] == '/' || !base || base[0] != '/')
+        return 0;
+    /* "" and "." are the base itself; "./x" is "x" */
+    const char *rel = out;
+    while (rel[0] == '.' && rel[1] == '/')
+        for (rel += 2; *rel == '/'; rel++)
+            ;
+    if (strcmp(rel, ".") == 0)
+        rel = "";
+    size_t nb = strlen(base), nr = strlen(rel);
+    while (nb > 1 && base[nb - 1] == '/')
+        nb--;
+    int sep = nr && !(nb == 1 && base[0] == '/');
+    if (nb + (size_t)sep + nr + 1 > outsz) {
+        set_err(err, errsz, "the path, with the working directory at activation (%.*s), is "
+                "longer than %zu bytes", (int)(nb > 120 ? 120 : nb), base, outsz - 1);
+        out[0] = '\0';
+        return -1;
+    }
+    memmove(out + nb + (size_t)sep, rel, nr + 1);
+    memcpy(out, base, nb);
+    if (sep)
+        out[nb] = '/';
+    return 0;
+}
+
 int tp_format_check(const char *fmt, char *err, size_t errsz)
 {
     struct sink s = { .out = NULL };

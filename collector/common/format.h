@@ -28,6 +28,16 @@ int tp_format_expand(const char *fmt, const struct tp_format_vars *v,
                      char *out, size_t outsz, char *err, size_t errsz);
 
 /*
+ * tp_format_expand_at - as tp_format_expand, for a folder: a relative
+ * result is made absolute under "base" (an absolute folder: the working
+ * directory at activation, tp_cfg.start_dir), so that a program's chdir
+ * between two windows does not move them.  A "base" that is NULL, empty or
+ * not absolute leaves the result as expanded.
+ */
+int tp_format_expand_at(const char *fmt, const struct tp_format_vars *v, const char *base,
+                        char *out, size_t outsz, char *err, size_t errsz);
+
+/*
  * tp_format_expand_sh - as tp_format_expand, for a /bin/sh command
  * (TRAINPROF_EXEC): each value is written so that the shell reads exactly
  * its bytes as data where it stands, bare, in '...', in "..." or in a

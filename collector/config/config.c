@@ -13,7 +13,13 @@
  * "trainprof: error: VAR="value": what is accepted", keeps the default in its
  * place and counts an error; tp_config_report() prints the lines at
  * activation, honours TRAINPROF_LOG, TRAINPROF_DUMP_CONFIG and
- * TRAINPROF_STRICT, and tells the caller to stay passive.
+ * TRAINPROF_STRICT, and tells the caller to stay passive.  It also takes
+ * the working directory, once (tp_cfg.start_dir): relative output folders
+ * are resolved against it at every save, so that a program that changes
+ * its directory between two windows (os.chdir) does not split its traces
+ * over two folders, and every path printed or given to TRAINPROF_EXEC is
+ * absolute.  At activation, not at load: the run folder of on-demand
+ * capture (control/trigger.c) is resolved then too, and the two must agree.
  * TRAINPROF_ENABLED=0 silences all of it, STRICT included: a disabled
  * profiler must not stop a program (the TRAINPROF_EXEC child inherits the
  * parent's variables, with TRAINPROF_ENABLED=0).  Launcher variables are not
@@ -356,6 +362,12 @@ static void report_run(void)
     const struct tp_config *c = &tp_cfg;
     int saved = errno;
     tp_log_level = c->enabled ? c->log : TP_LOG_QUIET;
+    if (!getcwd(tp_cfg.start_dir, sizeof tp_cfg.start_dir) || tp_cfg.start_dir[0] != '/') {
+        if (c->enabled && !c->n_errors)
+            TP_WARN("cannot resolve the working directory (%s): relative output folders "
+                    "follow the program's working directory at each save", strerror(errno));
+        tp_cfg.start_dir[0] = '\0';
+    }
     /* the errors that make TRAINPROF_STRICT end the program are printed at
      * any TRAINPROF_LOG: an exit with status 2 always says why */
     int shown = c->n_errors && c->strict && c->enabled ? TP_LOG_ERROR : tp_log_level;

@@ -65,6 +65,9 @@ struct tp_config {
     int n_handlers;                /* TRAINPROF_HANDLERS */
     char handlers[TP_MAX_HANDLERS][TP_HANDLER_NAME_MAX];
     char reports[1024];            /* TRAINPROF_REPORTS (format string) */
+    char start_dir[4096];          /* the working directory at activation, absolute ("" if
+                                      getcwd failed): the base of relative TRAINPROF_FOLDER
+                                      and TRAINPROF_REPORTS (tp_format_expand_at) */
     char exec[1024];               /* TRAINPROF_EXEC, "" if unset */
     char **exec_env;               /* TRAINPROF_EXEC's environment: a copy of ours taken at
                                       activation, TRAINPROF_ENABLED=0 (NULL: none) */
@@ -149,7 +152,7 @@ void tp_config_free(struct tp_config *cfg);
 /*
  * tp_config_report - print the stored error/warning lines and, with
  * TRAINPROF_DUMP_CONFIG=1, the effective configuration, to stderr, once.
- * Called at activation.  Returns 1 if the profiler must stay passive.
+ * Called at activation, where it also takes tp_cfg.start_dir.  Returns 1 if the profiler must stay passive.
  * With TRAINPROF_STRICT=1 and an error, exits the process with status 2.
  */
 int tp_config_report(void);

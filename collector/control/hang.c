@@ -648,7 +648,8 @@ static void tp_hang_report(uint64_t last_end, uint64_t now, const struct tp_cloc
     };
     char dir[4096], err[256], jname[96], tname[96];
     const char *why = NULL;
-    if (tp_format_expand(tp_cfg.reports, &v, dir, sizeof dir, err, sizeof err) != 0)
+    if (tp_format_expand_at(tp_cfg.reports, &v, tp_cfg.start_dir, dir, sizeof dir, err,
+                            sizeof err) != 0)   /* as the windows' reports (window.c) */
         why = err;
     if (tp_reports == 0) {
         snprintf(jname, sizeof jname, "rank%d.hang.json", tp_cfg.rank);

@@ -31,6 +31,10 @@
  * a full name table, ranges, pops with nothing to pop) is counted before
  * the handlers open, for the trace's trainprof object and the summary, and
  * said in one stderr line per window.
+ * The folders are expanded per window (they may hold {batch}) and a
+ * relative one is made absolute under the working directory at activation
+ * (tp_cfg.start_dir): a program's chdir between two windows split one run
+ * over two folders before, and the saved lines gave relative paths.
  * A partial window (closed at exit) whose {batch} is the one of the window
  * written before it holds no step: only the calls made between the last
  * save and exit.  It is discarded, rather than saved as an empty trace
@@ -530,11 +534,16 @@ void tp_window_finish(void)
         sink->finish();
 }
 
+/* Expands format string "fmt" of variable "what"; a folder ("base": the
+ * working directory at activation) is made absolute under it: a chdir of
+ * the program between two windows must not split a run over two folders,
+ * and the paths printed and given to TRAINPROF_EXEC are absolute.  Still
+ * expanded per window: a folder may hold {batch}. */
 static int tp_expand(const char *what, const char *fmt, const struct tp_format_vars *v,
-                     char *out, size_t outsz)
+                     const char *base, char *out, size_t outsz)
 {
-    char err[256];
-    if (tp_format_expand(fmt, v, out, outsz, err, sizeof err) == 0)
+    char err[512];
+    if (tp_format_expand_at(fmt, v, base, out, outsz, err, sizeof err) == 0)
         return 0;
     TP_ERROR("%s=\"%s\": %s: window not saved", what, fmt, err);
     return -1;
@@ -625,9 +634,12 @@ static int tp_window_describe(struct tp_window *win, struct tp_window_text *txt,
         tp_last_batch = (int64_t)batch;
     }
     v.batch = (int64_t)batch;
-    if (tp_expand("TRAINPROF_FOLDER", tp_cfg.folder, &v, txt->folder, sizeof txt->folder) ||
-        tp_expand("TRAINPROF_FILENAME", tp_cfg.filename, &v, txt->filename, sizeof txt->filename) ||
-        tp_expand("TRAINPROF_REPORTS", tp_cfg.reports, &v, txt->reports, sizeof txt->reports))
+    if (tp_expand("TRAINPROF_FOLDER", tp_cfg.folder, &v, tp_cfg.start_dir, txt->folder,
+                  sizeof txt->folder) ||
+        tp_expand("TRAINPROF_FILENAME", tp_cfg.filename, &v, NULL, txt->filename,
+                  sizeof txt->filename) ||
+        tp_expand("TRAINPROF_REPORTS", tp_cfg.reports, &v, tp_cfg.start_dir, txt->reports,
+                  sizeof txt->reports))
         return -1;
 
     memset(win, 0, sizeof *win);

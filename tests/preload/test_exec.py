@@ -1,6 +1,7 @@
 """The exec handler: TRAINPROF_EXEC runs once per saved file (each
 trace, then its reports) with {path} and the format-string variables, with
-TRAINPROF_ENABLED=0, its stdout on stderr; a failure is a warning that
+TRAINPROF_ENABLED=0, its output in {reports}/rank{rank}.exec.log (not on the
+job's stderr: test_outputs_folder.py); a failure is a warning that
 changes neither rc nor stdout; TRAINPROF_KEEP waits for the commands before
 deleting a trace and its reports; the host's own children keep their exit
 statuses."""
@@ -40,9 +41,10 @@ def test_each_saved_file_once_with_vars_and_disabled():
     files = list(r.traces) + [f for t in r.traces for f in _summaries_of(t, r.cwd)]
     for f in files:
         assert os.path.exists(f), f
-    want = sorted("got %s 0 0" % os.path.relpath(f, r.cwd) for f in files)
+    want = sorted("got %s 0 0" % f for f in files)      # absolute paths
     assert got == want
-    assert r.stderr.decode().splitlines().count("hello") == 9
+    assert "hello" not in r.stderr.decode().splitlines()
+    assert _lines(r, "test/reports/rank0.exec.log").count("hello") == 9
 
 
 def test_reports_of_every_handler():
@@ -83,7 +85,7 @@ def test_keep_waits_for_the_command():
     assert r.rc == 0, r.stderr.decode(errors="replace")
     assert _lines(r, "out") == ["ok"] * 9    # every file still there when read
     assert len(r.traces) == 1
-    reports = os.listdir(os.path.join(r.cwd, "test", "reports"))
+    reports = [f for f in os.listdir(os.path.join(r.cwd, "test", "reports")) if f != "rank0.exec.log"]
     assert sorted(reports) == sorted(os.path.basename(f) for f in _summaries_of(r.traces[0], r.cwd)), reports
 
 
@@ -147,7 +149,7 @@ def _sees_exactly(template, var, want, env, prog=None):
               if f.endswith(".json.gz")]
     assert len(traces) == 1, (traces, err)
     if want is None:                      # {path}: the trace, as the library named it
-        want = os.fsencode(os.path.relpath(traces[0], r.cwd))
+        want = os.fsencode(traces[0])     # absolute
     with open(os.path.join(r.cwd, "got"), "rb") as f:
         got = f.read()
     if "$(" in template:

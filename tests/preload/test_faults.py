@@ -184,7 +184,8 @@ def test_path_component_is_a_file():
         f.write("keep")
     r = tputil.run("train_loop", FS_ARGS, env=FS_ENV, cwd=cwd)
     files = _check_fault(plain, r.rc, r.stdout, r.stderr, cwd,
-                         r"^trainprof: error: cannot create folder test/traces: Not a directory$")
+                         r"^trainprof: error: cannot create folder %s/test/traces: Not a directory$"
+                         % re.escape(cwd))
     assert files == ["test"]
     with open(os.path.join(cwd, "test")) as f:
         assert f.read() == "keep"
@@ -211,8 +212,8 @@ def test_unwritable_folder():
                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        preexec_fn=preexec, timeout=60)
     files = _check_fault(plain, p.returncode, p.stdout, p.stderr, cwd,
-                         r"^trainprof: error: cannot write test/traces/%s: Permission denied$"
-                         % re.escape(FS_TRACE))
+                         r"^trainprof: error: cannot write %s/%s: Permission denied$"
+                         % (re.escape(traces), re.escape(FS_TRACE)))
     assert files == []
 
 
@@ -259,8 +260,8 @@ def test_disk_full_mid_write(how):
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=preexec,
                        timeout=60)
     files = _check_fault(plain, p.returncode, p.stdout, p.stderr, cwd,
-                         r"^trainprof: error: cannot write test/traces/%s: %s$"
-                         % (re.escape(FS_TRACE), error))
+                         r"^trainprof: error: cannot write %s/%s: %s$"
+                         % (re.escape(traces), re.escape(FS_TRACE), error))
     assert files == []
 
 
@@ -283,8 +284,9 @@ def test_file_already_present(overwrite):
         return
     new = FS_TRACE.replace(".pt.trace", "-1.pt.trace")
     _check_fault(plain, r.rc, r.stdout, r.stderr, cwd,
-                 r"^trainprof: warning: test/traces/%s exists; saved as test/traces/%s "
-                 r"\(TRAINPROF_OVERWRITE=0\)$" % (re.escape(FS_TRACE), re.escape(new)))
+                 r"^trainprof: warning: %s/%s exists; saved as %s/%s "
+                 r"\(TRAINPROF_OVERWRITE=0\)$" % (re.escape(traces), re.escape(FS_TRACE),
+                                                   re.escape(traces), re.escape(new)))
     assert tputil.load_trace(old) == {"old": True}
     assert sorted(os.path.basename(p) for p in r.traces) == sorted([FS_TRACE, new])
     assert tputil.steps(tputil.load_trace(os.path.join(traces, new))) == list(range(400))

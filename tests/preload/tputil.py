@@ -101,7 +101,8 @@ def new_dir():
         _tmp_root = tempfile.mkdtemp(prefix="tp-test-")
         if not os.environ.get("TP_TEST_KEEP"):
             atexit.register(shutil.rmtree, _tmp_root, True)
-    return tempfile.mkdtemp(dir=_tmp_root)
+    # resolved: the library prints the paths it writes as getcwd() gives them
+    return os.path.realpath(tempfile.mkdtemp(dir=_tmp_root))
 
 
 def tmp_host():

@@ -1,6 +1,7 @@
 /*
  * test_exec.c - the exec handler: the command is expanded ({path}, the format-string
- * variables), runs with TRAINPROF_ENABLED=0 and stdout on our stderr, a
+ * variables), runs with TRAINPROF_ENABLED=0 and its output in the reports
+ * folder's rank{rank}.exec.log, never on our stderr, a
  * failure is one warning, tp_exec_busy() holds while it runs, and reaping
  * waits only for our own pids: a child of the host keeps its status.
  */
@@ -51,6 +52,7 @@ static void setup_window(const char *exec)
     win.batch = 7;
     win.exec = exec;
     win.keep = -1;
+    win.reports_folder = root;
     snprintf(trace, sizeof trace, "%s/t.json", root);
     snprintf(saved.trace, sizeof saved.trace, "%s", trace);
 }
@@ -106,7 +108,15 @@ START_TEST(test_expands_and_disables)
     snprintf(out, sizeof out, "%s/out", root);
     snprintf(want, sizeof want, "%s 2 4 7 myrun 0\n", trace);
     ck_assert_str_eq(slurp(out), want);
-    ck_assert_str_eq(slurp(err), "hello\n");
+    ck_assert_str_eq(slurp(err), "");          /* the job's stderr is the job's */
+    char log[200];
+    snprintf(log, sizeof log, "%s/rank2.exec.log", root);
+    const char *text = slurp(log);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_msg(strncmp(text, "trainprof: ", 11) == 0, "%s", text);
+    const char *nl = strchr(text, '\n');
+    ck_assert_ptr_nonnull(nl);
+    ck_assert_str_eq(nl + 1, "hello\n");
 }
 END_TEST
 

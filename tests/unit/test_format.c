@@ -240,6 +240,42 @@ START_TEST(test_expand_sh_table)
 }
 END_TEST
 
+/* A relative folder is made absolute under the base (the working directory
+ * at activation); an absolute one, or no base, is left as expanded. */
+START_TEST(test_expand_at)
+{
+    static const struct { const char *fmt, *base, *out; } at[] = {
+        { "{run_name}/traces", "/work/d", "/work/d/job/traces" },
+        { "{run_name}/traces", "/work/d/", "/work/d/job/traces" },
+        { "./{run_name}", "/w", "/w/job" },
+        { ".//./x", "/w", "/w/x" },
+        { "", "/w", "/w" },
+        { ".", "/w", "/w" },
+        { "x", "/", "/x" },
+        { "", "/", "/" },
+        { "/abs/{rank}", "/w", "/abs/3" },
+        { "rel/{batch}", NULL, "rel/5" },
+        { "rel", "", "rel" },
+        { "rel", "not/absolute", "rel" },
+    };
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+        char out[64], err[256];
+        ck_assert_int_eq(tp_format_expand_at(at[i].fmt, &vars, at[i].base, out, sizeof out,
+                                             err, sizeof err), 0);
+        ck_assert_str_eq(out, at[i].out);
+    }
+    char small[12], err[256];
+    ck_assert_int_eq(tp_format_expand_at("traces", &vars, "/work/dir", small, sizeof small, err,
+                                         sizeof err), -1);
+    ck_assert_str_eq(small, "");
+    ck_assert_ptr_nonnull(strstr(err, "working directory at activation"));
+    ck_assert_int_eq(tp_format_expand_at("/ok", &vars, "/a/very/long/base/dir", small,
+                                         sizeof small, err, sizeof err), 0);
+    ck_assert_int_eq(tp_format_expand_at("{bad}", &vars, "/w", small, sizeof small, err,
+                                         sizeof err), -1);
+}
+END_TEST
+
 START_TEST(test_expand_sh_too_deep)
 {
     struct tp_format_vars v = vars;
@@ -268,6 +304,7 @@ static Suite *format_suite(void)
     tcase_add_test(t, test_long_unknown_name_truncated);
     tcase_add_loop_test(t, test_expand_sh_table, 0, (int)(sizeof sh_cases / sizeof sh_cases[0]));
     tcase_add_test(t, test_expand_sh_too_deep);
+    tcase_add_test(t, test_expand_at);
     suite_add_tcase(s, t);
     return s;
 }
