@@ -40,6 +40,7 @@
  */
 #include "nccl_compat.h"
 #include "wrap.h"
+#include "collector/record/pgroup.h"
 #include "collector/record/apis.h"
 #include "collector/record/comms.h"
 #include "collector/wrap/core.h"
@@ -359,8 +360,10 @@ TP_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUnique
 {
     TP_NCCL_REAL(ncclCommInitRank);
     ncclResult_t rc = real(comm, nranks, id, rank);
-    if ((rc == ncclSuccess || rc == ncclInProgress) && comm)
+    if ((rc == ncclSuccess || rc == ncclInProgress) && comm) {
         tp_comm_created(*comm, nranks, rank);
+        tp_pgroup_nccl(rank, nranks);
+    }
     return rc;
 }
 
@@ -369,8 +372,10 @@ TP_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, nccl
 {
     TP_NCCL_REAL(ncclCommInitRankConfig);
     ncclResult_t rc = real(comm, nranks, id, rank, config);
-    if ((rc == ncclSuccess || rc == ncclInProgress) && comm)
+    if ((rc == ncclSuccess || rc == ncclInProgress) && comm) {
         tp_comm_created(*comm, nranks, rank);
+        tp_pgroup_nccl(rank, nranks);
+    }
     return rc;
 }
 
@@ -379,8 +384,10 @@ TP_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, in
 {
     TP_NCCL_REAL(ncclCommInitRankScalable);
     ncclResult_t rc = real(comm, nranks, rank, nid, ids, config);
-    if ((rc == ncclSuccess || rc == ncclInProgress) && comm)
+    if ((rc == ncclSuccess || rc == ncclInProgress) && comm) {
         tp_comm_created(*comm, nranks, rank);
+        tp_pgroup_nccl(rank, nranks);
+    }
     return rc;
 }
 

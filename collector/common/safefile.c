@@ -24,6 +24,7 @@
  * folder open) or paths with AT_FDCWD (handlers/output.c).
  */
 #include "safefile.h"
+#include "sighandler.h"
 #include "log.h"
 
 #include <dirent.h>
@@ -238,7 +239,7 @@ int tp_safefile_clean(int dirfd, const char *dir)
         long pid = tp_safefile_writer(e->d_name);
         if (pid <= 0 || pid == (long)self || (pid_t)pid != pid)
             continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+        if (tp_sighandler_alive((int)pid))
             continue;
         struct stat st;
         if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||

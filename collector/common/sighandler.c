@@ -11,8 +11,11 @@
  */
 #include "sighandler.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 int tp_sighandler_install_over_default(int sig, void (*fn)(int))
 {
@@ -33,4 +36,14 @@ void tp_sighandler_default(int sig)
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
     sigaction(sig, &dfl, NULL);
+}
+
+int tp_sighandler_raise(int sig)
+{
+    return syscall(SYS_tgkill, getpid(), gettid(), sig) == 0 ? 0 : -1;
+}
+
+int tp_sighandler_alive(int pid)
+{
+    return syscall(SYS_kill, (pid_t)pid, 0) == 0 || errno != ESRCH;
 }

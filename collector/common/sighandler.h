@@ -22,4 +22,13 @@ int tp_sighandler_install_over_default(int sig, void (*fn)(int));
  */
 void tp_sighandler_default(int sig);
 
+/* tp_sighandler_raise - raise(sig) as a system call (tgkill to this
+ * thread), not through the C library's raise(), which this library
+ * interposes (preload/selfsig.c) for the program's own calls. */
+int tp_sighandler_raise(int sig);
+
+/* tp_sighandler_alive - kill(pid, 0) as a system call (same reason): 1 if
+ * the process exists or may (any answer but ESRCH), 0 if not. */
+int tp_sighandler_alive(int pid);
+
 #endif

@@ -94,6 +94,8 @@ struct tp_config {
     /* launcher environment (config_launcher.c: ranks) */
     int rank, local_rank, world_size, local_world_size, node_rank;
     int launched;                  /* a launcher variable gave the rank or the world size */
+    int rank_given;                /* ... the rank itself (else the process group or NCCL may
+                                      say it later: collector/record/pgroup.c tp_rank_now) */
     char hostname[256];
     char nvtx_injection_path[1024];/* NVTX_INJECTION64_PATH as found, "" if unset */
     char itt_collector_path[1024]; /* INTEL_LIBITTNOTIFY64 as found, "" if unset */

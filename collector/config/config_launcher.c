@@ -56,7 +56,9 @@ void tp_launcher_read(struct tp_config *c, const char *(*get)(const char *))
      * what the trace's distributedInfo needs (a program run by hand gets
      * rank 0 of 1 too, but no distributedInfo, as torch writes none) */
     c->launched = 0;
-    c->rank = first_int(get, rank, 0, 0, &c->launched);
+    c->rank_given = 0;
+    c->rank = first_int(get, rank, 0, 0, &c->rank_given);
+    c->launched = c->rank_given;
     c->local_rank = first_int(get, local_rank, 0, 0, NULL);
     c->world_size = first_int(get, world, 1, 1, &c->launched);
     c->local_world_size = first_int(get, local_world, 1, 1, NULL);

@@ -101,6 +101,7 @@
 #include "collector/record/apis.h"
 #include "collector/record/comms.h"
 #include "collector/record/inflight.h"
+#include "collector/record/pgroup.h"
 #include "collector/modules/stack.h"
 
 #include <dirent.h>
@@ -620,11 +621,13 @@ static int tp_hang_write(const char *dir, const char *name, const char *data, si
 
 static void tp_hang_report(uint64_t last_end, uint64_t now, const struct tp_clock_map *m)
 {
+    int rank, world_size;
+    tp_rank_now(&rank, &world_size);
     uint64_t steps = atomic_load_explicit(&tp_last_steps, memory_order_relaxed);
     double stalled = (double)tp_clock_ticks_to_ns(m, last_end, now) / 1e9;
     json_t *o = json_pack("{s:i, s:s, s:i, s:i, s:i, s:s, s:s, s:f, s:f, s:I}",
-                          "schema", 1, "kind", "trainprof-hang", "rank", tp_cfg.rank,
-                          "world_size", tp_cfg.world_size, "pid", (int)getpid(), "host",
+                          "schema", 1, "kind", "trainprof-hang", "rank", rank,
+                          "world_size", world_size, "pid", (int)getpid(), "host",
                           tp_cfg.hostname, "program", tp_cfg.program, "hang_s", tp_hang_s,
                           "stalled_s", stalled, "steps_completed", (json_int_t)steps);
     if (!o)
@@ -641,8 +644,8 @@ static void tp_hang_report(uint64_t last_end, uint64_t now, const struct tp_cloc
     json_decref(o);
 
     struct tp_format_vars v = {
-        .run_name = tp_cfg.run_name, .hostname = tp_cfg.hostname, .rank = tp_cfg.rank,
-        .local_rank = tp_cfg.local_rank, .world_size = tp_cfg.world_size,
+        .run_name = tp_cfg.run_name, .hostname = tp_cfg.hostname, .rank = rank,
+        .local_rank = tp_cfg.local_rank, .world_size = world_size,
         .local_world_size = tp_cfg.local_world_size, .node_rank = tp_cfg.node_rank,
         .pid = (int)getpid(), .batch = -1, .path = NULL,
     };
@@ -652,11 +655,11 @@ static void tp_hang_report(uint64_t last_end, uint64_t now, const struct tp_cloc
                             sizeof err) != 0)   /* as the windows' reports (window.c) */
         why = err;
     if (tp_reports == 0) {
-        snprintf(jname, sizeof jname, "rank%d.hang.json", tp_cfg.rank);
-        snprintf(tname, sizeof tname, "rank%d.hang.txt", tp_cfg.rank);
+        snprintf(jname, sizeof jname, "rank%d.hang.json", rank);
+        snprintf(tname, sizeof tname, "rank%d.hang.txt", rank);
     } else {
-        snprintf(jname, sizeof jname, "rank%d.hang.%u.json", tp_cfg.rank, tp_reports + 1);
-        snprintf(tname, sizeof tname, "rank%d.hang.%u.txt", tp_cfg.rank, tp_reports + 1);
+        snprintf(jname, sizeof jname, "rank%d.hang.%u.json", rank, tp_reports + 1);
+        snprintf(tname, sizeof tname, "rank%d.hang.%u.txt", rank, tp_reports + 1);
     }
     if (!why && (!js || !txt))
         why = "out of memory";

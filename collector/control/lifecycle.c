@@ -120,7 +120,7 @@ static void tp_term_handler(int sig)
     if (getpid() == tp_owner && tp_steps_on())
         tp_flusher_term(sig, 20000);
     tp_sighandler_default(sig);
-    raise(sig);            /* pending until this handler returns */
+    tp_sighandler_raise(sig);   /* pending until this handler returns */
     errno = saved;
 }
 
@@ -170,7 +170,7 @@ static void tp_fatal_handler(int sig, siginfo_t *si, void *ctx)
     }
     tp_sighandler_default(sig);
     if (!si || si->si_code <= 0 || sig == SIGABRT)
-        raise(sig);         /* sent, not a fault: pending until this handler returns */
+        tp_sighandler_raise(sig);   /* sent, not a fault: pending until this handler returns */
     errno = saved;          /* a fault: its instruction runs again and faults again */
 }
 

@@ -53,6 +53,7 @@
  */
 #include "trigger.h"
 #include "collector/record/buffer.h"
+#include "collector/record/pgroup.h"
 #include "collector/config/config.h"
 #include "collector/drain/flusher.h"
 #include "collector/common/format.h"
@@ -146,7 +147,7 @@ static void tp_tr_handler(int sig)
     int saved = errno;
     if (getpid() != tp_tr_owner) {
         tp_sighandler_default(sig);
-        raise(sig);
+        tp_sighandler_raise(sig);
     } else {
         tp_tr_sig_flag = 1;
         tp_flusher_wake();
@@ -480,6 +481,8 @@ static json_t *tp_tr_trigger_json(uint64_t step)
 
 static void tp_tr_write_status(int exited)
 {
+    int rank, world_size;
+    tp_rank_now(&rank, &world_size);
     uint64_t step = tp_trigger_cycle_current();
     int64_t now = tp_tr_now(CLOCK_MONOTONIC);
     if (!tp_tr_rate_t) {
@@ -501,8 +504,8 @@ static void tp_tr_write_status(int exited)
                           "schema", 1, "trainprof", TP_VERSION_STRING, "run_name", tp_cfg.run_name,
                           "run_folder", tp_tr_dir, "trigger_file", tp_tr_base, "host",
                           tp_cfg.hostname, "program", tp_cfg.program, "pid", (int)tp_tr_owner,
-                          "rank", tp_cfg.rank, "local_rank", tp_cfg.local_rank, "world_size",
-                          tp_cfg.world_size, "node_rank", tp_cfg.node_rank, "schedule", sched);
+                          "rank", rank, "local_rank", tp_cfg.local_rank, "world_size",
+                          world_size, "node_rank", tp_cfg.node_rank, "schedule", sched);
     if (!o)
         return;
     json_object_set_new(o, "step", json_integer((json_int_t)step));

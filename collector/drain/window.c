@@ -605,9 +605,13 @@ static int tp_window_describe(struct tp_window *win, struct tp_window_text *txt,
     if (!config_json)
         config_json = tp_config_json(&tp_cfg);
 
+    /* the rank now, not at activation: a process started by mp.spawn or
+     * Lightning learns it from its process group (or NCCL) later */
+    int rank, world_size;
+    tp_rank_now(&rank, &world_size);
     struct tp_format_vars v = {
         .run_name = tp_cfg.run_name, .hostname = tp_cfg.hostname,
-        .rank = tp_cfg.rank, .local_rank = tp_cfg.local_rank, .world_size = tp_cfg.world_size,
+        .rank = rank, .local_rank = tp_cfg.local_rank, .world_size = world_size,
         .local_world_size = tp_cfg.local_world_size, .node_rank = tp_cfg.node_rank,
         .pid = (int)getpid(), .batch = (int64_t)w->batch,
     };
@@ -647,9 +651,9 @@ static int tp_window_describe(struct tp_window *win, struct tp_window_text *txt,
     win->hostname = tp_cfg.hostname;
     win->program = tp_cfg.program;
     win->pid = pid;
-    win->rank = tp_cfg.rank;
+    win->rank = rank;
     win->local_rank = tp_cfg.local_rank;
-    win->world_size = tp_cfg.world_size;
+    win->world_size = world_size;
     win->local_world_size = tp_cfg.local_world_size;
     win->node_rank = tp_cfg.node_rank;
     win->batch = batch;

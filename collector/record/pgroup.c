@@ -21,9 +21,11 @@
  * destroys its default group that often).
  */
 #include "pgroup.h"
+#include "collector/config/config.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 
 #define TP_PGROUP_CALLS 32
@@ -36,6 +38,7 @@ struct tp_pgroup_slot {
 static struct tp_pgroup_slot tp_slots[TP_PGROUP_CALLS];
 static _Atomic unsigned tp_n_slots;
 static pthread_mutex_t tp_writer = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint64_t tp_nccl_rank;      /* nranks << 32 | rank of the largest; 0: none */
 
 int tp_pgroup_set(const char *backend, int rank, int world_size)
 {
@@ -75,8 +78,41 @@ int tp_pgroup_get(struct tp_pgroup *out)
     return 1;
 }
 
+void tp_pgroup_nccl(int rank, int nranks)
+{
+    if (rank < 0 || nranks <= rank)
+        return;
+    uint64_t want = (uint64_t)(uint32_t)nranks << 32 | (uint32_t)rank;
+    uint64_t have = atomic_load(&tp_nccl_rank);
+    while ((have >> 32) < (uint64_t)(uint32_t)nranks &&
+           !atomic_compare_exchange_weak(&tp_nccl_rank, &have, want))
+        ;
+}
+
+enum tp_rank_source tp_rank_now(int *rank, int *world_size)
+{
+    struct tp_pgroup g;
+    uint64_t n;
+    *rank = tp_cfg.rank;
+    *world_size = tp_cfg.world_size;
+    if (tp_cfg.rank_given)
+        return TP_RANK_LAUNCHER;
+    if (tp_pgroup_get(&g)) {
+        *rank = g.rank;
+        *world_size = g.world_size;
+        return TP_RANK_PGROUP;
+    }
+    if ((n = atomic_load(&tp_nccl_rank)) != 0) {
+        *rank = (int)(uint32_t)n;
+        *world_size = (int)(n >> 32);
+        return TP_RANK_NCCL;
+    }
+    return TP_RANK_LAUNCHER;
+}
+
 void tp_pgroup_reset(void)
 {
+    atomic_store(&tp_nccl_rank, 0);
     pthread_mutex_lock(&tp_writer);
     atomic_store(&tp_n_slots, 0);
     pthread_mutex_unlock(&tp_writer);

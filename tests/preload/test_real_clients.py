@@ -31,6 +31,7 @@ says to skip it.
 import functools
 import glob
 import importlib.util
+import json
 import os
 import re
 import signal
@@ -489,3 +490,32 @@ def test_ctrl_c_saves_the_window_caught_or_not(via_cli):
         t = tputil.load_trace(traces[0])["trainprof"]
         assert t["partial"] is True and t["partial_reason"] == reason, (mode, t)
         assert (t["first_step"], t["last_step"]) == (1, 2), (mode, t)
+
+
+@pytest.mark.parametrize("mode", ["mpspawn", "lightning"])
+def test_ranks_learned_from_the_process_group(mode):
+    """torch.multiprocessing.spawn and Lightning's "ddp" start their ranks
+    with no RANK variable (Lightning gives rank 1 LOCAL_RANK and WORLD_SIZE,
+    rank 0 nothing): both processes were rank 0, the second's files
+    rank0.N-1.  The process group each creates says its rank: the files are
+    rank0 and rank1, each summary.json says its rank of 2, and `trainprof
+    summary` shows one window per rank."""
+    p, cwd, _ = client(mode, via_cli=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    traces = sorted(os.path.basename(t) for t in tputil.find_traces(cwd))
+    assert traces == ["rank0.00000005.pt.trace.json.gz", "rank1.00000005.pt.trace.json.gz"], \
+        (traces, p.stderr)
+    found = sorted(glob.glob(os.path.join(cwd, "*", "reports", "rank*.summary.json")))
+    assert len(found) == 2, found
+    for rank, path in enumerate(found):
+        with open(path) as f:
+            s = json.load(f)
+        assert (s["rank"], s["world_size"]) == (rank, 2), (path, s["rank"], s["world_size"])
+        t = tputil.load_trace(os.path.join(os.path.dirname(os.path.dirname(path)), "traces",
+                                           traces[rank]))
+        assert t["distributedInfo"]["rank"] == rank and t["distributedInfo"]["world_size"] == 2
+    run = os.path.dirname(os.path.dirname(found[0]))
+    r = subprocess.run([sys.executable, TRAINPROF, "summary", run], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, env=tputil.base_env(preload=False), timeout=120)
+    out = r.stdout.decode()
+    assert r.returncode == 0 and "2 ranks (world size 2)" in out and "2 windows" in out, out

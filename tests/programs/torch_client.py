@@ -18,6 +18,11 @@ Usage: python torch_client.py MODE
               (persistent_workers), two epochs of five batches
   ddp         a DistributedDataParallel MLP on the gloo backend, ten steps;
               run it under torchrun (rank 0 prints the losses)
+  mpspawn     the ddp loop in 2 processes started by torch.multiprocessing.spawn
+              (no RANK variable: each learns its rank from init_process_group)
+  lightning   a Lightning Trainer, strategy "ddp", 2 CPU devices, 10 steps
+              (Lightning starts rank 1 itself, with LOCAL_RANK and WORLD_SIZE
+              but no RANK; rank 0 is this process, with neither)
   compile     torch.compile of a small model, compared with eager
   sigint      the train loop, interrupted in step 2 by SIGINT sent to itself
               (os.kill), as Ctrl-C is: KeyboardInterrupt, not caught
@@ -149,9 +154,56 @@ def nvtx_off():
     _disable_profiler()
 
 
+def spawned(rank, port):
+    import torch.distributed as dist
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    ddp_loop(dist)
+
+
+def mpspawn():
+    import socket
+    import torch.multiprocessing as mp
+    with socket.socket() as s:          # a free port for this job's rendezvous
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(spawned, args=(port,), nprocs=2, join=True)
+
+
+def lightning():
+    import pytorch_lightning as pl
+
+    class Module(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(0)
+            self.net = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
+                                           torch.nn.Linear(128, 10))
+
+        def training_step(self, batch, _):
+            x, y = batch
+            return torch.nn.functional.cross_entropy(self.net(x), y)
+
+        def configure_optimizers(self):
+            return torch.optim.AdamW(self.parameters(), lr=1e-3)
+
+    data = torch.utils.data.TensorDataset(torch.randn(320, 64), torch.randint(0, 10, (320,)))
+    trainer = pl.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_steps=10,
+                         logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                         enable_model_summary=False)
+    trainer.fit(Module(), torch.utils.data.DataLoader(data, batch_size=16))
+    if trainer.global_rank == 0:
+        print("lightning done, %d steps" % trainer.global_step)
+
+
 def ddp():
     import torch.distributed as dist
     dist.init_process_group("gloo")
+    ddp_loop(dist)
+
+
+def ddp_loop(dist):
     rank = dist.get_rank()
     model, _ = model_and_opt()
     model = torch.nn.parallel.DistributedDataParallel(model)
@@ -270,6 +322,10 @@ def main():
         interrupted(False)
     elif mode == "sigint-caught":
         interrupted(True)
+    elif mode == "mpspawn":
+        mpspawn()
+    elif mode == "lightning":
+        lightning()
     elif mode == "compile":
         compiled()
     elif mode == "cuda":

@@ -5,6 +5,7 @@
  * as it was; past the calls kept, later calls are refused and the last
  * state stands; a reader on another thread never sees a torn backend.
  */
+#include "collector/config/config.h"
 #include "collector/record/pgroup.h"
 
 #include <check.h>
@@ -84,6 +85,41 @@ static void *writer(void *arg)
 }
 
 /* What a reader sees is always one whole call (TSan checks the rest). */
+/* The rank now: the launcher's RANK first; else the process group; else
+ * the largest NCCL communicator; else the launcher's other variables. */
+START_TEST(test_rank_now_by_source)
+{
+    tp_pgroup_reset();
+    tp_cfg.rank = 0;
+    tp_cfg.world_size = 2;
+    tp_cfg.rank_given = 0;
+    int r, w;
+    ck_assert_int_eq(tp_rank_now(&r, &w), TP_RANK_LAUNCHER);
+    ck_assert_int_eq(r, 0);
+    ck_assert_int_eq(w, 2);
+    tp_pgroup_nccl(1, 2);          /* a tensor-parallel pair */
+    tp_pgroup_nccl(5, 8);          /* the job's */
+    tp_pgroup_nccl(0, 4);          /* smaller: kept out */
+    tp_pgroup_nccl(3, 3);          /* bad: rank >= size */
+    ck_assert_int_eq(tp_rank_now(&r, &w), TP_RANK_NCCL);
+    ck_assert_int_eq(r, 5);
+    ck_assert_int_eq(w, 8);
+    ck_assert_int_eq(tp_pgroup_set("gloo", 6, 8), 0);
+    ck_assert_int_eq(tp_rank_now(&r, &w), TP_RANK_PGROUP);
+    ck_assert_int_eq(r, 6);
+    ck_assert_int_eq(w, 8);
+    tp_cfg.rank = 7;
+    tp_cfg.world_size = 8;
+    tp_cfg.rank_given = 1;
+    ck_assert_int_eq(tp_rank_now(&r, &w), TP_RANK_LAUNCHER);
+    ck_assert_int_eq(r, 7);
+    tp_cfg.rank_given = 0;
+    tp_cfg.rank = 0;
+    tp_cfg.world_size = 1;
+    tp_pgroup_reset();
+}
+END_TEST
+
 START_TEST(test_reader_sees_whole_calls)
 {
     tp_pgroup_reset();
@@ -108,6 +144,7 @@ static Suite *pgroup_suite(void)
     tcase_add_test(t, test_bad_values_refused);
     tcase_add_test(t, test_past_capacity_last_stands);
     tcase_add_test(t, test_reader_sees_whole_calls);
+    tcase_add_test(t, test_rank_now_by_source);
     suite_add_tcase(s, t);
     return s;
 }
