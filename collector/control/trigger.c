@@ -214,10 +214,15 @@ void tp_trigger_init(void)
     if (slash)
         *slash = '\0';
     const char *dir = slash ? (path[0] ? path : "/") : ".";
-    char cwd[2048];
-    if (dir[0] != '/' && getcwd(cwd, sizeof cwd))
-        snprintf(tp_tr_dir, sizeof tp_tr_dir, "%s/%s", cwd, dir);
-    else
+    /* relative to where the job started, as the windows' folders are */
+    if (dir[0] != '/' && tp_cfg.start_dir[0]) {
+        int n = snprintf(tp_tr_dir, sizeof tp_tr_dir, "%s/%s", tp_cfg.start_dir, dir);
+        if (n < 0 || (size_t)n >= sizeof tp_tr_dir) {
+            TP_ERROR("TRAINPROF_TRIGGER=\"%s\": the folder is too long: on-demand capture is off",
+                     fmt);
+            return;
+        }
+    } else
         snprintf(tp_tr_dir, sizeof tp_tr_dir, "%s", dir);
     tp_tr_owner = getpid();
     snprintf(tp_tr_status, sizeof tp_tr_status, "rank%d.%d.json", tp_cfg.rank, (int)tp_tr_owner);
