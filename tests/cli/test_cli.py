@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import textwrap
 
 import tputil
 
@@ -140,27 +139,10 @@ def test_run_exit_status_and_missing_command():
     assert p.returncode == 127 and p.stderr.startswith(b"trainprof: error:")
 
 
-FAKE_TORCH = {
-    "torch/__init__.py": "from . import optim\n",
-    "torch/optim/__init__.py": "from .optimizer import Optimizer\n",
-    "torch/optim/optimizer.py": textwrap.dedent("""\
-        _hooks = []
-        def register_optimizer_step_post_hook(hook):
-            _hooks.append(hook)
-        class Optimizer:
-            def step(self):
-                for h in _hooks:
-                    h(self, (), {})
-        """),
-}
+FAKE_TORCH = tputil.FAKE_TORCH_OPTIM
 
 
-def _write_tree(root, files):
-    for rel, text in files.items():
-        path = os.path.join(root, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as f:
-            f.write(text)
+_write_tree = tputil.write_tree
 
 
 def test_python_hook_counts_optimizer_steps():

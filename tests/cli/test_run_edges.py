@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import textwrap
 
 import pytest
 
@@ -249,27 +248,12 @@ def test_cpu_job_says_why_nothing_was_written():
     assert p.returncode == 0 and p.stderr == b""
 
 
-FAKE_TORCH = {
-    "torch/__init__.py": "from . import optim\n",
-    "torch/optim/__init__.py": "from .optimizer import Optimizer\n",
-    "torch/optim/optimizer.py": textwrap.dedent("""\
-        _hooks = []
-        def register_optimizer_step_post_hook(hook):
-            _hooks.append(hook)
-        class Optimizer:
-            def step(self):
-                for h in _hooks:
-                    h(self, (), {})
-        """),
-}
+FAKE_TORCH = tputil.FAKE_TORCH_OPTIM
 
 
 def fake_torch():
     d = tempfile.mkdtemp(prefix="tp-faketorch-")
-    for rel, text in FAKE_TORCH.items():
-        os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)
-        with open(os.path.join(d, rel), "w") as f:
-            f.write(text)
+    tputil.write_tree(d, FAKE_TORCH)
     return d
 
 

@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import textwrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -351,3 +352,30 @@ def cli_module(name):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+# A stand-in for PyTorch with just the optimizer step hook the Python hook
+# (scripts/trainprof_cli/pyhook) registers: enough for the command's tests
+# of step counting without the 5 GB wheel.
+FAKE_TORCH_OPTIM = {
+    "torch/__init__.py": "from . import optim\n",
+    "torch/optim/__init__.py": "from .optimizer import Optimizer\n",
+    "torch/optim/optimizer.py": textwrap.dedent("""\
+        _hooks = []
+        def register_optimizer_step_post_hook(hook):
+            _hooks.append(hook)
+        class Optimizer:
+            def step(self):
+                for h in _hooks:
+                    h(self, (), {})
+        """),
+}
+
+
+def write_tree(root, files):
+    """Write {relative path: text} under "root"."""
+    for rel, text in files.items():
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
