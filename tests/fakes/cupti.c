@@ -307,7 +307,8 @@ static char *names[1024];
 static int n_names;
 
 static pthread_t thread;
-static int thread_running, thread_stop;
+static int thread_running;
+static int *thread_stop;                  /* the running thread's stop word */
 
 static __thread struct { uint64_t corr, t0; } calls[CALL_MAX];
 static __thread int n_calls;
@@ -470,14 +471,20 @@ static void deliver(int force)
     }
 }
 
+/* Each delivery thread has its own stop word ("arg"): a finalize that
+ * stops one while another call starts the next (its lock is let go before
+ * the join) must not have the new thread's start clear the old one's stop
+ * (the join then waited for ever: test_cupti's lifecycle, now and then). */
 static void *thread_main(void *arg)
 {
-    (void)arg;
+    int *stop = arg;
     for (;;) {
         struct timespec d = { 0, 20000000 };
         nanosleep(&d, NULL);
-        if (__atomic_load_n(&thread_stop, __ATOMIC_ACQUIRE))
+        if (__atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
+            free(stop);
             return NULL;
+        }
         deliver(0);
     }
 }
@@ -489,10 +496,13 @@ static void thread_start_locked(void)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    __atomic_store_n(&thread_stop, 0, __ATOMIC_RELEASE);
-    if (pthread_create(&thread, NULL, thread_main, NULL) == 0) {
+    int *stop = calloc(1, sizeof *stop);
+    if (stop && pthread_create(&thread, NULL, thread_main, stop) == 0) {
         pthread_setname_np(thread, "fake-cupti");
+        thread_stop = stop;
         thread_running = 1;
+    } else {
+        free(stop);
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
@@ -1253,17 +1263,21 @@ FAKE_EXPORT CUptiResult CUPTIAPI cuptiFinalize(void)
     flog(in_exit_callback ? "finalize in-exit-callback" : "finalize");
     pthread_mutex_lock(&mu);
     int was = observing, running = thread_running;
+    pthread_t t = thread;
     kinds = 0;
     memset(rt_off, 0, sizeof rt_off);
     memset(drv_off, 0, sizeof drv_off);
+    dom_on[0] = dom_on[1] = 0;          /* nothing on: no call starts a thread again */
     observing = 0;
     thread_running = 0;
-    __atomic_store_n(&thread_stop, 1, __ATOMIC_RELEASE);
+    if (running)
+        __atomic_store_n(thread_stop, 1, __ATOMIC_RELEASE);
+    thread_stop = NULL;
     pthread_mutex_unlock(&mu);
     if (was)
         set_observers(0);
     if (running)
-        pthread_join(thread, NULL);
+        pthread_join(t, NULL);
     pthread_mutex_lock(&mu);
     q_n = 0;
     cur = NULL;
