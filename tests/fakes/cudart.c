@@ -242,8 +242,11 @@ static void fake_load_driver(void)
     fake_lookup_driver();
 }
 
+static void rt_exit(void);
+
 __attribute__((constructor)) static void fake_init(void)
 {
+    atexit(rt_exit);
     fake_load_driver();
     const char *v = getenv("FAKE_CUDA_LAUNCH_NS");
     if (v && *v) {
@@ -305,11 +308,11 @@ FAKE_EXPORT void fakegpu_set_observer(fakegpu_begin_fn begin, fakegpu_end_fn end
     }
 }
 
-/* The runtime's exit handler, registered at the first API call as the
- * real runtime registers its own at initialization: from then on its
- * contexts are gone (tests/fakes/cupti.c need_runtime checks this word). */
+/* The runtime's exit handler, registered when the library is loaded, as
+ * the real runtime's is by the first __cudaRegisterFatBinary (a program's
+ * or a library's constructors, before main): from then on its contexts are
+ * gone (tests/fakes/cupti.c need_runtime checks this word). */
 FAKE_EXPORT int fakegpu_runtime_torn_down;
-static int exit_registered;
 
 static void rt_exit(void)
 {
@@ -324,9 +327,6 @@ struct obs {
 static inline struct obs obs_enter(void)
 {
     struct obs o = { NULL, 0 };
-    if (__builtin_expect(!__atomic_load_n(&exit_registered, __ATOMIC_RELAXED), 0) &&
-        !__atomic_exchange_n(&exit_registered, 1, __ATOMIC_ACQ_REL))
-        atexit(rt_exit);
     fakegpu_begin_fn b = __atomic_load_n(&obs_begin_fn, __ATOMIC_RELAXED);
     if (__builtin_expect(b != NULL, 0)) {
         __atomic_thread_fence(__ATOMIC_ACQUIRE);

@@ -123,11 +123,12 @@ def test_cpu_job_has_no_empty_tracks_or_sections():
 
 def test_nccl_job_says_nccl():
     """NCCL communicators seen: backend nccl, without any launcher variable
-    (tests/programs/nccl_calls.c on the fake NCCL)."""
+    (tests/programs/nccl_calls.c on the fake NCCL); the rank and world size
+    are the largest communicator's (16 ranks, this process rank 5)."""
     r = tputil.run("nccl_calls", env=dict(NO_LAUNCHER, TRAINPROF_SCHEDULE="all"))
     assert r.rc == 0, r.stderr
     t = tputil.load_trace(r.traces[0])
     info = t["distributedInfo"]
     assert info["backend"] == "nccl"
-    assert (info["rank"], info["world_size"]) == (0, 1)
+    assert (info["rank"], info["world_size"]) == (5, 16)
     assert info["pg_count"] == 9

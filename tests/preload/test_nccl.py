@@ -330,9 +330,12 @@ def test_process_groups(all_run):
     assert info["pg_count"] == 9
     assert [p["pg_size"] for p in info["pg_config"]] == [4, 8, 2, 2, 16, 3, 6, 3, 6]
     assert [p["pg_name"] for p in info["pg_config"]] == [str(i) for i in range(9)]
-    # the job's world size is 1 here: no communicator is the world
-    assert {p["pg_desc"] for p in info["pg_config"]} == {"undefined"}
-    assert all(p["ranks"] == [] for p in info["pg_config"])
+    # no launcher variable: the job's size is the largest communicator's
+    # (16, this process rank 5), which is then the world, with its ranks
+    assert [p["pg_desc"] for p in info["pg_config"]] == \
+        ["default_pg" if p["pg_size"] == 16 else "undefined" for p in info["pg_config"]]
+    assert all(p["ranks"] == (list(range(16)) if p["pg_size"] == 16 else [])
+               for p in info["pg_config"]), info["pg_config"]
 
 
 def test_world_process_group_has_its_ranks():
