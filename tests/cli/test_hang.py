@@ -182,7 +182,9 @@ def test_flight_recorder_dumps_its_ring_at_a_hang():
     traces = os.path.join(cwd, "job", "traces")
     try:
         t0 = time.time()
-        while time.time() < t0 + HANG_S + 30 and len(glob.glob(os.path.join(traces, "*flight-hang*"))) < 2:
+        # whole files only: a dump being written is "NAME.HOST.PID.tmp" until renamed
+        while time.time() < t0 + HANG_S + 30 and \
+                len(glob.glob(os.path.join(traces, "*flight-hang*.json.gz"))) < 2:
             time.sleep(0.05)
     finally:
         stop(procs)

@@ -313,7 +313,7 @@ def test_flight_trigger_dumps_every_rings_now():
         deadline = time.time() + 30
         while True:
             names = [os.path.basename(p) for p in job.traces()]
-            dumps = sorted(n for n in names if ".flight-trigger." in n)
+            dumps = sorted(n for n in names if ".flight-trigger." in n and n.endswith(".json.gz"))
             if len(dumps) == 2 or time.time() > deadline:
                 break
             time.sleep(0.1)
