@@ -79,12 +79,13 @@ static inline void tp_fill_copy(struct tp_record *r, const void *dst, const void
 /* Allocations update collector/modules/memtrack.c on every outermost call, recording
  * or not, and fill tp_r->u.mem when a window records. */
 #define TP_R_ALLOC(p, n, cls) \
-    tp_mem_alloc_at(tp_r, cls, tp_rc == cudaSuccess && (p) ? (uint64_t)(uintptr_t)*(p) : 0, n, tp_rc == cudaSuccess)
+    tp_mem_alloc_at(tp_r, &tp_c, cls, tp_rc == cudaSuccess && (p) ? (uint64_t)(uintptr_t)*(p) : 0, n, \
+                    tp_rc == cudaSuccess, tp_rc == cudaErrorMemoryAllocation)
 #define TP_R_ALLOC3D(pp, e) \
-    tp_mem_alloc_at(tp_r, TP_MEM_DEVICE, tp_rc == cudaSuccess && (pp) ? (uint64_t)(uintptr_t)(pp)->ptr : 0, \
+    tp_mem_alloc_at(tp_r, &tp_c, TP_MEM_DEVICE, tp_rc == cudaSuccess && (pp) ? (uint64_t)(uintptr_t)(pp)->ptr : 0, \
                     tp_rc == cudaSuccess && (pp) ? (uint64_t)(pp)->pitch * (e).height * (e).depth \
                                                  : (uint64_t)(e).width * (e).height * (e).depth, \
-                    tp_rc == cudaSuccess)
+                    tp_rc == cudaSuccess, tp_rc == cudaErrorMemoryAllocation)
 #define TP_R_FREE(p, cls)         tp_mem_free_at(tp_r, cls, (uint64_t)(uintptr_t)(p), 0, tp_rc == cudaSuccess)
 #define TP_R_NONE                 (void)tp_r
 

@@ -70,9 +70,12 @@ static inline void tp_dfill_api(struct tp_record *r, uint64_t dst, uint64_t src,
 #define TP_R_SYNC_EVENT(h)        TP_R_SYNC(h)
 #define TP_R_STREAM(h)            TP_R_SYNC(h)
 #define TP_R_ALLOC(p, n, cls) \
-    tp_mem_alloc_at(tp_r, cls, tp_rc == CUDA_SUCCESS && (p) ? TP_U64(*(p)) : 0, n, tp_rc == CUDA_SUCCESS)
+    tp_mem_alloc_at(tp_r, &tp_c, cls, tp_rc == CUDA_SUCCESS && (p) ? TP_U64(*(p)) : 0, n, tp_rc == CUDA_SUCCESS, \
+                    tp_rc == CUDA_ERROR_OUT_OF_MEMORY)
 #define TP_R_FREE(p, cls)         tp_mem_free_at(tp_r, cls, TP_U64(p), 0, tp_rc == CUDA_SUCCESS)
-#define TP_R_VMM_CREATE(h, n, prop) tp_vmm_create(tp_r, tp_rc == CUDA_SUCCESS && (h) ? (uint64_t)*(h) : 0, n, prop, tp_rc == CUDA_SUCCESS)
+#define TP_R_VMM_CREATE(h, n, prop) \
+    tp_vmm_create(tp_r, &tp_c, tp_rc == CUDA_SUCCESS && (h) ? (uint64_t)*(h) : 0, n, prop, tp_rc == CUDA_SUCCESS, \
+                  tp_rc == CUDA_ERROR_OUT_OF_MEMORY)
 #define TP_R_VMM_RELEASE(h)       tp_mem_free_at(tp_r, TP_MEM_DEVICE, (uint64_t)(h), 1, tp_rc == CUDA_SUCCESS)
 #define TP_PITCHED(pitch, w, h) \
     (tp_rc == CUDA_SUCCESS && (pitch) ? (uint64_t)*(pitch) * (h) : (uint64_t)(w) * (h))
@@ -105,8 +108,8 @@ static inline int tp_cp_kind(CUmemorytype src, CUmemorytype dst)
 
 /* cuMemCreate: physical memory, counted by handle on the device (or host)
  * the properties name. */
-static inline void tp_vmm_create(struct tp_record *r, uint64_t h, uint64_t n, const CUmemAllocationProp *prop,
-                                 int ok)
+static inline void tp_vmm_create(struct tp_record *r, const struct tp_call *c, uint64_t h, uint64_t n,
+                                 const CUmemAllocationProp *prop, int ok, int oom)
 {
     if (!atomic_load_explicit(&tp_mem_on, memory_order_relaxed)) {
         tp_mem_untracked(r, TP_MEM_DEVICE, h, n, ok);
@@ -116,7 +119,7 @@ static inline void tp_vmm_create(struct tp_record *r, uint64_t h, uint64_t n, co
                prop->location.type != CU_MEM_LOCATION_TYPE_INVALID;
     int dev = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id
                                                                          : tp_mem_current_device();
-    tp_mem_alloc(r, host ? TP_MEM_HOST : TP_MEM_DEVICE, host ? -1 : dev, h, n, 1, ok);
+    tp_mem_alloc(r, host ? TP_MEM_HOST : TP_MEM_DEVICE, host ? -1 : dev, h, n, 1, ok, tp_mem_from_call(c, oom));
 }
 
 /* TP_DRV_SLOT - slot wrapper "k" of "name": the exported wrapper's shape,
@@ -138,6 +141,7 @@ static inline void tp_vmm_create(struct tp_record *r, uint64_t h, uint64_t n, co
         }                                                                             \
         if (__builtin_expect(TP_PASS(gate), 1))                                       \
             return real args;                                                         \
+        TP_MEM_SITE(gate);                                                            \
         return tp_sslow_##name##_##k args;                                            \
     }
 

@@ -284,7 +284,11 @@ static inline void tp_nccl_group_track(unsigned api)
 #define TP_U64(x) ((uint64_t)(uintptr_t)(x))
 /* what an output pointer holds once the call succeeded, else 0 */
 #define TP_NCCL_OUT(p) (tp_rc == ncclSuccess && (p) ? TP_U64(*(p)) : 0)
-#define TP_R_ALLOC(p, n, cls) tp_mem_alloc_at(tp_r, cls, TP_NCCL_OUT(p), n, tp_rc == ncclSuccess)
+/* NCCL names no out-of-memory result: a failed allocation is ncclUnhandledCudaError
+ * or ncclSystemError; bad arguments are ncclInvalidArgument/ncclInvalidUsage */
+#define TP_R_ALLOC(p, n, cls) \
+    tp_mem_alloc_at(tp_r, &tp_c, cls, TP_NCCL_OUT(p), n, tp_rc == ncclSuccess, \
+                    tp_rc == ncclUnhandledCudaError || tp_rc == ncclSystemError)
 #define TP_R_FREE(p, cls)     tp_mem_free_at(tp_r, cls, TP_U64(p), 0, tp_rc == ncclSuccess)
 #define TP_R_MAP(p, n, h) \
     if (tp_r) { tp_r->u.api.dst = TP_U64(p); tp_r->u.api.bytes = (n); tp_r->u.api.src = TP_U64(h); }
@@ -336,7 +340,9 @@ static struct tp_inflight *tp_nccl_inflight(uint32_t api, unsigned op, size_t co
 
 /* ---- communicator creation and destruction: feed the cache ------------------ */
 
-/* The real "name", resolved once together with the getters. */
+/* The real "name", resolved once together with the getters.  Each creator
+ * marks its thread while it runs (tp_lib_mark), so that the memory ledger
+ * names NCCL as the owner of the buffers it allocates. */
 #define TP_NCCL_REAL(name) TP_REAL_THEN(__typeof__(&name), name, TP_MISSING, tp_nccl_getters())
 
 /* A new communicator: forget whatever the address held before, give it the
@@ -359,7 +365,9 @@ static void tp_comm_created(ncclComm_t comm, int size, int rank)
 TP_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
 {
     TP_NCCL_REAL(ncclCommInitRank);
+    int marked = tp_lib_mark(TP_OUTER_ncclCommInitRank);
     ncclResult_t rc = real(comm, nranks, id, rank);
+    tp_lib_unmark(marked);
     if ((rc == ncclSuccess || rc == ncclInProgress) && comm) {
         tp_comm_created(*comm, nranks, rank);
         tp_pgroup_nccl(rank, nranks);
@@ -371,7 +379,9 @@ TP_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, nccl
                                               int rank, ncclConfig_t *config)
 {
     TP_NCCL_REAL(ncclCommInitRankConfig);
+    int marked = tp_lib_mark(TP_OUTER_ncclCommInitRankConfig);
     ncclResult_t rc = real(comm, nranks, id, rank, config);
+    tp_lib_unmark(marked);
     if ((rc == ncclSuccess || rc == ncclInProgress) && comm) {
         tp_comm_created(*comm, nranks, rank);
         tp_pgroup_nccl(rank, nranks);
@@ -383,7 +393,9 @@ TP_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, in
                                                 ncclUniqueId *ids, ncclConfig_t *config)
 {
     TP_NCCL_REAL(ncclCommInitRankScalable);
+    int marked = tp_lib_mark(TP_OUTER_ncclCommInitRankScalable);
     ncclResult_t rc = real(comm, nranks, rank, nid, ids, config);
+    tp_lib_unmark(marked);
     if ((rc == ncclSuccess || rc == ncclInProgress) && comm) {
         tp_comm_created(*comm, nranks, rank);
         tp_pgroup_nccl(rank, nranks);
@@ -394,7 +406,9 @@ TP_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, in
 TP_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
 {
     TP_NCCL_REAL(ncclCommInitAll);
+    int marked = tp_lib_mark(TP_OUTER_ncclCommInitAll);
     ncclResult_t rc = real(comms, ndev, devlist);
+    tp_lib_unmark(marked);
     if (rc == ncclSuccess && comms)
         for (int i = 0; i < ndev; i++)
             tp_comm_created(comms[i], ndev, i);
@@ -405,7 +419,9 @@ TP_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCo
                                      ncclConfig_t *config)
 {
     TP_NCCL_REAL(ncclCommSplit);
+    int marked = tp_lib_mark(TP_OUTER_ncclCommSplit);
     ncclResult_t rc = real(comm, color, key, newcomm, config);
+    tp_lib_unmark(marked);
     if ((rc == ncclSuccess || rc == ncclInProgress) && newcomm)
         tp_comm_created(*newcomm, 0, 0);
     return rc;
@@ -415,7 +431,9 @@ TP_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *exclude, int nexclud
                                       ncclComm_t *newcomm, ncclConfig_t *config, int flags)
 {
     TP_NCCL_REAL(ncclCommShrink);
+    int marked = tp_lib_mark(TP_OUTER_ncclCommShrink);
     ncclResult_t rc = real(comm, exclude, nexclude, newcomm, config, flags);
+    tp_lib_unmark(marked);
     if ((rc == ncclSuccess || rc == ncclInProgress) && newcomm)
         tp_comm_created(*newcomm, 0, 0);
     return rc;
@@ -425,7 +443,9 @@ TP_EXPORT ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqu
                                     int rank, ncclComm_t *newcomm, ncclConfig_t *config)
 {
     TP_NCCL_REAL(ncclCommGrow);
+    int marked = tp_lib_mark(TP_OUTER_ncclCommGrow);
     ncclResult_t rc = real(comm, nRanks, uniqueId, rank, newcomm, config);
+    tp_lib_unmark(marked);
     if ((rc == ncclSuccess || rc == ncclInProgress) && newcomm)
         tp_comm_created(*newcomm, 0, 0);
     return rc;

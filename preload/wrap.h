@@ -35,16 +35,25 @@
  * The fast-path test of a wrapper.  "gate" is its .def line's gate column
  * (enum tp_gate, a constant: a wrapper file's TP_FN passes TP_GATE_##gate):
  * TP_GATE_MEM adds tp_mem_on, so that allocation calls reach
- * collector/modules/memtrack.c between windows too, and TP_GATE_PAPI
+ * collector/modules/memtrack.c between windows too, TP_GATE_OWN the same
+ * for a library's handle creation (its allocations are the library's), and TP_GATE_PAPI
  * TRAINPROF_SCHEDULE=profiler-api, so that the profiler API's Start reaches
  * the steps between windows, while every other wrapper keeps its one load.
  */
 #define TP_PASS(gate) \
     (!tp_hot_load() && \
-     !((gate) == TP_GATE_MEM && atomic_load_explicit(&tp_mem_on, memory_order_relaxed)) && \
+     !(((gate) == TP_GATE_MEM || (gate) == TP_GATE_OWN) && \
+       atomic_load_explicit(&tp_mem_on, memory_order_relaxed)) && \
      !((gate) == TP_GATE_PAPI && tp_cfg.schedule.profiler_api))
 #define TP_BEGIN(gate, begin) \
-    ((gate) == TP_GATE_MEM ? tp_mem_begin : (gate) == TP_GATE_PAPI ? tp_papi_begin : (begin))
+    ((gate) == TP_GATE_MEM ? tp_mem_begin : (gate) == TP_GATE_PAPI ? tp_papi_begin : \
+     (gate) == TP_GATE_OWN ? tp_lib_own_begin : (begin))
+
+/* TP_MEM_SITE(gate) - in an exported or lookup-time wrapper about to take
+ * its slow path: an allocation's wrapper notes its caller for the memory
+ * ledger (tp_mem_begin reads it before the real call). */
+#define TP_MEM_SITE(gate) \
+    do { if ((gate) == TP_GATE_MEM) tp_mem_site = (uint64_t)(uintptr_t)__builtin_return_address(0); } while (0)
 
 /*
  * tp_papi_begin - tp_call_begin for cudaProfilerStart/Stop and
@@ -136,6 +145,7 @@ static inline int tp_papi_begin(struct tp_call *c, uint16_t api)
             return tp_inflight_##name args;                                          \
         if (__builtin_expect(TP_PASS(gate), 1))                                      \
             return real args;                                                        \
+        TP_MEM_SITE(gate);                                                           \
         return tp_slow_##name args;                                                  \
     }
 

@@ -105,7 +105,10 @@ struct tp_record {
                                    frees: the size the address was allocated with,
                                    0 if unknown) */
             uint64_t total;     /* bytes held in (device, class) after this call */
-            uint64_t peak;      /* process high-water mark of (device, class) after it */
+            uint32_t origin;    /* the memory ledger's call site of the allocation
+                                   (collector/modules/memtrack.h; a free: the
+                                   allocation's), TP_MEM_NO_ORIGIN if none */
+            uint32_t spare;
             int16_t  device;    /* CUDA device ordinal; -1 for host-pinned memory */
             uint8_t  mclass;    /* enum tp_mem_class */
             uint8_t  flags;     /* TP_MEM_* */

@@ -113,6 +113,10 @@ struct tp_event {
      * number to write in place of op->seq, the fwdbwd flows that end and
      * start at it; NULL if unknown */
     const struct tp_op_autograd *autograd;
+    /* allocation and free records (TP_FORM_ALLOC, TP_FORM_FREE): the
+     * memory ledger's owner and call site of the allocation, NULL if none */
+    const char *mem_owner;
+    const char *mem_site;
 };
 
 /* Memory held in one (device, class) as a window saw it (collector/modules/memtrack.h). */
@@ -128,6 +132,49 @@ struct tp_mem_usage {
     uint64_t allocs, frees;       /* successful calls in the window */
     uint64_t failed;              /* failed allocations in the window */
     uint64_t failed_bytes;        /* the largest size a failed allocation asked for */
+};
+
+/* Call sites listed per owner in a window's owner table. */
+#define TP_MEM_TOP_SITES 5
+
+/* One call site of an owner: its bytes held at the window's end. */
+struct tp_mem_site_usage {
+    const char *site;             /* "ncclCommInitRank > f+0x1c (libnccl.so.2)" */
+    uint64_t live_bytes;
+    uint64_t allocs;              /* successful allocations in the window */
+};
+
+/* One owner's memory in one (device, class) over a window
+ * (collector/modules/memowner.h: who an owner is). */
+struct tp_mem_owner_usage {
+    int16_t  device;              /* -1: host-pinned memory */
+    uint8_t  mclass;              /* enum tp_mem_class */
+    uint16_t owner;               /* index into tp_window.mem_owner_names */
+    uint64_t start_bytes;         /* held when the window began recording */
+    uint64_t end_bytes;           /* held when it stopped */
+    uint64_t peak_bytes;          /* the most it held at once in the window */
+    uint64_t allocs, frees;       /* successful calls in the window */
+    const struct tp_mem_site_usage *sites; /* its call sites by live bytes at
+                                     the end, most first (TP_MEM_TOP_SITES at most) */
+    int n_sites;
+};
+
+/* A point of the per-owner series: after a call at ts_ns, "owner" held
+ * "bytes" in (device, class). */
+struct tp_mem_owner_point {
+    int64_t  ts_ns;
+    int16_t  device;
+    uint8_t  mclass;
+    uint16_t owner;
+    uint64_t bytes;
+};
+
+/* Memory held at exit by one owner in one (device, class): what was never freed. */
+struct tp_mem_held {
+    int16_t  device;
+    uint8_t  mclass;
+    uint16_t owner;               /* index into tp_window.mem_owner_names */
+    uint64_t bytes, blocks;       /* blocks: allocations not freed */
 };
 
 /* A recorded step, with the library FLOPs of the calls that began in it. */
@@ -209,6 +256,27 @@ struct tp_window {
      * has used so far, device memory first, then by device */
     const struct tp_mem_usage *mem;
     int n_mem;
+    /* the memory ledger (TRAINPROF_PROFILE_MEMORY): who held the memory.
+     * Owner names (index = the rows' and points' owner); per (device,
+     * class) in mem's order, owners by bytes held at the end, most first;
+     * the series of every change in time order, each owner starting at its
+     * start_bytes at start_ns.  mem_owners_exact is 0 when records were
+     * lost or the window's starting levels were no longer kept (the rows
+     * are then the ledger's best account).  mem_coverage: bytes allocated
+     * through intercepted calls whose owner is named, over all of them,
+     * since activation (-1: none allocated). */
+    const char *const *mem_owner_names;
+    int n_mem_owner_names;
+    const struct tp_mem_owner_usage *mem_owners;
+    int n_mem_owners;
+    const struct tp_mem_owner_point *mem_owner_points;
+    size_t n_mem_owner_points;
+    int mem_owners_exact;
+    double mem_coverage;
+    /* the window written at exit: memory still held then, by owner
+     * (NULL, 0 otherwise or when everything was freed) */
+    const struct tp_mem_held *mem_held;
+    int n_mem_held;
     /* NCCL (collector/record/comms.h): the communicators created so far, in
      * creation order (at most TP_COMMS_LISTED), and how many there were */
     const struct tp_comm_info *comms;

@@ -56,6 +56,7 @@
  * at the first step outside windows.  At a clean exit it is left unsaved.
  */
 #include "steps.h"
+#include "collector/modules/memtrack.h"
 #include "collector/record/apis.h"
 #include "collector/record/buffer.h"
 #include "collector/record/call.h"
@@ -555,6 +556,7 @@ void tp_steps_signal(enum tp_signal_kind kind)
         tp_steps++;
         tp_step_start = now;
         tp_hang_step(tp_steps, now);
+        tp_mem_step(tp_steps);
         if (a == TP_RECORD_AND_SAVE) {
             tp_hot_mode(tp_signal_flags, tp_gen);
             tp_steps_close_window(now, NULL, tp_steps);

@@ -24,12 +24,14 @@
 #include "module.h"
 #include "collector/contract/sink.h"
 #include "collector/common/loader.h"
+#include "collector/common/clock.h"
 
 #include <cuda.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 _Atomic int tp_mem_on;
 
@@ -38,6 +40,27 @@ struct tp_mem_ent {
     uint64_t bytes;
     int16_t  device;
     uint8_t  mclass;
+    uint32_t origin;        /* its call site in tp_orig, TP_MEM_NO_ORIGIN if none */
+};
+
+/* Window starts kept per call site: a window may wait to be written while
+ * the next ones record (flusher.c queues 16), but the starts of the 4 most
+ * recent windows cover what a flush thread that keeps up needs; an older
+ * window's start is reported unknown. */
+#define TP_MEM_WSLOTS 4
+
+/* A call site of the ledger: (site, outer, device, class). */
+struct tp_mem_orig {
+    uint64_t site;
+    uint16_t outer, api;
+    int16_t  device;
+    uint8_t  mclass;
+    uint64_t live, peak, allocated, allocs, frees, failed;
+    uint64_t wstart[TP_MEM_WSLOTS];
+    uint64_t ring[TP_MEM_GROWTH];   /* held at the end of step e, at ring[e % 10] */
+    uint64_t upto;                  /* ring filled up to step end "upto" */
+    uint64_t oom_live;              /* at the current burst's first failure */
+    uint64_t oom_ring[TP_MEM_GROWTH];
 };
 
 struct tp_mem_tab {
@@ -73,6 +96,21 @@ static int tp_win_open;
 static uint64_t tp_win_tick;
 static struct tp_mem_snap tp_snaps[TP_MEM_SNAPS];
 
+/* the call sites (append-only: a record's origin stays valid) and their
+ * index, open addressing over origin + 1 (0: empty) */
+static struct tp_mem_orig *tp_orig;
+static uint32_t tp_norig, tp_orig_cap;
+static uint32_t *tp_orig_idx;
+static size_t tp_orig_idx_cap;
+static int tp_wslot_gen[TP_MEM_WSLOTS] = { -1, -1, -1, -1 };
+static _Atomic uint64_t tp_mem_steps;   /* steps completed (tp_mem_step) */
+
+/* the current burst of failed allocations */
+#define TP_OOM_GAP_NS 5000000000ull     /* failures closer than this: one burst */
+static struct tp_mem_oom tp_oom;
+static int tp_oom_state;                /* 0 none yet, 1 a report is due, 2 reported */
+static unsigned tp_oom_bursts;
+
 void tp_mem_enable(int on)
 {
     /* touch the tables now (activation), not at a window's first use: a
@@ -90,8 +128,10 @@ void tp_mem_enable(int on)
 
 typedef CUresult (*tp_ctxdev_fn)(CUdevice *);
 typedef CUresult (*tp_ptrattr_fn)(void *, CUpointer_attribute, CUdeviceptr);
+typedef CUresult (*tp_meminfo_fn)(size_t *, size_t *);
 static _Atomic(tp_ctxdev_fn) tp_ctxdev;
 static _Atomic(tp_ptrattr_fn) tp_ptrattr;
+static _Atomic(tp_meminfo_fn) tp_meminfo;
 
 /* Look the queries up once libcuda is in the process (never load it);
  * tp_driver_syms probes again only after the loader has added objects. */
@@ -99,10 +139,12 @@ static void tp_mem_driver(void)
 {
     if (atomic_load_explicit(&tp_ctxdev, memory_order_acquire))
         return;
-    static const char *const names[] = { "cuPointerGetAttribute", "cuCtxGetDevice" };
-    void *fn[2];
-    if (tp_driver_syms(names, fn, 2) != 0)
+    static const char *const names[] = { "cuPointerGetAttribute", "cuCtxGetDevice", "cuMemGetInfo_v2" };
+    void *fn[3];
+    if (tp_driver_syms(names, fn, 3) != 0)
         return;
+    if (fn[2])
+        atomic_store_explicit(&tp_meminfo, (tp_meminfo_fn)fn[2], memory_order_release);
     if (fn[0])
         atomic_store_explicit(&tp_ptrattr, (tp_ptrattr_fn)fn[0], memory_order_release);
     if (fn[1])
@@ -116,6 +158,20 @@ int tp_mem_current_device(void)
     CUdevice d = 0;
     if (cd && cd(&d) == CUDA_SUCCESS && d >= 0 && d < INT16_MAX)
         return d;
+    return 0;
+}
+
+/* The driver's free and total bytes of the calling thread's current
+ * device (cuMemGetInfo_v2: a query of the context it holds); 0 if it answered. */
+static int tp_mem_info(uint64_t *free_b, uint64_t *total_b)
+{
+    tp_mem_driver();
+    tp_meminfo_fn mi = atomic_load_explicit(&tp_meminfo, memory_order_acquire);
+    size_t f = 0, t = 0;
+    if (!mi || mi(&f, &t) != CUDA_SUCCESS || t == 0)
+        return -1;
+    *free_b = f;
+    *total_b = t;
     return 0;
 }
 
@@ -252,27 +308,213 @@ static void tp_acct_sub(struct tp_mem_acct *a, uint64_t bytes)
         a->frees++;
 }
 
+/* ---- call sites (lock held) ------------------------------------------------ */
+
+static size_t tp_orig_hash(uint64_t site, unsigned outer, int device, int mclass, size_t cap)
+{
+    uint64_t k = site ^ ((uint64_t)outer << 48) ^ ((uint64_t)(uint16_t)device << 32) ^ ((uint64_t)mclass << 56);
+    return tp_mem_hash(k ? k : 1, cap);
+}
+
+static int tp_orig_same(const struct tp_mem_orig *o, uint64_t site, unsigned outer, int device, int mclass)
+{
+    return o->site == site && o->outer == outer && o->device == device && o->mclass == mclass;
+}
+
+/* Bring the step-end values of "o" up to step end "steps": each step end
+ * since the last change held what it holds now. */
+static void tp_orig_fill(struct tp_mem_orig *o, uint64_t steps)
+{
+    if (o->upto >= steps)
+        return;
+    uint64_t e = steps - o->upto > TP_MEM_GROWTH ? steps - TP_MEM_GROWTH : o->upto;
+    for (e++; e <= steps; e++)
+        o->ring[e % TP_MEM_GROWTH] = o->live;
+    o->upto = steps;
+}
+
+static int tp_orig_grow(void)
+{
+    uint32_t cap = tp_orig_cap ? tp_orig_cap * 2 : 64;
+    struct tp_mem_orig *v = realloc(tp_orig, (size_t)cap * sizeof *v);
+    if (!v)
+        return -1;
+    tp_orig = v;
+    tp_orig_cap = cap;
+    size_t icap = (size_t)cap * 2;
+    uint32_t *idx = calloc(icap, sizeof *idx);
+    if (!idx)
+        return -1;
+    for (uint32_t i = 0; i < tp_norig; i++) {
+        const struct tp_mem_orig *o = &tp_orig[i];
+        size_t j = tp_orig_hash(o->site, o->outer, o->device, o->mclass, icap);
+        while (idx[j])
+            j = (j + 1) & (icap - 1);
+        idx[j] = i + 1;
+    }
+    free(tp_orig_idx);
+    tp_orig_idx = idx;
+    tp_orig_idx_cap = icap;
+    return 0;
+}
+
+/* The call site of "from" in (device, class), added if new; past
+ * TP_MEM_MAX_ORIGINS (or out of memory) the (device, class)'s unknown one;
+ * TP_MEM_NO_ORIGIN if even that cannot be had. */
+static uint32_t tp_orig_of(const struct tp_mem_from *from, int device, int mclass)
+{
+    uint64_t site = from->site;
+    unsigned outer = from->outer;
+    for (int tries = 0; tries < 2; tries++) {
+        if (tp_orig_idx_cap) {
+            size_t j = tp_orig_hash(site, outer, device, mclass, tp_orig_idx_cap);
+            for (; tp_orig_idx[j]; j = (j + 1) & (tp_orig_idx_cap - 1))
+                if (tp_orig_same(&tp_orig[tp_orig_idx[j] - 1], site, outer, device, mclass))
+                    return tp_orig_idx[j] - 1;
+        }
+        if (tp_norig < TP_MEM_MAX_ORIGINS && (tp_norig < tp_orig_cap || tp_orig_grow() == 0)) {
+            uint32_t i = tp_norig++;
+            struct tp_mem_orig *o = &tp_orig[i];
+            memset(o, 0, sizeof *o);
+            o->site = site;
+            o->outer = (uint16_t)outer;
+            o->api = from->api;
+            o->device = (int16_t)device;
+            o->mclass = (uint8_t)mclass;
+            o->upto = atomic_load_explicit(&tp_mem_steps, memory_order_relaxed);
+            size_t j = tp_orig_hash(site, outer, device, mclass, tp_orig_idx_cap);
+            while (tp_orig_idx[j])
+                j = (j + 1) & (tp_orig_idx_cap - 1);
+            tp_orig_idx[j] = i + 1;
+            return i;
+        }
+        if (!site && !outer)
+            break;
+        site = 0;           /* full: the (device, class)'s unknown site */
+        outer = 0;
+    }
+    return TP_MEM_NO_ORIGIN;
+}
+
+static void tp_orig_add(uint32_t i, uint64_t bytes)
+{
+    if (i >= tp_norig)
+        return;
+    struct tp_mem_orig *o = &tp_orig[i];
+    tp_orig_fill(o, atomic_load_explicit(&tp_mem_steps, memory_order_relaxed));
+    o->live += bytes;
+    o->allocated += bytes;
+    o->allocs++;
+    if (o->live > o->peak)
+        o->peak = o->live;
+}
+
+static void tp_orig_sub(uint32_t i, uint64_t bytes, int counted)
+{
+    if (i >= tp_norig)
+        return;
+    struct tp_mem_orig *o = &tp_orig[i];
+    tp_orig_fill(o, atomic_load_explicit(&tp_mem_steps, memory_order_relaxed));
+    o->live = o->live >= bytes ? o->live - bytes : 0;
+    if (counted)
+        o->frees++;
+}
+
+/* A failed allocation for want of memory: the first of a burst keeps what
+ * every call site held then (the report is written later, on tp-flush,
+ * while the program's allocator may already be freeing and retrying). */
+static void tp_oom_note(const struct tp_mem_from *from, uint32_t origin, int device, int mclass,
+                        uint64_t bytes, int meminfo, uint64_t mfree, uint64_t mtotal)
+{
+    uint64_t now = tp_clock_ns();
+    if (tp_oom_state != 0 && now - tp_oom.last_ns < TP_OOM_GAP_NS) {
+        tp_oom.failures++;
+        tp_oom.last_ns = now;
+        return;
+    }
+    uint64_t steps = atomic_load_explicit(&tp_mem_steps, memory_order_relaxed);
+    memset(&tp_oom, 0, sizeof tp_oom);
+    tp_oom.ns = tp_oom.last_ns = now;
+    tp_oom.bytes = bytes;
+    tp_oom.device = (int16_t)device;
+    tp_oom.mclass = (uint8_t)mclass;
+    tp_oom.from = *from;
+    tp_oom.tid = (int32_t)gettid();
+    tp_oom.steps = steps;
+    tp_oom.meminfo = meminfo;
+    tp_oom.dev_free = mfree;
+    tp_oom.dev_total = mtotal;
+    tp_oom.origin = origin;
+    tp_oom.failures = 1;
+    tp_oom.burst = ++tp_oom_bursts;
+    for (uint32_t i = 0; i < tp_norig; i++) {
+        struct tp_mem_orig *o = &tp_orig[i];
+        tp_orig_fill(o, steps);
+        o->oom_live = o->live;
+        memcpy(o->oom_ring, o->ring, sizeof o->ring);
+    }
+    __atomic_store_n(&tp_oom_state, 1, __ATOMIC_RELAXED);
+}
+
+/* Within a burst: what the program did between its failures. */
+static void tp_oom_after(int alloc)
+{
+    if (tp_oom_state == 0)
+        return;
+    if (tp_clock_ns() - tp_oom.last_ns >= TP_OOM_GAP_NS)
+        return;
+    if (alloc)
+        tp_oom.allocs_after++;
+    else
+        tp_oom.frees_after++;
+}
+
+static void tp_orig_info(const struct tp_mem_orig *o, struct tp_mem_origin_info *v, uint64_t steps, int oom)
+{
+    memset(v, 0, sizeof *v);
+    v->site = o->site;
+    v->outer = o->outer;
+    v->api = o->api;
+    v->device = o->device;
+    v->mclass = o->mclass;
+    v->live = oom ? o->oom_live : o->live;
+    v->peak = o->peak;
+    v->allocated = o->allocated;
+    v->allocs = o->allocs;
+    v->frees = o->frees;
+    v->failed = o->failed;
+    const uint64_t *ring = oom ? o->oom_ring : o->ring;
+    for (int i = 0; i < TP_MEM_GROWTH && (uint64_t)i < steps; i++)
+        v->at_step[i] = ring[(steps - (uint64_t)i) % TP_MEM_GROWTH];
+}
+
 static void tp_mem_fill(struct tp_record *r, uint64_t addr, uint64_t bytes, int device, int mclass,
-                        const struct tp_mem_acct *a, unsigned flags)
+                        const struct tp_mem_acct *a, unsigned flags, uint32_t origin)
 {
     if (!r)
         return;
     r->u.mem.addr = addr;
     r->u.mem.bytes = bytes;
     r->u.mem.total = a ? a->total : 0;
-    r->u.mem.peak = a ? a->peak : 0;
+    r->u.mem.origin = origin;
     r->u.mem.device = (int16_t)device;
     r->u.mem.mclass = (uint8_t)mclass;
     r->u.mem.flags = (uint8_t)flags;
 }
 
 void tp_mem_alloc(struct tp_record *r, int mclass, int device, uint64_t addr, uint64_t bytes,
-                  int handle, int ok)
+                  int handle, int ok, struct tp_mem_from from)
 {
     if (mclass == TP_MEM_HOST)
         device = -1;
+    /* the device's free and total bytes at a failure for want of memory:
+     * asked before the lock (a driver call), on the failing thread, which
+     * holds the context the report is about */
+    uint64_t mfree = 0, mtotal = 0;
+    int meminfo = !ok && from.oom && mclass != TP_MEM_HOST && tp_mem_info(&mfree, &mtotal) == 0;
     pthread_mutex_lock(&tp_mem_lock);
     struct tp_mem_acct *a = tp_acct_of(device, mclass);
+    uint32_t origin = tp_orig_of(&from, device, mclass);
     unsigned flags = 0;
     if (!ok || !addr) {
         /* a failed call, or a successful one of 0 bytes (NULL, nothing held) */
@@ -282,8 +524,12 @@ void tp_mem_alloc(struct tp_record *r, int mclass, int device, uint64_t addr, ui
             if (bytes > a->failed_bytes)
                 a->failed_bytes = bytes;
         }
+        if (!ok && origin < tp_norig)
+            tp_orig[origin].failed++;
+        if (!ok && from.oom && bytes)
+            tp_oom_note(&from, origin, device, mclass, bytes, meminfo, mfree, mtotal);
     } else {
-        struct tp_mem_ent e = { addr, bytes, (int16_t)device, (uint8_t)mclass };
+        struct tp_mem_ent e = { addr, bytes, (int16_t)device, (uint8_t)mclass, origin };
         struct tp_mem_ent old;
         /* an address handed out again that we never saw freed (a free we
          * missed, e.g. made before activation): release the stale entry */
@@ -291,11 +537,15 @@ void tp_mem_alloc(struct tp_record *r, int mclass, int device, uint64_t addr, ui
             struct tp_mem_acct *o = tp_acct_of(old.device, old.mclass);
             if (o)
                 o->total = o->total >= old.bytes ? o->total - old.bytes : 0;
+            tp_orig_sub(old.origin, old.bytes, 0);
         }
-        if (a && tp_tab_put(handle ? &tp_handles : &tp_addrs, &e) == 0)
+        if (a && tp_tab_put(handle ? &tp_handles : &tp_addrs, &e) == 0) {
             tp_acct_add(a, bytes);
+            tp_orig_add(origin, bytes);
+            tp_oom_after(1);
+        }
     }
-    tp_mem_fill(r, addr, bytes, device, mclass, a, flags);
+    tp_mem_fill(r, addr, bytes, device, mclass, a, flags, origin);
     pthread_mutex_unlock(&tp_mem_lock);
 }
 
@@ -304,12 +554,11 @@ void tp_mem_free(struct tp_record *r, int mclass, int device, uint64_t addr, int
     if (mclass == TP_MEM_HOST)
         device = -1;
     if (!addr) {
-        tp_mem_fill(r, 0, 0, device, mclass, NULL, TP_MEM_NOOP);
+        tp_mem_fill(r, 0, 0, device, mclass, NULL, TP_MEM_NOOP, TP_MEM_NO_ORIGIN);
         if (r) {
             uint64_t total, peak;
             tp_mem_totals(device, mclass, &total, &peak);
             r->u.mem.total = total;
-            r->u.mem.peak = peak;
         }
         return;
     }
@@ -325,15 +574,18 @@ void tp_mem_free(struct tp_record *r, int mclass, int device, uint64_t addr, int
             mclass = f->mclass;
         }
         a = tp_acct_of(device, mclass);
-        tp_mem_fill(r, addr, f ? f->bytes : 0, device, mclass, a, TP_MEM_FAILED | (f ? 0 : TP_MEM_UNKNOWN));
+        tp_mem_fill(r, addr, f ? f->bytes : 0, device, mclass, a, TP_MEM_FAILED | (f ? 0 : TP_MEM_UNKNOWN),
+                    f ? f->origin : TP_MEM_NO_ORIGIN);
     } else if (tp_tab_take(t, addr, &e) == 0) {
         a = tp_acct_of(e.device, e.mclass);
         if (a)
             tp_acct_sub(a, e.bytes);
-        tp_mem_fill(r, addr, e.bytes, e.device, e.mclass, a, 0);
+        tp_orig_sub(e.origin, e.bytes, 1);
+        tp_oom_after(0);
+        tp_mem_fill(r, addr, e.bytes, e.device, e.mclass, a, 0, e.origin);
     } else {
         a = tp_acct_of(device, mclass);
-        tp_mem_fill(r, addr, 0, device, mclass, a, TP_MEM_UNKNOWN);
+        tp_mem_fill(r, addr, 0, device, mclass, a, TP_MEM_UNKNOWN, TP_MEM_NO_ORIGIN);
     }
     pthread_mutex_unlock(&tp_mem_lock);
 }
@@ -372,10 +624,13 @@ static int tp_mem_lock_bounded(void)
 
 void tp_mem_window_begin(uint8_t gen, uint64_t now)
 {
-    (void)gen;
     pthread_mutex_lock(&tp_mem_lock);
     tp_win_open = 1;
     tp_win_tick = now;
+    int slot = gen % TP_MEM_WSLOTS;
+    tp_wslot_gen[slot] = gen;
+    for (uint32_t i = 0; i < tp_norig; i++)
+        tp_orig[i].wstart[slot] = tp_orig[i].live;
     for (int i = 0; i < tp_nacct; i++) {
         struct tp_mem_acct *a = &tp_acct[i];
         a->wstart = a->wpeak = a->total;
@@ -456,9 +711,90 @@ int tp_mem_totals(int device, int mclass, uint64_t *total, uint64_t *peak)
     return found;
 }
 
+void tp_mem_step(uint64_t steps)
+{
+    atomic_store_explicit(&tp_mem_steps, steps, memory_order_relaxed);
+}
+
+int tp_mem_origins(int gen, struct tp_mem_origin_info **out, int *wstart_known, uint64_t *steps)
+{
+    *out = NULL;
+    if (wstart_known)
+        *wstart_known = 0;
+    pthread_mutex_lock(&tp_mem_lock);
+    uint64_t now_steps = atomic_load_explicit(&tp_mem_steps, memory_order_relaxed);
+    if (steps)
+        *steps = now_steps;
+    int slot = gen >= 0 ? gen % TP_MEM_WSLOTS : -1;
+    int known = slot >= 0 && tp_wslot_gen[slot] == gen;
+    if (wstart_known)
+        *wstart_known = known;
+    uint32_t n = tp_norig;
+    struct tp_mem_origin_info *v = n ? malloc((size_t)n * sizeof *v) : NULL;
+    if (v)
+        for (uint32_t i = 0; i < n; i++) {
+            tp_orig_fill(&tp_orig[i], now_steps);
+            tp_orig_info(&tp_orig[i], &v[i], now_steps, 0);
+            v[i].wstart = known ? tp_orig[i].wstart[slot] : 0;
+        }
+    pthread_mutex_unlock(&tp_mem_lock);
+    *out = v;
+    return v ? (int)n : 0;
+}
+
+int tp_mem_oom_take(uint64_t now, uint64_t settle_ns, struct tp_mem_oom *o, struct tp_mem_origin_info **out)
+{
+    *out = NULL;
+    if (!__atomic_load_n(&tp_oom_state, __ATOMIC_RELAXED))
+        return -1;      /* the common case, without the lock (a stale read waits a tick) */
+    pthread_mutex_lock(&tp_mem_lock);
+    if (tp_oom_state != 1 || now < tp_oom.ns + settle_ns) {
+        pthread_mutex_unlock(&tp_mem_lock);
+        return -1;
+    }
+    *o = tp_oom;
+    uint32_t n = tp_norig;
+    struct tp_mem_origin_info *v = n ? malloc((size_t)n * sizeof *v) : NULL;
+    if (v)
+        for (uint32_t i = 0; i < n; i++)
+            tp_orig_info(&tp_orig[i], &v[i], tp_oom.steps, 1);
+    __atomic_store_n(&tp_oom_state, 2, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&tp_mem_lock);
+    *out = v;
+    return v ? (int)n : 0;
+}
+
+const char *tp_outer_name(unsigned id)
+{
+    static const char *const hand[TP_OUTER_END - TP_API_COUNT] = {
+        [TP_OUTER_ncclCommInitRank - TP_API_COUNT] = "ncclCommInitRank",
+        [TP_OUTER_ncclCommInitRankConfig - TP_API_COUNT] = "ncclCommInitRankConfig",
+        [TP_OUTER_ncclCommInitRankScalable - TP_API_COUNT] = "ncclCommInitRankScalable",
+        [TP_OUTER_ncclCommInitAll - TP_API_COUNT] = "ncclCommInitAll",
+        [TP_OUTER_ncclCommSplit - TP_API_COUNT] = "ncclCommSplit",
+        [TP_OUTER_ncclCommShrink - TP_API_COUNT] = "ncclCommShrink",
+        [TP_OUTER_ncclCommGrow - TP_API_COUNT] = "ncclCommGrow",
+    };
+    if (id >= TP_API_COUNT && id < TP_OUTER_END)
+        return hand[id - TP_API_COUNT];
+    return id < TP_API_COUNT ? tp_api_name(id) : "";
+}
+
 void tp_mem_reset(void)
 {
     pthread_mutex_lock(&tp_mem_lock);
+    free(tp_orig);
+    free(tp_orig_idx);
+    tp_orig = NULL;
+    tp_orig_idx = NULL;
+    tp_norig = tp_orig_cap = 0;
+    tp_orig_idx_cap = 0;
+    for (int i = 0; i < TP_MEM_WSLOTS; i++)
+        tp_wslot_gen[i] = -1;
+    memset(&tp_oom, 0, sizeof tp_oom);
+    tp_oom_state = 0;
+    tp_oom_bursts = 0;
+    atomic_store(&tp_mem_steps, 0);
     free(tp_addrs.v);
     free(tp_handles.v);
     memset(&tp_addrs, 0, sizeof tp_addrs);
@@ -471,21 +807,15 @@ void tp_mem_reset(void)
 
 /* ---- the module (collector/modules/modules.def) ---------------------------------- */
 
-static int tp_mem_flight;           /* the flight recorder's ring holds memory events too */
-
 static void mem_init(const struct tp_config *cfg)
 {
-    tp_mem_flight = cfg->flight > 0;
     tp_mem_enable(cfg->profile_memory);
 }
 
-/* no window will need totals again (the flight recorder's dumps still
- * do: they run to the end), and a forked child is passive */
-static void mem_schedule_end(void)
-{
-    if (!tp_mem_flight)
-        tp_mem_enable(0);
-}
+/* The ledger runs to exit once memory tracking is on, past the schedule's
+ * end: an out-of-memory report and the memory held at exit need it, and
+ * allocations are rare next to launches (a caching allocator makes a few
+ * hundred per run).  A forked child is passive. */
 
 static void mem_off(void)
 {
@@ -497,6 +827,5 @@ const struct tp_module tp_module_memtrack = {
     .init = mem_init,
     .window_begin = tp_mem_window_begin,
     .window_end = tp_mem_window_end,
-    .schedule_end = mem_schedule_end,
     .atfork_child = mem_off,
 };

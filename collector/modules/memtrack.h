@@ -18,6 +18,61 @@
 
 struct tp_mem_usage;   /* sink.h: what a window saw */
 
+#include "collector/record/apis.h"
+
+/* Where an allocation came from, as its wrapper saw it (tp_mem_begin,
+ * collector/wrap/memtrack_api.h): raw values only, named on tp-flush. */
+struct tp_mem_from {
+    uint64_t site;      /* the return address into the caller of the allocation
+                           wrapper entered first, 0 if unknown */
+    uint16_t outer;     /* the outermost library call around it (enum
+                           tp_api_id or TP_OUTER_*), or the allocation's own
+                           library entry point (ncclMemAlloc); 0 if none */
+    uint16_t api;       /* the allocation entry point */
+    uint8_t  oom;       /* a failed call: it failed for want of memory */
+};
+
+/* Library calls wrapped by hand (preload/nccl.c's communicator creation),
+ * as values of tp_lib_outer past the generated ids. */
+enum tp_outer_hand {
+    TP_OUTER_ncclCommInitRank = TP_API_COUNT,
+    TP_OUTER_ncclCommInitRankConfig,
+    TP_OUTER_ncclCommInitRankScalable,
+    TP_OUTER_ncclCommInitAll,
+    TP_OUTER_ncclCommSplit,
+    TP_OUTER_ncclCommShrink,
+    TP_OUTER_ncclCommGrow,
+    TP_OUTER_END
+};
+
+/* tp_outer_name - the name of library call "id" (enum tp_api_id or
+ * TP_OUTER_*), "" if none. */
+const char *tp_outer_name(unsigned id);
+
+/* A record's u.mem.origin when the ledger has no call site for it. */
+#define TP_MEM_NO_ORIGIN UINT32_MAX
+/* Most call sites the ledger keeps apart; later ones share one origin per
+ * (device, class) whose site is unknown. */
+#define TP_MEM_MAX_ORIGINS 16384
+/* Step ends the ledger remembers per call site (what grew since each). */
+#define TP_MEM_GROWTH 10
+
+/* One call site of the ledger, as tp-flush reads it (tp_mem_origins). */
+struct tp_mem_origin_info {
+    uint64_t site;
+    uint16_t outer, api;
+    int16_t  device;
+    uint8_t  mclass;
+    uint64_t live;          /* bytes held now (tp_mem_origins) or at the
+                               failure (tp_mem_oom_take) */
+    uint64_t peak;          /* the most it held at once */
+    uint64_t allocated;     /* bytes of its successful allocations */
+    uint64_t allocs, frees, failed;
+    uint64_t wstart;        /* held when the window asked for began */
+    uint64_t at_step[TP_MEM_GROWTH]; /* held at the end of step
+                               steps - i (i = 0..9, steps: see the caller) */
+};
+
 /* Most (device, class) pairs tracked; further pairs are not counted. */
 #define TP_MEM_MAX_ACCT 96
 
@@ -44,7 +99,7 @@ int tp_mem_pointer_device(uint64_t addr);
  * table and, when "r" is not NULL, fills r->u.mem (and r->kind stays API).
  */
 void tp_mem_alloc(struct tp_record *r, int mclass, int device, uint64_t addr, uint64_t bytes,
-                  int handle, int ok);
+                  int handle, int ok, struct tp_mem_from from);
 
 /*
  * tp_mem_free - a free call of "addr" (a VMM handle when "handle" is 1)
@@ -89,6 +144,48 @@ int tp_mem_window_take(uint8_t gen, const struct tp_clock_map *map, struct tp_me
 /* tp_mem_totals - bytes now held and the process peak of (device, class);
  * for tests and handlers of live state.  Returns 0 if never seen. */
 int tp_mem_totals(int device, int mclass, uint64_t *total, uint64_t *peak);
+
+/* tp_mem_step - "steps" steps have completed (the step path, at each step
+ * end; one atomic store): the ledger's growth table counts from them. */
+void tp_mem_step(uint64_t steps);
+
+/*
+ * tp_mem_origins - every call site the ledger knows (tp-flush), as a
+ * malloc'ed array in *out (index = the records' u.mem.origin), with wstart
+ * from the start of window "gen" when "gen" >= 0 (*wstart_known 1 if that
+ * window's starts were still kept) and at_step[] at the last step ends
+ * before now (*steps: steps completed).  Returns the count (0, *out NULL:
+ * none or out of memory); the caller frees.
+ */
+int tp_mem_origins(int gen, struct tp_mem_origin_info **out, int *wstart_known, uint64_t *steps);
+
+/* A failed allocation, the first of its burst (tp_mem_oom_take). */
+struct tp_mem_oom {
+    uint64_t ns;                /* when it returned (tp_clock_ns) */
+    uint64_t bytes;             /* what it asked for */
+    int16_t  device;
+    uint8_t  mclass;
+    struct tp_mem_from from;
+    int32_t  tid;
+    uint64_t steps;             /* steps completed then */
+    int      meminfo;           /* the driver answered cuMemGetInfo: */
+    uint64_t dev_free, dev_total;
+    uint32_t origin;            /* its call site (live 0 if it never allocated) */
+    /* the burst so far: failed calls, frees, and successful allocations after the first failure */
+    uint64_t failures, frees_after, allocs_after;
+    uint64_t last_ns;           /* the burst's latest failure */
+    unsigned burst;             /* 1 for the process's first burst, ... */
+};
+
+/*
+ * tp_mem_oom_take - tp-flush: when a burst of failed allocations began at
+ * least "settle_ns" before "now" (both tp_clock_ns) and has no report yet, fills
+ * *o and returns the call sites as the ledger held them at the burst's
+ * first failure (at_step[] at the step ends before it) in *out, marks the
+ * burst reported and returns their count (>= 0); -1 when none is due.
+ */
+int tp_mem_oom_take(uint64_t now, uint64_t settle_ns, struct tp_mem_oom *o,
+                    struct tp_mem_origin_info **out);
 
 /* tp_mem_reset - forget everything (unit tests). */
 void tp_mem_reset(void);

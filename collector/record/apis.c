@@ -62,7 +62,8 @@ static const struct { const char *name; int cbid; uint8_t layer, form; } tp_apis
 
 /* Each line's gate agrees with its record, at compile time: MEM on exactly
  * the allocation and free records, PAPI on exactly the profiler API's (a
- * record of form NONE otherwise, told apart here alone), WIN elsewhere. */
+ * record of form NONE otherwise, told apart here alone), OWN only on
+ * records of form NONE (a handle's creation), WIN elsewhere. */
 #undef TP_R_PROFILER
 #define TP_R_PROFILER(...) (-1)
 #define TP_GATE_OF(rec) \
@@ -70,7 +71,8 @@ static const struct { const char *name; int cbid; uint8_t layer, form; } tp_apis
      : (rec) == -1                                   ? TP_GATE_PAPI \
                                                      : TP_GATE_WIN)
 #define TP_GATE_CHECK(name, gate, rec) \
-    _Static_assert(TP_GATE_##gate == TP_GATE_OF(rec), \
+    _Static_assert(TP_GATE_##gate == TP_GATE_OF(rec) || \
+                   (TP_GATE_##gate == TP_GATE_OWN && (rec) == TP_FORM_NONE), \
                    #name ": its gate column disagrees with its record");
 #define TP_FN(ret, name, params, args, cbid, gate, rec) TP_GATE_CHECK(name, gate, rec)
 #define TP_LIB_FN(ret, name, params, args, gate, rec)   TP_GATE_CHECK(name, gate, rec)

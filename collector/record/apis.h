@@ -16,6 +16,8 @@ enum tp_gate {
     TP_GATE_WIN = 0, /* none */
     TP_GATE_MEM,     /* all while allocations are tracked (memtrack.h) */
     TP_GATE_PAPI,    /* all with TRAINPROF_SCHEDULE=profiler-api */
+    TP_GATE_OWN,     /* a library's handle creation, whose allocations are the
+                        library's: marked while allocations are tracked */
 };
 
 enum tp_api_id {

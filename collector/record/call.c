@@ -13,6 +13,8 @@
 _Atomic uint32_t tp_hot = TP_HOT_INACTIVE;
 __thread int tp_depth __attribute__((tls_model("initial-exec")));
 __thread int tp_lib_depth __attribute__((tls_model("initial-exec")));
+__thread uint16_t tp_lib_outer __attribute__((tls_model("initial-exec")));
+__thread uint64_t tp_mem_site __attribute__((tls_model("initial-exec")));
 
 /* the parts of the hot word, under tp_hot_lock */
 static pthread_mutex_t tp_hot_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -39,6 +39,18 @@ extern _Atomic uint32_t tp_hot;
 extern __thread int tp_depth __attribute__((tls_model("initial-exec")));
 extern __thread int tp_lib_depth __attribute__((tls_model("initial-exec")));
 
+/*
+ * What the memory ledger (collector/modules/memtrack.h) learns of the call
+ * around an allocation, for its owner: tp_lib_outer, the outermost library
+ * call under way on this thread (an enum tp_api_id, or a TP_OUTER_* id of a
+ * call wrapped by hand), valid while tp_lib_depth > 0; tp_mem_site, the
+ * return address of the last allocation wrapper that took its slow path,
+ * stored by the exported wrapper and read by tp_mem_begin before the real
+ * call (a nested driver wrapper overwrites it after that, harmlessly).
+ */
+extern __thread uint16_t tp_lib_outer __attribute__((tls_model("initial-exec")));
+extern __thread uint64_t tp_mem_site __attribute__((tls_model("initial-exec")));
+
 static inline uint32_t tp_hot_load(void)
 {
     return atomic_load_explicit(&tp_hot, memory_order_relaxed);
@@ -76,7 +88,10 @@ struct tp_call {
     uint32_t hot;
     int ext;              /* an external correlation id was pushed */
     uint16_t api;
+    uint16_t outer;       /* allocation calls: tp_lib_outer or the call's own
+                             library (tp_mem_begin), 0 if none */
     uint64_t t0;
+    uint64_t site;        /* allocation calls: tp_mem_site at entry */
     int saved_errno;
 };
 

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "collector/modules/memtrack.h"
+#include "collector/record/apis.h"
 #include "protocol.h"
 
 /*
@@ -22,6 +23,11 @@
  */
 static inline int tp_mem_begin(struct tp_call *c, uint16_t api)
 {
+    /* the ledger's owner: the library call around this one, or the
+     * library whose own entry point this is (ncclMemAlloc) */
+    c->site = tp_mem_site;
+    c->outer = tp_lib_depth > 0 ? tp_lib_outer
+             : api == TP_API_ncclMemAlloc || api == TP_API_ncclMemFree ? api : 0;
     if (tp_call_begin(c, api))
         return 1;
     if (tp_depth > 0 || !atomic_load_explicit(&tp_mem_on, memory_order_relaxed))
@@ -35,16 +41,66 @@ static inline int tp_mem_begin(struct tp_call *c, uint16_t api)
     return 1;
 }
 
-/* tp_mem_alloc_at - tp_mem_alloc for a call that returned "addr" ("ok"),
- * the device asked from the driver (none for host-pinned memory). */
-static inline void tp_mem_alloc_at(struct tp_record *r, int mclass, uint64_t addr, uint64_t bytes, int ok)
+/*
+ * tp_lib_own_begin - tp_lib_begin for a library call that allocates the
+ * library's own device memory (a handle's creation: the .def lists' gate
+ * OWN): also between windows while allocations are tracked, the outermost
+ * library call only, so that the ledger names the library as the owner of
+ * what the call allocates.  No record outside windows.
+ */
+static inline int tp_lib_own_begin(struct tp_call *c, uint16_t api)
+{
+    if (tp_lib_begin(c, api))
+        return 1;
+    if (tp_lib_depth > 0 || tp_depth > 0 || !atomic_load_explicit(&tp_mem_on, memory_order_relaxed))
+        return 0;
+    c->depth = &tp_lib_depth;
+    c->hot = 0;
+    c->api = api;
+    c->t0 = 0;
+    c->ext = 0;
+    tp_lib_outer = api;
+    tp_lib_depth++;
+    return 1;
+}
+
+/* tp_lib_mark - around a library call wrapped by hand (preload/nccl.c's
+ * communicator creation), "outer" a TP_OUTER_* id: marks the thread as
+ * inside it while allocations are tracked; returns what tp_lib_unmark takes. */
+static inline int tp_lib_mark(uint16_t outer)
+{
+    if (tp_lib_depth > 0 || !atomic_load_explicit(&tp_mem_on, memory_order_relaxed))
+        return 0;
+    tp_lib_outer = outer;
+    tp_lib_depth++;
+    return 1;
+}
+
+static inline void tp_lib_unmark(int marked)
+{
+    if (marked)
+        tp_lib_depth--;
+}
+
+/* tp_mem_from_call - what the ledger keeps of where call "c" came from. */
+static inline struct tp_mem_from tp_mem_from_call(const struct tp_call *c, int oom)
+{
+    struct tp_mem_from f = { c->site, c->outer, c->api, (uint8_t)(oom != 0) };
+    return f;
+}
+
+/* tp_mem_alloc_at - tp_mem_alloc for call "c" that returned "addr" ("ok";
+ * "oom": it failed for want of memory), the device asked from the driver
+ * (none for host-pinned memory). */
+static inline void tp_mem_alloc_at(struct tp_record *r, const struct tp_call *c, int mclass, uint64_t addr,
+                                   uint64_t bytes, int ok, int oom)
 {
     if (!atomic_load_explicit(&tp_mem_on, memory_order_relaxed)) {
         tp_mem_untracked(r, mclass, addr, bytes, ok);
         return;
     }
     int dev = mclass == TP_MEM_HOST ? -1 : ok && addr ? tp_mem_pointer_device(addr) : tp_mem_current_device();
-    tp_mem_alloc(r, mclass, dev, addr, bytes, 0, ok);
+    tp_mem_alloc(r, mclass, dev, addr, bytes, 0, ok, tp_mem_from_call(c, oom));
 }
 
 #endif

@@ -43,6 +43,8 @@ static inline int tp_call_begin_at(struct tp_call *c, uint16_t api, int *depth)
     c->ext = depth == &tp_lib_depth && (hot & TP_HOT_EXTCORR);
     if (__builtin_expect(c->ext, 0))
         tp_cupti_ext_push(c->t0);
+    if (depth == &tp_lib_depth)
+        tp_lib_outer = api;         /* the memory ledger's owner of what it allocates */
     (*depth)++;
     return 1;
 }
