@@ -787,7 +787,6 @@ static void feed_memory(const struct tp_handler *h, void *st)
         it[i].rec.u.mem.addr = m[i].addr;
         it[i].rec.u.mem.bytes = m[i].bytes;
         it[i].rec.u.mem.total = m[i].total;
-        it[i].rec.u.mem.peak = m[i].total;
         it[i].rec.u.mem.device = (int16_t)m[i].dev;
         it[i].rec.u.mem.mclass = (uint8_t)m[i].cls;
         it[i].rec.u.mem.flags = (uint8_t)m[i].flags;

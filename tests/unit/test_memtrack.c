@@ -16,6 +16,9 @@
 #include <pthread.h>
 #include <stdint.h>
 
+/* an allocation with no call site known */
+#define TP_NO_FROM ((struct tp_mem_from){ 0, 0, 0, 0 })
+
 static void setup(void)
 {
     tp_clock_init();
@@ -40,23 +43,21 @@ START_TEST(test_sequence_totals_and_peaks)
 {
     struct tp_record r;
     memset(&r, 0, sizeof r);
-    tp_mem_alloc(&r, TP_MEM_DEVICE, 0, 0x1000, 100, 0, 1);
+    tp_mem_alloc(&r, TP_MEM_DEVICE, 0, 0x1000, 100, 0, 1, TP_NO_FROM);
     ck_assert_uint_eq(r.u.mem.addr, 0x1000);
     ck_assert_uint_eq(r.u.mem.bytes, 100);
     ck_assert_uint_eq(r.u.mem.total, 100);
-    ck_assert_uint_eq(r.u.mem.peak, 100);
     ck_assert_int_eq(r.u.mem.device, 0);
     ck_assert_uint_eq(r.u.mem.flags, 0);
-    tp_mem_alloc(&r, TP_MEM_DEVICE, 0, 0x2000, 300, 0, 1);
+    tp_mem_alloc(&r, TP_MEM_DEVICE, 0, 0x2000, 300, 0, 1, TP_NO_FROM);
     ck_assert_uint_eq(r.u.mem.total, 400);
-    tp_mem_alloc(&r, TP_MEM_DEVICE, 1, 0x9000, 50, 0, 1);     /* second device */
+    tp_mem_alloc(&r, TP_MEM_DEVICE, 1, 0x9000, 50, 0, 1, TP_NO_FROM);     /* second device */
     ck_assert_uint_eq(r.u.mem.total, 50);
     ck_assert_int_eq(r.u.mem.device, 1);
 
     tp_mem_free(&r, TP_MEM_DEVICE, 0, 0x1000, 0, 1);
     ck_assert_uint_eq(r.u.mem.bytes, 100);     /* the size it was allocated with */
     ck_assert_uint_eq(r.u.mem.total, 300);
-    ck_assert_uint_eq(r.u.mem.peak, 400);
     ck_assert_uint_eq(r.u.mem.flags, 0);
 
     /* a free of an address never seen */
@@ -69,7 +70,7 @@ START_TEST(test_sequence_totals_and_peaks)
     ck_assert_uint_eq(r.u.mem.flags, TP_MEM_NOOP);
     ck_assert_uint_eq(r.u.mem.total, 300);
     /* out of memory: the size asked, nothing changes */
-    tp_mem_alloc(&r, TP_MEM_DEVICE, 0, 0, 1ull << 40, 0, 0);
+    tp_mem_alloc(&r, TP_MEM_DEVICE, 0, 0, 1ull << 40, 0, 0, TP_NO_FROM);
     ck_assert_uint_eq(r.u.mem.flags, TP_MEM_FAILED);
     ck_assert_uint_eq(r.u.mem.bytes, 1ull << 40);
     ck_assert_uint_eq(r.u.mem.total, 300);
@@ -80,7 +81,7 @@ START_TEST(test_sequence_totals_and_peaks)
 
     /* VMM: physical memory counts at create/release, handles apart from
      * addresses even when the numbers collide */
-    tp_mem_alloc(&r, TP_MEM_DEVICE, 1, 0x2000, 1000, 1, 1);
+    tp_mem_alloc(&r, TP_MEM_DEVICE, 1, 0x2000, 1000, 1, 1, TP_NO_FROM);
     ck_assert_uint_eq(r.u.mem.total, 1050);
     ck_assert_uint_eq(total_of(0, TP_MEM_DEVICE), 300);
     tp_mem_free(&r, TP_MEM_DEVICE, 0, 0x2000, 1, 1);
@@ -91,10 +92,10 @@ START_TEST(test_sequence_totals_and_peaks)
     ck_assert_uint_eq(total_of(0, TP_MEM_DEVICE), 300);
 
     /* host-pinned and managed are counted apart; host is device -1 */
-    tp_mem_alloc(&r, TP_MEM_HOST, 0, 0x7000, 64, 0, 1);
+    tp_mem_alloc(&r, TP_MEM_HOST, 0, 0x7000, 64, 0, 1, TP_NO_FROM);
     ck_assert_int_eq(r.u.mem.device, -1);
     ck_assert_uint_eq(r.u.mem.total, 64);
-    tp_mem_alloc(&r, TP_MEM_MANAGED, 0, 0x8000, 128, 0, 1);
+    tp_mem_alloc(&r, TP_MEM_MANAGED, 0, 0x8000, 128, 0, 1, TP_NO_FROM);
     ck_assert_uint_eq(r.u.mem.total, 128);
     ck_assert_uint_eq(total_of(0, TP_MEM_DEVICE), 300);
     tp_mem_free(&r, TP_MEM_HOST, -1, 0x7000, 0, 1);
@@ -117,7 +118,7 @@ START_TEST(test_many_addresses)
 {
     const uint64_t n = 20000;
     for (uint64_t i = 1; i <= n; i++)
-        tp_mem_alloc(NULL, TP_MEM_DEVICE, 0, i * 256, i, 0, 1);
+        tp_mem_alloc(NULL, TP_MEM_DEVICE, 0, i * 256, i, 0, 1, TP_NO_FROM);
     ck_assert_uint_eq(total_of(0, TP_MEM_DEVICE), n * (n + 1) / 2);
     uint64_t expect = n * (n + 1) / 2;
     for (uint64_t i = 1; i <= n; i += 2) {
@@ -150,19 +151,19 @@ static const struct tp_mem_usage *find(const struct tp_mem_usage *u, int n, int 
 START_TEST(test_windows)
 {
     struct tp_clock_map map = tp_clock_map_now();
-    tp_mem_alloc(NULL, TP_MEM_DEVICE, 0, 0x100, 1000, 0, 1);     /* before window 1 */
-    tp_mem_alloc(NULL, TP_MEM_HOST, 0, 0x200, 10, 0, 1);
+    tp_mem_alloc(NULL, TP_MEM_DEVICE, 0, 0x100, 1000, 0, 1, TP_NO_FROM);     /* before window 1 */
+    tp_mem_alloc(NULL, TP_MEM_HOST, 0, 0x200, 10, 0, 1, TP_NO_FROM);
     uint64_t t0 = tp_clock_now();
     tp_mem_window_begin(1, t0);
-    tp_mem_alloc(NULL, TP_MEM_DEVICE, 0, 0x300, 500, 0, 1);      /* 1500: the peak */
+    tp_mem_alloc(NULL, TP_MEM_DEVICE, 0, 0x300, 500, 0, 1, TP_NO_FROM);      /* 1500: the peak */
     uint64_t t_peak = tp_clock_now();
     tp_mem_free(NULL, TP_MEM_DEVICE, 0, 0x100, 0, 1);            /* 500 */
-    tp_mem_alloc(NULL, TP_MEM_DEVICE, 0, 0, 7000, 0, 0);         /* failed */
-    tp_mem_alloc(NULL, TP_MEM_DEVICE, 0, 0, 9000, 0, 0);         /* failed, larger */
-    tp_mem_alloc(NULL, TP_MEM_DEVICE, 2, 0x400, 40, 0, 1);       /* new device in the window */
+    tp_mem_alloc(NULL, TP_MEM_DEVICE, 0, 0, 7000, 0, 0, TP_NO_FROM);         /* failed */
+    tp_mem_alloc(NULL, TP_MEM_DEVICE, 0, 0, 9000, 0, 0, TP_NO_FROM);         /* failed, larger */
+    tp_mem_alloc(NULL, TP_MEM_DEVICE, 2, 0x400, 40, 0, 1, TP_NO_FROM);       /* new device in the window */
     tp_mem_window_end(1, tp_clock_now());
     /* between windows: still counted */
-    tp_mem_alloc(NULL, TP_MEM_DEVICE, 0, 0x500, 2000, 0, 1);     /* 2500: process peak */
+    tp_mem_alloc(NULL, TP_MEM_DEVICE, 0, 0x500, 2000, 0, 1, TP_NO_FROM);     /* 2500: process peak */
     tp_mem_free(NULL, TP_MEM_DEVICE, 0, 0x500, 0, 1);            /* 500 */
     tp_mem_window_begin(2, tp_clock_now());
     tp_mem_free(NULL, TP_MEM_DEVICE, 0, 0x300, 0, 1);            /* 0 */
@@ -227,7 +228,7 @@ static void *churn(void *arg)
         if (live[k])
             tp_mem_free(NULL, TP_MEM_DEVICE, (int)(id % 2), live[k], 0, 1);
         live[k] = ((uint64_t)id << 40) | ((i + 1) << 8);
-        tp_mem_alloc(NULL, TP_MEM_DEVICE, (int)(id % 2), live[k], 256 + k, 0, 1);
+        tp_mem_alloc(NULL, TP_MEM_DEVICE, (int)(id % 2), live[k], 256 + k, 0, 1, TP_NO_FROM);
     }
     for (unsigned k = 0; k < 16; k++)
         tp_mem_free(NULL, TP_MEM_DEVICE, 0, live[k], 0, 1);
