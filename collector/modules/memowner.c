@@ -139,7 +139,9 @@ static void tp_site_text(uint64_t site, char *buf, size_t bufsz, const char **ob
     if (name && start && start <= site) {
         char sym[1024];
         tp_demangle(name, sym, sizeof sym);
-        snprintf(buf, bufsz, "%s+0x%llx (%s)", sym, (unsigned long long)(site - start), obj);
+        int n = snprintf(buf, bufsz, "%s+0x%llx (", sym, (unsigned long long)(site - start));
+        if (n > 0 && (size_t)n < bufsz)
+            snprintf(buf + n, bufsz - (size_t)n, "%s)", obj);   /* a name too long is cut */
     } else {
         snprintf(buf, bufsz, "%s+0x%llx", obj,
                  (unsigned long long)(site - (uintptr_t)info.dli_fbase));
