@@ -59,6 +59,7 @@
 #include "collector/common/sighandler.h"
 #include "collector/modules/stack.h"
 #include "hang.h"
+#include "oom.h"
 #include "steps.h"
 #include "trigger.h"
 
@@ -106,6 +107,7 @@ static void tp_atexit(void)
     tp_depth++;
     tp_steps_close_final(1);
     tp_flusher_wait_written(30000);
+    tp_oom_at_exit(2000);
     tp_modules_shutdown();
     tp_window_finish();
     tp_trigger_exit();
@@ -234,12 +236,13 @@ static void tp_atfork_child(void)
 /* ---- activation ---------------------------------------------------------- */
 
 /* tp-flush's idle hook: the 60 s no-step warning, the trigger file, the
- * hang doctor. */
+ * hang doctor, the out-of-memory report. */
 static void tp_flush_idle_hook(void)
 {
     tp_steps_idle();
     tp_trigger_idle();
     tp_hang_idle();
+    tp_oom_idle();
 }
 
 /* tp-flush closes the open window when a termination or fatal signal

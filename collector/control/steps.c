@@ -657,6 +657,7 @@ static void tp_close_final(int wait_lock, const char *reason, const char *flight
     }
     atomic_store(&tp_phase, -1);
     uint32_t hot = tp_hot_off();
+    tp_cur.at_exit = 1;     /* its summary lists the memory still held */
     if ((hot & TP_HOT_RECORDING) && tp_recording)
         tp_steps_close_window(tp_clock_now(), reason, tp_steps);
     else if ((hot & TP_HOT_RECORDING) && tp_fl_open)

@@ -25,6 +25,7 @@ struct tp_handoff {
     uint64_t unmatched_pops;    /* pops with no open range during it */
     int partial;
     const char *partial_reason; /* "exit", "SIGTERM", "SIGSEGV", ... (static), NULL if not partial */
+    int at_exit;                /* closed as the process ends (exit or a signal) */
     const char *step_signal;    /* the step signal that counted its steps ("" if none) */
     /* the trigger that asked for this window (control/trigger_cycle.c), set by
      * the steps when it closes, so that the flush does not ask the control

@@ -65,6 +65,7 @@
 #include "collector/record/kernels.h"
 #include "collector/common/log.h"
 #include "collector/modules/memtrack.h"
+#include "memview.h"
 #include "oplink.h"
 #include "collector/record/oplost.h"
 #include "collector/record/pgroup.h"
@@ -101,6 +102,7 @@ struct tp_dispatch {
                                       the device events they caused */
     struct tp_oplink *ops;         /* torch's operators, NULL if out of memory */
     const struct tp_steps *steps;  /* the window's steps, for their External ids */
+    const struct tp_memview *mv;   /* owners of allocations, NULL if memory is not tracked */
 };
 
 struct tp_steps;
@@ -160,6 +162,8 @@ static void tp_dispatch_record(void *ctx, const struct tp_tbuf *t, const struct 
     ev.ts_ns = tp_clock_to_unix_ns(&d->map, r->t0);
     ev.dur_ns = tp_clock_span_ns(&d->map, r->t0, r->t1);
     ev.frames = tp_stack_take(&d->stk, t, r, &ev.n_frames);
+    if (d->mv)
+        tp_memview_event(d->mv, &ev);
     switch (r->kind) {
     case TP_REC_API:
     case TP_REC_LAUNCH: {
@@ -430,6 +434,7 @@ struct tp_peek {
     struct tp_join *join;       /* NULL without CUPTI */
     struct tp_flmem *flmem;     /* a flight dump's (else NULL), TP_FLMEM_MAX */
     int n_flmem;
+    struct tp_memview *mv;      /* NULL if memory is not tracked */
 };
 
 static void tp_flmem_add(struct tp_peek *p, const struct tp_record *r)
@@ -513,6 +518,7 @@ static void tp_window_peek(void *ctx, const struct tp_tbuf *t, const struct tp_r
         tp_join_host(p->join, t, (struct tp_record *)r);
     if (p->flmem)
         tp_flmem_add(p, r);
+    tp_memview_add(p->mv, r);
 }
 
 uint64_t tp_window_saved(void)
@@ -773,7 +779,9 @@ void tp_window_write(const struct tp_handoff *w, const struct tp_device_batch *d
     d.ops = tp_oplink_new();
     if (dev)
         d.join = tp_join_new(dev, &tp_next_corr);
-    struct tp_peek peek = { .steps = &steps, .ops = d.ops, .join = d.join };
+    struct tp_peek peek = { .steps = &steps, .ops = d.ops, .join = d.join,
+                            .mv = tp_memview_new(w->flight ? -1 : w->gen) };
+    d.mv = peek.mv;
     if (w->flight)
         peek.flmem = malloc(TP_FLMEM_MAX * sizeof *peek.flmem);
     uint64_t late = 0;
@@ -790,6 +798,9 @@ void tp_window_write(const struct tp_handoff *w, const struct tp_device_batch *d
     win.mem = tp_cfg.profile_memory ? mem : NULL;
     if (!win.mem)
         win.n_mem = 0;
+    win.mem_coverage = -1;
+    if (!w->flight)     /* a dump has no starting levels: its events still name their owners */
+        tp_memview_finish(peek.mv, &win, &d.map, w->at_exit);
     if (d.join)
         tp_join_finish(d.join, &win);
     char lost_why[TP_OPLOST_WHY];
@@ -827,6 +838,7 @@ void tp_window_write(const struct tp_handoff *w, const struct tp_device_batch *d
     free(steps.tick);
     tp_oplink_free(d.ops);
     free(mem);
+    tp_memview_free(peek.mv);
     tp_join_free(d.join);
     tp_stack_corr_free(d.cf);
 

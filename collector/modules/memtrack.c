@@ -89,6 +89,22 @@ struct tp_mem_snap {
 };
 
 static pthread_mutex_t tp_mem_lock = PTHREAD_MUTEX_INITIALIZER;
+/* This thread holds tp_mem_lock: an allocation made by a signal handler
+ * that interrupted it (not async-signal-safe, but programs do it) goes
+ * uncounted rather than wait for a lock its own thread holds. */
+static __thread int tp_mem_mine __attribute__((tls_model("initial-exec")));
+
+static void tp_mem_take(void)
+{
+    pthread_mutex_lock(&tp_mem_lock);
+    tp_mem_mine = 1;
+}
+
+static void tp_mem_give(void)
+{
+    tp_mem_mine = 0;
+    pthread_mutex_unlock(&tp_mem_lock);
+}
 static struct tp_mem_tab tp_addrs, tp_handles;
 static struct tp_mem_acct tp_acct[TP_MEM_MAX_ACCT];
 static int tp_nacct;
@@ -116,10 +132,10 @@ void tp_mem_enable(int on)
     /* touch the tables now (activation), not at a window's first use: a
      * first-touch page fault costs several µs in a step here */
     if (on && !atomic_load(&tp_mem_on)) {
-        pthread_mutex_lock(&tp_mem_lock);
+        tp_mem_take();
         memset(tp_snaps, 0, sizeof tp_snaps);
         memset(tp_acct + tp_nacct, 0, sizeof tp_acct - (size_t)tp_nacct * sizeof *tp_acct);
-        pthread_mutex_unlock(&tp_mem_lock);
+        tp_mem_give();
     }
     atomic_store(&tp_mem_on, on ? 1 : 0);
 }
@@ -505,6 +521,10 @@ static void tp_mem_fill(struct tp_record *r, uint64_t addr, uint64_t bytes, int 
 void tp_mem_alloc(struct tp_record *r, int mclass, int device, uint64_t addr, uint64_t bytes,
                   int handle, int ok, struct tp_mem_from from)
 {
+    if (tp_mem_mine) {
+        tp_mem_untracked(r, mclass, addr, bytes, ok);
+        return;
+    }
     if (mclass == TP_MEM_HOST)
         device = -1;
     /* the device's free and total bytes at a failure for want of memory:
@@ -512,7 +532,7 @@ void tp_mem_alloc(struct tp_record *r, int mclass, int device, uint64_t addr, ui
      * holds the context the report is about */
     uint64_t mfree = 0, mtotal = 0;
     int meminfo = !ok && from.oom && mclass != TP_MEM_HOST && tp_mem_info(&mfree, &mtotal) == 0;
-    pthread_mutex_lock(&tp_mem_lock);
+    tp_mem_take();
     struct tp_mem_acct *a = tp_acct_of(device, mclass);
     uint32_t origin = tp_orig_of(&from, device, mclass);
     unsigned flags = 0;
@@ -546,11 +566,15 @@ void tp_mem_alloc(struct tp_record *r, int mclass, int device, uint64_t addr, ui
         }
     }
     tp_mem_fill(r, addr, bytes, device, mclass, a, flags, origin);
-    pthread_mutex_unlock(&tp_mem_lock);
+    tp_mem_give();
 }
 
 void tp_mem_free(struct tp_record *r, int mclass, int device, uint64_t addr, int handle, int ok)
 {
+    if (tp_mem_mine) {
+        tp_mem_untracked(r, mclass, addr, 0, ok);
+        return;
+    }
     if (mclass == TP_MEM_HOST)
         device = -1;
     if (!addr) {
@@ -562,7 +586,7 @@ void tp_mem_free(struct tp_record *r, int mclass, int device, uint64_t addr, int
         }
         return;
     }
-    pthread_mutex_lock(&tp_mem_lock);
+    tp_mem_take();
     struct tp_mem_tab *t = handle ? &tp_handles : &tp_addrs;
     struct tp_mem_ent e;
     struct tp_mem_acct *a;
@@ -587,20 +611,20 @@ void tp_mem_free(struct tp_record *r, int mclass, int device, uint64_t addr, int
         a = tp_acct_of(device, mclass);
         tp_mem_fill(r, addr, 0, device, mclass, a, TP_MEM_UNKNOWN, TP_MEM_NO_ORIGIN);
     }
-    pthread_mutex_unlock(&tp_mem_lock);
+    tp_mem_give();
 }
 
 void tp_mem_free_at(struct tp_record *r, int mclass, uint64_t addr, int handle, int ok)
 {
-    if (!atomic_load_explicit(&tp_mem_on, memory_order_relaxed)) {
+    if (!atomic_load_explicit(&tp_mem_on, memory_order_relaxed) || tp_mem_mine) {
         tp_mem_untracked(r, mclass, addr, 0, ok);
         return;
     }
     int device = -1;
     if (mclass != TP_MEM_HOST) {
-        pthread_mutex_lock(&tp_mem_lock);
+        tp_mem_take();
         int known = tp_tab_find(handle ? &tp_handles : &tp_addrs, addr) != NULL;
-        pthread_mutex_unlock(&tp_mem_lock);
+        tp_mem_give();
         device = known ? 0 : tp_mem_current_device();   /* known: tp_mem_free takes the table's */
     }
     tp_mem_free(r, mclass, device, addr, handle, ok);
@@ -614,8 +638,10 @@ void tp_mem_free_at(struct tp_record *r, int mclass, uint64_t addr, int handle, 
 static int tp_mem_lock_bounded(void)
 {
     for (int i = 0; i < 200; i++) {
-        if (pthread_mutex_trylock(&tp_mem_lock) == 0)
+        if (pthread_mutex_trylock(&tp_mem_lock) == 0) {
+            tp_mem_mine = 1;
             return 1;
+        }
         struct timespec ts = { 0, 1000 * 1000 };
         nanosleep(&ts, NULL);
     }
@@ -624,7 +650,7 @@ static int tp_mem_lock_bounded(void)
 
 void tp_mem_window_begin(uint8_t gen, uint64_t now)
 {
-    pthread_mutex_lock(&tp_mem_lock);
+    tp_mem_take();
     tp_win_open = 1;
     tp_win_tick = now;
     int slot = gen % TP_MEM_WSLOTS;
@@ -637,7 +663,7 @@ void tp_mem_window_begin(uint8_t gen, uint64_t now)
         a->wpeak_tick = now;
         a->allocs = a->frees = a->failed = a->failed_bytes = 0;
     }
-    pthread_mutex_unlock(&tp_mem_lock);
+    tp_mem_give();
 }
 
 void tp_mem_window_end(uint8_t gen, uint64_t now)
@@ -666,7 +692,7 @@ void tp_mem_window_end(uint8_t gen, uint64_t now)
     }
     tp_win_open = 0;
     if (locked)
-        pthread_mutex_unlock(&tp_mem_lock);
+        tp_mem_give();
 }
 
 static int tp_usage_cmp(const void *pa, const void *pb)
@@ -680,7 +706,7 @@ static int tp_usage_cmp(const void *pa, const void *pb)
 int tp_mem_window_take(uint8_t gen, const struct tp_clock_map *map, struct tp_mem_usage **out)
 {
     *out = NULL;
-    pthread_mutex_lock(&tp_mem_lock);
+    tp_mem_take();
     struct tp_mem_snap *s = &tp_snaps[gen % TP_MEM_SNAPS];
     int n = 0;
     if (s->used && s->gen == gen && s->n > 0 && (*out = malloc((size_t)s->n * sizeof **out)) != NULL) {
@@ -688,7 +714,7 @@ int tp_mem_window_take(uint8_t gen, const struct tp_clock_map *map, struct tp_me
         memcpy(*out, s->u, (size_t)n * sizeof **out);
     }
     s->used = 0;
-    pthread_mutex_unlock(&tp_mem_lock);
+    tp_mem_give();
     for (int i = 0; i < n; i++)
         (*out)[i].peak_ns = map ? tp_clock_to_unix_ns(map, (uint64_t)(*out)[i].peak_ns) : 0;
     if (n > 1)
@@ -700,14 +726,14 @@ int tp_mem_totals(int device, int mclass, uint64_t *total, uint64_t *peak)
 {
     int found = 0;
     *total = *peak = 0;
-    pthread_mutex_lock(&tp_mem_lock);
+    tp_mem_take();
     for (int i = 0; i < tp_nacct; i++)
         if (tp_acct[i].device == device && tp_acct[i].mclass == mclass) {
             *total = tp_acct[i].total;
             *peak = tp_acct[i].peak;
             found = 1;
         }
-    pthread_mutex_unlock(&tp_mem_lock);
+    tp_mem_give();
     return found;
 }
 
@@ -721,7 +747,7 @@ int tp_mem_origins(int gen, struct tp_mem_origin_info **out, int *wstart_known, 
     *out = NULL;
     if (wstart_known)
         *wstart_known = 0;
-    pthread_mutex_lock(&tp_mem_lock);
+    tp_mem_take();
     uint64_t now_steps = atomic_load_explicit(&tp_mem_steps, memory_order_relaxed);
     if (steps)
         *steps = now_steps;
@@ -737,7 +763,7 @@ int tp_mem_origins(int gen, struct tp_mem_origin_info **out, int *wstart_known, 
             tp_orig_info(&tp_orig[i], &v[i], now_steps, 0);
             v[i].wstart = known ? tp_orig[i].wstart[slot] : 0;
         }
-    pthread_mutex_unlock(&tp_mem_lock);
+    tp_mem_give();
     *out = v;
     return v ? (int)n : 0;
 }
@@ -747,9 +773,9 @@ int tp_mem_oom_take(uint64_t now, uint64_t settle_ns, struct tp_mem_oom *o, stru
     *out = NULL;
     if (!__atomic_load_n(&tp_oom_state, __ATOMIC_RELAXED))
         return -1;      /* the common case, without the lock (a stale read waits a tick) */
-    pthread_mutex_lock(&tp_mem_lock);
+    tp_mem_take();
     if (tp_oom_state != 1 || now < tp_oom.ns + settle_ns) {
-        pthread_mutex_unlock(&tp_mem_lock);
+        tp_mem_give();
         return -1;
     }
     *o = tp_oom;
@@ -759,9 +785,14 @@ int tp_mem_oom_take(uint64_t now, uint64_t settle_ns, struct tp_mem_oom *o, stru
         for (uint32_t i = 0; i < n; i++)
             tp_orig_info(&tp_orig[i], &v[i], tp_oom.steps, 1);
     __atomic_store_n(&tp_oom_state, 2, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&tp_mem_lock);
+    tp_mem_give();
     *out = v;
     return v ? (int)n : 0;
+}
+
+int tp_mem_oom_pending(void)
+{
+    return __atomic_load_n(&tp_oom_state, __ATOMIC_RELAXED) == 1;
 }
 
 const char *tp_outer_name(unsigned id)
@@ -782,7 +813,7 @@ const char *tp_outer_name(unsigned id)
 
 void tp_mem_reset(void)
 {
-    pthread_mutex_lock(&tp_mem_lock);
+    tp_mem_take();
     free(tp_orig);
     free(tp_orig_idx);
     tp_orig = NULL;
@@ -802,7 +833,7 @@ void tp_mem_reset(void)
     tp_nacct = 0;
     tp_win_open = 0;
     memset(tp_snaps, 0, sizeof tp_snaps);
-    pthread_mutex_unlock(&tp_mem_lock);
+    tp_mem_give();
 }
 
 /* ---- the module (collector/modules/modules.def) ---------------------------------- */

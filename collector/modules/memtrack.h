@@ -187,6 +187,9 @@ struct tp_mem_oom {
 int tp_mem_oom_take(uint64_t now, uint64_t settle_ns, struct tp_mem_oom *o,
                     struct tp_mem_origin_info **out);
 
+/* tp_mem_oom_pending - a burst of failed allocations awaits its report. */
+int tp_mem_oom_pending(void);
+
 /* tp_mem_reset - forget everything (unit tests). */
 void tp_mem_reset(void);
 
