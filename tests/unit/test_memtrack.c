@@ -19,6 +19,24 @@
 /* an allocation with no call site known */
 #define TP_NO_FROM ((struct tp_mem_from){ 0, 0, 0, 0 })
 
+/* allocations from three call sites: the program's, one inside a library
+ * call (outer), and ncclMemAlloc's own */
+#define SITE_A 0x401000u
+#define SITE_B 0x402000u
+static struct tp_mem_from from(uint64_t site, unsigned outer, unsigned api, int oom)
+{
+    return (struct tp_mem_from){ site, (uint16_t)outer, (uint16_t)api, (uint8_t)oom };
+}
+
+static const struct tp_mem_origin_info *origin_of(const struct tp_mem_origin_info *v, int n, uint64_t site,
+                                                  unsigned outer, int device)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i].site == site && v[i].outer == outer && v[i].device == device)
+            return &v[i];
+    return NULL;
+}
+
 static void setup(void)
 {
     tp_clock_init();
@@ -256,9 +274,155 @@ START_TEST(test_threads)
 }
 END_TEST
 
+/* Each (site, outer library call, device) is one call site; frees go back
+ * to the allocation's site, wherever they are called from. */
+START_TEST(test_ledger_sites)
+{
+    struct tp_record r;
+    tp_mem_alloc(&r, TP_MEM_DEVICE, 0, 0x1000, 100, 0, 1, from(SITE_A, 0, TP_API_cudaMalloc, 0));
+    uint32_t a = r.u.mem.origin;
+    tp_mem_alloc(&r, TP_MEM_DEVICE, 0, 0x2000, 300, 0, 1, from(SITE_A, 0, TP_API_cudaMalloc, 0));
+    ck_assert_uint_eq(r.u.mem.origin, a);
+    tp_mem_alloc(&r, TP_MEM_DEVICE, 0, 0x3000, 50, 0, 1,
+                 from(SITE_A, TP_OUTER_ncclCommInitRank, TP_API_cuMemAlloc_v2, 0));
+    uint32_t b = r.u.mem.origin;
+    ck_assert_uint_ne(a, b);
+    tp_mem_alloc(&r, TP_MEM_DEVICE, 1, 0x4000, 70, 0, 1, from(SITE_A, 0, TP_API_cudaMalloc, 0));
+    ck_assert_uint_ne(r.u.mem.origin, a);      /* another device: another site */
+    tp_mem_free(&r, TP_MEM_DEVICE, 0, 0x1000, 0, 1);
+    ck_assert_uint_eq(r.u.mem.origin, a);
+    ck_assert_uint_eq(r.u.mem.bytes, 100);
+    tp_mem_free(&r, TP_MEM_DEVICE, 0, 0xdead, 0, 1);    /* never seen */
+    ck_assert_uint_eq(r.u.mem.origin, TP_MEM_NO_ORIGIN);
+
+    struct tp_mem_origin_info *v;
+    int n = tp_mem_origins(-1, &v, NULL, NULL);
+    ck_assert_int_eq(n, 3);
+    const struct tp_mem_origin_info *oa = origin_of(v, n, SITE_A, 0, 0);
+    const struct tp_mem_origin_info *ob = origin_of(v, n, SITE_A, TP_OUTER_ncclCommInitRank, 0);
+    ck_assert_ptr_nonnull(oa);
+    ck_assert_ptr_nonnull(ob);
+    ck_assert_uint_eq(oa->live, 300);
+    ck_assert_uint_eq(oa->peak, 400);
+    ck_assert_uint_eq(oa->allocated, 400);
+    ck_assert_uint_eq(oa->allocs, 2);
+    ck_assert_uint_eq(oa->frees, 1);
+    ck_assert_uint_eq(oa->api, TP_API_cudaMalloc);
+    ck_assert_uint_eq(ob->live, 50);
+    ck_assert_str_eq(tp_outer_name(ob->outer), "ncclCommInitRank");
+    free(v);
+}
+END_TEST
+
+/* What each site held at the last step ends: the ring fills lazily, a
+ * site born later held nothing before. */
+START_TEST(test_ledger_growth)
+{
+    tp_mem_step(0);
+    tp_mem_alloc(NULL, TP_MEM_DEVICE, 0, 0x1000, 1000, 0, 1, from(SITE_A, 0, TP_API_cudaMalloc, 0));
+    tp_mem_step(1);
+    tp_mem_step(2);     /* nothing changed in step 1 */
+    tp_mem_alloc(NULL, TP_MEM_DEVICE, 0, 0x2000, 500, 0, 1, from(SITE_A, 0, TP_API_cudaMalloc, 0));
+    tp_mem_step(3);
+    tp_mem_alloc(NULL, TP_MEM_DEVICE, 0, 0x3000, 7, 0, 1, from(SITE_B, 0, TP_API_cudaMalloc, 0));
+    tp_mem_free(NULL, TP_MEM_DEVICE, 0, 0x1000, 0, 1);
+    struct tp_mem_origin_info *v;
+    uint64_t steps;
+    int n = tp_mem_origins(-1, &v, NULL, &steps);
+    ck_assert_uint_eq(steps, 3);
+    const struct tp_mem_origin_info *a = origin_of(v, n, SITE_A, 0, 0), *b = origin_of(v, n, SITE_B, 0, 0);
+    ck_assert_uint_eq(a->live, 500);
+    ck_assert_uint_eq(a->at_step[0], 1500);    /* end of step 2 (3 completed) */
+    ck_assert_uint_eq(a->at_step[1], 1000);    /* end of step 1 */
+    ck_assert_uint_eq(a->at_step[2], 1000);    /* end of step 0 */
+    ck_assert_uint_eq(a->at_step[3], 0);       /* no such step end */
+    ck_assert_uint_eq(b->live, 7);
+    ck_assert_uint_eq(b->at_step[0], 0);
+    ck_assert_uint_eq(b->at_step[2], 0);
+    free(v);
+    /* more than 10 steps with no change: every remembered end holds the level */
+    tp_mem_step(40);
+    n = tp_mem_origins(-1, &v, NULL, &steps);
+    a = origin_of(v, n, SITE_A, 0, 0);
+    for (int i = 0; i < TP_MEM_GROWTH; i++)
+        ck_assert_uint_eq(a->at_step[i], 500);
+    free(v);
+}
+END_TEST
+
+/* A window's starting level per site is kept for the 4 latest windows. */
+START_TEST(test_ledger_window_starts)
+{
+    tp_mem_alloc(NULL, TP_MEM_DEVICE, 0, 0x1000, 1000, 0, 1, from(SITE_A, 0, TP_API_cudaMalloc, 0));
+    tp_mem_window_begin(7, tp_clock_now());
+    tp_mem_alloc(NULL, TP_MEM_DEVICE, 0, 0x2000, 500, 0, 1, from(SITE_A, 0, TP_API_cudaMalloc, 0));
+    tp_mem_alloc(NULL, TP_MEM_DEVICE, 0, 0x3000, 9, 0, 1, from(SITE_B, 0, TP_API_cudaMalloc, 0));
+    tp_mem_window_end(7, tp_clock_now());
+    struct tp_mem_origin_info *v;
+    int known;
+    int n = tp_mem_origins(7, &v, &known, NULL);
+    ck_assert_int_eq(known, 1);
+    ck_assert_uint_eq(origin_of(v, n, SITE_A, 0, 0)->wstart, 1000);
+    ck_assert_uint_eq(origin_of(v, n, SITE_B, 0, 0)->wstart, 0);
+    free(v);
+    for (int g = 8; g < 12; g++) {
+        tp_mem_window_begin((uint8_t)g, tp_clock_now());
+        tp_mem_window_end((uint8_t)g, tp_clock_now());
+    }
+    n = tp_mem_origins(7, &v, &known, NULL);
+    ck_assert_int_eq(known, 0);                 /* window 11 took its slot */
+    free(v);
+}
+END_TEST
+
+/* A burst of failures is one report, taken once it settled, with the
+ * levels at its first failure, not at the time it is taken. */
+START_TEST(test_ledger_oom_burst)
+{
+    struct tp_mem_oom o;
+    struct tp_mem_origin_info *v;
+    tp_mem_step(4);
+    tp_mem_alloc(NULL, TP_MEM_DEVICE, 0, 0x1000, 1000, 0, 1, from(SITE_A, 0, TP_API_cudaMalloc, 0));
+    ck_assert_int_eq(tp_mem_oom_pending(), 0);
+    ck_assert_int_lt(tp_mem_oom_take(tp_clock_ns(), 0, &o, &v), 0);
+    /* a failure that is not for want of memory is no burst */
+    tp_mem_alloc(NULL, TP_MEM_DEVICE, 0, 0, 1, 0, 0, from(SITE_B, 0, TP_API_cudaMalloc, 0));
+    ck_assert_int_eq(tp_mem_oom_pending(), 0);
+    tp_mem_alloc(NULL, TP_MEM_DEVICE, 0, 0, 1 << 30, 0, 0, from(SITE_B, 0, TP_API_cudaMalloc, 1));
+    ck_assert_int_eq(tp_mem_oom_pending(), 1);
+    /* the program frees its cache and retries, which fails again */
+    tp_mem_free(NULL, TP_MEM_DEVICE, 0, 0x1000, 0, 1);
+    tp_mem_alloc(NULL, TP_MEM_DEVICE, 0, 0, 1 << 30, 0, 0, from(SITE_B, 0, TP_API_cudaMalloc, 1));
+    ck_assert_int_lt(tp_mem_oom_take(tp_clock_ns(), 60ull * 1000000000u, &o, &v), 0);   /* not settled */
+    int n = tp_mem_oom_take(tp_clock_ns(), 0, &o, &v);
+    ck_assert_int_ge(n, 2);
+    ck_assert_uint_eq(o.bytes, 1u << 30);
+    ck_assert_uint_eq(o.failures, 2);
+    ck_assert_uint_eq(o.frees_after, 1);
+    ck_assert_uint_eq(o.steps, 4);
+    ck_assert_uint_eq(o.burst, 1);
+    ck_assert_uint_eq(o.from.site, SITE_B);
+    ck_assert_uint_eq(origin_of(v, n, SITE_A, 0, 0)->live, 1000);   /* before the free */
+    free(v);
+    ck_assert_int_eq(tp_mem_oom_pending(), 0);
+    ck_assert_int_lt(tp_mem_oom_take(tp_clock_ns(), 0, &o, &v), 0);   /* reported once */
+    /* within 5 s of the last failure: the same burst, no second report */
+    tp_mem_alloc(NULL, TP_MEM_DEVICE, 0, 0, 1 << 30, 0, 0, from(SITE_B, 0, TP_API_cudaMalloc, 1));
+    ck_assert_int_eq(tp_mem_oom_pending(), 0);
+}
+END_TEST
+
+
 int main(void)
 {
     Suite *s = suite_create("memory");
+    TCase *tl = tcase_create("ledger");
+    tcase_add_checked_fixture(tl, setup, NULL);
+    tcase_add_test(tl, test_ledger_sites);
+    tcase_add_test(tl, test_ledger_growth);
+    tcase_add_test(tl, test_ledger_window_starts);
+    tcase_add_test(tl, test_ledger_oom_burst);
+    suite_add_tcase(s, tl);
     TCase *tc = tcase_create("memory");
     tcase_add_checked_fixture(tc, setup, NULL);
     tcase_set_timeout(tc, 60);
