@@ -94,6 +94,8 @@ struct tp_config tp_cfg;
       tp_opt_parse_bool, tp_opt_show_bool, profile_memory, 0, 0) \
     X("TRAINPROF_WITH_STACK", "0", "0", "host call stacks at intercepted calls", \
       tp_opt_parse_bool, tp_opt_show_bool, with_stack, 0, 0) \
+    X("TRAINPROF_MEMORY_STACKS", "0", "0", "host call stacks at allocations (memory ledger)", \
+      tp_opt_parse_bool, tp_opt_show_bool, memory_stacks, 0, 0) \
     X("TRAINPROF_STACK_DEPTH", "32", "32", "frames kept per stack", \
       tp_opt_parse_int, tp_opt_show_int, stack_depth, 1, 128) \
     X("TRAINPROF_WITH_FLOPS", "1", "1", "FLOP estimates for math-library calls", \

@@ -75,6 +75,7 @@ struct tp_config {
     int record_shapes;             /* TRAINPROF_RECORD_SHAPES */
     int profile_memory;            /* TRAINPROF_PROFILE_MEMORY */
     int with_stack;                /* TRAINPROF_WITH_STACK */
+    int memory_stacks;             /* TRAINPROF_MEMORY_STACKS */
     int stack_depth;               /* TRAINPROF_STACK_DEPTH, 1..128 */
     int with_flops;                /* TRAINPROF_WITH_FLOPS */
     unsigned sys;                  /* TRAINPROF_SYS, enum tp_sys_stat bits, 0 = none */

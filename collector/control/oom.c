@@ -40,6 +40,7 @@
 #include "collector/contract/vocab.h"
 #include "collector/modules/memowner.h"
 #include "collector/modules/memtrack.h"
+#include "collector/modules/stack.h"
 #include "collector/record/apis.h"
 #include "collector/record/pgroup.h"
 
@@ -239,6 +240,16 @@ static void tp_oom_report(const struct tp_mem_oom *o, const struct tp_mem_origin
     json_object_set_new(jr, "owner", json_string(req ? req->owner : TP_MEMOWN_UNKNOWN));
     json_object_set_new(jr, "site", json_string(req ? req->site : ""));
     json_object_set_new(jr, "thread", json_integer(o->tid));
+    /* TRAINPROF_MEMORY_STACKS: the request's native stack, outermost first */
+    uint64_t ips[TP_STACK_MAX];
+    int nips = o->origin < (uint32_t)n && v[o->origin].stack ? tp_mem_stack(v[o->origin].stack, ips, TP_STACK_MAX) : 0;
+    const char *const *frames = nips ? tp_stack_resolve(ips, nips) : NULL;
+    if (frames) {
+        json_t *jf = json_array();
+        for (int k = 0; jf && k < nips; k++)
+            json_array_append_new(jf, json_string(frames[k]));
+        json_object_set_new(jr, "stack", jf);
+    }
     json_object_set_new(j, "request", jr);
     jr = NULL;
     if (o->meminfo)
@@ -264,6 +275,11 @@ static void tp_oom_report(const struct tp_mem_oom *o, const struct tp_mem_origin
                tp_human(b1, sizeof b1, o->bytes), where);
     tp_txt(&t, "  asked by: %s, at %s (thread %d)\n", req ? req->owner : TP_MEMOWN_UNKNOWN,
            req && req->site[0] ? req->site : "an unknown call site", (int)o->tid);
+    if (frames) {
+        tp_txt(&t, "  its stack, outermost first:\n");
+        for (int k = 0; k < nips; k++)
+            tp_txt(&t, "    %s\n", frames[k]);
+    }
     if (o->meminfo) {
         uint64_t used = o->dev_total - o->dev_free;
         tp_txt(&t, "  the device: %s total, %s free, %s used (cuMemGetInfo at the failure)\n",

@@ -25,6 +25,7 @@
 #include "collector/contract/sink.h"
 #include "collector/common/loader.h"
 #include "collector/common/clock.h"
+#include "stack.h"
 
 #include <cuda.h>
 #include <pthread.h>
@@ -49,9 +50,10 @@ struct tp_mem_ent {
  * window's start is reported unknown. */
 #define TP_MEM_WSLOTS 4
 
-/* A call site of the ledger: (site, outer, device, class). */
+/* A call site of the ledger: (site, outer, device, class, stack). */
 struct tp_mem_orig {
     uint64_t site;
+    uint32_t stack;                 /* TRAINPROF_MEMORY_STACKS: its stack's id, 0 none */
     uint16_t outer, api;
     int16_t  device;
     uint8_t  mclass;
@@ -119,6 +121,20 @@ static uint32_t tp_norig, tp_orig_cap;
 static uint32_t *tp_orig_idx;
 static size_t tp_orig_idx_cap;
 static int tp_wslot_gen[TP_MEM_WSLOTS] = { -1, -1, -1, -1 };
+
+/* TRAINPROF_MEMORY_STACKS (or TRAINPROF_WITH_STACK): the native stack of
+ * each allocation, interned (id = index + 1) with an index on its hash */
+struct tp_mem_stk {
+    uint64_t hash;
+    int n;
+    uint64_t *ips;
+};
+static int tp_mem_stacks;
+static struct tp_mem_stk *tp_stk;
+static uint32_t tp_nstk, tp_stk_cap;
+static uint32_t *tp_stk_idx;
+static size_t tp_stk_idx_cap;
+#define TP_MEM_MAX_STACKS 65536
 static _Atomic uint64_t tp_mem_steps;   /* steps completed (tp_mem_step) */
 
 /* the current burst of failed allocations */
@@ -326,15 +342,78 @@ static void tp_acct_sub(struct tp_mem_acct *a, uint64_t bytes)
 
 /* ---- call sites (lock held) ------------------------------------------------ */
 
-static size_t tp_orig_hash(uint64_t site, unsigned outer, int device, int mclass, size_t cap)
+static uint64_t tp_stk_hash(const uint64_t *ips, int n)
 {
-    uint64_t k = site ^ ((uint64_t)outer << 48) ^ ((uint64_t)(uint16_t)device << 32) ^ ((uint64_t)mclass << 56);
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
+    for (int i = 0; i < n; i++) {
+        h ^= ips[i];
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 33;
+    }
+    return h;
+}
+
+/* The id of stack "ips" (n frames), added if new; 0 if none can be kept. */
+static uint32_t tp_stk_of(const uint64_t *ips, int n)
+{
+    if (n <= 0)
+        return 0;
+    uint64_t h = tp_stk_hash(ips, n);
+    if (tp_stk_idx_cap) {
+        size_t j = tp_mem_hash(h | 1, tp_stk_idx_cap);
+        for (; tp_stk_idx[j]; j = (j + 1) & (tp_stk_idx_cap - 1)) {
+            const struct tp_mem_stk *k = &tp_stk[tp_stk_idx[j] - 1];
+            if (k->hash == h && k->n == n && memcmp(k->ips, ips, (size_t)n * sizeof *ips) == 0)
+                return tp_stk_idx[j];
+        }
+    }
+    if (tp_nstk >= TP_MEM_MAX_STACKS)
+        return 0;
+    if (tp_nstk == tp_stk_cap) {
+        uint32_t cap = tp_stk_cap ? tp_stk_cap * 2 : 64;
+        struct tp_mem_stk *v = realloc(tp_stk, (size_t)cap * sizeof *v);
+        if (!v)
+            return 0;
+        tp_stk = v;
+        tp_stk_cap = cap;
+        size_t icap = (size_t)cap * 2;
+        uint32_t *idx = calloc(icap, sizeof *idx);
+        if (!idx)
+            return 0;
+        for (uint32_t i = 0; i < tp_nstk; i++) {
+            size_t j = tp_mem_hash(tp_stk[i].hash | 1, icap);
+            while (idx[j])
+                j = (j + 1) & (icap - 1);
+            idx[j] = i + 1;
+        }
+        free(tp_stk_idx);
+        tp_stk_idx = idx;
+        tp_stk_idx_cap = icap;
+    }
+    uint64_t *copy = malloc((size_t)n * sizeof *copy);
+    if (!copy)
+        return 0;
+    memcpy(copy, ips, (size_t)n * sizeof *copy);
+    tp_stk[tp_nstk] = (struct tp_mem_stk){ h, n, copy };
+    size_t j = tp_mem_hash(h | 1, tp_stk_idx_cap);
+    while (tp_stk_idx[j])
+        j = (j + 1) & (tp_stk_idx_cap - 1);
+    tp_stk_idx[j] = ++tp_nstk;
+    return tp_nstk;
+}
+
+static size_t tp_orig_hash(uint64_t site, unsigned outer, int device, int mclass, uint32_t stack, size_t cap)
+{
+    uint64_t k = site ^ ((uint64_t)outer << 48) ^ ((uint64_t)(uint16_t)device << 32) ^ ((uint64_t)mclass << 56) ^
+                 ((uint64_t)stack * 0x9e3779b97f4a7c15ull);
     return tp_mem_hash(k ? k : 1, cap);
 }
 
-static int tp_orig_same(const struct tp_mem_orig *o, uint64_t site, unsigned outer, int device, int mclass)
+static int tp_orig_same(const struct tp_mem_orig *o, uint64_t site, unsigned outer, int device, int mclass,
+                        uint32_t stack)
 {
-    return o->site == site && o->outer == outer && o->device == device && o->mclass == mclass;
+    return o->site == site && o->outer == outer && o->device == device && o->mclass == mclass &&
+           o->stack == stack;
 }
 
 /* Bring the step-end values of "o" up to step end "steps": each step end
@@ -363,7 +442,7 @@ static int tp_orig_grow(void)
         return -1;
     for (uint32_t i = 0; i < tp_norig; i++) {
         const struct tp_mem_orig *o = &tp_orig[i];
-        size_t j = tp_orig_hash(o->site, o->outer, o->device, o->mclass, icap);
+        size_t j = tp_orig_hash(o->site, o->outer, o->device, o->mclass, o->stack, icap);
         while (idx[j])
             j = (j + 1) & (icap - 1);
         idx[j] = i + 1;
@@ -377,15 +456,15 @@ static int tp_orig_grow(void)
 /* The call site of "from" in (device, class), added if new; past
  * TP_MEM_MAX_ORIGINS (or out of memory) the (device, class)'s unknown one;
  * TP_MEM_NO_ORIGIN if even that cannot be had. */
-static uint32_t tp_orig_of(const struct tp_mem_from *from, int device, int mclass)
+static uint32_t tp_orig_of(const struct tp_mem_from *from, int device, int mclass, uint32_t stack)
 {
     uint64_t site = from->site;
     unsigned outer = from->outer;
     for (int tries = 0; tries < 2; tries++) {
         if (tp_orig_idx_cap) {
-            size_t j = tp_orig_hash(site, outer, device, mclass, tp_orig_idx_cap);
+            size_t j = tp_orig_hash(site, outer, device, mclass, stack, tp_orig_idx_cap);
             for (; tp_orig_idx[j]; j = (j + 1) & (tp_orig_idx_cap - 1))
-                if (tp_orig_same(&tp_orig[tp_orig_idx[j] - 1], site, outer, device, mclass))
+                if (tp_orig_same(&tp_orig[tp_orig_idx[j] - 1], site, outer, device, mclass, stack))
                     return tp_orig_idx[j] - 1;
         }
         if (tp_norig < TP_MEM_MAX_ORIGINS && (tp_norig < tp_orig_cap || tp_orig_grow() == 0)) {
@@ -393,21 +472,23 @@ static uint32_t tp_orig_of(const struct tp_mem_from *from, int device, int mclas
             struct tp_mem_orig *o = &tp_orig[i];
             memset(o, 0, sizeof *o);
             o->site = site;
+            o->stack = stack;
             o->outer = (uint16_t)outer;
             o->api = from->api;
             o->device = (int16_t)device;
             o->mclass = (uint8_t)mclass;
             o->upto = atomic_load_explicit(&tp_mem_steps, memory_order_relaxed);
-            size_t j = tp_orig_hash(site, outer, device, mclass, tp_orig_idx_cap);
+            size_t j = tp_orig_hash(site, outer, device, mclass, stack, tp_orig_idx_cap);
             while (tp_orig_idx[j])
                 j = (j + 1) & (tp_orig_idx_cap - 1);
             tp_orig_idx[j] = i + 1;
             return i;
         }
-        if (!site && !outer)
+        if (!site && !outer && !stack)
             break;
         site = 0;           /* full: the (device, class)'s unknown site */
         outer = 0;
+        stack = 0;
     }
     return TP_MEM_NO_ORIGIN;
 }
@@ -489,6 +570,7 @@ static void tp_orig_info(const struct tp_mem_orig *o, struct tp_mem_origin_info 
 {
     memset(v, 0, sizeof *v);
     v->site = o->site;
+    v->stack = o->stack;
     v->outer = o->outer;
     v->api = o->api;
     v->device = o->device;
@@ -532,9 +614,12 @@ void tp_mem_alloc(struct tp_record *r, int mclass, int device, uint64_t addr, ui
      * holds the context the report is about */
     uint64_t mfree = 0, mtotal = 0;
     int meminfo = !ok && from.oom && mclass != TP_MEM_HOST && tp_mem_info(&mfree, &mtotal) == 0;
+    /* the stack, before the lock: unwinding takes microseconds */
+    uint64_t ips[TP_STACK_MAX];
+    int nips = tp_mem_stacks && tp_stack_on() ? tp_stack_capture(ips, tp_cfg.stack_depth) : 0;
     tp_mem_take();
     struct tp_mem_acct *a = tp_acct_of(device, mclass);
-    uint32_t origin = tp_orig_of(&from, device, mclass);
+    uint32_t origin = tp_orig_of(&from, device, mclass, tp_stk_of(ips, nips));
     unsigned flags = 0;
     if (!ok || !addr) {
         /* a failed call, or a successful one of 0 bytes (NULL, nothing held) */
@@ -790,6 +875,18 @@ int tp_mem_oom_take(uint64_t now, uint64_t settle_ns, struct tp_mem_oom *o, stru
     return v ? (int)n : 0;
 }
 
+int tp_mem_stack(uint32_t id, uint64_t *ips, int max)
+{
+    int n = 0;
+    tp_mem_take();
+    if (id >= 1 && id <= tp_nstk) {
+        n = tp_stk[id - 1].n < max ? tp_stk[id - 1].n : max;
+        memcpy(ips, tp_stk[id - 1].ips, (size_t)n * sizeof *ips);
+    }
+    tp_mem_give();
+    return n;
+}
+
 int tp_mem_oom_pending(void)
 {
     return __atomic_load_n(&tp_oom_state, __ATOMIC_RELAXED) == 1;
@@ -814,6 +911,14 @@ const char *tp_outer_name(unsigned id)
 void tp_mem_reset(void)
 {
     tp_mem_take();
+    for (uint32_t i = 0; i < tp_nstk; i++)
+        free(tp_stk[i].ips);
+    free(tp_stk);
+    free(tp_stk_idx);
+    tp_stk = NULL;
+    tp_stk_idx = NULL;
+    tp_nstk = tp_stk_cap = 0;
+    tp_stk_idx_cap = 0;
     free(tp_orig);
     free(tp_orig_idx);
     tp_orig = NULL;
@@ -840,6 +945,7 @@ void tp_mem_reset(void)
 
 static void mem_init(const struct tp_config *cfg)
 {
+    tp_mem_stacks = cfg->memory_stacks || cfg->with_stack;
     tp_mem_enable(cfg->profile_memory);
 }
 

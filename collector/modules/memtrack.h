@@ -60,6 +60,7 @@ const char *tp_outer_name(unsigned id);
 /* One call site of the ledger, as tp-flush reads it (tp_mem_origins). */
 struct tp_mem_origin_info {
     uint64_t site;
+    uint32_t stack;         /* its native stack (tp_mem_stack), 0 if none */
     uint16_t outer, api;
     int16_t  device;
     uint8_t  mclass;
@@ -186,6 +187,10 @@ struct tp_mem_oom {
  */
 int tp_mem_oom_take(uint64_t now, uint64_t settle_ns, struct tp_mem_oom *o,
                     struct tp_mem_origin_info **out);
+
+/* tp_mem_stack - the frames of stack "id" (innermost first, the first the
+ * caller of the allocation), at most "max"; their count (0: none). */
+int tp_mem_stack(uint32_t id, uint64_t *ips, int max);
 
 /* tp_mem_oom_pending - a burst of failed allocations awaits its report. */
 int tp_mem_oom_pending(void);

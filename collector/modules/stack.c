@@ -448,7 +448,7 @@ void tp_stack_reset(void)
 
 static void stack_init(const struct tp_config *cfg)
 {
-    if (cfg->with_stack)
+    if (cfg->with_stack || (cfg->memory_stacks && cfg->profile_memory))
         tp_stack_init();
 }
 
