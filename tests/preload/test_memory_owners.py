@@ -67,3 +67,38 @@ def test_libc10_cuda_call_sites_name_pytorchs_caching_allocator():
     assert all(n.startswith("c10::") and n.endswith("(libc10_cuda.so)") for n in named), named
     # the allocator's own function is among them
     assert any("CUDACachingAllocator" in n for n in named), named
+
+
+def _needed(path):
+    out = subprocess.run(["readelf", "-d", "-W", path], capture_output=True, text=True,
+                         check=True).stdout
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+
+
+def _wheel_lib(package, name):
+    spec = importlib.util.find_spec("nvidia")
+    assert spec is not None, "the nvidia wheels come with torch (tests/requirements-torch.txt)"
+    for base in spec.submodule_search_locations:
+        path = os.path.join(base, package, "lib", name)
+        if os.path.exists(path):
+            return path
+    pytest.fail("%s/lib/%s not in the nvidia wheels" % (package, name))
+
+
+@pytest.mark.parametrize("package,name", [("nccl", "libnccl.so.2"), ("cu13", "libcublas.so.13"),
+                                          ("cu13", "libcublasLt.so.13"), ("cudnn", "libcudnn_ops.so.9"),
+                                          ("cudnn", "libcudnn_graph.so.9")])
+def test_libraries_reach_the_driver_from_their_own_code(package, name):
+    """NCCL, cuBLAS(Lt) and cuDNN link the CUDA runtime statically: they
+    import no runtime entry point and need no libcudart, and they look the
+    driver's entry points up with cuGetProcAddress (which hands out the
+    profiler's driver wrappers, preload/procaddr.c).  So their allocations
+    reach a driver wrapper with a return address inside their own object:
+    the ledger names them by it (memowner.c, rule 2), outside windows too.
+    cuDNN 9's libcudnn.so.9 is a shim that loads libcudnn_*.so.9, whose code
+    makes the calls: every one of them is named "cuDNN" by its prefix."""
+    path = _wheel_lib(package, name)
+    assert not _imports(path), _imports(path)
+    assert not any(n.startswith("libcudart") for n in _needed(path)), _needed(path)
+    text = open(path, "rb").read()
+    assert b"cuGetProcAddress" in text and b"cuMemAlloc" in text, name
