@@ -59,6 +59,7 @@
 #define TP_OOM_TOP_SITES 20
 
 static _Atomic unsigned tp_oom_written;
+static _Atomic int tp_oom_busy;     /* tp-flush is taking or writing a report */
 
 unsigned tp_oom_reports(void)
 {
@@ -402,10 +403,12 @@ out:
 
 void tp_oom_at_exit(int ms)
 {
-    if (!tp_mem_oom_pending())
+    /* pending before busy: busy is set before the report is taken (which
+     * clears pending) and cleared once it is written */
+    if (!tp_mem_oom_pending() && !atomic_load(&tp_oom_busy))
         return;
     tp_flusher_wake();
-    for (int i = 0; i < ms && tp_mem_oom_pending(); i++) {
+    for (int i = 0; i < ms && (tp_mem_oom_pending() || atomic_load(&tp_oom_busy)); i++) {
         struct timespec ts = { 0, 1000 * 1000 };
         nanosleep(&ts, NULL);
     }
@@ -420,11 +423,15 @@ void tp_oom_idle(void)
     /* at exit no retry is coming: write at once (the job usually ends
      * right after its out-of-memory error) */
     uint64_t settle = tp_flusher_exiting() ? 0 : (uint64_t)TP_OOM_SETTLE_MS * 1000000u;
+    atomic_store(&tp_oom_busy, 1);
     int n = tp_mem_oom_take(tp_clock_ns(), settle, &o, &v);
+    if (n >= 0) {
+        tp_oom_report(&o, v, n);
+        free(v);
+    }
+    atomic_store(&tp_oom_busy, 0);
     if (n < 0)
         return;
-    tp_oom_report(&o, v, n);
-    free(v);
     if (tp_oom_written == TP_OOM_MAX_REPORTS)
         TP_WARN("%d out-of-memory reports written: no more for this process", TP_OOM_MAX_REPORTS);
 }
