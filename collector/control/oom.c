@@ -401,14 +401,69 @@ out:
     free(sites);
 }
 
+/* At exit: the memory still held, by owner, in one line (tp-flush, which
+ * names the owners); nothing when everything was freed.  A job that ends
+ * with memory held is normal (PyTorch keeps its cache; the driver frees
+ * everything with the context): the line is for a leak's owner. */
+static _Atomic int tp_held_due;
+
+static void tp_held_line(void)
+{
+    struct tp_mem_origin_info *v = NULL;
+    int n = tp_mem_origins(-1, &v, NULL, NULL);
+    struct row {
+        int16_t device;
+        uint8_t mclass;
+        const char *owner;
+        uint64_t bytes, blocks;
+    } *rows = n ? calloc((size_t)n, sizeof *rows) : NULL;
+    int nr = 0;
+    for (int i = 0; rows && i < n; i++) {
+        if (!v[i].live)
+            continue;
+        const struct tp_memown *m = tp_memown_of(&v[i], (uint32_t)i);
+        int k = 0;
+        while (k < nr && !(rows[k].device == v[i].device && rows[k].mclass == v[i].mclass &&
+                           strcmp(rows[k].owner, m->owner) == 0))
+            k++;
+        if (k == nr)
+            rows[nr++] = (struct row){ v[i].device, v[i].mclass, m->owner, 0, 0 };
+        rows[k].bytes += v[i].live;
+        rows[k].blocks += v[i].allocs > v[i].frees ? v[i].allocs - v[i].frees : 0;
+    }
+    struct tp_txt t = { 0 };
+    for (int k = 0; k < nr; k++) {
+        char where[64], b[64];
+        int seen = 0;   /* rows of one (device, class) are not always adjacent: group them */
+        for (int j = 0; j < k && !seen; j++)
+            seen = rows[j].device == rows[k].device && rows[j].mclass == rows[k].mclass;
+        if (seen)
+            continue;
+        tp_txt(&t, "%s%s:", t.n ? "; " : "", tp_where(where, sizeof where, rows[k].device, rows[k].mclass));
+        for (int j = k; j < nr; j++)
+            if (rows[j].device == rows[k].device && rows[j].mclass == rows[k].mclass)
+                tp_txt(&t, "%s %s %s (%llu block%s)", j == k ? "" : ",", rows[j].owner,
+                       tp_human(b, sizeof b, rows[j].bytes), (unsigned long long)rows[j].blocks,
+                       rows[j].blocks == 1 ? "" : "s");
+    }
+    if (t.n && !t.oom) {
+        int rank, world_size;
+        tp_rank_now(&rank, &world_size);
+        TP_INFO("rank %d: memory held at exit (the driver frees it with the context): %s", rank, t.s);
+    }
+    free(t.s);
+    free(rows);
+    free(v);
+}
+
 void tp_oom_at_exit(int ms)
 {
+    atomic_store(&tp_held_due, 1);
     /* pending before busy: busy is set before the report is taken (which
      * clears pending) and cleared once it is written */
-    if (!tp_mem_oom_pending() && !atomic_load(&tp_oom_busy))
-        return;
     tp_flusher_wake();
-    for (int i = 0; i < ms && (tp_mem_oom_pending() || atomic_load(&tp_oom_busy)); i++) {
+    for (int i = 0; i < ms && (tp_mem_oom_pending() || atomic_load(&tp_oom_busy) || atomic_load(&tp_held_due));
+         i++) {
         struct timespec ts = { 0, 1000 * 1000 };
         nanosleep(&ts, NULL);
     }
@@ -416,22 +471,25 @@ void tp_oom_at_exit(int ms)
 
 void tp_oom_idle(void)
 {
-    if (tp_oom_written >= TP_OOM_MAX_REPORTS)
-        return;
-    struct tp_mem_oom o;
-    struct tp_mem_origin_info *v = NULL;
-    /* at exit no retry is coming: write at once (the job usually ends
-     * right after its out-of-memory error) */
-    uint64_t settle = tp_flusher_exiting() ? 0 : (uint64_t)TP_OOM_SETTLE_MS * 1000000u;
-    atomic_store(&tp_oom_busy, 1);
-    int n = tp_mem_oom_take(tp_clock_ns(), settle, &o, &v);
-    if (n >= 0) {
-        tp_oom_report(&o, v, n);
-        free(v);
+    if (tp_oom_written < TP_OOM_MAX_REPORTS) {
+        struct tp_mem_oom o;
+        struct tp_mem_origin_info *v = NULL;
+        /* at exit no retry is coming: write at once (the job usually ends
+         * right after its out-of-memory error) */
+        uint64_t settle = tp_flusher_exiting() ? 0 : (uint64_t)TP_OOM_SETTLE_MS * 1000000u;
+        atomic_store(&tp_oom_busy, 1);
+        int n = tp_mem_oom_take(tp_clock_ns(), settle, &o, &v);
+        if (n >= 0) {
+            tp_oom_report(&o, v, n);
+            free(v);
+        }
+        atomic_store(&tp_oom_busy, 0);
+        if (n >= 0 && tp_oom_written == TP_OOM_MAX_REPORTS)
+            TP_WARN("%d out-of-memory reports written: no more for this process", TP_OOM_MAX_REPORTS);
     }
-    atomic_store(&tp_oom_busy, 0);
-    if (n < 0)
-        return;
-    if (tp_oom_written == TP_OOM_MAX_REPORTS)
-        TP_WARN("%d out-of-memory reports written: no more for this process", TP_OOM_MAX_REPORTS);
+    if (atomic_load(&tp_held_due) && (!tp_mem_oom_pending() || tp_oom_written >= TP_OOM_MAX_REPORTS)) {
+        if (tp_cfg.profile_memory)
+            tp_held_line();
+        atomic_store(&tp_held_due, 0);
+    }
 }

@@ -14,7 +14,8 @@ void tp_oom_idle(void);
 #define TP_OOM_SETTLE_MS 300
 
 /* tp_oom_at_exit - the program exits (its exit handler): a report still
- * owed is written now, on tp-flush; waits for it at most "ms". */
+ * owed is written now, on tp-flush, then the line of the memory still
+ * held; waits for them at most "ms". */
 void tp_oom_at_exit(int ms);
 
 /* tp_oom_reports - reports written (tests). */
