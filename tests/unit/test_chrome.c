@@ -4,7 +4,8 @@
  * for what the readers need (README "What is in a trace"): key order, "rank": with a
  * space, name+ph on every event, cat+dur on every X, at most 3 decimals,
  * integer pid/tid, no "stream" key on CPU events, ProfilerStep#N,
- * metadata rows per thread, hostile names as valid UTF-8.  Also the
+ * metadata rows per thread, hostile names as valid UTF-8; the memory
+ * ledger's Owner and Site args and its counter tracks by owner.  Also the
  * handler table, overwrite suffixes, failures, and the throughput of the
  * whole handler (printed, not asserted).
  */

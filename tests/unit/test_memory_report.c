@@ -3,8 +3,10 @@
  * allocations and frees (out of time order across threads, failed and
  * no-op calls mixed in) -> the JSON's points, peaks and failures exactly;
  * the HTML's plots (vertices of each step path, axis ticks in GiB/MiB, the
- * peak label, escaping).  Also: no memory data or no trace, no file; a
- * huge window is thinned and stays small.  With TP_TEST_MEMORY_OUT set, the
+ * peak label, escaping); the memory ledger's owners of a series (the
+ * JSON's points, the page's stacked bands against the line, the legend).
+ * Also: no memory data or no trace, no file; a huge window (and its
+ * owners) is thinned and stays small.  With TP_TEST_MEMORY_OUT set, the
  * files of test_sequence are copied there (tests/preload/test_memory_report.py
  * parses them as XML and renders them in a browser).
  */
