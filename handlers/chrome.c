@@ -8,7 +8,11 @@
  * rename).  Nothing is buffered per event besides the writer's 64 KiB and a
  * small (pid, tid) table for the metadata rows, so memory does not grow
  * with the window.  The window's steps come first (parents before their
- * children), with no FLOPs track of zeros.
+ * children), with no FLOPs track of zeros.  The memory ledger's account
+ * is in the window, not the events: each [memory] instant names its
+ * owner and call site from its event, and close() writes one counter
+ * track per (device, class) with every owner's bytes in each point's
+ * args (chrome://tracing stacks them; Perfetto draws a track per owner).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -272,6 +276,10 @@ static void put_memory(struct chrome *c, const struct tp_event *ev)
     tp_jsonw_i64(j, ev->form == TP_FORM_FREE ? -(int64_t)b : (int64_t)b);
     put_key_u64(j, ", \"Total Allocated\": ", r->u.mem.total);
     put_key_u64(j, ", \"Total Reserved\": ", r->u.mem.total);
+    if (ev->mem_owner) {        /* the memory ledger's account of the call */
+        put_key_str(j, ", \"Owner\": ", ev->mem_owner);
+        put_key_str(j, ", \"Site\": ", ev->mem_site ? ev->mem_site : "");
+    }
     LIT(j, "}}");
     put_mem_counter(c, &e, e.ts_ns, host ? -1 : r->u.mem.device, r->u.mem.mclass, r->u.mem.total);
 }
@@ -285,6 +293,121 @@ static void put_mem_levels(struct chrome *c, const struct tp_window *w, int end)
         put_mem_counter(c, &at, end ? w->end_ns : w->start_ns, u->device, u->mclass,
                         end ? u->end_bytes : u->start_bytes);
     }
+}
+
+/* The owner track of (device, class): one counter per name, its args
+ * every owner's bytes, which chrome://tracing stacks and Perfetto splits
+ * into one track per owner. */
+static void owner_track_name(char *buf, size_t n, int device, int mclass)
+{
+    if (mclass == TP_MEM_HOST)
+        snprintf(buf, n, "Host pinned memory by owner");
+    else if (mclass == TP_MEM_MANAGED)
+        snprintf(buf, n, "GPU %d managed memory by owner", device);
+    else
+        snprintf(buf, n, "GPU %d memory by owner", device);
+}
+
+/* An owner of one track: its name (unique in the track: two owner indices
+ * of one name would write one key twice), the bytes it holds now and at
+ * the window's end; "rowless": no row of w->mem_owners names it (the
+ * ledger's rows and series disagree), its end is its last point. */
+struct owner_col {
+    const char *name;
+    uint64_t bytes, end;
+    int rowless;
+};
+
+static void put_owner_counter(struct chrome *c, const struct tp_window *w, const char *track,
+                              int64_t ts_ns, const struct owner_col *col, int ncol)
+{
+    struct tp_event e = { .pid = w->pid, .tid = w->pid, .ts_ns = ts_ns };
+    HEAD(c, "{\"ph\": \"C\", ", track, &e);
+    LIT(&c->j, ", \"args\": {");
+    for (int k = 0; k < ncol; k++) {
+        if (k)
+            LIT(&c->j, ", ");
+        tp_jsonw_str(&c->j, col[k].name);
+        LIT(&c->j, ": ");
+        tp_jsonw_u64(&c->j, col[k].bytes);
+    }
+    LIT(&c->j, "}}");
+}
+
+/* The column of owner index "o" in a track of *ncol columns, added if new
+ * ("slot": per owner index, its column or -1); -1 for an index with no name. */
+static int owner_col_of(const struct tp_window *w, struct owner_col *col, int *ncol, int *slot,
+                        unsigned o, int rowless)
+{
+    if (o >= (unsigned)w->n_mem_owner_names || !w->mem_owner_names[o])
+        return -1;
+    if (slot[o] >= 0)
+        return slot[o];
+    for (int k = 0; k < *ncol; k++)
+        if (!strcmp(col[k].name, w->mem_owner_names[o]))
+            return slot[o] = k;
+    col[*ncol] = (struct owner_col){ .name = w->mem_owner_names[o], .rowless = rowless };
+    return slot[o] = (*ncol)++;
+}
+
+/* The memory ledger's owners as counter tracks, one per (device, class)
+ * of w->mem_owners: a point at the window's start with every owner's
+ * start level, one per change of the series, one at the end with every
+ * owner's end level (as the reserved-memory tracks begin and end). */
+static void put_owner_tracks(struct chrome *c, const struct tp_window *w)
+{
+    if (!w->mem_owners || w->n_mem_owners <= 0 || !w->mem_owner_names || w->n_mem_owner_names <= 0)
+        return;
+    size_t names = (size_t)w->n_mem_owner_names;
+    struct owner_col *col = malloc(names * sizeof *col);
+    int *slot = malloc(names * sizeof *slot);
+    if (!col || !slot)
+        goto out;
+    for (int i = 0; i < w->n_mem_owners; i++) {
+        const struct tp_mem_owner_usage *first = &w->mem_owners[i];
+        int seen = 0;       /* the track of an earlier row: written then */
+        for (int k = 0; k < i && !seen; k++)
+            seen = w->mem_owners[k].device == first->device && w->mem_owners[k].mclass == first->mclass;
+        if (seen)
+            continue;
+        int ncol = 0;
+        for (size_t o = 0; o < names; o++)
+            slot[o] = -1;
+        for (int k = i; k < w->n_mem_owners; k++) {
+            const struct tp_mem_owner_usage *u = &w->mem_owners[k];
+            if (u->device != first->device || u->mclass != first->mclass)
+                continue;
+            int x = owner_col_of(w, col, &ncol, slot, u->owner, 0);
+            if (x >= 0) {
+                col[x].bytes += u->start_bytes;
+                col[x].end += u->end_bytes;
+            }
+        }
+        if (!ncol)
+            continue;
+        char track[64];
+        owner_track_name(track, sizeof track, first->device, first->mclass);
+        put_owner_counter(c, w, track, w->start_ns, col, ncol);
+        for (size_t p = 0; w->mem_owner_points && p < w->n_mem_owner_points; p++) {
+            const struct tp_mem_owner_point *pt = &w->mem_owner_points[p];
+            if (pt->device != first->device || pt->mclass != first->mclass)
+                continue;
+            int x = owner_col_of(w, col, &ncol, slot, pt->owner, 1);
+            if (x < 0)
+                continue;
+            col[x].bytes = pt->bytes;
+            if (col[x].rowless)
+                col[x].end = pt->bytes;
+            int64_t ts = pt->ts_ns < w->start_ns ? w->start_ns : pt->ts_ns > w->end_ns ? w->end_ns : pt->ts_ns;
+            put_owner_counter(c, w, track, ts, col, ncol);
+        }
+        for (int x = 0; x < ncol; x++)
+            col[x].bytes = col[x].end;
+        put_owner_counter(c, w, track, w->end_ns, col, ncol);
+    }
+out:
+    free(col);
+    free(slot);
 }
 
 static void put_call(struct chrome *c, const struct tp_event *ev)
@@ -670,6 +793,7 @@ static int chrome_close(void *state, const struct tp_window *w, struct tp_saved 
     struct chrome *c = state;
     struct tp_jsonw *j = &c->j;
     put_mem_levels(c, w, 1);
+    put_owner_tracks(c, w);
     put_threads(c, w);
     const char *slash = strrchr(c->out.final, '/');
     LIT(j, "\n  ],\n  \"traceName\": ");

@@ -18,7 +18,10 @@
  * extreme; the JSON keeps all points up to TP_MEMORY_JSON_POINTS and is
  * thinned the same way beyond.  The page is also well-formed XML (XHTML
  * syntax, UTF-8 characters instead of named entities) so that tests parse it
- * with any XML reader.  No trace or no memory data: no file; no memory
+ * with any XML reader.  Who held the bytes is the memory ledger's account,
+ * read from the window (its rows and series of changes per owner), not
+ * from the events: the page stacks the owners of each series under its
+ * line, the JSON lists each owner's points.  No trace or no memory data: no file; no memory
  * data (a CPU-only window, or TRAINPROF_PROFILE_MEMORY=0) is said once per
  * process at info level, naming the trace, so that "memory" in
  * TRAINPROF_HANDLERS never ends in silence.
@@ -100,7 +103,7 @@ static void memory_event(void *state, const struct tp_event *ev)
 
 static int write_report(const struct tp_window *w, struct tp_saved *saved, const char *ext,
                         int json, struct mem_state *m, int64_t len, struct mem_point **pts,
-                        const size_t *npts, struct mem_point *scratch)
+                        const size_t *npts, struct mem_point *scratch, const struct mem_owner_set *own)
 {
     struct tp_output out;
     if (tp_output_open_report(&out, w->reports_folder, saved->trace, ext, w->overwrite, "memory report") != 0)
@@ -108,9 +111,9 @@ static int write_report(const struct tp_window *w, struct tp_saved *saved, const
     struct tp_jsonw j;
     if (tp_jsonw_init(&j, out.fd, 0, 0) == 0) {
         if (json)
-            tp_memrep_put_json(&j, m, w, len, pts, npts);
+            tp_memrep_put_json(&j, m, w, len, pts, npts, own);
         else
-            tp_memrep_put_html(&j, m, w, len, pts, npts, scratch);
+            tp_memrep_put_html(&j, m, w, len, pts, npts, scratch, own);
     }
     int err = tp_jsonw_finish(&j);
     return tp_output_report_done(&out, err, saved);
@@ -138,10 +141,11 @@ static int memory_close(void *state, const struct tp_window *w, struct tp_saved 
     }
     struct mem_point **pts = calloc((size_t)m->n, sizeof *pts);
     size_t *npts = calloc((size_t)m->n, sizeof *npts);
+    struct mem_owner_set *own = calloc((size_t)m->n, sizeof *own);
     struct mem_point *scratch = NULL;
     if (!saved->trace[0])
         goto out;
-    if (!pts || !npts) {
+    if (!pts || !npts || !own) {
         TP_ERROR("memory report of %s not written: %s", saved->trace, strerror(ENOMEM));
         rc = -1;
         goto out;
@@ -160,6 +164,11 @@ static int memory_close(void *state, const struct tp_window *w, struct tp_saved 
         any = 1;
         if (npts[i] > most)
             most = npts[i];
+        if (tp_memrep_owners(w, m->s[i].u, len, &own[i]) != 0)
+            m->oom = 1;
+        for (int k = 0; k < own[i].n; k++)
+            if (own[i].o[k].n > most)
+                most = own[i].o[k].n;
     }
     if (!any) {
         if (!m->oom)
@@ -170,13 +179,16 @@ static int memory_close(void *state, const struct tp_window *w, struct tp_saved 
         qsort(m->f, m->nf, sizeof *m->f, tp_memrep_cmp_fail);
     if (most > 4 * (size_t)AREA_W)
         scratch = malloc(most * sizeof *scratch);
-    if (write_report(w, saved, "memory.json", 1, m, len, pts, npts, scratch) != 0)
+    if (write_report(w, saved, "memory.json", 1, m, len, pts, npts, scratch, own) != 0)
         rc = -1;
-    if (write_report(w, saved, "memory.html", 0, m, len, pts, npts, scratch) != 0)
+    if (write_report(w, saved, "memory.html", 0, m, len, pts, npts, scratch, own) != 0)
         rc = -1;
 out:
     for (int i = 0; pts && i < m->n; i++)
         free(pts[i]);
+    for (int i = 0; own && i < m->n; i++)
+        tp_memrep_owners_free(&own[i]);
+    free(own);
     free(pts);
     free(npts);
     free(scratch);

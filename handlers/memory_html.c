@@ -2,8 +2,13 @@
  * memory_html.c - DESIGN: "<trace base>.memory.html": one self-contained
  * page (inline CSS and SVG, no script, no external font), one step plot per
  * (device, class) with "nice" axis ticks, the peak and the failed
- * allocations marked, and a table of the levels.  Well-formed XML (XHTML
- * syntax, UTF-8 characters instead of named entities), every text escaped.
+ * allocations marked, and a table of the levels.  Where the memory ledger
+ * names owners, a plot stacks them under its line, one band each in a
+ * colour of its own ("unknown" grey), with a legend under the plot (the
+ * name, its bytes at the end and its peak) and the name as each band's
+ * tooltip; the line's own tint is left out there, so that the colours read
+ * as the legend says.  Well-formed XML (XHTML syntax, UTF-8 characters
+ * instead of named entities), every text escaped.
  */
 #include "memory_impl.h"
 
@@ -78,20 +83,112 @@ static const char *series_color(unsigned mclass)
     return mclass == TP_MEM_MANAGED ? "#8250df" : mclass == TP_MEM_HOST ? "#1a7f37" : "#0969da";
 }
 
+/* The owners' colours, in the rows' order (most held at the end first),
+ * none of them the series' blue, purple or green; "unknown" always grey. */
+static const char *const owner_colors[] = { "#f28e2b", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
+                                            "#ff9da7", "#9c755f", "#4e79a7", "#59a14f" };
+#define OWNER_GREY "#bab0ac"
+#define OWNER_OPACITY "0.55"
+
+static const char *owner_color(const struct mem_owner_set *own, int k)
+{
+    if (!strcmp(own->o[k].name, "unknown"))
+        return OWNER_GREY;
+    int x = 0;          /* the k-th named owner */
+    for (int i = 0; i < k; i++)
+        x += strcmp(own->o[i].name, "unknown") != 0;
+    return owner_colors[x % (int)(sizeof owner_colors / sizeof owner_colors[0])];
+}
+
 static const char *fmt_ms(char *buf, size_t n, double ms)
 {
     snprintf(buf, n, ms >= 1 || ms == 0 ? "%.1f ms" : "%.3f ms", ms);
     return buf;
 }
 
+/* The sum of owners [0, upto) in state "i" of "st". */
+static uint64_t stack_sum(const struct mem_stack *st, size_t i, int upto)
+{
+    const uint64_t *v = st->s + i * ((size_t)st->k + 1) + 1;
+    uint64_t sum = 0;
+    for (int k = 0; k < upto; k++)
+        sum += v[k];
+    return sum;
+}
+
+/* Owner "k"'s band of the stack: a closed path along its top (the sum of
+ * owners 0..k) from the window's start to its end, and back along its
+ * bottom (the sum of the owners under it), both as steps. */
+static void put_owner_area(struct tp_jsonw *j, const struct mem_stack *st, int k, const char *color,
+                           const char *name, double xscale, double yscale)
+{
+    tp_jsonw_lit(j, "<path class=\"owner\" fill=\"");
+    tp_jsonw_lit(j, color);
+    TP_JSONW_LIT(j, "\" fill-opacity=\"" OWNER_OPACITY "\" stroke=\"none\" d=\"");
+    size_t w = (size_t)st->k + 1;
+#define SX(i) (MARGIN_L + (double)(int64_t)st->s[(i) * w] * xscale)
+#define SY(v) (MARGIN_T + AREA_H - (double)(v) * yscale)
+    /* a state that leaves an edge where it was adds no vertex: a band that
+     * does not move is a rectangle, whatever the other owners do */
+    size_t last = st->n - 1;
+    uint64_t prev = stack_sum(st, 0, k + 1);
+    tp_jsonw_printf(j, "M%.1f %.1f", SX(0), SY(prev));
+    for (size_t i = 1; i < st->n; i++) {
+        uint64_t v = stack_sum(st, i, k + 1);
+        if (v != prev)
+            tp_jsonw_printf(j, " L%.1f %.1f L%.1f %.1f", SX(i), SY(prev), SX(i), SY(v));
+        prev = v;
+    }
+    prev = stack_sum(st, last, k);
+    tp_jsonw_printf(j, " L%.1f %.1f L%.1f %.1f", SX(last), SY(stack_sum(st, last, k + 1)), SX(last), SY(prev));
+    for (size_t i = last; i > 0; i--) {
+        uint64_t b = stack_sum(st, i - 1, k);
+        if (b != prev)
+            tp_jsonw_printf(j, " L%.1f %.1f L%.1f %.1f", SX(i), SY(prev), SX(i), SY(b));
+        prev = b;
+    }
+    tp_jsonw_printf(j, " L%.1f %.1f Z\"><title>", SX(0), SY(prev));
+    put_text(j, name);
+    TP_JSONW_LIT(j, "</title></path>\n");
+#undef SX
+#undef SY
+}
+
+/* The legend of the owners' bands: a swatch, the name, its levels. */
+static void put_owner_legend(struct tp_jsonw *j, const struct mem_owner_set *own)
+{
+    char a[64], b[64];
+    TP_JSONW_LIT(j, "<ul class=\"legend\">\n");
+    for (int k = 0; k < own->n; k++) {
+        const struct mem_owner_line *o = &own->o[k];
+        TP_JSONW_LIT(j, "<li class=\"owner\"><span class=\"swatch\" style=\"background:");
+        tp_jsonw_lit(j, owner_color(own, k));
+        TP_JSONW_LIT(j, "\"></span><span class=\"name\">");
+        put_text(j, o->name);
+        tp_jsonw_printf(j, "</span> %s at the end, peak %s</li>\n",
+                        tp_memory_human(a, sizeof a, o->u->end_bytes), tp_memory_human(b, sizeof b, o->u->peak_bytes));
+    }
+    TP_JSONW_LIT(j, "</ul>\n");
+}
+
 static void put_plot(struct tp_jsonw *j, const struct tp_window *w, const struct mem_state *m,
-                     const struct mem_series *s, const struct mem_point *p, size_t n, int64_t len)
+                     const struct mem_series *s, const struct mem_point *p, size_t n, int64_t len,
+                     const struct mem_owner_set *own)
 {
     const struct tp_mem_usage *u = s->u;
     uint64_t max = u->peak_bytes;
     for (size_t i = 0; i < n; i++)
         if (p[i].bytes > max)
             max = p[i].bytes;
+    /* the owners' bands, when the ledger has them: under the line, in place
+     * of its tint (the stack reaches the line when the ledger saw every byte) */
+    struct mem_stack st = { 0 };
+    if (own && own->n > 0 && tp_memrep_stack(own, len, AREA_W, &st) != 0)
+        st.n = 0;
+    for (size_t i = 0; i < st.n; i++) {
+        uint64_t sum = stack_sum(&st, i, st.k);
+        max = sum > max ? sum : max;
+    }
     double div;
     const char *unit;
     y_unit(max, &div, &unit);
@@ -135,8 +232,10 @@ static void put_plot(struct tp_jsonw *j, const struct tp_window *w, const struct
     tp_jsonw_printf(j, "<text class=\"xlabel\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">"
                        "time since window start (ms)</text>\n",
                     MARGIN_L + AREA_W / 2, PLOT_H - 6);
-    /* the step line, and the area under it */
-    for (int pass = 0; pass < 2; pass++) {
+    for (int k = 0; k < st.k && st.n; k++)
+        put_owner_area(j, &st, k, owner_color(own, k), own->o[k].name, xscale, yscale);
+    /* the step line, and the area under it (without owners) */
+    for (int pass = st.n ? 1 : 0; pass < 2; pass++) {
         tp_jsonw_lit(j, pass ? "<path class=\"step\" fill=\"none\" stroke=\"" : "<path class=\"area\" fill=\"");
         tp_jsonw_lit(j, color);
         tp_jsonw_lit(j, pass ? "\" stroke-width=\"1.5\" stroke-linejoin=\"round\" d=\""
@@ -188,6 +287,9 @@ static void put_plot(struct tp_jsonw *j, const struct tp_window *w, const struct
                            "× %d failed allocation%s</text>\n",
                         MARGIN_L + AREA_W, MARGIN_T - 8, nfailed, nfailed > 1 ? "s" : "");
     TP_JSONW_LIT(j, "</svg>\n");
+    if (st.n)
+        put_owner_legend(j, own);
+    tp_memrep_stack_free(&st);
 }
 
 static const char page_style[] =
@@ -206,7 +308,12 @@ static const char page_style[] =
     "svg text.peaklabel{fill:#1f2328;font-weight:600}\n"
     "svg text.failedlabel{fill:#cf222e}\n"
     "svg .grid{stroke:#eaeef2;stroke-width:1}\n"
-    "svg .axis,svg .tick{stroke:#8c959f;stroke-width:1}\n";
+    "svg .axis,svg .tick{stroke:#8c959f;stroke-width:1}\n"
+    "ul.legend{list-style:none;padding:0;margin:4px 0 0 72px;font-size:13px}\n"
+    "ul.legend li{display:inline-block;margin:0 18px 4px 0;color:#59636e;white-space:nowrap}\n"
+    "ul.legend .name{color:#1f2328;font-weight:600}\n"
+    ".swatch{display:inline-block;width:12px;height:12px;margin-right:6px;vertical-align:-1px;"
+    "opacity:" OWNER_OPACITY "}\n";
 
 static void put_cell(struct tp_jsonw *j, const char *text)
 {
@@ -217,7 +324,7 @@ static void put_cell(struct tp_jsonw *j, const char *text)
 
 void tp_memrep_put_html(struct tp_jsonw *j, struct mem_state *m, const struct tp_window *w,
                         int64_t len, struct mem_point **pts, const size_t *npts,
-                        struct mem_point *scratch)
+                        struct mem_point *scratch, const struct mem_owner_set *own)
 {
     char buf[64];
     TP_JSONW_LIT(j, "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n"
@@ -247,6 +354,13 @@ void tp_memrep_put_html(struct tp_jsonw *j, struct mem_state *m, const struct tp
                     " (cudaMalloc, cudaMallocAsync, managed, pinned and VMM allocations), not the bytes"
                     " a framework's caching allocator handed out to tensors: compare with PyTorch's"
                     " torch.cuda.memory_reserved(), not memory_allocated().</p>\n");
+    int owners = 0;
+    for (int i = 0; own && i < m->n; i++)
+        owners |= pts[i] && own[i].n > 0;
+    if (owners)
+        TP_JSONW_LIT(j, "<p class=\"note\">The coloured bands under a line are who held those bytes (the"
+                        " memory ledger's owners: a library, the framework's caching allocator, the program),"
+                        " stacked, the owner holding the most at the end at the bottom.</p>\n");
 
     TP_JSONW_LIT(j, "<table>\n<tr><th>Memory</th><th>Start</th><th>Peak</th><th>Peak at</th><th>End</th>"
                     "<th>Process peak</th><th>Allocs</th><th>Frees</th><th>Failed</th></tr>\n");
@@ -279,7 +393,7 @@ void tp_memrep_put_html(struct tp_jsonw *j, struct mem_state *m, const struct tp
             n = tp_memrep_thin(p, n, len, AREA_W, scratch);
             p = scratch;
         }
-        put_plot(j, w, m, &m->s[i], p, n, len);
+        put_plot(j, w, m, &m->s[i], p, n, len, own ? &own[i] : NULL);
     }
 
     if (m->nf) {

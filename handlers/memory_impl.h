@@ -1,7 +1,8 @@
 /*
  * memory_impl.h - what the files of the memory report share (private):
  * the points of each (device, class) series, gathered by the handler
- * (memory.c) and prepared by memory_points.c, written as JSON
+ * (memory.c) and prepared by memory_points.c with those of its owners
+ * (the memory ledger's, from the window), written as JSON
  * (memory_json.c) and as an HTML page with SVG plots (memory_html.c).
  */
 #ifndef TRAINPROF_HANDLERS_MEMORY_IMPL_H
@@ -37,6 +38,30 @@ struct mem_series {
     const struct tp_mem_usage *u;
     struct mem_point *v;
     size_t n, cap;
+};
+
+/* One owner of a series (the memory ledger's row for its device and
+ * class): its step points over [0, len], framed by its start and end
+ * levels as the series' are. */
+struct mem_owner_line {
+    const struct tp_mem_owner_usage *u;
+    const char *name;
+    struct mem_point *p;
+    size_t n;
+};
+
+struct mem_owner_set {
+    struct mem_owner_line *o;    /* most held at the end first (the rows' order) */
+    int n;
+};
+
+/* The owners' levels stacked: n states in time order, each "k + 1"
+ * values: its time (ns since the window start) then every owner's bytes
+ * from then on, owner 0 first. */
+struct mem_stack {
+    int k;
+    size_t n, cap;
+    uint64_t *s;
 };
 
 struct mem_fail {
@@ -84,12 +109,27 @@ const char *tp_memrep_trace_name(const char *trace);
 int64_t tp_memrep_peak_rel(const struct tp_window *w, const struct tp_mem_usage *u, int64_t len,
                            const struct mem_point *p, size_t n);
 
+/* The owners of the series of "u" from the window's ledger (rows that
+ * show nothing left out) into *set; 0, or -1 when out of memory (*set
+ * then empty).  tp_memrep_owners_free frees what it holds. */
+int tp_memrep_owners(const struct tp_window *w, const struct tp_mem_usage *u, int64_t len,
+                     struct mem_owner_set *set);
+void tp_memrep_owners_free(struct mem_owner_set *set);
+
+/* The owners of "set" stacked into *st: one state per time any of them
+ * changed, or with more changes than 4 per column of "cols" over "len",
+ * per column the first state, those of the lowest and highest sum, and
+ * the last.  0, or -1 when out of memory.  tp_memrep_stack_free frees it. */
+int tp_memrep_stack(const struct mem_owner_set *set, int64_t len, int cols, struct mem_stack *st);
+void tp_memrep_stack_free(struct mem_stack *st);
+
 /* ---- writers (memory_json.c, memory_html.c) ---- */
 
 void tp_memrep_put_json(struct tp_jsonw *j, struct mem_state *m, const struct tp_window *w,
-                        int64_t len, struct mem_point **pts, const size_t *npts);
+                        int64_t len, struct mem_point **pts, const size_t *npts,
+                        const struct mem_owner_set *own);
 void tp_memrep_put_html(struct tp_jsonw *j, struct mem_state *m, const struct tp_window *w,
                         int64_t len, struct mem_point **pts, const size_t *npts,
-                        struct mem_point *scratch);
+                        struct mem_point *scratch, const struct mem_owner_set *own);
 
 #endif

@@ -11,7 +11,10 @@
  * file is written then, after chrome has saved the trace, through
  * output.c.  No trace, no summary.  Times are kept in integer ns and
  * printed with integer arithmetic so that the figures add up exactly.
- * Memory comes from the window's tp_mem_usage rows, not from events.
+ * Memory comes from the window's tp_mem_usage rows, not from events, and
+ * who holds it from the memory ledger's rows (tp_mem_owner_usage, a table
+ * per device and class with each owner's call sites under it; what was
+ * still held at exit, tp_mem_held).
  * Collectives are keyed by (kind, group size); their bandwidths use the
  * device time of the kernels they issued when CUPTI saw any of them, else the
  * host call durations, labelled host-enqueue based.  close()
@@ -425,6 +428,143 @@ static void put_memory(struct tp_jsonw *j, const struct summary *s, const struct
     free(c);
 }
 
+/* "GPU 0", "GPU 0 managed", "host pinned": a (device, class) in the owner
+ * tables' headings. */
+static const char *owner_where(char *buf, size_t n, int device, unsigned mclass)
+{
+    if (mclass == TP_MEM_HOST || device < 0)
+        snprintf(buf, n, "host pinned");
+    else if (mclass == TP_MEM_MANAGED)
+        snprintf(buf, n, "GPU %d managed", device);
+    else
+        snprintf(buf, n, "GPU %d", device);
+    return buf;
+}
+
+/* An owner row with nothing to show: held nothing, did nothing. */
+static int owner_row_empty(const struct tp_mem_owner_usage *o)
+{
+    return !o->start_bytes && !o->end_bytes && !o->peak_bytes && !o->allocs && !o->frees;
+}
+
+static const char *owner_name(const struct tp_window *w, unsigned owner)
+{
+    return owner < (unsigned)w->n_mem_owner_names && w->mem_owner_names[owner]
+               ? w->mem_owner_names[owner] : "unknown";
+}
+
+/* A row of an owner table: row "owner" of w->mem_owners, or its call site
+ * "site" (>= 0). */
+struct owner_line {
+    int owner, site;
+};
+
+struct owner_lines {
+    const struct tp_window *w;
+    const struct owner_line *v;
+    char name[TP_TABLE_NAME_MAX + 8];  /* a call site indented (the table cuts it) */
+};
+
+static void fill_owner_row(void *ctx, size_t row, const char **cells, char (*buf)[CELL])
+{
+    struct owner_lines *x = ctx;
+    const struct owner_line *l = &x->v[row];
+    const struct tp_mem_owner_usage *o = &x->w->mem_owners[l->owner];
+    if (l->site < 0) {
+        cells[0] = owner_name(x->w, o->owner);
+        tp_memory_human(buf[1], CELL, o->end_bytes);
+        tp_memory_human(buf[2], CELL, o->peak_bytes);
+        snprintf(buf[3], CELL, "%llu", (unsigned long long)o->allocs);
+        snprintf(buf[4], CELL, "%llu", (unsigned long long)o->frees);
+        return;
+    }
+    const struct tp_mem_site_usage *st = &o->sites[l->site];
+    snprintf(x->name, sizeof x->name, "  %s", st->site && st->site[0] ? st->site : "(call site unknown)");
+    cells[0] = x->name;
+    tp_memory_human(buf[1], CELL, st->live_bytes);
+    buf[2][0] = '\0';
+    snprintf(buf[3], CELL, "%llu", (unsigned long long)st->allocs);
+    buf[4][0] = '\0';
+}
+
+/* One table of the memory ledger's owners of (device, class), the rows of
+ * w->mem_owners from "first" on that share it, in their order (most held
+ * at the end first), each owner's call sites indented under it. */
+static void put_owner_table(struct tp_jsonw *j, const struct tp_window *w, int first)
+{
+    static const char *const titles[] = { "Owner / call site", "Held at end", "Peak", "Allocs", "Frees" };
+    const struct tp_mem_owner_usage *f = &w->mem_owners[first];
+    size_t rows = 0;
+    for (int i = first; i < w->n_mem_owners; i++) {
+        const struct tp_mem_owner_usage *o = &w->mem_owners[i];
+        if (o->device == f->device && o->mclass == f->mclass && !owner_row_empty(o))
+            rows += 1 + (size_t)(o->sites && o->n_sites > 0 ? o->n_sites : 0);
+    }
+    if (!rows)
+        return;
+    struct owner_line *v = calloc(rows, sizeof *v);
+    if (!v)
+        return;
+    size_t k = 0;
+    for (int i = first; i < w->n_mem_owners; i++) {
+        const struct tp_mem_owner_usage *o = &w->mem_owners[i];
+        if (o->device != f->device || o->mclass != f->mclass || owner_row_empty(o))
+            continue;
+        v[k++] = (struct owner_line){ i, -1 };
+        for (int x = 0; o->sites && x < o->n_sites; x++)
+            v[k++] = (struct owner_line){ i, x };
+    }
+    char where[64];
+    tp_jsonw_printf(j, "\nMemory by owner (%s)\n", owner_where(where, sizeof where, f->device, f->mclass));
+    struct owner_lines x = { .w = w, .v = v };
+    tp_table_write(j, titles, 5, rows, fill_owner_row, &x);
+    free(v);
+}
+
+struct held_rows {
+    const struct tp_window *w;
+};
+
+static void fill_held_row(void *ctx, size_t row, const char **cells, char (*buf)[CELL])
+{
+    const struct tp_window *w = ((const struct held_rows *)ctx)->w;
+    const struct tp_mem_held *h = &w->mem_held[row];
+    cells[0] = owner_name(w, h->owner);
+    tp_memory_where(buf[1], CELL, h->device, h->mclass);
+    tp_memory_human(buf[2], CELL, h->bytes);
+    snprintf(buf[3], CELL, "%llu", (unsigned long long)h->blocks);
+}
+
+/* The memory ledger: who held the memory of each (device, class), how much
+ * of it the ledger could name, and what was never freed (the window
+ * written at exit).  Nothing without the ledger's rows. */
+static void put_memory_owners(struct tp_jsonw *j, const struct tp_window *w)
+{
+    int tables = 0;
+    for (int i = 0; w->mem_owners && i < w->n_mem_owners; i++) {
+        int seen = 0;
+        for (int k = 0; k < i && !seen; k++)
+            seen = w->mem_owners[k].device == w->mem_owners[i].device &&
+                   w->mem_owners[k].mclass == w->mem_owners[i].mclass;
+        if (!seen) {
+            put_owner_table(j, w, i);
+            tables = 1;
+        }
+    }
+    if (tables && w->mem_coverage >= 0)
+        tp_jsonw_printf(j, "Owner named for %.1f %% of the bytes allocated through intercepted calls"
+                           " since activation\n", 100.0 * w->mem_coverage);
+    if (tables && !w->mem_owners_exact)
+        tp_jsonw_lit(j, "These owner tables are the ledger's best account: records were lost, or the"
+                        " window's starting levels were no longer kept\n");
+    if (!w->mem_held || w->n_mem_held <= 0)
+        return;
+    static const char *const titles[] = { "Owner", "Memory", "Bytes", "Blocks" };
+    struct held_rows x = { w };
+    tp_jsonw_lit(j, "\nMemory held at exit\n");
+    tp_table_write_left(j, titles, 4, 3u, (size_t)w->n_mem_held, fill_held_row, &x);
+}
+
 /* Collectives: calls, bytes, time, algorithm and bus bandwidth as nccl-tests.
  * With device time, a row whose calls issued no kernel that CUPTI saw (the
  * kernel ran in a graph, or the call only queued work in a group) falls back
@@ -604,6 +744,7 @@ static int summary_close(void *state, const struct tp_window *w, struct tp_saved
         put_kernels(&j, s);
         put_gpu(&j, s, w);
         put_memory(&j, s, w);
+        put_memory_owners(&j, w);
         put_colls(&j, s, w);
         tp_jsonw_printf(&j, "\nEvents: %llu records, %llu dropped, %llu late\n",
                         (unsigned long long)w->records, (unsigned long long)w->dropped,

@@ -163,7 +163,7 @@ int tp_summary_coll_device(const struct summary *s, const struct tp_window *w);
  * "saved".  Sorts the steps and collectives and merges the busy spans of
  * "s" (as the text report does).  Returns 0, or -1 after one error line.
  */
-#define TP_SUMMARY_SCHEMA "trainprof.summary/1"
+#define TP_SUMMARY_SCHEMA "trainprof.summary/1.1"
 int tp_summary_json_write(struct summary *s, const struct tp_window *w, struct tp_saved *saved);
 
 #endif

@@ -367,6 +367,77 @@ static void put_memory(struct tp_jsonw *j, const struct summary *s, const struct
     LIT(j, "],\n");
 }
 
+static const char *owner_name(const struct tp_window *w, unsigned owner)
+{
+    return owner < (unsigned)w->n_mem_owner_names && w->mem_owner_names[owner]
+               ? w->mem_owner_names[owner] : "unknown";
+}
+
+/* The memory ledger (the text report's owner tables): "memory_owners",
+ * every row of w->mem_owners with its call sites; "memory_coverage", the
+ * share of the bytes allocated through intercepted calls whose owner is
+ * named (null: none allocated, or no memory profiling); "memory_owners_exact"
+ * (null without rows); "memory_held_at_exit", what the window written at
+ * exit found never freed ([] otherwise). */
+static void put_memory_owners(struct tp_jsonw *j, const struct tp_window *w)
+{
+    int n = w->mem_owners && w->n_mem_owners > 0 ? w->n_mem_owners : 0;
+    LIT(j, "  \"memory_owners\": [");
+    for (int i = 0; i < n; i++) {
+        const struct tp_mem_owner_usage *o = &w->mem_owners[i];
+        tp_jsonw_lit(j, i ? ",\n    {\"device\": " : "\n    {\"device\": ");
+        tp_jsonw_i64(j, o->device);
+        LIT(j, ", \"class\": ");
+        tp_jsonw_str(j, mem_class_name(o->mclass));
+        LIT(j, ", \"owner\": ");
+        put_name(j, owner_name(w, o->owner));
+        LIT(j, ", \"start_bytes\": ");
+        tp_jsonw_u64(j, o->start_bytes);
+        LIT(j, ", \"end_bytes\": ");
+        tp_jsonw_u64(j, o->end_bytes);
+        LIT(j, ", \"peak_bytes\": ");
+        tp_jsonw_u64(j, o->peak_bytes);
+        LIT(j, ", \"allocs\": ");
+        tp_jsonw_u64(j, o->allocs);
+        LIT(j, ", \"frees\": ");
+        tp_jsonw_u64(j, o->frees);
+        LIT(j, ",\n     \"sites\": [");
+        for (int k = 0; o->sites && k < o->n_sites; k++) {
+            tp_jsonw_lit(j, k ? ", {\"site\": " : "{\"site\": ");
+            put_name(j, o->sites[k].site ? o->sites[k].site : "");
+            LIT(j, ", \"bytes\": ");
+            tp_jsonw_u64(j, o->sites[k].live_bytes);
+            LIT(j, ", \"allocs\": ");
+            tp_jsonw_u64(j, o->sites[k].allocs);
+            tp_jsonw_char(j, '}');
+        }
+        LIT(j, "]}");
+    }
+    LIT(j, "],\n  \"memory_coverage\": ");
+    tp_jsonw_double_or_null(j, w->mem && w->n_mem > 0 && w->mem_coverage >= 0, w->mem_coverage);
+    LIT(j, ", \"memory_owners_exact\": ");
+    if (n)
+        put_bool(j, w->mem_owners_exact);
+    else
+        LIT(j, "null");
+    LIT(j, ",\n  \"memory_held_at_exit\": [");
+    for (int i = 0; w->mem_held && i < w->n_mem_held; i++) {
+        const struct tp_mem_held *h = &w->mem_held[i];
+        tp_jsonw_lit(j, i ? ",\n    {\"device\": " : "\n    {\"device\": ");
+        tp_jsonw_i64(j, h->device);
+        LIT(j, ", \"class\": ");
+        tp_jsonw_str(j, mem_class_name(h->mclass));
+        LIT(j, ", \"owner\": ");
+        put_name(j, owner_name(w, h->owner));
+        LIT(j, ", \"bytes\": ");
+        tp_jsonw_u64(j, h->bytes);
+        LIT(j, ", \"blocks\": ");
+        tp_jsonw_u64(j, h->blocks);
+        tp_jsonw_char(j, '}');
+    }
+    LIT(j, "],\n");
+}
+
 /* "collectives": per (kind, group size) as the text report's table; each
  * row's time on its basis (device kernel time, or host call durations). */
 static void put_colls(struct tp_jsonw *j, struct summary *s, const struct tp_window *w)
@@ -493,6 +564,7 @@ int tp_summary_json_write(struct summary *s, const struct tp_window *w, struct t
         put_table(&j, "library_calls", &s->libs, tp_summary_cmp_total, TOP_SMALL, row_lib);
         put_table(&j, "api_calls", &s->apis, tp_summary_cmp_total, TOP_SMALL, row_max);
         put_memory(&j, s, w);
+        put_memory_owners(&j, w);
         put_colls(&j, s, w);
         put_tail(&j, s, w);
     }

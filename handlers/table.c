@@ -3,8 +3,9 @@
  * key_averages().table(): the name column left-aligned and cut (on a UTF-8
  * boundary, with "...") at TP_TABLE_NAME_MAX bytes, numbers right-aligned,
  * other text columns (torch's "Input Shapes") left-aligned and cut alike,
- * columns two spaces apart, dashed rules above and below the header and
- * under the last row.  A table is written in two passes over its rows:
+ * columns two spaces apart (an empty last cell ends the line, with no
+ * trailing spaces), dashed rules above and below the header and under the
+ * last row.  A table is written in two passes over its rows:
  * tp_table_fit() to find each column's width, then the rules and
  * tp_table_row().  Numbers are formatted with integer arithmetic
  * (tp_fmt3), so that the figures of a report add up exactly.
@@ -60,6 +61,8 @@ void tp_table_row(struct tp_jsonw *j, const struct tp_table *t, const char *cons
         int cut = left && len < strlen(cells[c]);
         size_t shown = len + (cut ? 3 : 0);
         size_t pad = t->width[c] > shown ? t->width[c] - shown : 0;
+        if (c + 1 == t->ncols && !cells[c][0])
+            break;                      /* no trailing spaces */
         if (c)
             tp_jsonw_raw(j, "  ", 2);
         for (size_t k = 0; !left && k < pad; k++)

@@ -2,7 +2,7 @@
 
 DESIGN
 Every input becomes one dict in the schema of the summary handler's
-"<trace base>.summary.json" (trainprof.summary/1, README "summary.json"):
+"<trace base>.summary.json" (trainprof.summary/1.x, README "summary.json"):
 read as it is when the handler wrote one, else computed from the trace
 alone (the operator tables as summary_agg.c builds them: torch's
 record_function annotations are rows, the steps one row ProfilerStep*,
@@ -846,6 +846,58 @@ def _left_out(out, tb, rows, what):
         out.write("%d more rows left out (the %d with the most %s are shown)\n" % (more, len(rows), what))
 
 
+def _owner_where(device, cls):
+    """A (device, class) as the owner tables' headings name it (summary.c owner_where)."""
+    if cls == "host_pinned" or not isinstance(device, int) or device < 0:
+        return "host pinned"
+    return "GPU %d managed" % device if cls == "managed" else "GPU %d" % device
+
+
+def _mem_where(device, cls):
+    """A (device, class) as the memory tables' cells name it (tp_memory_where)."""
+    if cls == "host_pinned" or not isinstance(device, int) or device < 0:
+        return "host pinned"
+    return "GPU%d managed" % device if cls == "managed" else "GPU%d" % device
+
+
+def _render_owners(d, out):
+    """The memory ledger's tables (summary.c put_memory_owners): per (device,
+    class) its owners, each with its call sites indented under it (rows of
+    nothing left out); the coverage and exactness lines; what was held at exit."""
+    groups = collections.OrderedDict()
+    for o in d.get("memory_owners") or []:
+        if not isinstance(o, dict):
+            continue
+        key = (o.get("device"), o.get("class"))
+        groups.setdefault(key, [])
+        if not any(o.get(k) for k in ("start_bytes", "end_bytes", "peak_bytes", "allocs", "frees")):
+            continue
+        groups[key].append([o.get("owner"), _human(o.get("end_bytes")), _human(o.get("peak_bytes")),
+                            o.get("allocs"), o.get("frees")])
+        for st in [x for x in o.get("sites") or [] if isinstance(x, dict)]:
+            groups[key].append(["  " + (st.get("site") or "(call site unknown)"), _human(st.get("bytes")), "",
+                                st.get("allocs"), ""])
+    tables = False
+    for (device, cls), rows in groups.items():
+        if rows:
+            out.write("\nMemory by owner (%s)\n" % _owner_where(device, cls))
+            out.write(_table_text(("Owner / call site", "Held at end", "Peak", "Allocs", "Frees"), rows))
+            tables = True
+    cov = d.get("memory_coverage")
+    if tables and isinstance(cov, (int, float)) and cov >= 0:
+        out.write("Owner named for %.1f %% of the bytes allocated through intercepted calls since activation\n"
+                  % (100.0 * cov))
+    if tables and d.get("memory_owners_exact") is False:
+        out.write("These owner tables are the ledger's best account: records were lost, or the"
+                  " window's starting levels were no longer kept\n")
+    held = [h for h in d.get("memory_held_at_exit") or [] if isinstance(h, dict)]
+    if held:
+        out.write("\nMemory held at exit\n")
+        out.write(_table_text(("Owner", "Memory", "Bytes", "Blocks"),
+                              [[h.get("owner"), _mem_where(h.get("device"), h.get("class")),
+                                _human(h.get("bytes")), h.get("blocks")] for h in held], left=2))
+
+
 def render_one(d, out):
     """One window's report from its summary.json dict, in summary.c's
     sections, columns, units and row order (the rows summary.json keeps)."""
@@ -971,6 +1023,7 @@ def render_one(d, out):
                                for m in mem]))
         out.write("Bytes the process reserved from CUDA (cudaMalloc/VMM level), not a caching allocator's"
                   " allocated bytes: compare with torch.cuda.memory_reserved(), not memory_allocated()\n")
+    _render_owners(d, out)
     co = d.get("collectives") or {}
     if co.get("rows") or co.get("captured_calls"):
         basis = co.get("basis")

@@ -114,7 +114,7 @@ def test_four_traces_one_folder_with_their_summaries(job):
             s = json.load(f)
         seen.add(rank)
         tp = t["trainprof"]
-        assert s["schema"] == "trainprof.summary/1"
+        assert s["schema"] == "trainprof.summary/1.1"
         assert s["trace"] == os.path.basename(path)
         assert (s["rank"], s["local_rank"], s["world_size"]) == (rank, rank, WORLD)
         assert s["run"] == RUN_NAME[style]

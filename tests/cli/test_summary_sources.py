@@ -12,7 +12,8 @@ which writes the trace, the text report (handlers/summary.c) and summary.json
 - the summary printed from the trace alone (its summary.json out of reach:
   the Python aggregation, _TraceSummary) must be the one printed from
   summary.json, cell by cell, but for what a trace does not hold (the
-  process's own memory peak, failed allocations, host name, local rank).
+  process's own memory peak, failed allocations, host name, local rank,
+  the memory ledger's tables).
 A drift of either the aggregation or the renderer fails one of the two."""
 
 import os
@@ -28,6 +29,11 @@ SCRIPT = os.path.join(tputil.ROOT, "scripts", "trainprof")
 
 # cells a trace does not hold (the Python aggregation prints "--"): by table heading, column title
 MEMORY = "Memory held (reserved from CUDA)"
+# tables and lines a trace does not hold at all: the memory ledger's (its
+# owners' levels when the window began, the bytes each call site held at
+# its end, what was never freed at exit)
+LEDGER_TABLES = ("Memory by owner (", "Memory held at exit")
+LEDGER_LINES = ("Owner named for ", "These owner tables are the ledger's best account")
 NOT_IN_TRACE = {MEMORY: ("Process peak", "Failed")}
 
 PROGRAMS = {
@@ -128,6 +134,9 @@ def test_trace_alone_prints_what_summary_json_prints(window):
     assert "(from trace)" in from_trace.split("\n")[0]
     j_tables, j_lines = parse(from_json)
     t_tables, t_lines = parse(from_trace)
+    for heading in [h for h in j_tables if h.startswith(LEDGER_TABLES)]:
+        del j_tables[heading]
+    j_lines = [x for x in j_lines if not x.startswith(LEDGER_LINES)]
     if MEMORY not in t_tables:
         # the library's rows come from its memory counters, the trace's from
         # its [memory] events: a window without an allocation has none
@@ -148,3 +157,29 @@ def test_trace_alone_prints_what_summary_json_prints(window):
                     assert a[k] == b[k], (heading, title, a, b)
                     compared += 1
     assert compared > 30, compared
+
+
+def test_ledger_tables_from_summary_json(tmp_path):
+    """The memory ledger's tables and lines as summary.c writes them for a
+    known window (tests/unit/test_summary.c, test_memory_owners_section:
+    two GPU owners with call sites, a site without a name, pinned host
+    memory, what was held at exit), printed again from its summary.json."""
+    exe = os.path.join(tputil.build_dir(), "tests", "test_summary")
+    assert os.path.exists(exe), "build the unit tests first (make unit)"
+    env = dict(os.environ, TP_TEST_SUMMARY_OUT=str(tmp_path), CK_FORK="yes", CK_RUN_CASE="core")
+    r = subprocess.run([exe], env=env, capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = (tmp_path / "rank2.3.pt.trace.summary.txt").read_text()
+    c_tables, c_lines = parse(text)
+    py_tables, py_lines = parse(summary(str(tmp_path / "rank2.3.pt.trace.summary.json")))
+    ledger = [h for h in c_tables if h.startswith(LEDGER_TABLES)]
+    assert ledger == ["Memory by owner (GPU 0)", "Memory by owner (host pinned)", "Memory held at exit"]
+    for heading in ledger:
+        assert py_tables.get(heading) == c_tables[heading], (heading, py_tables.get(heading))
+    c_ledger = [x for x in c_lines if x.startswith(LEDGER_LINES)]
+    assert len(c_ledger) == 2
+    assert [x for x in py_lines if x.startswith(LEDGER_LINES)] == c_ledger
+    # and the text itself, rules and padding included
+    py_text = summary(str(tmp_path / "rank2.3.pt.trace.summary.json"))
+    block = text[text.index("\nMemory by owner (GPU 0)"):text.index("\nCollectives")]
+    assert block in py_text, (block, py_text)

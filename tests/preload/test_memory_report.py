@@ -2,11 +2,12 @@
 
 The unit test build/tests/test_memory_report writes a known window's report (GPU0:
 1 GiB, +512 MiB at 10 ms, +256 MiB at 20 ms, -512 MiB at 30 ms, -256 MiB at
-60 ms, window 100 ms; pinned host memory 64 MiB from 5 ms) and copies it to
-TP_TEST_MEMORY_OUT.  Here the page is parsed as XML (it is XHTML), the SVG
-step paths are read back into points and compared with the JSON's, and, when
-chromium is installed, the page is rendered headless and the plot's pixels
-counted.
+60 ms, window 100 ms, held by two owners of the memory ledger; pinned host
+memory 64 MiB from 5 ms, no owner) and copies it to TP_TEST_MEMORY_OUT.  Here the page is parsed as XML (it is XHTML), the SVG
+step paths are read back into points and compared with the JSON's, the
+owners' bands and legend with the JSON's owners, and, when chromium is
+installed, the page is rendered headless and the plot's pixels counted (the
+lines, the host's tint, each owner's band in its legend colour).
 """
 
 import json
@@ -89,6 +90,48 @@ def test_page_is_xml_with_one_plot_per_series(report):
     assert "peak 1.75 GiB at 20.0 ms" in ET.tostring(root, encoding="unicode")
 
 
+def _legend(root, svg):
+    """[(name, colour)] of the owner legend right after plot "svg"."""
+    body = root.find(XHTML + "body")
+    kids = list(body)
+    after = kids[kids.index(svg) + 1] if svg in kids else None
+    if after is None or after.tag != XHTML + "ul" or after.get("class") != "legend":
+        return []
+    out = []
+    for li in after.findall(XHTML + "li"):
+        swatch = li.find(XHTML + "span[@class='swatch']")
+        name = li.find(XHTML + "span[@class='name']")
+        out.append(("".join(name.itertext()), re.search(r"background:(#[0-9a-f]{6})", swatch.get("style")).group(1)))
+    return out
+
+
+def test_owner_bands_and_legend(report):
+    """Each plot stacks the JSON's owners of its series (the memory ledger)
+    under its line: one band per owner, in the JSON's order, each titled
+    with its owner and filled with its legend's colour; the top band's top
+    edge is the line where the owners add up to the series."""
+    html, doc = report
+    root = ET.parse(html).getroot()
+    svgs = root.findall(".//" + SVG + "svg")
+    assert any(s["owners"] for s in doc["series"])
+    for svg, series in zip(svgs, doc["series"]):
+        names = [o["owner"] for o in series["owners"]]
+        bands = [p for p in svg.iter(SVG + "path") if p.get("class") == "owner"]
+        assert ["".join(b.find(SVG + "title").itertext()) for b in bands] == names
+        legend = _legend(root, svg)
+        assert [n for n, _ in legend] == names
+        assert [b.get("fill") for b in bands] == [c for _, c in legend]
+        if not names:
+            continue
+        # the owners' end levels add up to the series' here: the stack's top
+        # ends where the line ends
+        assert sum(o["end_bytes"] for o in series["owners"]) == series["end_bytes"]
+        top = [(float(x), float(y)) for x, y in re.findall(r"[ML]\s*(-?[\d.]+)\s+(-?[\d.]+)", bands[-1].get("d"))]
+        line = path_points([p for p in svg.iter(SVG + "path") if p.get("class") == "step"][0].get("d"))
+        assert top[0] == line[0] and line[-1] in top
+        assert min(y for _, y in top) == min(y for _, y in line)
+
+
 def _png_pixels(data):
     """(width, height, rows of RGB(A) tuples) of an 8-bit RGB/RGBA PNG."""
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
@@ -139,25 +182,39 @@ def test_page_renders_in_chromium(report, tmp_path):
     w, h, bpp, rows = _png_pixels(png.read_bytes())
     assert (w, h) == (1000, 1100)
 
-    # strokes (saturated) and the areas under them (10% tints over white)
-    blue = blue_fill = green = green_fill = 0
+    # the owners' bands (GPU0): their legend colours at the bands' opacity over white
+    root = ET.parse(html).getroot()
+    owners = [o for svg in root.findall(".//" + SVG + "svg") for o in _legend(root, svg)]
+    assert len(owners) == 2, owners
+    tints = []
+    for _, color in owners:
+        c = [int(color[i:i + 2], 16) for i in (1, 3, 5)]
+        tints.append([255 - 0.55 * (255 - v) for v in c])
+    band = [0] * len(tints)
+
+    # strokes (saturated) and the area under the host's line (a 10% tint over white)
+    blue = green = green_fill = 0
     for row in rows:
         for x in range(0, w * bpp, bpp):
             r, g, b = row[x:x + 3]
             if b - r > 80:
                 blue += 1
-            elif b - r > 10:
-                blue_fill += 1
             if g - r > 50 and g - b > 30:
                 green += 1
             elif g - r > 5 and g - b > 5:
                 green_fill += 1
-    # each step line is ~800 px long, 1.5 px wide, anti-aliased; the areas
-    # under them are ~780 x 100-230 px
+            for k, t in enumerate(tints):
+                if abs(r - t[0]) <= 4 and abs(g - t[1]) <= 4 and abs(b - t[2]) <= 4:
+                    band[k] += 1
+    # each step line is ~800 px long, 1.5 px wide, anti-aliased; the area
+    # under the host's is ~780 x 180 px; GPU0's bands are 784 px long, torch's
+    # caching allocator's 87 px high (768 MiB of the 2 GiB axis) and more
+    # from 10 to 30 ms, NCCL's 29 px and more from 20 to 60 ms
     assert blue > 1000, blue
     assert green > 700, green
-    assert blue_fill > 50000, blue_fill
     assert green_fill > 50000, green_fill
+    assert band[0] > 50000, (owners, band)
+    assert band[1] > 15000, (owners, band)
 
 
 def _human(n):

@@ -4,7 +4,8 @@
  * for what the readers need (README "What is in a trace"): key order, "rank": with a
  * space, name+ph on every event, cat+dur on every X, at most 3 decimals,
  * integer pid/tid, no "stream" key on CPU events, ProfilerStep#N,
- * metadata rows per thread, hostile names as valid UTF-8.  Also the
+ * metadata rows per thread, hostile names as valid UTF-8; the memory
+ * ledger's Owner and Site args and its counter tracks by owner.  Also the
  * handler table, overwrite suffixes, failures, and the throughput of the
  * whole handler (printed, not asserted).
  */
@@ -764,6 +765,9 @@ START_TEST(test_clock_metadata)
 }
 END_TEST
 
+/* feed_memory: the ledger names the owner and site of the two changes */
+static int memory_owned;
+
 /* Memory: two changes give [memory] instants and counter points; a failed
  * allocation, a free of NULL and an untracked call give only their X
  * events; the window's levels start and end each track. */
@@ -790,6 +794,12 @@ static void feed_memory(const struct tp_handler *h, void *st)
         it[i].rec.u.mem.device = (int16_t)m[i].dev;
         it[i].rec.u.mem.mclass = (uint8_t)m[i].cls;
         it[i].rec.u.mem.flags = (uint8_t)m[i].flags;
+        if (memory_owned && i == 0) {
+            ev->mem_owner = "PyTorch caching allocator";
+            ev->mem_site = "c10::cuda::CUDACachingAllocator::malloc+0x10 (libc10_cuda.so)";
+        } else if (memory_owned && i == 2) {
+            ev->mem_owner = "train";        /* no site: "" */
+        }
         h->event(st, ev);
     }
 }
@@ -820,6 +830,8 @@ START_TEST(test_memory_events)
         if (!strcmp(ph, "i") && !strcmp(name, "[memory]")) {
             ck_assert_str_eq(json_string_value(json_object_get(e, "cat")), "cpu_instant_event");
             ck_assert_str_eq(json_string_value(json_object_get(e, "s")), "t");
+            ck_assert_ptr_null(json_object_get(a, "Owner"));     /* no ledger: no owner */
+            ck_assert_ptr_null(json_object_get(a, "Site"));
             if (instants == 0) {
                 ck_assert_int_eq(json_integer_value(json_object_get(a, "Device Type")), 1);
                 ck_assert_int_eq(json_integer_value(json_object_get(a, "Device Id")), 1);
@@ -861,6 +873,168 @@ START_TEST(test_memory_events)
     ck_assert_int_eq(json_integer_value(json_object_get(hostc[1], "bytes")), 0);
     ck_assert(find_event(events, "C", "GPU 0 memory reserved", -1) == NULL);   /* untracked */
     json_decref(r);
+    free(text);
+}
+END_TEST
+
+/* The memory ledger: each [memory] instant names its owner and call site;
+ * a counter track per (device, class) with every owner's bytes in each
+ * point, from the window's start levels through each change of the series
+ * to the end levels, in the rows' order; an owner that only the series
+ * names (no row) joins its track from its first point; a point of an
+ * owner index without a name is left out. */
+static const char *const owner_names[] = { "NCCL", "PyTorch caching allocator", "train", "unknown" };
+static struct tp_mem_owner_usage owner_rows[4];
+static struct tp_mem_owner_point owner_points[6];
+
+static void setup_owners(void)
+{
+    owner_rows[0] = (struct tp_mem_owner_usage){ .device = 1, .mclass = TP_MEM_DEVICE, .owner = 1,
+                                                 .start_bytes = 4096, .end_bytes = 8192, .peak_bytes = 8192,
+                                                 .allocs = 1 };
+    owner_rows[1] = (struct tp_mem_owner_usage){ .device = 1, .mclass = TP_MEM_DEVICE, .owner = 0,
+                                                 .start_bytes = 4096, .end_bytes = 4096, .peak_bytes = 8192,
+                                                 .allocs = 1, .frees = 1 };
+    owner_rows[2] = (struct tp_mem_owner_usage){ .device = -1, .mclass = TP_MEM_HOST, .owner = 2,
+                                                 .start_bytes = 512, .peak_bytes = 512, .frees = 1 };
+    owner_rows[3] = (struct tp_mem_owner_usage){ .device = 0, .mclass = TP_MEM_MANAGED, .owner = 3,
+                                                 .end_bytes = 64, .peak_bytes = 64, .allocs = 1 };
+    static const struct { int64_t at; int dev, cls; unsigned owner; uint64_t bytes; } p[6] = {
+        { 1000000, 0, TP_MEM_MANAGED, 3, 64 },
+        { 2000000, 1, TP_MEM_DEVICE, 1, 8192 },
+        { 3000000, 1, TP_MEM_DEVICE, 0, 8192 },
+        { 3500000, -1, TP_MEM_HOST, 2, 0 },
+        { 4000000, 1, TP_MEM_DEVICE, 0, 4096 },
+        { 4500000, 1, TP_MEM_DEVICE, 99, 1 },     /* no such owner */
+    };
+    for (int i = 0; i < 6; i++)
+        owner_points[i] = (struct tp_mem_owner_point){ .ts_ns = START + p[i].at, .device = (int16_t)p[i].dev,
+                                                       .mclass = (uint8_t)p[i].cls,
+                                                       .owner = (uint16_t)p[i].owner, .bytes = p[i].bytes };
+    win.mem_owner_names = owner_names;
+    win.n_mem_owner_names = 4;
+    win.mem_owners = owner_rows;
+    win.n_mem_owners = 4;
+    win.mem_owner_points = owner_points;
+    win.n_mem_owner_points = 6;
+    win.mem_owners_exact = 1;
+    win.mem_coverage = 1.0;
+}
+
+/* Checks the next event of "track" after index *from: at "at_ns" (window
+ * time), args exactly "keys" = "vals" in this order. */
+static void check_owner_point(json_t *events, size_t *from, const char *track, int64_t at_ns,
+                              const char *const *keys, const uint64_t *vals, int n)
+{
+    size_t i = *from;
+    json_t *e = NULL;
+    for (; i < json_array_size(events); i++) {
+        e = json_array_get(events, i);
+        if (!strcmp(json_string_value(json_object_get(e, "name")), track))
+            break;
+    }
+    ck_assert_msg(i < json_array_size(events), "%s: no point for %lld ns", track, (long long)at_ns);
+    *from = i + 1;
+    ck_assert_str_eq(json_string_value(json_object_get(e, "ph")), "C");
+    ck_assert_int_eq(json_integer_value(json_object_get(e, "pid")), PID);
+    ck_assert_int_eq(json_integer_value(json_object_get(e, "tid")), PID);
+    ck_assert_msg(fabs(num(json_object_get(e, "ts")) - (START + at_ns - BASE) / 1e3) < 1e-3,
+                  "%s: ts %f, wanted %lld ns", track, num(json_object_get(e, "ts")), (long long)at_ns);
+    json_t *a = args_of(e);
+    ck_assert_int_eq((int)json_object_size(a), n);
+    const char *k;
+    json_t *v;
+    int x = 0;
+    json_object_foreach(a, k, v) {      /* jansson keeps the file's order */
+        ck_assert_str_eq(k, keys[x]);
+        ck_assert_int_eq(json_integer_value(v), (json_int_t)vals[x]);
+        x++;
+    }
+}
+
+START_TEST(test_memory_owners)
+{
+    setup_window(0);
+    static struct tp_mem_usage usage[3] = {
+        { .device = 1, .mclass = TP_MEM_DEVICE, .start_bytes = 8192, .end_bytes = 12288 },
+        { .device = -1, .mclass = TP_MEM_HOST, .start_bytes = 512, .end_bytes = 0 },
+        { .device = 0, .mclass = TP_MEM_MANAGED, .start_bytes = 0, .end_bytes = 64 },
+    };
+    win.mem = usage;
+    win.n_mem = 3;
+    setup_owners();
+    /* an owner of no row: "train" in GPU1 from 5 ms */
+    owner_points[5] = (struct tp_mem_owner_point){ .ts_ns = START + 5000000, .device = 1,
+                                                   .mclass = TP_MEM_DEVICE, .owner = 2, .bytes = 1024 };
+    memory_owned = 1;
+    int rc = run_window(0, feed_memory);
+    memory_owned = 0;
+    ck_assert_int_eq(rc, 0);
+    char *text = load_text(saved.trace, 0);
+    json_t *r = json_loads(text, 0, NULL);
+    ck_assert_ptr_nonnull(r);
+    json_t *events = json_object_get(r, "traceEvents");
+    size_t i;
+    json_t *e;
+    int instants = 0;
+    json_array_foreach(events, i, e) {
+        if (strcmp(json_string_value(json_object_get(e, "name")), "[memory]"))
+            continue;
+        json_t *a = args_of(e);
+        if (instants++ == 0) {
+            ck_assert_str_eq(json_string_value(json_object_get(a, "Owner")), "PyTorch caching allocator");
+            ck_assert_str_eq(json_string_value(json_object_get(a, "Site")),
+                             "c10::cuda::CUDACachingAllocator::malloc+0x10 (libc10_cuda.so)");
+        } else {
+            ck_assert_str_eq(json_string_value(json_object_get(a, "Owner")), "train");
+            ck_assert_str_eq(json_string_value(json_object_get(a, "Site")), "");
+        }
+        /* Kineto's args unchanged */
+        ck_assert_ptr_nonnull(json_object_get(a, "Total Reserved"));
+    }
+    ck_assert_int_eq(instants, 2);
+
+    const char *const gpu_keys[] = { "PyTorch caching allocator", "NCCL", "train" };
+    size_t at = 0;
+    const char *g = "GPU 1 memory by owner";
+    check_owner_point(events, &at, g, 0, gpu_keys, (const uint64_t[]){ 4096, 4096 }, 2);
+    check_owner_point(events, &at, g, 2000000, gpu_keys, (const uint64_t[]){ 8192, 4096 }, 2);
+    check_owner_point(events, &at, g, 3000000, gpu_keys, (const uint64_t[]){ 8192, 8192 }, 2);
+    check_owner_point(events, &at, g, 4000000, gpu_keys, (const uint64_t[]){ 8192, 4096 }, 2);
+    check_owner_point(events, &at, g, 5000000, gpu_keys, (const uint64_t[]){ 8192, 4096, 1024 }, 3);
+    check_owner_point(events, &at, g, 50000000, gpu_keys, (const uint64_t[]){ 8192, 4096, 1024 }, 3);
+    size_t n = 0;
+    json_array_foreach(events, i, e)
+        n += !strcmp(json_string_value(json_object_get(e, "name")), g);
+    ck_assert_uint_eq(n, 6);     /* the point of owner 99 is left out */
+
+    const char *const host_keys[] = { "train" };
+    at = 0;
+    const char *hname = "Host pinned memory by owner";
+    check_owner_point(events, &at, hname, 0, host_keys, (const uint64_t[]){ 512 }, 1);
+    check_owner_point(events, &at, hname, 3500000, host_keys, (const uint64_t[]){ 0 }, 1);
+    check_owner_point(events, &at, hname, 50000000, host_keys, (const uint64_t[]){ 0 }, 1);
+    const char *const man_keys[] = { "unknown" };
+    at = 0;
+    const char *mname = "GPU 0 managed memory by owner";
+    check_owner_point(events, &at, mname, 0, man_keys, (const uint64_t[]){ 0 }, 1);
+    check_owner_point(events, &at, mname, 1000000, man_keys, (const uint64_t[]){ 64 }, 1);
+    check_owner_point(events, &at, mname, 50000000, man_keys, (const uint64_t[]){ 64 }, 1);
+    /* the reserved-memory tracks as before */
+    ck_assert_ptr_nonnull(find_event(events, "C", "GPU 1 memory reserved", -1));
+    json_decref(r);
+    free(text);
+
+    /* names but no rows: no owner track */
+    cleanup();
+    setup_window(0);
+    win.mem = usage;
+    win.n_mem = 3;
+    setup_owners();
+    win.n_mem_owners = 0;
+    ck_assert_int_eq(run_window(0, feed_memory), 0);
+    text = load_text(saved.trace, 0);
+    ck_assert_ptr_null(strstr(text, "by owner"));
     free(text);
 }
 END_TEST
@@ -1113,6 +1287,7 @@ int main(void)
     tcase_add_test(tc, test_kineto_metadata);
     tcase_add_test(tc, test_no_flops_no_counter_tracks);
     tcase_add_test(tc, test_memory_events);
+    tcase_add_test(tc, test_memory_owners);
     tcase_add_test(tc, test_device_side);
     tcase_add_test(tc, test_no_overwrite);
     tcase_add_test(tc, test_unwritable_folder);

@@ -3,8 +3,10 @@
  * allocations and frees (out of time order across threads, failed and
  * no-op calls mixed in) -> the JSON's points, peaks and failures exactly;
  * the HTML's plots (vertices of each step path, axis ticks in GiB/MiB, the
- * peak label, escaping).  Also: no memory data or no trace, no file; a
- * huge window is thinned and stays small.  With TP_TEST_MEMORY_OUT set, the
+ * peak label, escaping); the memory ledger's owners of a series (the
+ * JSON's points, the page's stacked bands against the line, the legend).
+ * Also: no memory data or no trace, no file; a huge window (and its
+ * owners) is thinned and stays small.  With TP_TEST_MEMORY_OUT set, the
  * files of test_sequence are copied there (tests/preload/test_memory_report.py
  * parses them as XML and renders them in a browser).
  */
@@ -67,6 +69,42 @@ static void setup_window(void)
                                       .peak_process = 64 * MiB, .allocs = 1 };
     win.mem = usage;
     win.n_mem = 3;
+}
+
+/* The memory ledger of the sequence's GPU0 (the host memory has no owner
+ * rows): torch's caching allocator 768 MiB, +512 MiB at 10 ms, -512 MiB at
+ * 30 ms; NCCL 256 MiB, +256 MiB at 20 ms, -256 MiB at 60 ms; together the
+ * series' levels. */
+static const char *const owner_names[] = { "NCCL", "PyTorch caching allocator", "unknown", "lib<x>&.so" };
+static struct tp_mem_owner_usage owner_rows[4];
+static struct tp_mem_owner_point owner_points[8];
+
+static void setup_owners(void)
+{
+    owner_rows[0] = (struct tp_mem_owner_usage){ .device = 0, .mclass = TP_MEM_DEVICE, .owner = 1,
+                                                 .start_bytes = 768 * MiB, .end_bytes = 768 * MiB,
+                                                 .peak_bytes = 1280 * MiB, .allocs = 1, .frees = 1 };
+    owner_rows[1] = (struct tp_mem_owner_usage){ .device = 0, .mclass = TP_MEM_DEVICE, .owner = 0,
+                                                 .start_bytes = 256 * MiB, .end_bytes = 256 * MiB,
+                                                 .peak_bytes = 512 * MiB, .allocs = 1, .frees = 1 };
+    /* a row of nothing: no band, no legend */
+    owner_rows[2] = (struct tp_mem_owner_usage){ .device = 0, .mclass = TP_MEM_DEVICE, .owner = 2 };
+    static const struct { int64_t at; unsigned owner; uint64_t bytes; } p[4] = {
+        { 10 * MS, 1, 1280 * MiB }, { 20 * MS, 0, 512 * MiB }, { 30 * MS, 1, 768 * MiB },
+        { 60 * MS, 0, 256 * MiB },
+    };
+    for (int i = 0; i < 4; i++)
+        owner_points[i] = (struct tp_mem_owner_point){ .ts_ns = win.start_ns + p[i].at, .device = 0,
+                                                       .mclass = TP_MEM_DEVICE, .owner = (uint16_t)p[i].owner,
+                                                       .bytes = p[i].bytes };
+    win.mem_owner_names = owner_names;
+    win.n_mem_owner_names = 4;
+    win.mem_owners = owner_rows;
+    win.n_mem_owners = 3;
+    win.mem_owner_points = owner_points;
+    win.n_mem_owner_points = 4;
+    win.mem_owners_exact = 1;
+    win.mem_coverage = 1;
 }
 
 /* One allocation or free that ends at "ms" into the window. */
@@ -150,6 +188,20 @@ static const char *step_path(const char *html, int k, size_t *len)
     return p;
 }
 
+/* The first owner band after "from", or NULL. */
+static const char *owner_path_or_null(const char *from)
+{
+    return strstr(from, "<path class=\"owner\"");
+}
+
+static int count_str(const char *s, const char *what)
+{
+    int k = 0;
+    for (const char *p = strstr(s, what); p; p = strstr(p + 1, what))
+        k++;
+    return k;
+}
+
 static int count_char(const char *s, size_t n, char c)
 {
     int k = 0;
@@ -158,9 +210,54 @@ static int count_char(const char *s, size_t n, char c)
     return k;
 }
 
+/* The "d" attribute of the k-th owner band of the page, and its title. */
+static const char *owner_path(const char *html, int k, size_t *len, char *title, size_t tn)
+{
+    const char *p = html;
+    for (int i = 0; i <= k; i++) {
+        p = strstr(p, "<path class=\"owner\"");
+        ck_assert_ptr_nonnull(p);
+        p++;
+    }
+    const char *t = strstr(p, "<title>") + 7;
+    snprintf(title, tn, "%.*s", (int)(strchr(t, '<') - t), t);
+    p = strstr(p, " d=\"") + 4;
+    *len = (size_t)(strchr(p, '"') - p);
+    return p;
+}
+
+/* The vertices of path "d" (M, L and Z commands) into x[], y[]; how many. */
+static int path_xy(const char *d, size_t n, double *x, double *y, int max)
+{
+    int k = 0;
+    const char *e = d + n;
+    while (d < e && k < max) {
+        char *end;
+        if (*d == 'M' || *d == 'L') {
+            x[k] = strtod(d + 1, &end);
+            y[k] = strtod(end, &end);
+            k++;
+            d = end;
+        } else {
+            d++;
+        }
+    }
+    return k;
+}
+
+/* Owner "name"'s JSON row in series "s": its points as (ms, bytes) pairs. */
+static json_t *json_owner(json_t *s, size_t k, const char *name)
+{
+    json_t *o = json_array_get(json_object_get(s, "owners"), k);
+    ck_assert_ptr_nonnull(o);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "owner")), name);
+    return o;
+}
+
 START_TEST(test_sequence)
 {
     setup_window();
+    setup_owners();
     run(feed_sequence, 1);
     char path[256];
     report_path(path, sizeof path, "json");
@@ -194,7 +291,30 @@ START_TEST(test_sequence)
     check_point(pts, 4, 60, GiB);
     check_point(pts, 5, 100, GiB);
 
+    /* GPU0's owners, most held at the end first, the empty row left out */
+    ck_assert_uint_eq(json_array_size(json_object_get(g, "owners")), 2);
+    json_t *ow = json_owner(g, 0, "PyTorch caching allocator");
+    ck_assert_uint_eq((uint64_t)json_integer_value(json_object_get(ow, "start_bytes")), 768 * MiB);
+    ck_assert_uint_eq((uint64_t)json_integer_value(json_object_get(ow, "end_bytes")), 768 * MiB);
+    ck_assert_uint_eq((uint64_t)json_integer_value(json_object_get(ow, "peak_bytes")), 1280 * MiB);
+    ck_assert(json_is_false(json_object_get(ow, "thinned")));
+    pts = json_object_get(ow, "points");
+    ck_assert_uint_eq(json_array_size(pts), 4);
+    check_point(pts, 0, 0, 768 * MiB);
+    check_point(pts, 1, 10, 1280 * MiB);
+    check_point(pts, 2, 30, 768 * MiB);
+    check_point(pts, 3, 100, 768 * MiB);
+    ow = json_owner(g, 1, "NCCL");
+    pts = json_object_get(ow, "points");
+    ck_assert_uint_eq(json_array_size(pts), 4);
+    check_point(pts, 0, 0, 256 * MiB);
+    check_point(pts, 1, 20, 512 * MiB);
+    check_point(pts, 2, 60, 256 * MiB);
+    check_point(pts, 3, 100, 256 * MiB);
+
     json_t *hs = json_array_get(series, 1);
+    ck_assert(json_is_array(json_object_get(hs, "owners")));
+    ck_assert_uint_eq(json_array_size(json_object_get(hs, "owners")), 0);
     ck_assert_int_eq(json_integer_value(json_object_get(hs, "device")), -1);
     ck_assert_str_eq(json_string_value(json_object_get(hs, "class")), "host");
     ck_assert(json_number_value(json_object_get(hs, "peak_ms")) == 5.0);
@@ -256,6 +376,53 @@ START_TEST(test_sequence)
     t = strstr(html, "<title>failed allocation of 8.00 GiB at 40.0 ms</title>");
     ck_assert(t != NULL && t < host);
     ck_assert_ptr_nonnull(strstr(html, ">× 1 failed allocation</text>"));
+
+    /* GPU0's owners as bands under its line: torch's at the bottom, NCCL
+     * over it, their legend in that order under the plot; no tint under
+     * that line, the host's line keeps its own */
+    ck_assert_ptr_nonnull(strstr(html, "coloured bands"));
+    char title[64];
+    d = owner_path(html, 0, &n, title, sizeof title);
+    ck_assert(d < host);
+    ck_assert_str_eq(title, "PyTorch caching allocator");
+    ck_assert_ptr_nonnull(strstr(d - 80, "fill=\"#f28e2b\""));
+    double bx[32], by[32], sx[16], sy[16];
+    int nb = path_xy(d, n, bx, by, 32);
+    /* its top: 768 MiB, 1.25 GiB from 10 ms, 768 MiB from 30 ms (a vertex
+     * pair per change), to the end; down to 0 bytes and back along it */
+    ck_assert_int_eq(nb, 1 + 2 * 2 + 2 + 1);
+    const double base = 24 + 232;           /* MARGIN_T + AREA_H: 0 bytes */
+    ck_assert(by[0] < base && by[1] == by[0] && by[2] < by[1] && by[3] == by[2] && by[4] == by[0]);
+    ck_assert(by[6] == base && by[7] == base && bx[7] == bx[0] && bx[6] == bx[5]);
+    size_t sn;
+    const char *sd = step_path(html, 0, &sn);
+    int ns = path_xy(sd, sn, sx, sy, 16);
+    ck_assert_int_eq(ns, 11);
+    const char *d1 = owner_path(html, 1, &n, title, sizeof title);
+    ck_assert(d1 < host);
+    ck_assert_str_eq(title, "NCCL");
+    ck_assert_ptr_nonnull(strstr(d1 - 80, "fill=\"#e15759\""));
+    double tx[32], ty[32];
+    int nt = path_xy(d1, n, tx, ty, 32);
+    ck_assert_int_eq(nt, 1 + 2 * 4 + 2 + 2 * 2 + 1);
+    /* the top band's top is the line (the owners add up to the series)... */
+    for (int i = 0; i < 9; i++)
+        ck_assert(tx[i] == sx[i] && ty[i] == sy[i]);
+    ck_assert(tx[9] == sx[10] && ty[9] == sy[10]);
+    /* ... and its bottom the top of the band under it, walked back */
+    for (int m = 0; m <= 5; m++)
+        ck_assert(tx[10 + m] == bx[5 - m] && ty[10 + m] == by[5 - m]);
+    ck_assert_ptr_null(owner_path_or_null(host));
+    const char *area = strstr(html, "<path class=\"area\"");
+    ck_assert(area != NULL && area > host);                 /* the host's tint only */
+    const char *leg = strstr(html, "<ul class=\"legend\">");
+    ck_assert(leg != NULL && leg > d1 && leg < host);
+    const char *l0 = strstr(leg, "<span class=\"name\">PyTorch caching allocator</span> 768.00 MiB at the end,"
+                                 " peak 1.25 GiB</li>");
+    const char *l1 = strstr(leg, "<span class=\"name\">NCCL</span> 256.00 MiB at the end, peak 512.00 MiB</li>");
+    ck_assert(l0 && l1 && l0 < l1 && l1 < host);
+    ck_assert_ptr_null(strstr(html, ">unknown<"));
+    ck_assert_int_eq(count_str(html, "<ul class=\"legend\">"), 1);
 
     const char *out = getenv("TP_TEST_MEMORY_OUT");
     if (out && out[0]) {
@@ -321,6 +488,25 @@ START_TEST(test_huge_window_thinned)
     usage[0].peak_bytes = 3 * GiB;
     usage[0].peak_ns = win.start_ns + 77 * MS;
     win.n_mem = 1;
+    /* the ledger: 1 GiB of an unknown owner all along, the rest a library's
+     * (each of the 200,000 changes, the spike too) */
+    static struct tp_mem_owner_point many[200000];
+    for (int i = 0; i < 200000; i++) {
+        int64_t at = 1 + (int64_t)i * 500;
+        many[i] = (struct tp_mem_owner_point){ .ts_ns = win.start_ns + at, .device = 0,
+                                               .mclass = TP_MEM_DEVICE, .owner = 3,
+                                               .bytes = at == 77 * MS + 1 ? 2 * GiB : i & 1 ? 0 : 2 * MiB };
+    }
+    owner_rows[0] = (struct tp_mem_owner_usage){ .device = 0, .mclass = TP_MEM_DEVICE, .owner = 2,
+                                                 .start_bytes = GiB, .end_bytes = GiB, .peak_bytes = GiB };
+    owner_rows[1] = (struct tp_mem_owner_usage){ .device = 0, .mclass = TP_MEM_DEVICE, .owner = 3,
+                                                 .peak_bytes = 2 * GiB, .allocs = 100000, .frees = 100000 };
+    win.mem_owner_names = owner_names;
+    win.n_mem_owner_names = 4;
+    win.mem_owners = owner_rows;
+    win.n_mem_owners = 2;
+    win.mem_owner_points = many;
+    win.n_mem_owner_points = 200000;
     run(feed_huge, 1);
     char path[256];
     report_path(path, sizeof path, "json");
@@ -338,6 +524,19 @@ START_TEST(test_huge_window_thinned)
         max = b > max ? b : max;
     }
     ck_assert_uint_eq(max, 3 * GiB);
+    /* the library's points thinned as the series', its spike kept */
+    json_t *lib = json_array_get(json_object_get(g, "owners"), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(lib, "owner")), "lib<x>&.so");
+    ck_assert(json_is_true(json_object_get(lib, "thinned")));
+    pts = json_object_get(lib, "points");
+    ck_assert_uint_le(json_array_size(pts), 20000);
+    ck_assert_uint_ge(json_array_size(pts), 4000);
+    max = 0;
+    for (size_t k = 0; k < json_array_size(pts); k++) {
+        uint64_t b = (uint64_t)json_integer_value(json_array_get(json_array_get(pts, k), 1));
+        max = b > max ? b : max;
+    }
+    ck_assert_uint_eq(max, 2 * GiB);
     json_decref(doc);
     report_path(path, sizeof path, "html");
     struct stat sb;
@@ -348,6 +547,30 @@ START_TEST(test_huge_window_thinned)
     const char *d = step_path(html, 0, &n);
     ck_assert_int_le(count_char(d, n, 'L'), 2 * 4 * 808);
     ck_assert_ptr_nonnull(strstr(html, ">peak 3.00 GiB at 77.0 ms</text>"));
+    /* two bands, each thinned to at most 4 states per pixel column (and
+     * back along its bottom); the spike reaches the line's peak */
+    char title[64];
+    d = owner_path(html, 0, &n, title, sizeof title);
+    ck_assert_str_eq(title, "unknown");
+    ck_assert_ptr_nonnull(strstr(d - 80, "fill=\"#bab0ac\""));     /* unknown: grey */
+    d = owner_path(html, 1, &n, title, sizeof title);
+    ck_assert_str_eq(title, "lib&lt;x&gt;&amp;.so");
+    ck_assert_ptr_nonnull(strstr(d - 80, "fill=\"#f28e2b\""));     /* the first named owner's */
+    ck_assert_int_le(count_char(d, n, 'L'), 2 * 2 * 4 * 808 + 1);
+    ck_assert_int_ge(count_char(d, n, 'L'), 2 * 2 * 808);
+    static double x[20000], y[20000];
+    int nv = path_xy(d, n, x, y, 20000);
+    double top = 1e9;
+    for (int i = 0; i < nv; i++)
+        top = y[i] < top ? y[i] : top;
+    size_t sn;
+    const char *sd = step_path(html, 0, &sn);
+    int ns = path_xy(sd, sn, x, y, 20000);
+    double line_top = 1e9;
+    for (int i = 0; i < ns; i++)
+        line_top = y[i] < line_top ? y[i] : line_top;
+    ck_assert(top == line_top);
+    ck_assert_ptr_nonnull(strstr(html, "<span class=\"name\">lib&lt;x&gt;&amp;.so</span>"));
     free(html);
 }
 END_TEST

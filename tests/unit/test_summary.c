@@ -6,6 +6,8 @@
  * table; collectives' bandwidths from host or device (kernel) time; the
  * one-line summary.  The summary.json beside the text, parsed
  * with jansson: the same figures, exact integers, top rows cut to 20.
+ * The memory ledger's owner tables and JSON (copied to TP_TEST_SUMMARY_OUT
+ * for tests/cli/test_summary_sources.py when set).
  * The operator tables: torch's operators, its record_function
  * annotations and the steps' row, each self time and share computed here
  * from the ranges fed (nesting by time on each thread), and the table by
@@ -579,6 +581,170 @@ START_TEST(test_memory_section)
 }
 END_TEST
 
+/* The memory ledger of setup_colls' window: GPU0 held by torch's caching
+ * allocator (768 MiB, one call site with a name past a table cell) and
+ * NCCL (256 MiB, a named site and one without a name), a row with nothing
+ * in it; pinned host memory held by the program; two owners still held
+ * memory at exit. */
+static const char *const owner_names[] = { "NCCL", "PyTorch caching allocator", "train", "unknown" };
+#define LONG_SITE "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc+0x10 (libc10_cuda.so)"
+static const struct tp_mem_site_usage torch_sites[] = { { LONG_SITE, 768 * MiB, 3 } };
+static const struct tp_mem_site_usage nccl_sites[] = {
+    { "ncclCommInitRank > fake_init+0x1c (libnccl.so.2)", 256 * MiB, 1 },
+    { "", 0, 1 },
+};
+static struct tp_mem_owner_usage owner_rows[4];
+static struct tp_mem_held held_rows[2];
+
+static void setup_owners(void)
+{
+    owner_rows[0] = (struct tp_mem_owner_usage){ .device = 0, .mclass = TP_MEM_DEVICE, .owner = 1,
+                                                 .start_bytes = 768 * MiB, .end_bytes = 768 * MiB,
+                                                 .peak_bytes = GiB + 256 * MiB, .allocs = 1, .frees = 1,
+                                                 .sites = torch_sites, .n_sites = 1 };
+    owner_rows[1] = (struct tp_mem_owner_usage){ .device = 0, .mclass = TP_MEM_DEVICE, .owner = 0,
+                                                 .start_bytes = 256 * MiB, .end_bytes = 256 * MiB,
+                                                 .peak_bytes = 512 * MiB, .allocs = 2, .frees = 1,
+                                                 .sites = nccl_sites, .n_sites = 2 };
+    owner_rows[2] = (struct tp_mem_owner_usage){ .device = 0, .mclass = TP_MEM_DEVICE, .owner = 3 };
+    owner_rows[3] = (struct tp_mem_owner_usage){ .device = -1, .mclass = TP_MEM_HOST, .owner = 2,
+                                                 .end_bytes = 64 * MiB, .peak_bytes = 64 * MiB, .allocs = 1 };
+    held_rows[0] = (struct tp_mem_held){ .device = 0, .mclass = TP_MEM_DEVICE, .owner = 0,
+                                         .bytes = 256 * MiB, .blocks = 2 };
+    held_rows[1] = (struct tp_mem_held){ .device = -1, .mclass = TP_MEM_HOST, .owner = 2,
+                                         .bytes = 64 * MiB, .blocks = 1 };
+    win.mem_owner_names = owner_names;
+    win.n_mem_owner_names = 4;
+    win.mem_owners = owner_rows;
+    win.n_mem_owners = 4;
+    win.mem_owners_exact = 0;
+    win.mem_coverage = 0.987;
+    win.mem_held = held_rows;
+    win.n_mem_held = 2;
+}
+
+/* The cells of row "name" of section "title", split on runs of 2+ spaces. */
+static int cells_of(const char *text, const char *title, const char *name, char (*v)[64], int max)
+{
+    const char *r = row(text, title, name);
+    const char *eol = strchr(r, '\n');
+    int n = 0;
+    while (r < eol && n < max) {
+        while (r < eol && *r == ' ')
+            r++;
+        if (r >= eol)
+            break;
+        const char *e = strstr(r, "  ");
+        if (!e || e > eol)
+            e = eol;
+        snprintf(v[n++], 64, "%.*s", (int)(e - r), r);
+        r = e;
+    }
+    return n;
+}
+
+START_TEST(test_memory_owners_section)
+{
+    setup_colls(0);
+    setup_owners();
+    char path[256];
+    char *text = run_and_read(feed_colls, path, sizeof path);
+    ck_assert_ptr_nonnull(text);
+    const char *mem = strstr(text, "\nMemory held (reserved from CUDA)\n");
+    const char *gpu = strstr(text, "\nMemory by owner (GPU 0)\n");
+    const char *host = strstr(text, "\nMemory by owner (host pinned)\n");
+    const char *colls = strstr(text, "\nCollectives (NCCL)");
+    ck_assert(mem && gpu && host && colls);
+    ck_assert(mem < gpu && gpu < host && host < colls);     /* after the memory table */
+    char v[6][64];
+    ck_assert_int_eq(cells_of(text, "Memory by owner (GPU 0)", "PyTorch caching allocator", v, 6), 4);
+    ck_assert_str_eq(v[0], "768.00 MiB");
+    ck_assert_str_eq(v[1], "1.25 GiB");
+    ck_assert_str_eq(v[2], "1");
+    ck_assert_str_eq(v[3], "1");
+    ck_assert_int_eq(cells_of(text, "Memory by owner (GPU 0)", "NCCL", v, 6), 4);
+    ck_assert_str_eq(v[0], "256.00 MiB");
+    ck_assert_str_eq(v[1], "512.00 MiB");
+    ck_assert_str_eq(v[2], "2");
+    ck_assert_str_eq(v[3], "1");
+    /* each owner's call sites under it, indented: bytes held at the end and
+     * allocations; a site name past a cell's 48 bytes whole (100 bytes, then cut) */
+    const char *site = strstr(gpu, "\n  " LONG_SITE "  ");
+    ck_assert_ptr_nonnull(site);
+    ck_assert(site > strstr(gpu, "\nPyTorch caching allocator ") && site < strstr(gpu, "\nNCCL "));
+    ck_assert_int_eq(cells_of(text, "Memory by owner (GPU 0)", "  " LONG_SITE, v, 6), 2);
+    ck_assert_str_eq(v[0], "768.00 MiB");
+    ck_assert_str_eq(v[1], "3");
+    site = strstr(gpu, "\n  ncclCommInitRank > fake_init+0x1c (libnccl.so.2)  ");
+    ck_assert(site && site > strstr(gpu, "\nNCCL ") && site < host);
+    ck_assert_int_eq(cells_of(text, "Memory by owner (GPU 0)", "  (call site unknown)", v, 6), 2);
+    ck_assert_str_eq(v[0], "0 B");
+    ck_assert_str_eq(v[1], "1");
+    /* a row of nothing is left out, and no line ends in spaces */
+    ck_assert_ptr_null(strstr(gpu, "\nunknown"));
+    ck_assert_ptr_null(strstr(text, " \n"));
+    ck_assert_int_eq(cells_of(text, "Memory by owner (host pinned)", "train", v, 6), 4);
+    ck_assert_str_eq(v[0], "64.00 MiB");
+    ck_assert_ptr_nonnull(strstr(host, "\nOwner named for 98.7 % of the bytes allocated through intercepted"
+                                       " calls since activation\n"));
+    ck_assert_ptr_nonnull(strstr(host, "\nThese owner tables are the ledger's best account: records were"
+                                       " lost, or the window's starting levels were no longer kept\n"));
+    const char *held = strstr(text, "\nMemory held at exit\n");
+    ck_assert(held && held > host && held < colls);
+    ck_assert_int_eq(cells_of(text, "Memory held at exit", "NCCL", v, 6), 3);
+    ck_assert_str_eq(v[0], "GPU0");
+    ck_assert_str_eq(v[1], "256.00 MiB");
+    ck_assert_str_eq(v[2], "2");
+    ck_assert_int_eq(cells_of(text, "Memory held at exit", "train", v, 6), 3);
+    ck_assert_str_eq(v[0], "host pinned");
+    ck_assert_str_eq(v[2], "1");
+    /* tests/cli/test_summary_sources.py prints this summary.json with
+     * `trainprof summary` and compares it with this text */
+    const char *out = getenv("TP_TEST_SUMMARY_OUT");
+    if (out && out[0]) {
+        static const char *const ext[] = { "txt", "json" };
+        for (int i = 0; i < 2; i++) {
+            char src[256], dst[4096];
+            snprintf(src, sizeof src, "%s/rank2.3.pt.trace.summary.%s", reports, ext[i]);
+            snprintf(dst, sizeof dst, "%s/rank2.3.pt.trace.summary.%s", out, ext[i]);
+            size_t n;
+            char *body = tp_test_slurp(src, &n);
+            ck_assert_ptr_nonnull(body);
+            FILE *o = fopen(dst, "wb");
+            ck_assert_ptr_nonnull(o);
+            ck_assert_uint_eq(fwrite(body, 1, n, o), n);
+            fclose(o);
+            free(body);
+        }
+    }
+
+    /* an exact account with no coverage figure: neither line; nothing held at exit */
+    cleanup();
+    setup_colls(0);
+    setup_owners();
+    win.mem_owners_exact = 1;
+    win.mem_coverage = -1;
+    win.n_mem_held = 0;
+    text = run_and_read(feed_colls, path, sizeof path);
+    ck_assert_ptr_nonnull(strstr(text, "\nMemory by owner (GPU 0)\n"));
+    ck_assert_ptr_null(strstr(text, "Owner named for"));
+    ck_assert_ptr_null(strstr(text, "best account"));
+    ck_assert_ptr_null(strstr(text, "held at exit"));
+
+    /* no ledger rows: no owner section at all */
+    cleanup();
+    setup_colls(0);
+    setup_owners();
+    win.n_mem_owners = 0;
+    win.n_mem_held = 0;
+    text = run_and_read(feed_colls, path, sizeof path);
+    ck_assert_ptr_nonnull(strstr(text, "\nMemory held (reserved from CUDA)\n"));
+    ck_assert_ptr_null(strstr(text, "by owner"));
+    ck_assert_ptr_null(strstr(text, "Owner named for"));
+    ck_assert_ptr_null(strstr(text, "best account"));
+}
+END_TEST
+
 START_TEST(test_collectives_host)
 {
     setup_colls(0);
@@ -691,7 +857,7 @@ START_TEST(test_json_numbers)
     char path[256];
     ck_assert_ptr_nonnull(run_and_read(feed, path, sizeof path));
     json_t *d = load_json();
-    ck_assert_str_eq(json_string_value(json_object_get(d, "schema")), "trainprof.summary/1");
+    ck_assert_str_eq(json_string_value(json_object_get(d, "schema")), "trainprof.summary/1.1");
     ck_assert_str_eq(json_string_value(json_object_get(d, "trace")), "rank2.3.pt.trace.json.gz");
     ck_assert_str_eq(json_string_value(json_object_get(d, "run")), "myrun");
     ck_assert_str_eq(json_string_value(json_object_get(d, "host")), "host");
@@ -831,6 +997,95 @@ START_TEST(test_json_collectives_and_memory)
     ck_assert_int_eq(jint(g, "peak_bytes"), (json_int_t)(1.75 * 1024 * 1024 * 1024));
     ck_assert_int_eq(jint(g, "failed"), 1);
     ck_assert_str_eq(json_string_value(json_object_get(json_array_get(mem, 1), "class")), "host_pinned");
+    json_decref(d);
+}
+END_TEST
+
+/* The memory ledger in summary.json: every owner row with its sites (the
+ * empty row too: the file holds the ledger's rows, the text leaves out
+ * what shows nothing), the coverage as a fraction, exactness, what was
+ * held at exit; null and [] without the ledger. */
+START_TEST(test_json_memory_owners)
+{
+    setup_colls(0);
+    setup_owners();
+    char path[256];
+    ck_assert_ptr_nonnull(run_and_read(feed_colls, path, sizeof path));
+    json_t *d = load_json();
+    json_t *rows = json_object_get(d, "memory_owners");
+    ck_assert_uint_eq(json_array_size(rows), 4);
+    json_t *r = json_array_get(rows, 0);
+    ck_assert_int_eq(jint(r, "device"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(r, "class")), "device");
+    ck_assert_str_eq(json_string_value(json_object_get(r, "owner")), "PyTorch caching allocator");
+    ck_assert_int_eq(jint(r, "start_bytes"), 768 * MiB);
+    ck_assert_int_eq(jint(r, "end_bytes"), 768 * MiB);
+    ck_assert_int_eq(jint(r, "peak_bytes"), GiB + 256 * MiB);
+    ck_assert_int_eq(jint(r, "allocs"), 1);
+    ck_assert_int_eq(jint(r, "frees"), 1);
+    json_t *sites = json_object_get(r, "sites");
+    ck_assert_uint_eq(json_array_size(sites), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(sites, 0), "site")), LONG_SITE);
+    ck_assert_int_eq(jint(json_array_get(sites, 0), "bytes"), 768 * MiB);
+    ck_assert_int_eq(jint(json_array_get(sites, 0), "allocs"), 3);
+    r = json_array_get(rows, 1);
+    ck_assert_str_eq(json_string_value(json_object_get(r, "owner")), "NCCL");
+    ck_assert_int_eq(jint(r, "allocs"), 2);
+    sites = json_object_get(r, "sites");
+    ck_assert_uint_eq(json_array_size(sites), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(sites, 1), "site")), "");
+    ck_assert_int_eq(jint(json_array_get(sites, 1), "bytes"), 0);
+    r = json_array_get(rows, 2);
+    ck_assert_str_eq(json_string_value(json_object_get(r, "owner")), "unknown");
+    ck_assert_uint_eq(json_array_size(json_object_get(r, "sites")), 0);
+    r = json_array_get(rows, 3);
+    ck_assert_int_eq(jint(r, "device"), -1);
+    ck_assert_str_eq(json_string_value(json_object_get(r, "class")), "host_pinned");
+    ck_assert_str_eq(json_string_value(json_object_get(r, "owner")), "train");
+    ck_assert_double_eq_tol(json_number_value(json_object_get(d, "memory_coverage")), 0.987, 1e-12);
+    ck_assert(json_is_false(json_object_get(d, "memory_owners_exact")));
+    json_t *held = json_object_get(d, "memory_held_at_exit");
+    ck_assert_uint_eq(json_array_size(held), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(held, 0), "owner")), "NCCL");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(held, 0), "class")), "device");
+    ck_assert_int_eq(jint(json_array_get(held, 0), "device"), 0);
+    ck_assert_int_eq(jint(json_array_get(held, 0), "bytes"), 256 * MiB);
+    ck_assert_int_eq(jint(json_array_get(held, 0), "blocks"), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(held, 1), "class")), "host_pinned");
+    ck_assert_int_eq(jint(json_array_get(held, 1), "device"), -1);
+    json_decref(d);
+
+    cleanup();
+    setup_colls(0);
+    setup_owners();
+    win.mem_owners_exact = 1;
+    ck_assert_ptr_nonnull(run_and_read(feed_colls, path, sizeof path));
+    d = load_json();
+    ck_assert(json_is_true(json_object_get(d, "memory_owners_exact")));
+    json_decref(d);
+
+    /* no ledger: [] and null; no memory profiling: no coverage either */
+    cleanup();
+    setup_colls(0);
+    setup_owners();
+    win.n_mem_owners = 0;
+    win.n_mem_held = 0;
+    win.mem_coverage = -1;
+    ck_assert_ptr_nonnull(run_and_read(feed_colls, path, sizeof path));
+    d = load_json();
+    ck_assert_uint_eq(json_array_size(json_object_get(d, "memory_owners")), 0);
+    ck_assert(json_is_array(json_object_get(d, "memory_owners")));
+    ck_assert(json_is_null(json_object_get(d, "memory_coverage")));
+    ck_assert(json_is_null(json_object_get(d, "memory_owners_exact")));
+    ck_assert(json_is_array(json_object_get(d, "memory_held_at_exit")));
+    ck_assert_uint_eq(json_array_size(json_object_get(d, "memory_held_at_exit")), 0);
+    json_decref(d);
+    cleanup();
+    setup_colls(0);
+    win.n_mem = 0;
+    ck_assert_ptr_nonnull(run_and_read(feed_colls, path, sizeof path));
+    d = load_json();
+    ck_assert(json_is_null(json_object_get(d, "memory_coverage")));
     json_decref(d);
 }
 END_TEST
@@ -1250,6 +1505,7 @@ int main(void)
     tcase_add_test(tc, test_no_trace_no_summary);
     tcase_add_test(tc, test_empty_and_no_replace);
     tcase_add_test(tc, test_memory_section);
+    tcase_add_test(tc, test_memory_owners_section);
     tcase_add_test(tc, test_collectives_host);
     tcase_add_test(tc, test_collectives_device);
     tcase_add_test(tc, test_collectives_mixed);
@@ -1257,6 +1513,7 @@ int main(void)
     tcase_add_test(tc, test_json_numbers);
     tcase_add_test(tc, test_json_gpu);
     tcase_add_test(tc, test_json_collectives_and_memory);
+    tcase_add_test(tc, test_json_memory_owners);
     tcase_add_test(tc, test_json_top_rows);
     tcase_add_loop_test(tc, test_operator_table, 0, 4);
     tcase_add_test(tc, test_operator_table_no_shapes);
