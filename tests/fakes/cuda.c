@@ -26,6 +26,9 @@
  * names, whitespace separated.  Everything but cuInit, cuDriverGetVersion,
  * the lookups and cuGetErrorString fails with CUDA_ERROR_NOT_INITIALIZED
  * before cuInit.  Bad input gets a CUresult, never a crash.
+ * Memory: the driver keeps every block it hands out (the fake runtime's
+ * device memory included) and the live device bytes, which cuMemGetInfo_v2
+ * reports and FAKE_CUDA_MEM_BUDGET bounds (the memory section says how).
  * Work is reported to the fake CUPTI through fakegpu.h once it has called
  * fakegpu_set_observer().
  */
