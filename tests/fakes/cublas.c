@@ -16,7 +16,21 @@
  * this library has no DT_NEEDED on the runtime, so the runtime's own may not
  * have run yet) under a name of the kind cuBLAS's SGEMM kernels carry, so
  * that traces name it as they would on a GPU instead of "unknown kernel".
+ * Device memory: the real libcublas.so.13 links the CUDA runtime statically
+ * (readelf -d: no DT_NEEDED on libcudart or libcuda), so the workspace
+ * cublasCreate_v2 allocates for the handle reaches the driver from
+ * cuBLAS's own code.  The fake allocates FAKE_CUBLAS_WORKSPACE (1 MiB) with
+ * the driver's cuMemAlloc_v2 (fakegpu_driver_sym) when libcuda.so.1 is
+ * loaded, and cublasDestroy_v2 frees it with cuMemFree_v2; a refused
+ * allocation makes cublasCreate_v2 return CUBLAS_STATUS_ALLOC_FAILED ("the
+ * resources could not be allocated", cuBLAS's documentation) and no handle.
+ * (The real default workspace depends on the GPU, several MiB on Hopper;
+ * the fake's is small and fixed so that tests can count it.)
  */
+#define _GNU_SOURCE   /* RTLD_DEFAULT in fakegpu.h */
+#define FAKEGPU_DRIVER_SYM
+#include "fakegpu.h"
+
 #include <cublas_api.h>
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
@@ -28,7 +42,13 @@
 struct cublasContext {
     cublasMath_t mode;
     cudaStream_t stream;
+    unsigned long long workspace;   /* device memory (0: none) */
 };
+
+#define FAKE_CUBLAS_WORKSPACE ((size_t)1 << 20)
+
+typedef int (*drv_alloc_fn)(unsigned long long *, size_t);
+typedef int (*drv_free_fn)(unsigned long long);
 
 /* crt/host_runtime.h is C++-only: its prototypes, as nvcc's generated code
  * calls them. */
@@ -58,12 +78,28 @@ FAKE_EXPORT cublasStatus_t cublasCreate_v2(cublasHandle_t *h)
     if (!h)
         return CUBLAS_STATUS_INVALID_VALUE;
     fake_register();
-    *h = calloc(1, sizeof **h);
-    return *h ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_ALLOC_FAILED;
+    struct cublasContext *c = calloc(1, sizeof *c);
+    if (!c) {
+        *h = NULL;
+        return CUBLAS_STATUS_ALLOC_FAILED;
+    }
+    drv_alloc_fn alloc = (drv_alloc_fn)fakegpu_driver_sym("cuMemAlloc_v2");
+    if (alloc && alloc(&c->workspace, FAKE_CUBLAS_WORKSPACE) != 0) {
+        free(c);
+        *h = NULL;
+        return CUBLAS_STATUS_ALLOC_FAILED;
+    }
+    *h = c;
+    return CUBLAS_STATUS_SUCCESS;
 }
 
 FAKE_EXPORT cublasStatus_t cublasDestroy_v2(cublasHandle_t h)
 {
+    if (h && h->workspace) {
+        drv_free_fn release = (drv_free_fn)fakegpu_driver_sym("cuMemFree_v2");
+        if (release)
+            release(h->workspace);
+    }
     free(h);
     return CUBLAS_STATUS_SUCCESS;
 }

@@ -26,6 +26,9 @@
  * names, whitespace separated.  Everything but cuInit, cuDriverGetVersion,
  * the lookups and cuGetErrorString fails with CUDA_ERROR_NOT_INITIALIZED
  * before cuInit.  Bad input gets a CUresult, never a crash.
+ * Memory: the driver keeps every block it hands out (the fake runtime's
+ * device memory included) and the live device bytes, which cuMemGetInfo_v2
+ * reports and FAKE_CUDA_MEM_BUDGET bounds (the memory section says how).
  * Work is reported to the fake CUPTI through fakegpu.h once it has called
  * fakegpu_set_observer().
  */
@@ -36,6 +39,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "fakegpu.h"
 
@@ -218,6 +223,8 @@ FAKE_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice d)
     return CUDA_SUCCESS;
 }
 
+static size_t fake_mem_total(void);   /* FAKE_CUDA_MEM_BUDGET, below */
+
 FAKE_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
 {
     FAKE_READY();
@@ -225,7 +232,7 @@ FAKE_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
         return CUDA_ERROR_INVALID_VALUE;
     if (d != 0)
         return CUDA_ERROR_INVALID_DEVICE;
-    *bytes = (size_t)80 << 30;
+    *bytes = fake_mem_total();
     return CUDA_SUCCESS;
 }
 
@@ -548,21 +555,169 @@ static size_t fake_oom_bytes(void)
     return v && *v ? (size_t)strtoull(v, NULL, 10) : 0;
 }
 
-static CUresult fake_alloc(int cbid, CUdeviceptr *p, size_t n)
+/* FAKE_CUDA_MEM_BUDGET=N: the device has N bytes.  An allocation of device
+ * memory fails with CUDA_ERROR_OUT_OF_MEMORY when the live device bytes
+ * would exceed N, as the real driver's does when the device is full; a
+ * free gives its bytes back; cuMemGetInfo_v2 answers free = N - live,
+ * total = N, and cuDeviceTotalMem_v2 N.  Unset (or 0): 80 GiB, as an H100
+ * has, and no allocation fails for want of it.  Device memory is what
+ * cuMemAlloc_v2, cuMemAllocPitch_v2, cuMemAllocAsync, cuMemAllocFromPoolAsync
+ * and cuMemCreate hand out, counted at the exact size asked (the real
+ * driver rounds to its page, 2 MiB for large allocations: the fake's
+ * numbers are the sizes the program asked for).  Managed memory
+ * (cuMemAllocManaged) is not charged: the real driver populates it on the
+ * device only when a kernel touches it, and may evict it again (Linux,
+ * Pascal and newer), so cuMemGetInfo does not see it at allocation either.
+ * Host memory (cuMemAllocHost_v2, cuMemHostAlloc) is not device memory.
+ * One budget per process: the fake runtime's device allocations come from
+ * this driver (fakegpu_mem_alloc below), as the real runtime's do. */
+static size_t fake_budget;
+static pthread_once_t fake_budget_once = PTHREAD_ONCE_INIT;
+
+static void fake_budget_read(void)
+{
+    const char *v = getenv("FAKE_CUDA_MEM_BUDGET");
+    fake_budget = v && *v ? (size_t)strtoull(v, NULL, 10) : 0;
+}
+
+static size_t fake_mem_total(void)
+{
+    pthread_once(&fake_budget_once, fake_budget_read);
+    return fake_budget ? fake_budget : (size_t)80 << 30;
+}
+
+/* Every block the fake handed out, by address, with its size and kind, so
+ * that a free knows how many bytes it gives back.  A pointer the table does
+ * not know (host memory the fake runtime allocated itself, freed through
+ * the driver) is handed to free(), as the fake always did. */
+enum fake_mem_kind {
+    FAKE_MEM_OTHER,     /* host or managed memory: not charged */
+    FAKE_MEM_DEVICE,    /* charged against the budget */
+    FAKE_MEM_VA,        /* an address reservation (cuMemAddressReserve) */
+};
+
+struct fake_block {
+    uintptr_t addr;
+    size_t size;
+    int kind;
+    struct fake_block *next;
+};
+
+#define FAKE_BLOCK_BUCKETS 1024
+static struct fake_block *fake_blocks[FAKE_BLOCK_BUCKETS];
+static size_t fake_live;     /* device bytes handed out and not freed */
+static pthread_mutex_t fake_mem_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct fake_block **fake_bucket(uintptr_t a)
+{
+    return &fake_blocks[(a >> 8) % FAKE_BLOCK_BUCKETS];
+}
+
+/* Charge "n" device bytes against the budget: 0 when they do not fit. */
+static int fake_charge(size_t n)
+{
+    size_t total = fake_mem_total();
+    pthread_mutex_lock(&fake_mem_lock);
+    /* without a budget nothing fails for want of it */
+    int ok = !fake_budget || (fake_live <= total && n <= total - fake_live);
+    if (ok)
+        fake_live += n;
+    pthread_mutex_unlock(&fake_mem_lock);
+    return ok;
+}
+
+static void fake_uncharge(size_t n)
+{
+    pthread_mutex_lock(&fake_mem_lock);
+    fake_live -= n < fake_live ? n : fake_live;
+    pthread_mutex_unlock(&fake_mem_lock);
+}
+
+/* Remember block "a": 0 when out of host memory (nothing charged then). */
+static int fake_remember(uintptr_t a, size_t n, int kind)
+{
+    struct fake_block *b = malloc(sizeof *b);
+    if (!b)
+        return 0;
+    b->addr = a;
+    b->size = n;
+    b->kind = kind;
+    pthread_mutex_lock(&fake_mem_lock);
+    struct fake_block **head = fake_bucket(a);
+    b->next = *head;
+    *head = b;
+    pthread_mutex_unlock(&fake_mem_lock);
+    return 1;
+}
+
+/* Forget block "a" if the table has it (its size in *size, its device
+ * bytes given back): 1 found, 0 unknown, -1 known but not what the caller
+ * frees (va: a reservation, else memory; "want", if not 0, the size the
+ * block must have), left as it is: the real driver answers
+ * CUDA_ERROR_INVALID_VALUE to cuMemFree of a reservation, to
+ * cuMemAddressFree of memory and to a reservation freed at another size. */
+static int fake_forget(uintptr_t a, int va, size_t want, size_t *size)
+{
+    int found = 0;
+    pthread_mutex_lock(&fake_mem_lock);
+    for (struct fake_block **pp = fake_bucket(a); *pp; pp = &(*pp)->next) {
+        struct fake_block *b = *pp;
+        if (b->addr != a)
+            continue;
+        if ((b->kind == FAKE_MEM_VA) != va || (want && b->size != want)) {
+            found = -1;
+            break;
+        }
+        *pp = b->next;
+        *size = b->size;
+        if (b->kind == FAKE_MEM_DEVICE)
+            fake_live -= b->size < fake_live ? b->size : fake_live;
+        free(b);
+        found = 1;
+        break;
+    }
+    pthread_mutex_unlock(&fake_mem_lock);
+    return found;
+}
+
+/* The allocation itself, without the call's report (fake_alloc and the
+ * private fakegpu_mem_alloc).  256-byte aligned, as cuMemAlloc documents
+ * ("suitably aligned for any kind of variable"; the runtime promises 256). */
+static CUresult fake_alloc_block(CUdeviceptr *p, size_t n, int kind)
+{
+    if (!p || !n)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t limit = fake_oom_bytes();
+    if (limit && n > limit)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (kind == FAKE_MEM_DEVICE && !fake_charge(n))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    void *m = NULL;
+    if (posix_memalign(&m, 256, n) != 0 || !fake_remember((uintptr_t)m, n, kind)) {
+        free(m);
+        if (kind == FAKE_MEM_DEVICE)
+            fake_uncharge(n);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *p = (CUdeviceptr)(uintptr_t)m;
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_free_block(CUdeviceptr p)
+{
+    size_t size;
+    if (!p || fake_forget((uintptr_t)p, 0, 0, &size) < 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    free((void *)(uintptr_t)p);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_alloc(int cbid, CUdeviceptr *p, size_t n, int kind)
 {
     FAKE_READY();
     struct fake_rep r;
     fake_enter(&r, cbid, FAKEGPU_NONE);
-    if (!p || !n)
-        return fake_leave(&r, CUDA_ERROR_INVALID_VALUE);
-    size_t limit = fake_oom_bytes();
-    if (limit && n > limit)
-        return fake_leave(&r, CUDA_ERROR_OUT_OF_MEMORY);
-    void *m = malloc(n);
-    if (!m)
-        return fake_leave(&r, CUDA_ERROR_OUT_OF_MEMORY);
-    *p = (CUdeviceptr)(uintptr_t)m;
-    return fake_leave(&r, CUDA_SUCCESS);
+    return fake_leave(&r, fake_alloc_block(p, n, kind));
 }
 
 static CUresult fake_free(int cbid, CUdeviceptr p)
@@ -570,15 +725,52 @@ static CUresult fake_free(int cbid, CUdeviceptr p)
     FAKE_READY();
     struct fake_rep r;
     fake_enter(&r, cbid, FAKEGPU_NONE);
-    if (!p)
+    return fake_leave(&r, fake_free_block(p));
+}
+
+/* The fake runtime's way to this memory (tests/fakes/cudart.c): the same
+ * blocks, budget and counter as cuMemAlloc_v2/cuMemFree_v2 (managed != 0:
+ * managed memory, not charged), under names no interposer knows and with no
+ * report to the fake CUPTI, so that the runtime's allocations count in
+ * cuMemGetInfo_v2 and against FAKE_CUDA_MEM_BUDGET while an interposer (and
+ * CUPTI) sees only the runtime call, as before; FAKE_CUDART_VIA_DRIVER=1
+ * gives the real runtime's nested cuMemAlloc_v2 instead. */
+FAKE_EXPORT CUresult fakegpu_mem_alloc(CUdeviceptr *p, size_t n, int managed);
+FAKE_EXPORT CUresult fakegpu_mem_alloc(CUdeviceptr *p, size_t n, int managed)
+{
+    FAKE_READY();
+    return fake_alloc_block(p, n, managed ? FAKE_MEM_OTHER : FAKE_MEM_DEVICE);
+}
+
+FAKE_EXPORT CUresult fakegpu_mem_free(CUdeviceptr p);
+FAKE_EXPORT CUresult fakegpu_mem_free(CUdeviceptr p)
+{
+    FAKE_READY();
+    return fake_free_block(p);
+}
+
+/* cuMemGetInfo_v2: free and total device memory (see FAKE_CUDA_MEM_BUDGET).
+ * The real driver also wants a current context; the fake has one device
+ * and answers for it whatever the thread's context. */
+FAKE_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
+{
+    FAKE_READY();
+    struct fake_rep r;
+    fake_enter(&r, CUPTI_DRIVER_TRACE_CBID_cuMemGetInfo_v2, FAKEGPU_NONE);
+    if (!free_bytes || !total_bytes)
         return fake_leave(&r, CUDA_ERROR_INVALID_VALUE);
-    free((void *)(uintptr_t)p);
+    size_t total = fake_mem_total();
+    pthread_mutex_lock(&fake_mem_lock);
+    size_t live = fake_live;
+    pthread_mutex_unlock(&fake_mem_lock);
+    *total_bytes = total;
+    *free_bytes = live < total ? total - live : 0;
     return fake_leave(&r, CUDA_SUCCESS);
 }
 
 FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 {
-    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, p, n);
+    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, p, n, FAKE_MEM_DEVICE);
 }
 
 /* The pre-3020 ABI (32-bit pointer and size): answers lookups below 3020. */
@@ -599,13 +791,13 @@ FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 FAKE_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s)
 {
     (void)s;
-    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync, p, n);
+    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync, p, n, FAKE_MEM_DEVICE);
 }
 
 FAKE_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *p, size_t n, CUstream s)
 {
     (void)s;
-    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz, p, n);
+    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz, p, n, FAKE_MEM_DEVICE);
 }
 
 FAKE_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
@@ -627,7 +819,7 @@ FAKE_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w,
         return CUDA_ERROR_INVALID_VALUE;
     }
     size_t pw = (w + 511) / 512 * 512;
-    CUresult rc = fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2, p, pw * h);
+    CUresult rc = fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2, p, pw * h, FAKE_MEM_DEVICE);
     *pitch = rc == CUDA_SUCCESS ? pw : 0;
     return rc;
 }
@@ -635,30 +827,30 @@ FAKE_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w,
 FAKE_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s)
 {
     (void)pool; (void)s;
-    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync, p, n);
+    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync, p, n, FAKE_MEM_DEVICE);
 }
 
 FAKE_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s)
 {
     (void)pool; (void)s;
-    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz, p, n);
+    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz, p, n, FAKE_MEM_DEVICE);
 }
 
 FAKE_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned int fl)
 {
     (void)fl;
-    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, p, n);
+    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, p, n, FAKE_MEM_OTHER);
 }
 
 FAKE_EXPORT CUresult cuMemAllocHost_v2(void **p, size_t n)
 {
-    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2, (CUdeviceptr *)p, n);
+    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2, (CUdeviceptr *)p, n, FAKE_MEM_OTHER);
 }
 
 FAKE_EXPORT CUresult cuMemHostAlloc(void **p, size_t n, unsigned int fl)
 {
     (void)fl;
-    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc, (CUdeviceptr *)p, n);
+    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc, (CUdeviceptr *)p, n, FAKE_MEM_OTHER);
 }
 
 FAKE_EXPORT CUresult cuMemFreeHost(void *p)
@@ -680,7 +872,10 @@ FAKE_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr,
 }
 
 /* Physical allocations: the handle is the malloc'ed block; a mapping only
- * checks that the range is the block's own (no address reservation). */
+ * checks its arguments (a range need not be reserved: tests/programs/
+ * mem_calls.c maps a block at its own address).  The memory is charged at
+ * cuMemCreate and given back at cuMemRelease, as the real driver's
+ * cuMemGetInfo counts it; mapping and reserving change nothing. */
 FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const CUmemAllocationProp *prop,
                                  unsigned long long flags)
 {
@@ -688,7 +883,7 @@ FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, cons
         FAKE_READY();
         return CUDA_ERROR_INVALID_VALUE;
     }
-    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemCreate, (CUdeviceptr *)h, n);
+    return fake_alloc(CUPTI_DRIVER_TRACE_CBID_cuMemCreate, (CUdeviceptr *)h, n, FAKE_MEM_DEVICE);
 }
 
 FAKE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
@@ -706,6 +901,69 @@ FAKE_EXPORT CUresult cuMemMap(CUdeviceptr p, size_t n, size_t off, CUmemGenericA
 FAKE_EXPORT CUresult cuMemUnmap(CUdeviceptr p, size_t n)
 {
     return fake_plain(CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, FAKEGPU_NONE, !p || !n, CUDA_ERROR_INVALID_VALUE, 0);
+}
+
+/* Reservations: an inaccessible range of the process's address space
+ * (mmap PROT_NONE), aligned as asked (0: the 2 MiB granularity), so that
+ * addresses are unique and never overlap memory; no device bytes.  Flags
+ * must be 0 and the alignment a power of two, as cuda.h documents; the
+ * address hint is ignored, as the real driver may. */
+#define FAKE_GRANULARITY ((size_t)2 << 20)
+
+FAKE_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *p, size_t n, size_t align, CUdeviceptr addr,
+                                         unsigned long long flags)
+{
+    (void)addr;
+    FAKE_READY();
+    struct fake_rep r;
+    fake_enter(&r, CUPTI_DRIVER_TRACE_CBID_cuMemAddressReserve, FAKEGPU_NONE);
+    if (!p || !n || flags || (align & (align - 1)))
+        return fake_leave(&r, CUDA_ERROR_INVALID_VALUE);
+    if (!align)
+        align = FAKE_GRANULARITY;
+    if (n > SIZE_MAX - align)
+        return fake_leave(&r, CUDA_ERROR_OUT_OF_MEMORY);
+    size_t span = n + align;
+    char *m = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED)
+        return fake_leave(&r, CUDA_ERROR_OUT_OF_MEMORY);
+    uintptr_t start = ((uintptr_t)m + align - 1) & ~(uintptr_t)(align - 1);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t end_used = ((start - (uintptr_t)m) + n + page - 1) / page * page;   /* page-rounded */
+    if (start > (uintptr_t)m)
+        munmap(m, start - (uintptr_t)m);
+    if (end_used < span)
+        munmap(m + end_used, span - end_used);
+    if (!fake_remember(start, n, FAKE_MEM_VA)) {
+        munmap((void *)start, end_used - (start - (uintptr_t)m));
+        return fake_leave(&r, CUDA_ERROR_OUT_OF_MEMORY);
+    }
+    *p = (CUdeviceptr)start;
+    return fake_leave(&r, CUDA_SUCCESS);
+}
+
+FAKE_EXPORT CUresult cuMemAddressFree(CUdeviceptr p, size_t n)
+{
+    FAKE_READY();
+    struct fake_rep r;
+    fake_enter(&r, CUPTI_DRIVER_TRACE_CBID_cuMemAddressFree, FAKEGPU_NONE);
+    size_t size;
+    if (!p || !n || fake_forget((uintptr_t)p, 1, n, &size) != 1)
+        return fake_leave(&r, CUDA_ERROR_INVALID_VALUE);
+    munmap((void *)(uintptr_t)p, n);
+    return fake_leave(&r, CUDA_SUCCESS);
+}
+
+/* 2 MiB, minimum and recommended: what an H100 answers. */
+FAKE_EXPORT CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *prop,
+                                                   CUmemAllocationGranularity_flags option)
+{
+    FAKE_READY();
+    if (!g || !prop || (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
+                        option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
+        return CUDA_ERROR_INVALID_VALUE;
+    *g = FAKE_GRANULARITY;
+    return CUDA_SUCCESS;
 }
 
 /* ---- copies and sets -------------------------------------------------------- */
@@ -1554,6 +1812,8 @@ FAKE_LOCAL(cuLibraryEnumerateKernels);
 FAKE_LOCAL(cuLibraryGetKernel);
 FAKE_LOCAL(cuLibraryGetKernelCount);
 FAKE_LOCAL(cuLibraryLoadData);
+FAKE_LOCAL(cuMemAddressFree);
+FAKE_LOCAL(cuMemAddressReserve);
 FAKE_LOCAL(cuMemAlloc);
 FAKE_LOCAL(cuMemAllocAsync);
 FAKE_LOCAL(cuMemAllocAsync_ptsz);
@@ -1568,6 +1828,8 @@ FAKE_LOCAL(cuMemFreeAsync);
 FAKE_LOCAL(cuMemFreeAsync_ptsz);
 FAKE_LOCAL(cuMemFreeHost);
 FAKE_LOCAL(cuMemFree_v2);
+FAKE_LOCAL(cuMemGetAllocationGranularity);
+FAKE_LOCAL(cuMemGetInfo_v2);
 FAKE_LOCAL(cuMemHostAlloc);
 FAKE_LOCAL(cuMemMap);
 FAKE_LOCAL(cuMemRelease);
@@ -1702,6 +1964,10 @@ static const struct fake_sym fake_syms[] = {
     S("cuMemCreate", 10020, local_cuMemCreate),
     S("cuMemRelease", 10020, local_cuMemRelease),
     S("cuMemMap", 10020, local_cuMemMap),
+    S("cuMemAddressReserve", 10020, local_cuMemAddressReserve),
+    S("cuMemAddressFree", 10020, local_cuMemAddressFree),
+    S("cuMemGetAllocationGranularity", 10020, local_cuMemGetAllocationGranularity),
+    S("cuMemGetInfo", 3020, local_cuMemGetInfo_v2),
     S("cuMemUnmap", 10020, local_cuMemUnmap),
     S("cuArray3DCreate", 3020, local_cuArray3DCreate_v2),
     S("cuArray3DGetDescriptor", 3020, local_cuArray3DGetDescriptor_v2),

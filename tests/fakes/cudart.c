@@ -34,6 +34,9 @@
  * runtime call, as the real runtime's do.  3D copies work on pitched
  * pointers and on the fake driver's arrays (fakegpu.h); host functions and
  * stream callbacks run at once on the calling thread.
+ * Device and managed memory come from the fake driver's blocks (the
+ * allocation section says how), so that its cuMemGetInfo_v2 and its
+ * FAKE_CUDA_MEM_BUDGET count the runtime's allocations with its own.
  *
  * Observer (tests/fakes/fakegpu.h): the fake CUPTI registers begin/end
  * callbacks with fakegpu_set_observer(); launches, graph launches, copies,
@@ -155,6 +158,8 @@ typedef CUresult (*fake_gpa2_fn)(const char *, void **, int, cuuint64_t, CUdrive
  * "private" is the fake driver's fakegpu_get_proc_address, a channel no
  * interposer sees (cudaGetDriverEntryPoint with FAKE_CUDART_ENTRY=private). */
 static fake_gpa2_fn drv_gpa2, drv_private;
+/* The fake driver's fakegpu_mem_alloc/fakegpu_mem_free (allocation below). */
+static void *drv_mem_alloc, *drv_mem_free;
 static CUcontext drv_ctx;
 
 /* FAKE_CUDART_LOOKUP=1: launches, graph calls and peer copies go on to the
@@ -177,6 +182,7 @@ static struct {
     __typeof__(&cuMemcpyPeer) peer;
     __typeof__(&cuMemcpyPeerAsync) peer_async;
     __typeof__(&cuProfilerStart) prof_start, prof_stop;
+    __typeof__(&cuMemGetInfo_v2) mem_info;
 } drv;
 
 static void *drv_lookup(const char *name, int version, int per_thread)
@@ -215,6 +221,7 @@ static void fake_lookup_driver(void)
     drv.peer_async = drv_lookup("cuMemcpyPeerAsync", 4000, 0);
     drv.prof_start = drv_lookup("cuProfilerStart", 4000, 0);
     drv.prof_stop = drv_lookup("cuProfilerStop", 4000, 0);
+    drv.mem_info = drv_lookup("cuMemGetInfo", 3020, 0);
     const char *v = getenv("FAKE_CUDART_LOOKUP");
     lookup_mode = v && strcmp(v, "1") == 0;
 }
@@ -236,6 +243,10 @@ static void fake_load_driver(void)
         drv_ctx = ctx;
     drv_gpa2 = h ? (fake_gpa2_fn)dlsym(h, "cuGetProcAddress_v2") : NULL;
     drv_private = h ? (fake_gpa2_fn)dlsym(h, "fakegpu_get_proc_address") : NULL;
+    drv_mem_alloc = h ? dlsym(h, "fakegpu_mem_alloc") : NULL;
+    drv_mem_free = h ? dlsym(h, "fakegpu_mem_free") : NULL;
+    if (!drv_mem_alloc || !drv_mem_free)
+        drv_mem_alloc = drv_mem_free = NULL;
     fake_gpa2_fn self = drv_lookup("cuGetProcAddress", 12000, 0);
     if (self)
         drv_gpa2 = self;
@@ -1647,15 +1658,27 @@ FAKE_EXPORT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t e, 
 }
 
 /* ---- allocation ---------------------------------------------------------
+ * Device memory (cudaMalloc, cudaMallocPitch, cudaMalloc3D, cudaMallocAsync,
+ * cudaMallocFromPoolAsync) and managed memory come from the fake driver,
+ * through its private fakegpu_mem_alloc/fakegpu_mem_free (tests/fakes/cuda.c;
+ * no interposer or CUPTI report sees them), so that they count in the
+ * driver's cuMemGetInfo_v2 and against its FAKE_CUDA_MEM_BUDGET, one budget
+ * per process as on a GPU: a device allocation that does not fit fails with
+ * cudaErrorMemoryAllocation and sets the last error, as the real runtime's
+ * does when the driver answers CUDA_ERROR_OUT_OF_MEMORY.  cudaFree and
+ * cudaFreeAsync give them back the same way.  Host memory (cudaMallocHost,
+ * cudaHostAlloc) is posix_memalign, freed with free(); so is everything when
+ * no fake driver was found.
  * FAKE_CUDA_OOM_BYTES=N: an allocation of more than N bytes fails with
  * cudaErrorMemoryAllocation (and sets the last error), as a full device does.
- * FAKE_CUDART_VIA_DRIVER=1: device allocations and frees go through the
- * driver's cuMemAlloc_v2/cuMemFree_v2 (looked up with dlsym(RTLD_DEFAULT),
- * so an interposer sees the nested call) when libcuda is already loaded, as
- * the real runtime's do; the others stay host memory. */
+ * FAKE_CUDART_VIA_DRIVER=1: cudaMalloc and cudaFree go through the
+ * driver's public cuMemAlloc_v2/cuMemFree_v2 instead (looked up with
+ * dlsym(RTLD_DEFAULT), so an interposer sees the nested call, as it sees the
+ * real runtime's) when libcuda is in the global scope. */
 
 typedef int (*fake_drv_alloc_fn)(unsigned long long *, size_t);
 typedef int (*fake_drv_free_fn)(unsigned long long);
+typedef int (*fake_mem_alloc_fn)(unsigned long long *, size_t, int);
 
 static size_t oom_bytes(void)
 {
@@ -1684,7 +1707,11 @@ static int via_driver(void **alloc, void **release)
     return *alloc && *release;
 }
 
-static cudaError_t do_alloc_dev(void **p, size_t n, int device)
+/* What an allocation is: host memory, cudaMalloc's device memory (the one
+ * FAKE_CUDART_VIA_DRIVER routes), other device memory, managed memory. */
+enum rt_mem { RT_HOST, RT_MALLOC, RT_DEVICE, RT_MANAGED };
+
+static cudaError_t do_alloc_kind(void **p, size_t n, enum rt_mem k)
 {
     if (!p)
         return fail(cudaErrorInvalidValue);
@@ -1698,48 +1725,76 @@ static cudaError_t do_alloc_dev(void **p, size_t n, int device)
         return fail(cudaErrorMemoryAllocation);
     }
     void *fa, *ff;
-    if (device && via_driver(&fa, &ff)) {
-        unsigned long long d = 0;
-        if (((fake_drv_alloc_fn)fa)(&d, n) != 0) {
-            *p = NULL;
-            return fail(cudaErrorMemoryAllocation);
+    unsigned long long d = 0;
+    int rc = -1;
+    if (k == RT_MALLOC && via_driver(&fa, &ff))
+        rc = ((fake_drv_alloc_fn)fa)(&d, n);
+    else if (k != RT_HOST && drv_mem_alloc)
+        rc = ((fake_mem_alloc_fn)drv_mem_alloc)(&d, n, k == RT_MANAGED);
+    else {
+        void *m = NULL;
+        if (posix_memalign(&m, 256, n) == 0) {
+            d = (unsigned long long)(uintptr_t)m;
+            rc = 0;
         }
-        *p = (void *)(uintptr_t)d;
-        return cudaSuccess;
     }
-    void *m = NULL;
-    if (posix_memalign(&m, 256, n) != 0) {
+    if (rc != 0) {
         *p = NULL;
         return fail(cudaErrorMemoryAllocation);
     }
-    *p = m;
+    *p = (void *)(uintptr_t)d;
     return cudaSuccess;
 }
 
 static cudaError_t do_alloc(void **p, size_t n)
 {
-    return do_alloc_dev(p, n, 0);
+    return do_alloc_kind(p, n, RT_HOST);
 }
 
-static cudaError_t do_free_dev(void *p)
+static cudaError_t do_alloc_device(void **p, size_t n)
 {
-    void *fa, *ff;
-    if (p && via_driver(&fa, &ff)) {
-        ((fake_drv_free_fn)ff)((unsigned long long)(uintptr_t)p);
+    return do_alloc_kind(p, n, RT_DEVICE);
+}
+
+/* cudaFree (k = RT_MALLOC) and cudaFreeAsync (RT_DEVICE): the driver knows
+ * its blocks and hands others (host memory) to free(). */
+static cudaError_t do_free_kind(void *p, enum rt_mem k)
+{
+    if (!p)
         return cudaSuccess;
-    }
-    free(p);
-    return cudaSuccess;
+    void *fa, *ff;
+    int rc = 0;
+    if (k == RT_MALLOC && via_driver(&fa, &ff))
+        rc = ((fake_drv_free_fn)ff)((unsigned long long)(uintptr_t)p);
+    else if (drv_mem_free)
+        rc = ((fake_drv_free_fn)drv_mem_free)((unsigned long long)(uintptr_t)p);
+    else
+        free(p);
+    return rc == 0 ? cudaSuccess : fail(cudaErrorInvalidValue);
 }
 
 FAKE_EXPORT cudaError_t cudaMalloc(void **p, size_t n)
 {
-    return do_alloc_dev(p, n, 1);
+    return do_alloc_kind(p, n, RT_MALLOC);
 }
 
 FAKE_EXPORT cudaError_t cudaFree(void *p)
 {
-    return do_free_dev(p);
+    return do_free_kind(p, RT_MALLOC);
+}
+
+/* Free and total device memory: the driver's cuMemGetInfo_v2, reached as
+ * the real runtime reaches the driver (80 GiB, all free, in a process whose
+ * runtime found no driver: the fake does not model that). */
+FAKE_EXPORT cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
+{
+    if (!free_bytes || !total_bytes)
+        return fail(cudaErrorInvalidValue);
+    if (!drv.mem_info) {
+        *free_bytes = *total_bytes = (size_t)80 << 30;
+        return cudaSuccess;
+    }
+    return drv.mem_info(free_bytes, total_bytes) == CUDA_SUCCESS ? cudaSuccess : fail(cudaErrorInvalidValue);
 }
 
 FAKE_EXPORT cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t w, size_t h)
@@ -1747,7 +1802,7 @@ FAKE_EXPORT cudaError_t cudaMallocPitch(void **p, size_t *pitch, size_t w, size_
     if (!pitch)
         return fail(cudaErrorInvalidValue);
     size_t pw = (w + 511) / 512 * 512;     /* rows padded to 512 bytes */
-    cudaError_t e = do_alloc(p, pw * h);
+    cudaError_t e = do_alloc_device(p, pw * h);
     *pitch = e == cudaSuccess ? pw : 0;
     return e;
 }
@@ -1758,7 +1813,7 @@ FAKE_EXPORT cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pp, struct cudaExten
         return fail(cudaErrorInvalidValue);
     size_t pw = (e.width + 511) / 512 * 512;
     void *m = NULL;
-    cudaError_t rc = do_alloc(&m, pw * e.height * e.depth);
+    cudaError_t rc = do_alloc_device(&m, pw * e.height * e.depth);
     pp->ptr = m;
     pp->pitch = rc == cudaSuccess ? pw : 0;
     pp->xsize = e.width;
@@ -1769,48 +1824,46 @@ FAKE_EXPORT cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pp, struct cudaExten
 FAKE_EXPORT cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s)
 {
     (void)s;
-    return do_alloc(p, n);
+    return do_alloc_device(p, n);
 }
 
 FAKE_EXPORT cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s);
 FAKE_EXPORT cudaError_t cudaMallocAsync_ptsz(void **p, size_t n, cudaStream_t s)
 {
     (void)s;
-    return do_alloc(p, n);
+    return do_alloc_device(p, n);
 }
 
 FAKE_EXPORT cudaError_t cudaMallocFromPoolAsync(void **p, size_t n, cudaMemPool_t pool, cudaStream_t s)
 {
     (void)pool; (void)s;
-    return do_alloc(p, n);
+    return do_alloc_device(p, n);
 }
 
 FAKE_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **p, size_t n, cudaMemPool_t pool, cudaStream_t s);
 FAKE_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **p, size_t n, cudaMemPool_t pool, cudaStream_t s)
 {
     (void)pool; (void)s;
-    return do_alloc(p, n);
+    return do_alloc_device(p, n);
 }
 
 FAKE_EXPORT cudaError_t cudaFreeAsync(void *p, cudaStream_t s)
 {
     (void)s;
-    free(p);
-    return cudaSuccess;
+    return do_free_kind(p, RT_DEVICE);
 }
 
 FAKE_EXPORT cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s);
 FAKE_EXPORT cudaError_t cudaFreeAsync_ptsz(void *p, cudaStream_t s)
 {
     (void)s;
-    free(p);
-    return cudaSuccess;
+    return do_free_kind(p, RT_DEVICE);
 }
 
 FAKE_EXPORT cudaError_t cudaMallocManaged(void **p, size_t n, unsigned int fl)
 {
     (void)fl;
-    return do_alloc(p, n);
+    return do_alloc_kind(p, n, RT_MANAGED);
 }
 
 FAKE_EXPORT cudaError_t cudaMallocHost(void **p, size_t n)

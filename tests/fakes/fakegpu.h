@@ -58,4 +58,29 @@ typedef uint64_t (*fakegpu_begin_fn)(void);
 typedef void (*fakegpu_end_fn)(uint64_t token, const struct fakegpu_op *op);
 typedef void (*fakegpu_set_observer_fn)(fakegpu_begin_fn begin, fakegpu_end_fn end);
 
+/* fakegpu_driver_sym - a driver function as a library with the CUDA runtime
+ * linked in statically reaches it (NCCL, cuBLAS: no DT_NEEDED on any CUDA
+ * library, their runtime dlopens libcuda.so.1 and looks its functions up),
+ * for the fakes of those libraries: NULL while libcuda.so.1 is not loaded
+ * (a fake that allocates nothing then), else the global definition
+ * (dlsym(RTLD_DEFAULT): an interposer's, when one is preloaded), else the
+ * loaded driver's own (dlsym on its handle: the fake runtime loads it
+ * RTLD_LOCAL).  Either way the call is made from the fake library's code, as
+ * the real library's static runtime makes it from the library's. */
+#ifdef FAKEGPU_DRIVER_SYM
+#include <dlfcn.h>
+
+static inline void *fakegpu_driver_sym(const char *name)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
+    if (!h)
+        return NULL;
+    void *p = dlsym(RTLD_DEFAULT, name);
+    if (!p)
+        p = dlsym(h, name);
+    dlclose(h);
+    return p;
+}
+#endif
+
 #endif

@@ -39,7 +39,24 @@
  * ncclWork*)", instead of 2.19's "ncclDevKernel_AllReduce_Sum_f32_RING_LL
  * (ncclDevKernelArgsStorage<4096ul>)": some trace readers know only the old
  * prefix (HTA 0.5's straggler analysis looks for "ncclKernel").
+ * Device memory: the real libnccl.so.2 links the CUDA runtime statically
+ * (readelf -d: no DT_NEEDED on libcudart or libcuda; it dlopens
+ * libcuda.so.1), so what it allocates for a communicator reaches the
+ * driver from NCCL's own code, never the dynamic runtime's cudaMalloc.  The
+ * fake does the same when libcuda.so.1 is loaded: creating a communicator
+ * (ncclCommInitRank, ncclCommInitRankConfig, ncclCommInitAll, ncclCommSplit,
+ * ncclCommShrink, ncclCommGrow) allocates FAKE_NCCL_INIT_BYTES (default
+ * 4 MiB, 0: none) with the driver's cuMemAlloc_v2 (fakegpu_driver_sym), the
+ * first collective or point-to-point call on a communicator 2 MiB more (NCCL
+ * sets its connections up, and allocates their buffers, at the first
+ * operation that needs them), and ncclCommDestroy/ncclCommAbort free both
+ * with cuMemFree_v2.  A failed allocation fails the call with
+ * ncclUnhandledCudaError, as NCCL's CUDACHECK does (no communicator is
+ * made).  Without libcuda.so.1 nothing is allocated.
  */
+#define _GNU_SOURCE   /* RTLD_DEFAULT in fakegpu.h */
+#define FAKEGPU_DRIVER_SYM
+#include "fakegpu.h"
 #include "../../preload/nccl_compat.h"
 
 #include <cuda_runtime_api.h>
@@ -65,6 +82,8 @@ struct ncclComm {
     int rank;
     int device;
     long allreduces;    /* all-reduces made, for FAKE_NCCL_MEET */
+    int connected;      /* its first operation made (comm_connect) */
+    unsigned long long init_mem, conn_mem;   /* device memory (0: none) */
 };
 
 struct ncclWindow_vidmem {
@@ -168,12 +187,80 @@ FAKE_EXPORT const char *ncclGetErrorString(ncclResult_t r)
     }
 }
 
+/* ---- device memory, through the driver ------------------------------------- */
+
+typedef int (*drv_alloc_fn)(unsigned long long *, size_t);
+typedef int (*drv_free_fn)(unsigned long long);
+
+#define FAKE_CONN_BYTES ((size_t)2 << 20)
+
+static size_t init_bytes(void)
+{
+    const char *v = getenv("FAKE_NCCL_INIT_BYTES");
+    return v && *v ? (size_t)strtoull(v, NULL, 10) : (size_t)4 << 20;
+}
+
+/* n bytes of device memory into *d (0 when n is 0 or there is no driver):
+ * 0 on success, -1 when the driver refused. */
+static int dev_alloc(unsigned long long *d, size_t n)
+{
+    *d = 0;
+    if (!n)
+        return 0;
+    drv_alloc_fn fn = (drv_alloc_fn)fakegpu_driver_sym("cuMemAlloc_v2");
+    if (!fn)
+        return 0;
+    return fn(d, n) == 0 ? 0 : -1;
+}
+
+static void dev_free(unsigned long long *d)
+{
+    if (!*d)
+        return;
+    drv_free_fn fn = (drv_free_fn)fakegpu_driver_sym("cuMemFree_v2");
+    if (fn)
+        fn(*d);
+    *d = 0;
+}
+
+static void comm_release(struct ncclComm *c)
+{
+    dev_free(&c->init_mem);
+    dev_free(&c->conn_mem);
+    memset(c, 0, sizeof *c);
+}
+
+/* A new communicator and its device memory; ncclUnhandledCudaError (and no
+ * communicator) when the driver refuses it. */
+static ncclResult_t comm_make(ncclComm_t *out, int size, int rank)
+{
+    *out = comm_new(size, rank);
+    if (!*out)
+        return ncclSystemError;
+    if (dev_alloc(&(*out)->init_mem, init_bytes()) != 0) {
+        comm_release(*out);
+        *out = NULL;
+        return ncclUnhandledCudaError;
+    }
+    return ncclSuccess;
+}
+
+/* The first operation on "c" sets its connections up. */
+static ncclResult_t comm_connect(struct ncclComm *c)
+{
+    if (c->connected)
+        return ncclSuccess;
+    if (dev_alloc(&c->conn_mem, FAKE_CONN_BYTES) != 0)
+        return ncclUnhandledCudaError;      /* the next operation tries again */
+    c->connected = 1;
+    return ncclSuccess;
+}
+
 static ncclResult_t init(ncclComm_t *comm, int nranks, int rank)
 {
     if (!comm || nranks <= 0 || rank < 0 || rank >= nranks)
         return ncclInvalidArgument;
-    *comm = comm_new(nranks, rank);
-    return *comm ? ncclSuccess : ncclSystemError;
+    return comm_make(comm, nranks, rank);
 }
 
 FAKE_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
@@ -194,9 +281,9 @@ FAKE_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *
     if (!comm || ndev <= 0)
         return ncclInvalidArgument;
     for (int i = 0; i < ndev; i++) {
-        comm[i] = comm_new(ndev, i);
-        if (!comm[i])
-            return ncclSystemError;
+        ncclResult_t r = comm_make(&comm[i], ndev, i);
+        if (r != ncclSuccess)
+            return r;
         comm[i]->device = devlist ? devlist[i] : i;
     }
     return ncclSuccess;
@@ -242,7 +329,7 @@ FAKE_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
     if (!comm_ok(comm))
         return ncclInvalidArgument;
-    memset(comm, 0, sizeof *comm);
+    comm_release(comm);
     return ncclSuccess;
 }
 
@@ -295,6 +382,13 @@ static ncclResult_t check_root(int root, ncclComm_t comm)
     return root >= 0 && root < comm->size ? ncclSuccess : ncclInvalidArgument;
 }
 
+/* A collective or point-to-point call whose arguments checked "r": its
+ * communicator connected (comm_connect) when they are good. */
+static ncclResult_t connected(ncclResult_t r, ncclComm_t comm)
+{
+    return r != ncclSuccess ? r : comm_connect(comm);
+}
+
 /* FAKE_NCCL_MEET: wait until every rank of "c" reached this all-reduce. */
 static void meet(struct ncclComm *c)
 {
@@ -333,6 +427,8 @@ FAKE_EXPORT ncclResult_t ncclAllReduce(const void *sb, void *rb, size_t count, n
     }
     if (fail_at > 0 && __atomic_add_fetch(&made, 1, __ATOMIC_RELAXED) == fail_at)
         return ncclRemoteError;
+    if ((r = comm_connect(comm)) != ncclSuccess)
+        return r;
     meet(comm);
     dim3 g = { 1, 1, 1 }, b = { 64, 1, 1 };
     return cudaLaunchKernel(&kernel_stub, g, b, NULL, 0, s) == cudaSuccess
@@ -343,7 +439,7 @@ FAKE_EXPORT ncclResult_t ncclAllGather(const void *sb, void *rb, size_t count, n
                                        ncclComm_t comm, cudaStream_t s)
 {
     (void)sb; (void)rb; (void)s;
-    return check(count, dt, comm);
+    return connected(check(count, dt, comm), comm);
 }
 
 FAKE_EXPORT ncclResult_t ncclReduceScatter(const void *sb, void *rb, size_t count,
@@ -352,7 +448,7 @@ FAKE_EXPORT ncclResult_t ncclReduceScatter(const void *sb, void *rb, size_t coun
 {
     (void)sb; (void)rb; (void)s;
     ncclResult_t r = check(count, dt, comm);
-    return r != ncclSuccess ? r : check_op(op);
+    return connected(r != ncclSuccess ? r : check_op(op), comm);
 }
 
 FAKE_EXPORT ncclResult_t ncclBroadcast(const void *sb, void *rb, size_t count, ncclDataType_t dt,
@@ -360,7 +456,7 @@ FAKE_EXPORT ncclResult_t ncclBroadcast(const void *sb, void *rb, size_t count, n
 {
     (void)sb; (void)rb; (void)s;
     ncclResult_t r = check(count, dt, comm);
-    return r != ncclSuccess ? r : check_root(root, comm);
+    return connected(r != ncclSuccess ? r : check_root(root, comm), comm);
 }
 
 FAKE_EXPORT ncclResult_t ncclBcast(void *b, size_t count, ncclDataType_t dt, int root,
@@ -376,14 +472,14 @@ FAKE_EXPORT ncclResult_t ncclReduce(const void *sb, void *rb, size_t count, nccl
     ncclResult_t r = check(count, dt, comm);
     if (r == ncclSuccess)
         r = check_op(op);
-    return r != ncclSuccess ? r : check_root(root, comm);
+    return connected(r != ncclSuccess ? r : check_root(root, comm), comm);
 }
 
 FAKE_EXPORT ncclResult_t ncclAlltoAll(const void *sb, void *rb, size_t count, ncclDataType_t dt,
                                       ncclComm_t comm, cudaStream_t s)
 {
     (void)sb; (void)rb; (void)s;
-    return check(count, dt, comm);
+    return connected(check(count, dt, comm), comm);
 }
 
 FAKE_EXPORT ncclResult_t ncclSend(const void *sb, size_t count, ncclDataType_t dt, int peer,
@@ -391,7 +487,7 @@ FAKE_EXPORT ncclResult_t ncclSend(const void *sb, size_t count, ncclDataType_t d
 {
     (void)sb; (void)s;
     ncclResult_t r = check(count, dt, comm);
-    return r != ncclSuccess ? r : check_root(peer, comm);
+    return connected(r != ncclSuccess ? r : check_root(peer, comm), comm);
 }
 
 FAKE_EXPORT ncclResult_t ncclRecv(void *rb, size_t count, ncclDataType_t dt, int peer,
@@ -399,7 +495,7 @@ FAKE_EXPORT ncclResult_t ncclRecv(void *rb, size_t count, ncclDataType_t dt, int
 {
     (void)rb; (void)s;
     ncclResult_t r = check(count, dt, comm);
-    return r != ncclSuccess ? r : check_root(peer, comm);
+    return connected(r != ncclSuccess ? r : check_root(peer, comm), comm);
 }
 
 FAKE_EXPORT ncclResult_t ncclGroupStart(void)
@@ -438,7 +534,7 @@ FAKE_EXPORT ncclResult_t ncclGather(const void *sb, void *rb, size_t count, nccl
 {
     (void)sb; (void)rb; (void)s;
     ncclResult_t r = check(count, dt, comm);
-    return r != ncclSuccess ? r : check_root(root, comm);
+    return connected(r != ncclSuccess ? r : check_root(root, comm), comm);
 }
 
 FAKE_EXPORT ncclResult_t ncclScatter(const void *sb, void *rb, size_t count, ncclDataType_t dt,
@@ -446,7 +542,7 @@ FAKE_EXPORT ncclResult_t ncclScatter(const void *sb, void *rb, size_t count, ncc
 {
     (void)sb; (void)rb; (void)s;
     ncclResult_t r = check(count, dt, comm);
-    return r != ncclSuccess ? r : check_root(root, comm);
+    return connected(r != ncclSuccess ? r : check_root(root, comm), comm);
 }
 
 /* ---- memory ---------------------------------------------------------------- */

@@ -6,7 +6,7 @@
 # the Makefile's rule for fakes does not do.
 FAKE_SONAME_nccl := libnccl.so.2
 
-$(B)/fakes/libnccl.so: tests/fakes/nccl.c tests/fakes/nccl.mk $(B)/fakes/libcudart.so.13
+$(B)/fakes/libnccl.so: tests/fakes/nccl.c tests/fakes/nccl.mk tests/fakes/fakegpu.h $(B)/fakes/libcudart.so.13
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -fPIC -shared -O1 -g $(TP_WARN) -isystem $(CUDA_HOME)/include \
 	    -Wl,-soname,libnccl.so.2 -o $@ $< -L$(B)/fakes -Wl,-rpath,'$$ORIGIN' -lcudart -lpthread
