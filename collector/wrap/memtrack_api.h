@@ -41,6 +41,15 @@ static inline int tp_mem_begin(struct tp_call *c, uint16_t api)
     return 1;
 }
 
+/* Whether library calls mark their thread for the ledger: while
+ * allocations are tracked, and before activation (the call may be the one
+ * that activates: a job's first CUDA call is often ncclCommInitRank's or
+ * cublasCreate's own allocation). */
+static inline int tp_lib_marks(void)
+{
+    return atomic_load_explicit(&tp_mem_on, memory_order_relaxed) || (tp_hot_load() & TP_HOT_INACTIVE);
+}
+
 /*
  * tp_lib_own_begin - tp_lib_begin for a library call that allocates the
  * library's own device memory (a handle's creation: the .def lists' gate
@@ -52,7 +61,7 @@ static inline int tp_lib_own_begin(struct tp_call *c, uint16_t api)
 {
     if (tp_lib_begin(c, api))
         return 1;
-    if (tp_lib_depth > 0 || tp_depth > 0 || !atomic_load_explicit(&tp_mem_on, memory_order_relaxed))
+    if (tp_lib_depth > 0 || tp_depth > 0 || !tp_lib_marks())
         return 0;
     c->depth = &tp_lib_depth;
     c->hot = 0;
@@ -69,7 +78,7 @@ static inline int tp_lib_own_begin(struct tp_call *c, uint16_t api)
  * inside it while allocations are tracked; returns what tp_lib_unmark takes. */
 static inline int tp_lib_mark(uint16_t outer)
 {
-    if (tp_lib_depth > 0 || !atomic_load_explicit(&tp_mem_on, memory_order_relaxed))
+    if (tp_lib_depth > 0 || !tp_lib_marks())
         return 0;
     tp_lib_outer = outer;
     tp_lib_depth++;
