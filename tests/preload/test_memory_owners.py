@@ -263,3 +263,49 @@ def test_out_of_memory_report_within_two_seconds_while_the_job_goes_on():
     finally:
         p.kill()
         p.communicate()
+
+
+# ---- bad input and faults ----------------------------------------------------
+
+def test_threads_failing_at_once_make_one_report():
+    """8 threads ask for 1 GiB at the same moment, all refused: one burst,
+    one report counting 8 failed calls, and the program's results as without
+    the library."""
+    env = {"FAKE_CUDA_OOM_BYTES": str(256 * MIB)}
+    plain = tputil.run("oom_faults", ["threads", "8"], env=env, preload=False)
+    r = tputil.run("oom_faults", ["threads", "8"], env=env)
+    assert r.rc == 0 and r.stdout == plain.stdout, r.stderr
+    assert r.stdout.count(b": 2\n") == 8        # cudaErrorMemoryAllocation, each
+    names = sorted(os.listdir(_reports(r)))
+    assert [n for n in names if ".oom." in n] == ["rank0.oom.json", "rank0.oom.txt"], names
+    js = json.load(open(os.path.join(_reports(r), "rank0.oom.json")))
+    assert js["failures"]["failed_calls"] == 8 and js["request"]["bytes"] == 1 << 30, js
+    assert {o["owner"]: o["bytes"] for o in js["owners"]} == {"oom_faults": MIB}
+
+
+def test_allocations_from_a_signal_handler():
+    """A handler that allocates, firing every 100 us over 20,000 allocation
+    pairs of the program's own: no deadlock, no crash, the same results."""
+    plain = tputil.run("oom_faults", ["signal", "20000"], preload=False, timeout=60)
+    r = tputil.run("oom_faults", ["signal", "20000"], timeout=60)
+    assert r.rc == 0 and r.stdout == plain.stdout == b"pairs 20000 done\n", r.stderr
+    assert b"handler allocations" in r.stderr
+
+
+def test_a_caller_with_no_symbols():
+    """A stripped program: its call sites are named by object and offset,
+    and its memory is still the program's.  (Beside build/programs, so that
+    its run path $ORIGIN/../fakes still finds the fakes.)"""
+    d = os.path.join(tputil.build_dir(), "stripped")
+    os.makedirs(d, exist_ok=True)
+    exe = os.path.join(d, "mem_owners")
+    subprocess.run(["strip", "-o", exe, tputil.program("mem_owners")], check=True)
+    c10 = os.path.join(tputil.build_dir(), "fakes", "c10", "libc10_cuda.so")
+    r = tputil.run(exe, ["--steps=8", "--grow=%d" % (6 * MIB), "--c10=" + c10],
+                   env={"FAKE_CUDA_MEM_BUDGET": str(80 * MIB), "TRAINPROF_SCHEDULE": "none",
+                        "TRAINPROF_FLIGHT": None})
+    assert r.rc == 1, r.stderr
+    js = json.load(open(os.path.join(_reports(r), "rank0.oom.json")))
+    mine = [s["site"] for s in js["sites"] if s["owner"] == "mem_owners"]
+    assert mine and all(re.fullmatch(r"mem_owners\+0x[0-9a-f]+", s) for s in mine), mine
+    assert js["coverage"] == 1.0
