@@ -18,6 +18,27 @@
  * before it are only right that way.  The device of an allocation comes
  * from side-effect-free driver queries, made only when libcuda is already
  * loaded; never from the runtime (README "Never harming the job").
+ *
+ * The memory ledger (README "Memory ledger") rides on the same table: each
+ * allocation comes with where it came from (struct tp_mem_from: the return
+ * address into its caller and the outer library call, raw values), which
+ * makes it one of the ledger's call sites ("origins": an append-only array
+ * with an open-addressing index on (site, outer call, device, class,
+ * stack)); the address table keeps each allocation's origin, so a free
+ * goes back to it wherever it is called from.  Per origin: the bytes held,
+ * its peak and counts; the bytes held when each of the last 4 windows
+ * began (a window's owner table is replayed from them, drain/memview.c);
+ * and the bytes held at each of the last 10 step ends, filled lazily (a
+ * step end costs one atomic store, tp_mem_step; an origin that changes
+ * writes the step ends it missed, at most 10).  A failed allocation for
+ * want of memory starts a burst (failures less than 5 s apart): its first
+ * failure copies every origin's level and step-end levels and keeps the
+ * driver's free and total bytes, so that the report tp-flush writes later
+ * (collector/control/oom.c) describes that moment.  Names are never made
+ * here: memowner.c gives them on tp-flush.  With TRAINPROF_MEMORY_STACKS
+ * the allocation's native stack is taken before the lock and interned.
+ * The ledger runs from activation to exit (not only to the schedule's
+ * end): the out-of-memory report and the memory held at exit need it.
  */
 #include "memtrack.h"
 #include "collector/config/config.h"
