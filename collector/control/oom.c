@@ -458,6 +458,8 @@ static void tp_held_line(void)
 
 void tp_oom_at_exit(int ms)
 {
+    if (!tp_cfg.profile_memory || !tp_flusher_running() || tp_flusher_is_self())
+        return;
     atomic_store(&tp_held_due, 1);
     /* pending before busy: busy is set before the report is taken (which
      * clears pending) and cleared once it is written */

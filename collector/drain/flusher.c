@@ -268,6 +268,11 @@ static void tp_flight_trim(void)
         tp_buf_trim(gen, tick);
 }
 
+int tp_flusher_running(void)
+{
+    return TP_LOAD(tp_flush_tid) != 0;
+}
+
 int tp_flusher_is_self(void)
 {
     pid_t t = TP_LOAD(tp_flush_tid);

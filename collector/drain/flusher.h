@@ -75,6 +75,10 @@ void tp_flusher_tick(int ms);
  * "tick" moved. */
 void tp_flusher_flight_trim(uint8_t gen, uint64_t tick);
 
+/* tp_flusher_running - tp-flush has started (in this process: a forked
+ * child has none). */
+int tp_flusher_running(void);
+
 /* tp_flusher_is_self - 1 on tp-flush (async-signal-safe). */
 int tp_flusher_is_self(void);
 

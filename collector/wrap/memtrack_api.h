@@ -26,6 +26,7 @@ static inline int tp_mem_begin(struct tp_call *c, uint16_t api)
     /* the ledger's owner: the library call around this one, or the
      * library whose own entry point this is (ncclMemAlloc) */
     c->site = tp_mem_site;
+    tp_mem_site = 0;        /* a path that sets none reads no stale site */
     c->outer = tp_lib_depth > 0 ? tp_lib_outer
              : api == TP_API_ncclMemAlloc || api == TP_API_ncclMemFree ? api : 0;
     if (tp_call_begin(c, api))
