@@ -85,6 +85,7 @@ static unsigned tp_q_head, tp_q_tail;      /* tail - head = pending */
 static int tp_q_busy;                      /* a window is being written */
 static _Atomic uint32_t tp_wake_word;     /* 1: a wake-up is pending */
 static pthread_t tp_flusher;
+static _Atomic pid_t tp_flusher_started;    /* the process that started tp-flush */
 
 static _Atomic int tp_sched_on = -1;       /* the current step warms up or records */
 static _Atomic uint64_t tp_on_asked;       /* times tp_sched_on turned on */
@@ -270,7 +271,7 @@ static void tp_flight_trim(void)
 
 int tp_flusher_running(void)
 {
-    return TP_LOAD(tp_flush_tid) != 0;
+    return atomic_load(&tp_flusher_started) == getpid();
 }
 
 int tp_flusher_is_self(void)
@@ -396,6 +397,7 @@ int tp_flusher_start(const struct tp_flusher_hooks *hooks)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0)
         return -1;
+    atomic_store(&tp_flusher_started, getpid());
     pthread_detach(tp_flusher);
     return 0;
 }
