@@ -253,3 +253,17 @@ int tp_safefile_clean(int dirfd, const char *dir)
     closedir(d);
     return removed;
 }
+
+int tp_safefile_put(const char *dir, const char *name, const void *data, size_t len)
+{
+    if (tp_safefile_mkdirs(dir) != 0)
+        return -1;
+    int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = tp_safefile_replace(fd, name, data, len);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+}

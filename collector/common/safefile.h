@@ -60,6 +60,12 @@ int tp_safefile_rename(int dirfd, const char *tmp, const char *final, int replac
 int tp_safefile_replace(int dirfd, const char *final, const void *data, size_t len);
 
 /*
+ * tp_safefile_put - tp_safefile_replace of "name" in the folder "dir",
+ * made first if missing (tp_safefile_mkdirs).  0, or -1 with errno.
+ */
+int tp_safefile_put(const char *dir, const char *name, const void *data, size_t len);
+
+/*
  * tp_safefile_writer - the pid of the writer of a temporary file, if the
  * file name "name" (no folder) is one tp_safefile_create makes on this
  * host: "<final>.<host>.<pid>.tmp" or "<final>.<host>.<pid>-<k>.tmp", with

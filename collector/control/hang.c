@@ -604,21 +604,6 @@ static char *tp_hang_text(json_t *o)
     return buf;
 }
 
-/* Writes "data" as "name" in the reports folder.  Returns 0 or -1 with errno. */
-static int tp_hang_write(const char *dir, const char *name, const char *data, size_t len)
-{
-    if (tp_safefile_mkdirs(dir) != 0)
-        return -1;
-    int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int rc = tp_safefile_replace(fd, name, data, len);
-    int e = errno;
-    close(fd);
-    errno = e;
-    return rc;
-}
-
 static void tp_hang_report(uint64_t last_end, uint64_t now, const struct tp_clock_map *m)
 {
     int rank, world_size;
@@ -665,8 +650,8 @@ static void tp_hang_report(uint64_t last_end, uint64_t now, const struct tp_cloc
         why = "out of memory";
     /* the text first: the JSON, which `trainprof hang` looks for, comes
      * last, once both are whole */
-    if (!why && (tp_hang_write(dir, tname, txt, strlen(txt)) != 0 ||
-                 tp_hang_write(dir, jname, js, strlen(js)) != 0))
+    if (!why && (tp_safefile_put(dir, tname, txt, strlen(txt)) != 0 ||
+                 tp_safefile_put(dir, jname, js, strlen(js)) != 0))
         why = strerror(errno);
     if (why)
         TP_ERROR("no step ended for %.0f s: hang report not written to %s: %s", stalled,

@@ -124,21 +124,6 @@ static int tp_oom_site_cmp(const void *pa, const void *pb)
     return strcmp(a->site, b->site);
 }
 
-/* Writes "data" as "name" in "dir".  0, or -1 with errno. */
-static int tp_oom_write(const char *dir, const char *name, const char *data, size_t len)
-{
-    if (tp_safefile_mkdirs(dir) != 0)
-        return -1;
-    int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int rc = tp_safefile_replace(fd, name, data, len);
-    int e = errno;
-    close(fd);
-    errno = e;
-    return rc;
-}
-
 /* A growable text buffer (tp-flush). */
 struct tp_txt {
     char *s;
@@ -380,7 +365,7 @@ static void tp_oom_report(const struct tp_mem_oom *o, const struct tp_mem_origin
     }
     if (!why && (!jtext || t.oom))
         why = "out of memory";
-    if (!why && (tp_oom_write(dir, tname, t.s, t.n) != 0 || tp_oom_write(dir, jname, jtext, strlen(jtext)) != 0))
+    if (!why && (tp_safefile_put(dir, tname, t.s, t.n) != 0 || tp_safefile_put(dir, jname, jtext, strlen(jtext)) != 0))
         why = strerror(errno);
     if (why)
         TP_ERROR("out of memory on %s: report not written to %s: %s", where,

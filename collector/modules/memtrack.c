@@ -253,6 +253,16 @@ static size_t tp_mem_hash(uint64_t key, size_t cap)
     return (size_t)key & (cap - 1);
 }
 
+/* Put "value" (non-zero) into the first free slot from "home" of the
+ * open-addressing index "idx" of "cap" slots (a power of two). */
+static void tp_idx_put(uint32_t *idx, size_t cap, size_t home, uint32_t value)
+{
+    size_t j = home;
+    while (idx[j])
+        j = (j + 1) & (cap - 1);
+    idx[j] = value;
+}
+
 static int tp_tab_grow(struct tp_mem_tab *t)
 {
     size_t cap = t->cap ? t->cap * 2 : 1024;
@@ -401,12 +411,8 @@ static uint32_t tp_stk_of(const uint64_t *ips, int n)
         uint32_t *idx = calloc(icap, sizeof *idx);
         if (!idx)
             return 0;
-        for (uint32_t i = 0; i < tp_nstk; i++) {
-            size_t j = tp_mem_hash(tp_stk[i].hash | 1, icap);
-            while (idx[j])
-                j = (j + 1) & (icap - 1);
-            idx[j] = i + 1;
-        }
+        for (uint32_t i = 0; i < tp_nstk; i++)
+            tp_idx_put(idx, icap, tp_mem_hash(tp_stk[i].hash | 1, icap), i + 1);
         free(tp_stk_idx);
         tp_stk_idx = idx;
         tp_stk_idx_cap = icap;
@@ -416,10 +422,7 @@ static uint32_t tp_stk_of(const uint64_t *ips, int n)
         return 0;
     memcpy(copy, ips, (size_t)n * sizeof *copy);
     tp_stk[tp_nstk] = (struct tp_mem_stk){ h, n, copy };
-    size_t j = tp_mem_hash(h | 1, tp_stk_idx_cap);
-    while (tp_stk_idx[j])
-        j = (j + 1) & (tp_stk_idx_cap - 1);
-    tp_stk_idx[j] = ++tp_nstk;
+    tp_idx_put(tp_stk_idx, tp_stk_idx_cap, tp_mem_hash(h | 1, tp_stk_idx_cap), ++tp_nstk);
     return tp_nstk;
 }
 
@@ -463,10 +466,7 @@ static int tp_orig_grow(void)
         return -1;
     for (uint32_t i = 0; i < tp_norig; i++) {
         const struct tp_mem_orig *o = &tp_orig[i];
-        size_t j = tp_orig_hash(o->site, o->outer, o->device, o->mclass, o->stack, icap);
-        while (idx[j])
-            j = (j + 1) & (icap - 1);
-        idx[j] = i + 1;
+        tp_idx_put(idx, icap, tp_orig_hash(o->site, o->outer, o->device, o->mclass, o->stack, icap), i + 1);
     }
     free(tp_orig_idx);
     tp_orig_idx = idx;
@@ -499,10 +499,8 @@ static uint32_t tp_orig_of(const struct tp_mem_from *from, int device, int mclas
             o->device = (int16_t)device;
             o->mclass = (uint8_t)mclass;
             o->upto = atomic_load_explicit(&tp_mem_steps, memory_order_relaxed);
-            size_t j = tp_orig_hash(site, outer, device, mclass, stack, tp_orig_idx_cap);
-            while (tp_orig_idx[j])
-                j = (j + 1) & (tp_orig_idx_cap - 1);
-            tp_orig_idx[j] = i + 1;
+            tp_idx_put(tp_orig_idx, tp_orig_idx_cap,
+                       tp_orig_hash(site, outer, device, mclass, stack, tp_orig_idx_cap), i + 1);
             return i;
         }
         if (!site && !outer && !stack)
