@@ -237,7 +237,8 @@ void tp_memview_finish(struct tp_memview *v, struct tp_window *win, const struct
         row_of[i] = tp_mv_row(v, v->o[i].device, v->o[i].mclass, v->owner_of[i]);
     for (int r = 0; r < v->n_rows; r++)
         level[r] = v->rows[r].peak_bytes = v->rows[r].start_bytes;
-    qsort(v->recs, v->n_recs, sizeof *v->recs, tp_mv_rec_cmp);
+    if (v->n_recs > 1)      /* recs is NULL when the window allocated nothing */
+        qsort(v->recs, v->n_recs, sizeof *v->recs, tp_mv_rec_cmp);
     for (size_t k = 0; k < v->n_recs; k++) {
         const struct tp_mv_rec *m = &v->recs[k];
         int r = row_of[m->origin];
