@@ -255,6 +255,10 @@ TP_EXPORT void __itt_task_begin(const struct tp_itt_domain *domain, struct tp_it
         tp_range_push_op(0, 0);
         return;
     }
+    if (tp_ranges_placed_only()) {      /* outside windows: no name */
+        tp_range_push_hidden(TP_MSG_ID(0), 0);
+        return;
+    }
     uint32_t nid = 0;
     if (name && name->extra2 != &tp_itt_tag)  /* made by ittnotify before it loaded us */
         name = name->strA ? __itt_string_handle_create(name->strA) : NULL;

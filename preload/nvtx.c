@@ -176,6 +176,8 @@ static int tp_nvtx_push_ascii(const char *message, uint32_t domain)
 {
     if (!tp_ranges_taken())
         return tp_range_push_hidden(tp_nvtx_text(message), 1);
+    if (tp_ranges_placed_only())        /* outside windows: no parse */
+        return tp_range_push_hidden(TP_MSG_ID(0), 0);
     struct tp_torch_op op;
     if (message && tp_torch_op_parse(message, &op)) {
         if (tp_torch_op_is_profiler_step(message, op.name_len))

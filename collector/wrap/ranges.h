@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "collector/contract/record.h"
+#include "collector/control/steps.h"
+#include "collector/record/call.h"
 
 #define TP_RANGE_DEPTH 128
 
@@ -48,6 +50,19 @@ int tp_range_push_hidden(struct tp_msg m, int may_step);
 /* tp_ranges_taken - 1 if ranges are recorded or counted now (activated,
  * not inside the profiler): callers skip building a name otherwise. */
 int tp_ranges_taken(void);
+
+/*
+ * tp_ranges_placed_only - 1 if a range pushed now is only a place on the
+ * stack: no window records (the hot word) and no NVTX step signal may
+ * count its end (steps.h tp_steps_nvtx_possible).  Such a range needs no
+ * name: tp_range_push_hidden(m, 0) does all that the full push would, so a
+ * caller skips parsing and interning (outside windows, a program's ranges
+ * cost a push and a pop).  Two loads.
+ */
+static inline int tp_ranges_placed_only(void)
+{
+    return !(tp_hot_load() & TP_HOT_RECORDING) && !tp_steps_nvtx_possible();
+}
 
 /* Push one of torch's operator ranges (message "msg" parsed into "op"):
  * only its name is interned; op_id, seq and the shapes go into the record,
