@@ -47,7 +47,7 @@ FAKE_SRC    := $(wildcard tests/fakes/*.c)
 PROG_SRC    := $(wildcard tests/programs/*.c)
 PROG_BIN    := $(PROG_SRC:tests/programs/%.c=$(B)/programs/%)
 
-.PHONY: all lib merge-engine fakes programs unit check check-all check-unit check-cli check-preload check-sanitize \
+.PHONY: all lib merge-engine fakes programs unit check check-all check-unit check-cli check-preload check-bench-ir check-sanitize \
         check-tsan demo demo-run bench bench-torch install lint deps clean venv cuda-programs gpu-bundle \
         fuzz fuzz-build check-fuzz
 
@@ -200,7 +200,7 @@ check-cli: lib $(MERGE_LIB) fakes programs venv
 check: deps
 	@$(MAKE) --no-print-directory check-all
 
-check-all: lint check-unit check-fuzz check-cli check-preload
+check-all: lint check-unit check-fuzz check-cli check-preload check-bench-ir
 
 # AddressSanitizer + UndefinedBehaviorSanitizer over the unit and preload tests.
 # The preloaded library needs the ASan runtime first in LD_PRELOAD; the tests
@@ -280,8 +280,17 @@ demo: deps
 demo-run: lib fakes programs
 	@B=$(B) scripts/dev/demo
 
-bench: lib fakes $(B)/bench/launch_bench $(B)/bench/gemm_bench $(B)/bench/nvtx_bench $(B)/bench/itt_bench
+BENCH_BIN := $(B)/bench/launch_bench $(B)/bench/gemm_bench $(B)/bench/nvtx_bench $(B)/bench/itt_bench
+
+bench: lib fakes $(BENCH_BIN)
 	@B=$(B) scripts/dev/bench
+	@B=$(B) scripts/dev/bench-ir
+
+# The hot paths' instruction counts against tests/bench/baseline.txt: a
+# report in make check's output (a figure 5 % over its baseline is marked),
+# never a failure; scripts/dev/bench-ir --write takes a new baseline.
+check-bench-ir: lib fakes $(BENCH_BIN)
+	@B=$(B) scripts/dev/bench-ir
 
 # ms per step of a CPU training loop: plain, torch.profiler, trainprof run
 bench-torch: lib venv
