@@ -245,8 +245,8 @@ static int tp_cudart12(void *fn)
 #define TP_BLOCK_cudaFreeHost               ~, 1, TP_IN_CALL(0, p)
 
 #define TP_FN(ret, name, params, args, cbid, gate, rec) \
-    TP_WRAP_GATED(TP_GATE_##gate, ret, name, params, args, TP_MISSING, (void)0, (void)0, \
-                  tp_call_begin, rec)
+    TP_WRAP_GATED_F(TP_GATE_##gate, TP_FREG_##gate(TP_FUNCREG_##rec), ret, name, params, args, \
+                    TP_MISSING, (void)0, (void)0, tp_call_begin, rec)
 #include "collector/record/apis/cudart.def"
 #undef TP_FN
 

@@ -123,11 +123,13 @@ static inline void tp_vmm_create(struct tp_record *r, const struct tp_call *c, u
 }
 
 /* TP_DRV_SLOT - slot wrapper "k" of "name": the exported wrapper's shape,
- * with the real function bound at lookup time (never NULL once handed out). */
-#define TP_DRV_SLOT(gate, ret, name, params, args, rec, k)                               \
+ * with the real function bound at lookup time (never NULL once handed out):
+ * tp_slot_<name>_<k> is the entry stub (preload/wrap.h TP_ASM_STUB), hidden,
+ * or an alias of the C wrapper tp_cslot_<name>_<k>. */
+#define TP_DRV_SLOT(gate, freg, ret, name, params, args, rec, k)                         \
     TP_WRAP_SLOW(tp_sslow_##name##_##k, ret, name, params, args, tp_sreal_##name[k],  \
                  TP_BEGIN(gate, tp_call_begin), rec)                                  \
-    static ret tp_slot_##name##_##k params                                            \
+    static __attribute__((used, noinline)) ret tp_cslot_##name##_##k params           \
     {                                                                                 \
         tp_fn_##name real = __atomic_load_n(&tp_sreal_##name[k], __ATOMIC_ACQUIRE);   \
         if (TP_BLOCKING(name) &&                                                      \
@@ -139,11 +141,21 @@ static inline void tp_vmm_create(struct tp_record *r, const struct tp_call *c, u
             tp_inflight_end(tp_in);                                                   \
             return tp_rc;                                                             \
         }                                                                             \
-        if (__builtin_expect(TP_PASS(gate), 1))                                       \
+        uint32_t tp_h = tp_hot_load();                                                \
+        if (__builtin_expect(TP_PASS_H(gate, tp_h), 1))                               \
+            return real args;                                                         \
+        if (TP_COUNTS(gate, tp_h, tp_func_##name args))                               \
             return real args;                                                         \
         TP_MEM_SITE(gate);                                                            \
         return tp_sslow_##name##_##k args;                                            \
-    }
+    }                                                                                 \
+    TP_IF(TP_STUBBED(gate, name))(                                                    \
+        TP_ASM_STUB("tp_slot_" #name "_" #k, ".hidden tp_slot_" #name "_" #k,         \
+                    "tp_sreal_" #name "+" #k "*8", "tp_cslot_" #name "_" #k, freg)    \
+        extern __typeof__(tp_cslot_##name##_##k) tp_slot_##name##_##k                 \
+            __attribute__((visibility("hidden")));,                                   \
+        static __typeof__(tp_cslot_##name##_##k) tp_slot_##name##_##k                 \
+            __attribute__((alias("tp_cslot_" #name "_" #k)));)
 
 /* Blocking calls: what their thread's in-flight slot holds (preload/wrap.h
  * TP_BLOCK_<name>), in both the exported and the lookup-time wrappers. */
@@ -174,17 +186,19 @@ static inline void tp_vmm_create(struct tp_record *r, const struct tp_call *c, u
 #define TP_BLOCK_cuMemFreeHost                ~, 1, TP_IN_CALL(0, p)
 
 #define TP_DRV_FN(ret, name, params, args, cbid, gate, rec, request, version)         \
-    TP_WRAP_GATED(TP_GATE_##gate, ret, name, params, args, TP_MISSING, (void)0, (void)0, \
-                  tp_call_begin, rec)                                                 \
-    static tp_fn_##name tp_sreal_##name[TP_DRV_SLOTS];                                \
+    TP_DRV_FN_F(TP_FREG_##gate(TP_FUNCREG_##rec), ret, name, params, args, gate, rec)
+#define TP_DRV_FN_F(freg, ret, name, params, args, gate, rec)                         \
+    TP_WRAP_GATED_F(TP_GATE_##gate, freg, ret, name, params, args, TP_MISSING, (void)0, (void)0, \
+                    tp_call_begin, rec)                                               \
+    static __attribute__((used)) tp_fn_##name tp_sreal_##name[TP_DRV_SLOTS];          \
     static void tp_bind_##name(int k, void *real)                                     \
     {                                                                                 \
         __atomic_store_n(&tp_sreal_##name[k], (tp_fn_##name)real, __ATOMIC_RELEASE);  \
     }                                                                                 \
-    TP_DRV_SLOT(TP_GATE_##gate, ret, name, params, args, rec, 0)                       \
-    TP_DRV_SLOT(TP_GATE_##gate, ret, name, params, args, rec, 1)                       \
-    TP_DRV_SLOT(TP_GATE_##gate, ret, name, params, args, rec, 2)                       \
-    TP_DRV_SLOT(TP_GATE_##gate, ret, name, params, args, rec, 3)
+    TP_DRV_SLOT(TP_GATE_##gate, freg, ret, name, params, args, rec, 0)                 \
+    TP_DRV_SLOT(TP_GATE_##gate, freg, ret, name, params, args, rec, 1)                 \
+    TP_DRV_SLOT(TP_GATE_##gate, freg, ret, name, params, args, rec, 2)                 \
+    TP_DRV_SLOT(TP_GATE_##gate, freg, ret, name, params, args, rec, 3)
 #include "collector/record/apis/cuda.def"
 #undef TP_DRV_FN
 

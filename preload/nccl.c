@@ -39,6 +39,8 @@
  * program made.  Every other wrapper nests as a library call.
  */
 #include "nccl_compat.h"
+/* tp_nccl_group_track runs on every call (the entry hook): no entry stubs */
+#define TP_WRAP_STUBS 0
 #include "wrap.h"
 #include "collector/record/pgroup.h"
 #include "collector/record/apis.h"

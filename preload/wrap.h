@@ -40,11 +40,56 @@
  * TRAINPROF_SCHEDULE=profiler-api, so that the profiler API's Start reaches
  * the steps between windows, while every other wrapper keeps its one load.
  */
-#define TP_PASS(gate) \
-    (!tp_hot_load() && \
+#define TP_PASS_H(gate, hot) \
+    (!(hot) && \
      !(((gate) == TP_GATE_MEM || (gate) == TP_GATE_OWN) && \
        atomic_load_explicit(&tp_mem_on, memory_order_relaxed)) && \
      !((gate) == TP_GATE_PAPI && tp_cfg.schedule.profiler_api))
+#define TP_PASS(gate) TP_PASS_H(gate, tp_hot_load())
+
+/*
+ * TP_COUNTS(gate, hot, func) - whether a launch (gate LAUNCH) of kernel
+ * "func" passes through while a launch: step signal is the only thing the
+ * hot word asks for (no window records, no call: signal, no capture,
+ * activated): a kernel known to hit no signal (collector/control/steps.h
+ * tp_launch_quiet).  Loads and compares only, so that the wrapper stays a
+ * tail call.  A kernel that hits a signal, or is not cached yet, takes the
+ * recording path, which counts it; there the depth guard keeps a runtime
+ * launch's driver launch from counting twice.  A runtime launch that passes
+ * through reaches its driver launch's wrapper, which finds the kernel's own
+ * answer: the same kernel, the same signals.
+ */
+#define TP_COUNTS(gate, hot, func) \
+    ((gate) == TP_GATE_LAUNCH && ((hot) & TP_HOT_FLAGS) == TP_HOT_LAUNCH_SIG && \
+     tp_launch_quiet(func))
+
+/*
+ * TP_WRAP_FUNC - define "fn", the kernel a call of "name" launches, from
+ * its arguments: "rec" with tp_r NULL (a launch's sets tp_func before the
+ * call as well as after it).  Emitted for every wrapper, compiled only
+ * where a LAUNCH gate uses it.
+ */
+#define TP_WRAP_FUNC(fn, ret, name, params, rec)                                    \
+    _Pragma("GCC diagnostic push")                                                   \
+    _Pragma("GCC diagnostic ignored \"-Wunused-parameter\"")                        \
+    static inline __attribute__((always_inline, unused)) uint64_t fn params         \
+    {                                                                                \
+        ret tp_rc = (ret)0;                                                          \
+        tp_fn_##name real = NULL;                                                    \
+        struct tp_call tp_c = { 0 };                                                 \
+        struct tp_record *tp_r = NULL;                                               \
+        uint64_t tp_func = 0;                                                        \
+        int tp_fkind = 0;                                                            \
+        (void)tp_rc;                                                                 \
+        (void)real;                                                                  \
+        (void)tp_c;                                                                  \
+        (void)tp_fkind;                                                              \
+        rec;                                                                         \
+        (void)tp_r;                                                                  \
+        return tp_func;                                                              \
+    }                                                                                \
+    _Pragma("GCC diagnostic pop")
+
 #define TP_BEGIN(gate, begin) \
     ((gate) == TP_GATE_MEM ? tp_mem_begin : (gate) == TP_GATE_PAPI ? tp_papi_begin : \
      (gate) == TP_GATE_OWN ? tp_lib_own_begin : (begin))
@@ -122,31 +167,161 @@ static inline int tp_papi_begin(struct tp_call *c, uint16_t api)
         return tp_rc;                                                                \
     }
 
-/* TP_WRAP_GATED - TP_WRAP with "gate" (enum tp_gate, above). */
+/*
+ * Entry stubs (x86-64).  A compiler keeps a frame, or copies arguments it
+ * never reads, in a wrapper that takes a struct by value or passes
+ * arguments on the stack (cudaLaunchKernel's dim3s, cublasLtMatmul's 16):
+ * 20-50 instructions on every call outside windows.  So where the C fast
+ * path would be only "the real function is known and the hot word is 0,
+ * jump to it", the exported symbol is that test written in assembly,
+ * seven instructions whatever the signature; everything else (the first
+ * call's resolution, a window, a step signal counted) jumps to the C
+ * wrapper, which makes the whole test again.  Not for wrappers whose fast
+ * path tests more: the gates MEM, OWN and PAPI, blocking calls (the hang
+ * doctor's slot), and a file whose entry hook does work on every call
+ * (preload/nccl.c sets TP_WRAP_STUBS to 0).  r10 and r11 are scratch at a
+ * call in the x86-64 ABI and carry no argument (rax would: a variadic
+ * call's vector count).  Other architectures export the C wrapper.
+ */
+#if defined(__x86_64__)
+#define TP_STUB_ARCH 1
+/* TP_ASM_STUB(sym, vis, slot, target, freg) - the stub "sym" (".globl" and
+ * "vis", a visibility directive or nothing), whose real function is at
+ * "slot", falling back to the C wrapper "target".  "freg" (a register name
+ * or none) is where a launch's kernel handle is: a launch stub also makes
+ * the launch: step signal's count-only test of TP_COUNTS (below). */
+#define TP_ASM_STUB(sym, vis, slot, target, freg)                                    \
+    __asm__(".pushsection .text\n\t.p2align 4\n\t.globl " sym "\n\t" vis "\n\t"      \
+            ".type " sym ", @function\n" sym ":\n\t.cfi_startproc\n\t"                 \
+            "movq " slot "(%rip), %r11\n\t"                                           \
+            "testq %r11, %r11\n\t"                                                    \
+            "jz " target "\n\t"                                                       \
+            "movl tp_hot(%rip), %r10d\n\t"                                            \
+            "testl %r10d, %r10d\n\t"                                                  \
+            TP_CAT(TP_ASM_HOT_, freg)(slot, target)                                  \
+            ".cfi_endproc\n\t.size " sym ", .-" sym "\n\t.popsection");
+#define TP_ASM_HOT_none(slot, target) "jnz " target "\n\tjmp *%r11\n\t"
+#define TP_ASM_HOT_rdi(slot, target) TP_ASM_COUNT("%rdi", slot, target)
+#define TP_ASM_HOT_rsi(slot, target) TP_ASM_COUNT("%rsi", slot, target)
+/* With the hot word's flags exactly TP_HOT_LAUNCH_SIG: pass through for a
+ * kernel whose cache entry (tp_launch_slot: ((func >> 4) ^ (func >> 12)) &
+ * 63, 16-byte entries, func at 0, mask at 8) says it hits no signal; else
+ * the C wrapper. */
+#define TP_ASM_COUNT(reg, slot, target)                                              \
+    "jnz 1f\n\t"                                                                     \
+    "jmp *%r11\n"                                                                    \
+    "1:\n\t"                                                                         \
+    "cmpb $" TP_STR(TP_HOT_LAUNCH_SIG_BYTE) ", %r10b\n\t"                            \
+    "jne " target "\n\t"                                                             \
+    "movq " reg ", %r10\n\t"                                                         \
+    "movq " reg ", %r11\n\t"                                                         \
+    "shrq $4, %r10\n\t"                                                              \
+    "shrq $12, %r11\n\t"                                                             \
+    "xorq %r11, %r10\n\t"                                                            \
+    "andl $63, %r10d\n\t"                                                            \
+    "shlq $4, %r10\n\t"                                                              \
+    "addq tp_launch_cache@gottpoff(%rip), %r10\n\t"                                  \
+    "cmpq %fs:(%r10), " reg "\n\t"                                                   \
+    "jne " target "\n\t"                                                             \
+    "cmpl $0, %fs:8(%r10)\n\t"                                                       \
+    "jne " target "\n\t"                                                             \
+    "movq " slot "(%rip), %r11\n\t"                                                  \
+    "jmp *%r11\n\t"
+#define TP_STR_(x) #x
+#define TP_STR(x) TP_STR_(x)
+#define TP_HOT_LAUNCH_SIG_BYTE 4
+_Static_assert(TP_HOT_LAUNCH_SIG_BYTE == TP_HOT_LAUNCH_SIG, "the launch stub's flag byte");
+_Static_assert(sizeof(struct tp_launch_hit) == 16 && __builtin_offsetof(struct tp_launch_hit, mask) == 8 &&
+               TP_LAUNCH_CACHE == 64, "the launch stub's cache layout (tp_launch_slot)");
+#else
+#define TP_STUB_ARCH 0
+#define TP_ASM_STUB(sym, vis, slot, target, freg)
+#endif
+#ifndef TP_WRAP_STUBS
+#define TP_WRAP_STUBS 1
+#endif
+
+#define TP_CAT_(a, b) a##b
+#define TP_CAT(a, b) TP_CAT_(a, b)
+#define TP_IF_0(t, f) f
+#define TP_IF_1(t, f) t
+#define TP_IF(c) TP_CAT(TP_IF_, c)
+#define TP_NOT_0 1
+#define TP_NOT_1 0
+#define TP_AND_00 0
+#define TP_AND_01 0
+#define TP_AND_10 0
+#define TP_AND_11 1
+#define TP_AND(a, b) TP_CAT(TP_AND_, TP_CAT(a, b))
+#define TP_STUBGATE_TP_GATE_WIN 1
+#define TP_STUBGATE_TP_GATE_LAUNCH 1
+#define TP_STUBGATE_TP_GATE_MEM 0
+#define TP_STUBGATE_TP_GATE_OWN 0
+#define TP_STUBGATE_TP_GATE_PAPI 0
+/* TP_STUBBED(gate, name) - 1 if the wrapper of "name" has an entry stub. */
+#define TP_STUBBED(gate, name)                                                       \
+    TP_AND(TP_AND(TP_STUB_ARCH, TP_WRAP_STUBS),                                      \
+           TP_AND(TP_CAT(TP_STUBGATE_, gate), TP_CAT(TP_NOT_, TP_BLOCKING(name))))
+
+/*
+ * The kernel argument's register of a launch, for its entry stub: a .def
+ * list's TP_FN writes TP_FREG_##gate(TP_FUNCREG_##rec) itself (preload/
+ * cudart.c, driver.c), so that "rec" is pasted while it is still the
+ * record macro's name, not yet expanded.  Every gate but LAUNCH discards it.
+ */
+#define TP_FREG_WIN(x) none
+#define TP_FREG_MEM(x) none
+#define TP_FREG_OWN(x) none
+#define TP_FREG_PAPI(x) none
+#define TP_FREG_LAUNCH(x) x
+#define TP_FUNCREG_TP_R_LAUNCH(...) rdi
+#define TP_FUNCREG_TP_R_DLAUNCH(...) rdi
+#define TP_FUNCREG_TP_R_LAUNCH_CFG(...) rsi
+#define TP_FUNCREG_TP_R_DLAUNCH_CFG(...) rsi
+#define TP_FUNCREG_TP_R_GRAPH(...) none
+
+/* TP_WRAP_GATED - TP_WRAP with "gate" (enum tp_gate, above).  The C
+ * wrapper is tp_c_<name>; the exported <name> is its entry stub, or an
+ * alias of it.  TP_WRAP_GATED_F: with the launch's kernel register "freg"
+ * (TP_FREG). */
 #define TP_WRAP_GATED(gate, ret, name, params, args, missing, on_resolve, on_entry, begin, rec) \
+    TP_WRAP_GATED_F(gate, none, ret, name, params, args, missing, on_resolve, on_entry, begin, rec)
+#define TP_WRAP_GATED_F(gate, freg, ret, name, params, args, missing, on_resolve, on_entry, begin, rec) \
     typedef ret (*tp_fn_##name) params;                                              \
-    static tp_fn_##name tp_real_##name;                                              \
+    static __attribute__((used)) tp_fn_##name tp_real_##name;                        \
+    static ret tp_first_##name params;                                               \
     TP_WRAP_SLOW(tp_slow_##name, ret, name, params, args, tp_real_##name,            \
                  TP_BEGIN(gate, begin), rec)                                         \
     TP_WRAP_INFLIGHT(tp_inflight_##name, ret, name, params, args, gate)              \
-    TP_EXPORT ret name params                                                        \
+    TP_WRAP_FUNC(tp_func_##name, ret, name, params, rec)                             \
+    static __attribute__((used, noinline)) ret tp_c_##name params                    \
     {                                                                                \
         tp_fn_##name real = __atomic_load_n(&tp_real_##name, __ATOMIC_ACQUIRE);     \
-        if (__builtin_expect(!real, 0)) {                                            \
-            real = (tp_fn_##name)tp_resolve(#name);                                  \
-            if (!real)                                                               \
-                return missing;                                                      \
-            on_resolve;                                                              \
-            __atomic_store_n(&tp_real_##name, real, __ATOMIC_RELEASE);               \
-        }                                                                            \
+        if (__builtin_expect(!real, 0))                                              \
+            return tp_first_##name args;                                             \
         on_entry;                                                                    \
         if (TP_BLOCKING(name) &&                                                     \
             __builtin_expect(atomic_load_explicit(&tp_inflight_on, memory_order_relaxed), 0)) \
             return tp_inflight_##name args;                                          \
-        if (__builtin_expect(TP_PASS(gate), 1))                                      \
+        uint32_t tp_h = tp_hot_load();                                               \
+        if (__builtin_expect(TP_PASS_H(gate, tp_h), 1))                              \
+            return real args;                                                        \
+        if (TP_COUNTS(gate, tp_h, tp_func_##name args))                              \
             return real args;                                                        \
         TP_MEM_SITE(gate);                                                           \
         return tp_slow_##name args;                                                  \
+    }                                                                                \
+    TP_IF(TP_STUBBED(gate, name))(                                                   \
+        TP_ASM_STUB(#name, "", "tp_real_" #name, "tp_c_" #name, freg),               \
+        TP_EXPORT __typeof__(tp_c_##name) name __attribute__((alias("tp_c_" #name)));) \
+    static __attribute__((noinline, cold)) ret tp_first_##name params                \
+    {                                                                                \
+        tp_fn_##name real = (tp_fn_##name)tp_resolve(#name);                         \
+        if (!real)                                                                   \
+            return missing;                                                          \
+        on_resolve;                                                                  \
+        __atomic_store_n(&tp_real_##name, real, __ATOMIC_RELEASE);                   \
+        return tp_c_##name args;                                                     \
     }
 
 /*

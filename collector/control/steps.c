@@ -740,22 +740,21 @@ void tp_steps_atfork_child(void)
     atomic_store(&tp_phase, -1);
 }
 
-/* Which signals a launch of "func" hits, one bit per signal index; the last
- * kernel's answer is kept per thread because loops launch the same kernels
- * over and over. */
+__thread struct tp_launch_hit tp_launch_cache[TP_LAUNCH_CACHE] __attribute__((tls_model("initial-exec")));
+
+/* Which signals a launch of "func" hits, one bit per signal index. */
 static uint32_t tp_launch_hits(uint64_t func, int func_kind)
 {
-    static __thread uint64_t last_func __attribute__((tls_model("initial-exec")));
-    static __thread uint32_t last_mask __attribute__((tls_model("initial-exec")));
-    if (func == last_func)
-        return last_mask;
+    struct tp_launch_hit *h = tp_launch_slot(func);
+    if (h->func == func)
+        return h->mask;
     uint32_t mask = 0;
     for (int i = 0; i < tp_cfg.n_signals; i++)
         if (tp_cfg.signals[i].kind == TP_SIGNAL_LAUNCH &&
             tp_kernels_match(func, func_kind, tp_cfg.signals[i].pattern))
             mask |= 1u << i;
-    last_func = func;
-    last_mask = mask;
+    h->func = func;
+    h->mask = mask;
     return mask;
 }
 
@@ -772,3 +771,4 @@ void tp_call_signal(struct tp_call *c, uint64_t func, int func_kind)
         if ((hits & 1) && (atomic_fetch_add(&tp_signal_count[i], 1) + 1) % tp_cfg.signals[i].every == 0)
             tp_steps_signal(tp_cfg.signals[i].kind);
 }
+

@@ -113,4 +113,31 @@ void tp_steps_atfork_child(void);
 struct tp_call;
 void tp_call_signal(struct tp_call *c, uint64_t func, int func_kind);
 
+/* Which launch:GLOB signals a kernel hits (one bit per signal index),
+ * cached per thread: loops launch the same few hundred kernels over and
+ * over.  Direct-mapped on the kernel's handle; a runtime launch and the
+ * driver launch inside it take two entries. */
+#define TP_LAUNCH_CACHE 64
+struct tp_launch_hit {
+    uint64_t func;
+    uint32_t mask;
+};
+extern __thread struct tp_launch_hit tp_launch_cache[TP_LAUNCH_CACHE]
+    __attribute__((tls_model("initial-exec")));
+
+static inline struct tp_launch_hit *tp_launch_slot(uint64_t func)
+{
+    return &tp_launch_cache[((func >> 4) ^ (func >> 12)) & (TP_LAUNCH_CACHE - 1)];
+}
+
+/* tp_launch_quiet - 1 if a launch of kernel "func" is known to hit no
+ * launch: signal: the count-only test of a launch wrapper (preload/wrap.h
+ * TP_COUNTS), loads and compares only.  0 when it hits one, or is not
+ * cached yet: the wrapper's recording path then counts it (and caches). */
+static inline int tp_launch_quiet(uint64_t func)
+{
+    const struct tp_launch_hit *h = tp_launch_slot(func);
+    return h->func == func && !h->mask;
+}
+
 #endif

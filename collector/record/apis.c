@@ -62,13 +62,15 @@ static const struct { const char *name; int cbid; uint8_t layer, form; } tp_apis
 
 /* Each line's gate agrees with its record, at compile time: MEM on exactly
  * the allocation and free records, PAPI on exactly the profiler API's (a
- * record of form NONE otherwise, told apart here alone), OWN only on
- * records of form NONE (a handle's creation), WIN elsewhere. */
+ * record of form NONE otherwise, told apart here alone), LAUNCH on exactly
+ * the launches, OWN only on records of form NONE (a handle's creation), WIN
+ * elsewhere. */
 #undef TP_R_PROFILER
 #define TP_R_PROFILER(...) (-1)
 #define TP_GATE_OF(rec) \
     ((rec) == TP_FORM_ALLOC || (rec) == TP_FORM_FREE ? TP_GATE_MEM \
      : (rec) == -1                                   ? TP_GATE_PAPI \
+     : (rec) == TP_FORM_LAUNCH                       ? TP_GATE_LAUNCH \
                                                      : TP_GATE_WIN)
 #define TP_GATE_CHECK(name, gate, rec) \
     _Static_assert(TP_GATE_##gate == TP_GATE_OF(rec) || \

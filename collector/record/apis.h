@@ -18,6 +18,8 @@ enum tp_gate {
     TP_GATE_PAPI,    /* all with TRAINPROF_SCHEDULE=profiler-api */
     TP_GATE_OWN,     /* a library's handle creation, whose allocations are the
                         library's: marked while allocations are tracked */
+    TP_GATE_LAUNCH,  /* a kernel launch: none, but a launch: step signal
+                        counted outside windows takes a count-only path */
 };
 
 enum tp_api_id {

@@ -46,8 +46,8 @@ SIGNALS = [
 ]
 
 
-def _check_run(schedule, nsteps, mode, step_on, signal_text, per_step, steps_per_signal=1):
-    env = {}
+def _check_run(schedule, nsteps, mode, step_on, signal_text, per_step, steps_per_signal=1, extra_env=None):
+    env = dict(extra_env or {})
     if schedule is not None:
         env["TRAINPROF_SCHEDULE"] = schedule
     if step_on is not None:
@@ -112,6 +112,39 @@ def test_launch_signal_every_second():
     """launch:GLOB/N counts every Nth matching launch: two iterations per step."""
     _check_run("wait=1,warmup=1,active=2,repeat=1", 10, "none", "launch:*adam*/2",
                "launch:*adam*/2", 2 * PER_STEP, steps_per_signal=2)
+
+
+@pytest.mark.parametrize("schedule,nsteps", [SCHEDULES[1], SCHEDULES[5]])
+@pytest.mark.parametrize("every", [1, 2])
+def test_launch_signal_through_the_driver(schedule, nsteps, every):
+    """FAKE_CUDART_LOOKUP=1: each runtime launch reaches the driver's
+    cuLaunchKernel through the wrapper cuGetProcAddress handed out, as the
+    real runtime's do.  Between windows the launches of kernels that hit no
+    signal pass through the entry stubs (preload/wrap.h) without counting;
+    the runtime launch and the driver launch inside it are one launch."""
+    _check_run(schedule, nsteps, "none", "launch:*adam*/%d" % every, "launch:*adam*/%d" % every,
+               every * PER_STEP, steps_per_signal=every, extra_env={"FAKE_CUDART_LOOKUP": "1"})
+
+
+def test_launch_signal_counts_driver_launches():
+    """Launches through the driver only (triton_like: 3 cuLaunchKernelEx, the
+    kernel second in its arguments, then 1 cuLaunchKernel, first): with
+    launch:GLOB/4 every step ends after its cuLaunchKernel, so a launch
+    missed or counted twice shifts the order inside the recorded step."""
+    r = tputil.run("triton_like", env={"TRITON_STEPS": "6", "TRAINPROF_STEP_ON": "launch:triton_poi*/4",
+                                       "TRAINPROF_SCHEDULE": "wait=2,warmup=1,active=2,repeat=1"})
+    assert r.rc == 0, r.stderr.decode(errors="replace")
+    assert len(r.traces) == 1, r.traces
+    trace = tputil.load_trace(r.traces[0])
+    assert tputil.steps(trace) == [3, 4]
+    launches = sorted((ev for ev in tputil.events(trace, ph="X")
+                       if ev.get("name") in ("cuLaunchKernelEx", "cuLaunchKernel")), key=lambda ev: ev["ts"])
+    for ev in tputil.events(trace, ph="X"):
+        m = tputil.STEP_RE.match(ev.get("name", ""))
+        if m:
+            names = [la["name"] for la in launches
+                     if ev["ts"] <= la["ts"] and la["ts"] + la["dur"] <= ev["ts"] + ev["dur"] + 1e-3]
+            assert names == ["cuLaunchKernelEx"] * 3 + ["cuLaunchKernel"], (m.group(1), names)
 
 
 def test_steps_are_not_counted_twice_by_default():
