@@ -217,7 +217,7 @@ __asm__(
 /*
  * dlsym(handle x0, name x1), return address in x30: a branch (b, br) leaves
  * x30 as the caller set it, which is what glibc's dlsym reads for
- * RTLD_NEXT/RTLD_DEFAULT.  The stub opens with "bti c" (hint #34, a no-op
+ * RTLD_NEXT/RTLD_DEFAULT.  The stub opens with "bti c" ("hint 34", a no-op
  * without branch target identification) because callers reach it by br
  * through a PLT; it jumps on through x16, the register such landing pads
  * accept.  The first RTLD_NEXT/RTLD_DEFAULT lookup finds the real dlsym

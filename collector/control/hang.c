@@ -308,7 +308,8 @@ static json_t *tp_hang_stack(int tid, int self)
      * interrupted code's begin after it.  x86-64 Linux: glibc's __restore_rt,
      * "mov $15, %rax; syscall"; aarch64 Linux: the vDSO's
      * __kernel_rt_sigreturn (qemu-user's frame trampoline alike),
-     * "mov x8, #139; svc #0".  Elsewhere none is known: every frame is kept. */
+     * "mov x8, 139; svc 0" (rt_sigreturn is syscall 139).  Elsewhere none
+     * is known: every frame is kept. */
 #if defined(__x86_64__)
     static const unsigned char restore_rt[] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05 };
 #elif defined(__aarch64__)
