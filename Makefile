@@ -8,6 +8,7 @@ PREFIX    ?= /usr/local
 CC        ?= cc
 PYTHON    ?= python3
 B         := build
+PKG_CONFIG ?= pkg-config
 
 CFLAGS    ?= -O2 -g
 PKGS      := jansson zlib libunwind check
@@ -15,7 +16,7 @@ PKGS      := jansson zlib libunwind check
 # `make check` and `make demo` install missing Debian packages first (deps),
 # then run again in a sub-make that sees them; other goals fail with a message.
 SELF_INSTALLING := deps clean check demo
-PKG_OK := $(shell pkg-config --exists jansson zlib && echo yes)
+PKG_OK := $(shell $(PKG_CONFIG) --exists jansson zlib && echo yes)
 ifneq ($(PKG_OK),yes)
 ifeq ($(filter $(SELF_INSTALLING),$(MAKECMDGOALS)),)
 $(error missing build dependencies: run `make deps` (Debian packages libjansson-dev zlib1g-dev libunwind-dev check pkg-config))
@@ -30,11 +31,11 @@ endif
 TP_WARN   := -Wall -Wextra -Werror -Wshadow -Wno-missing-field-initializers
 TP_CFLAGS := -std=gnu11 -fPIC -fvisibility=hidden -MMD -MP $(TP_WARN) \
              -I. -isystem $(CUDA_HOME)/include \
-             $(shell pkg-config --cflags jansson zlib 2>/dev/null) -D_GNU_SOURCE
-TP_LIBS   := $(shell pkg-config --libs jansson zlib 2>/dev/null) -ldl -lpthread -lm
+             $(shell $(PKG_CONFIG) --cflags jansson zlib 2>/dev/null) -D_GNU_SOURCE
+TP_LIBS   := $(shell $(PKG_CONFIG) --libs jansson zlib 2>/dev/null) -ldl -lpthread -lm
 SAN       ?=
 # trainprof merge's engine, when ISA-L is there (see merge-engine below)
-MERGE_LIB := $(if $(shell pkg-config --exists libisal 2>/dev/null && echo yes),$(B)/libtrainprof_merge.so)
+MERGE_LIB := $(if $(shell $(PKG_CONFIG) --exists libisal 2>/dev/null && echo yes),$(B)/libtrainprof_merge.so)
 
 CORE_SRC    := $(wildcard collector/*/*.c collector/*/*/*.c) $(wildcard handlers/*.c)
 PRELOAD_SRC := $(wildcard preload/*.c)
@@ -47,7 +48,7 @@ FAKE_SRC    := $(wildcard tests/fakes/*.c)
 PROG_SRC    := $(wildcard tests/programs/*.c)
 PROG_BIN    := $(PROG_SRC:tests/programs/%.c=$(B)/programs/%)
 
-.PHONY: all lib merge-engine fakes programs unit check check-all check-unit check-cli check-preload check-bench-ir check-sanitize \
+.PHONY: all lib merge-engine fakes programs unit check check-all check-unit check-cli check-preload check-bench-ir check-sanitize check-arm64 \
         check-tsan demo demo-run bench bench-torch install lint deps clean venv cuda-programs gpu-bundle \
         fuzz fuzz-build check-fuzz
 
@@ -60,7 +61,7 @@ $(B)/obj/%.o: %.c
 
 $(B)/libtrainprof_core.a: $(CORE_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(AR) rcs $@ $^
 
 $(B)/libtrainprof.so: $(PRELOAD_OBJ) $(B)/libtrainprof_core.a preload/trainprof.map
 	$(CC) -shared $(SAN) $(CFLAGS) $(LDFLAGS) -o $@ $(PRELOAD_OBJ) $(B)/libtrainprof_core.a \
@@ -76,8 +77,8 @@ merge-engine: $(MERGE_LIB)
 $(B)/libtrainprof_merge.so: scripts/trainprof_cli/merge/engine.c scripts/trainprof_cli/merge/engine.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -fPIC -shared -fvisibility=hidden $(TP_WARN) -I. -D_GNU_SOURCE $(SAN) $(CFLAGS) \
-	    $(shell pkg-config --cflags libisal zlib) -o $@ $< $(LDFLAGS) \
-	    $(shell pkg-config --libs libisal zlib) -lpthread
+	    $(shell $(PKG_CONFIG) --cflags libisal zlib) -o $@ $< $(LDFLAGS) \
+	    $(shell $(PKG_CONFIG) --libs libisal zlib) -lpthread
 
 # ---- fakes of the GPU libraries and the example programs -------------------
 # The fake runtime carries the real soname so that programs linked against it
@@ -113,6 +114,14 @@ $(B)/programs/%: tests/programs/%.c tests/programs/prog.h $(B)/fakes/libcudart.s
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -g $(TP_WARN) -I. -isystem $(CUDA_HOME)/include $(if $(PROG_NOSAN_$*),,$(SAN)) \
 	    -o $@ $< -L$(B)/fakes -Wl,-rpath,'$$ORIGIN/../fakes' $(PROG_LIBS_$*) -lcudart -ldl -lpthread
+
+# TP_NO_REAL_CUDA=1 (make check-arm64: the toolkit's libraries are x86-64)
+# leaves out the programs that link CUDA's real libraries from
+# $(CUDA_HOME)/lib64 (a PROG_LIBS_<program> naming that folder).
+ifneq ($(TP_NO_REAL_CUDA),)
+PROG_REAL_CUDA := $(foreach p,$(PROG_BIN:$(B)/programs/%=%),$(if $(findstring $(CUDA_HOME)/lib64,$(PROG_LIBS_$p)),$p))
+PROG_BIN := $(filter-out $(PROG_REAL_CUDA:%=$(B)/programs/%),$(PROG_BIN))
+endif
 
 programs: $(PROG_BIN)
 
@@ -155,15 +164,15 @@ $(B)/programs/libs_gpu: tests/programs/libs_gpu.cu
 cuda-programs: $(CUDA_PROGS)
 
 # ---- tests -----------------------------------------------------------------
-CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 $(B)/tests/%: tests/unit/%.c $(B)/libtrainprof_core.a
 	@mkdir -p $(dir $@)
-	$(CC) $(TP_CFLAGS) $(SAN) $(CFLAGS) $(shell pkg-config --cflags check) -o $@ $< \
+	$(CC) $(TP_CFLAGS) $(SAN) $(CFLAGS) $(shell $(PKG_CONFIG) --cflags check) -o $@ $< \
 	    $(B)/libtrainprof_core.a $(CHECK_LIBS) $(TP_LIBS) $(UNIT_LIBS_$*)
 
 # test_merge_engine includes scripts/trainprof_cli/merge/engine.c (its static parts are
 # tested too); without ISA-L there is no engine to test.
-UNIT_LIBS_test_merge_engine := $(shell pkg-config --libs libisal 2>/dev/null)
+UNIT_LIBS_test_merge_engine := $(shell $(PKG_CONFIG) --libs libisal 2>/dev/null)
 $(B)/tests/test_merge_engine: scripts/trainprof_cli/merge/engine.c scripts/trainprof_cli/merge/engine.h
 ifeq ($(MERGE_LIB),)
 UNIT_BIN := $(filter-out $(B)/tests/test_merge_engine,$(UNIT_BIN))
@@ -200,7 +209,14 @@ check-cli: lib $(MERGE_LIB) fakes programs venv
 check: deps
 	@$(MAKE) --no-print-directory check-all
 
-check-all: lint check-unit check-fuzz check-cli check-preload check-bench-ir
+check-all: lint check-unit check-fuzz check-cli check-preload check-bench-ir check-arm64
+
+# aarch64 (Grace): the library, fakes, programs and unit tests built into
+# build/arm64 (cross-compiled on x86-64, with the arm64 libraries `make deps`
+# installs), the unit tests and a chosen part of the preload tests run there
+# (under qemu-user on x86-64); scripts/dev/check-arm64 says which and why.
+check-arm64: venv
+	@B=build/arm64 PYTHON=$(VENV)/bin/python MAKE="$(MAKE)" scripts/dev/check-arm64
 
 # AddressSanitizer + UndefinedBehaviorSanitizer over the unit and preload tests.
 # The preloaded library needs the ASan runtime first in LD_PRELOAD; the tests
@@ -244,7 +260,7 @@ $(B)/bin/fuzz_%: tests/fuzz/fuzz_%.c $(B)/libtrainprof_core.a
 	    $(FUZZ_LIBS_$*)
 
 # fuzz_merge includes scripts/trainprof_cli/merge/engine.c; without ISA-L it is not built.
-FUZZ_LIBS_merge := $(shell pkg-config --libs libisal 2>/dev/null)
+FUZZ_LIBS_merge := $(shell $(PKG_CONFIG) --libs libisal 2>/dev/null)
 $(B)/bin/fuzz_merge: scripts/trainprof_cli/merge/engine.c scripts/trainprof_cli/merge/engine.h
 ifeq ($(MERGE_LIB),)
 FUZZ_NAMES := $(filter-out fuzz_merge,$(FUZZ_NAMES))

@@ -6,12 +6,13 @@
  * that leaves the caller's return address on the stack: a wrapper that
  * calls it makes every RTLD_NEXT relative to this library, and a second
  * preloaded tool that wraps a function through RTLD_NEXT then finds itself
- * and recurses.  GCC 12 has no musttail, so on x86-64 dlsym is a small
- * assembly stub: for RTLD_NEXT/RTLD_DEFAULT it jumps to the real dlsym
- * (resolving it first with dlvsym, argument registers saved, when it is not
- * yet known: our own resolver and the sanitizer runtimes use dlsym before
- * anything else ran); for any other handle it jumps to tp_dlsym_handle,
- * plain C.  That function asks the real
+ * and recurses.  GCC 12 has no musttail, so on x86-64 and aarch64 dlsym
+ * is a small assembly stub (one per architecture, the same logic): for
+ * RTLD_NEXT/RTLD_DEFAULT it jumps to the real dlsym (resolving it first
+ * with dlvsym, argument registers saved, when it is not yet known: our own
+ * resolver and the sanitizer runtimes use dlsym before anything else ran);
+ * for any other handle it jumps to tp_dlsym_handle, plain C.  That
+ * function asks the real
  * dlsym, and for a handle of libcuda, cuBLAS(Lt), cuDNN, NCCL or cudart
  * (identified once per handle from its link map) replaces a found symbol
  * that we wrap with our wrapper - for libcuda a slot wrapper bound to the
@@ -23,6 +24,7 @@
  */
 #include "driver.h"
 #include "resolve.h"
+#include "collector/common/loader.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -191,7 +193,7 @@ __asm__(
     "    jne 4f\n"
     "    movq $-1, %rdi\n"
     "    leaq .Ltp_dlsym_name(%rip), %rsi\n"
-    "    leaq .Ltp_glibc_225(%rip), %rdx\n"
+    "    leaq .Ltp_glibc_base(%rip), %rdx\n"
     "    call dlvsym@PLT\n"
     "4:  movq %rax, tp_dlsym_next(%rip)\n"
     "    addq $8, %rsp\n"
@@ -209,14 +211,82 @@ __asm__(
     "    .section .rodata.str1.1,\"aMS\",@progbits,1\n"
     ".Ltp_dlsym_name: .string \"dlsym\"\n"
     ".Ltp_glibc_234: .string \"GLIBC_2.34\"\n"
-    ".Ltp_glibc_225: .string \"GLIBC_2.2.5\"\n"
+    ".Ltp_glibc_base: .string \"" TP_GLIBC_BASE "\"\n"
+    "    .text\n");
+#elif defined(__aarch64__)
+/*
+ * dlsym(handle x0, name x1), return address in x30: a branch (b, br) leaves
+ * x30 as the caller set it, which is what glibc's dlsym reads for
+ * RTLD_NEXT/RTLD_DEFAULT.  The stub opens with "bti c" ("hint 34", a no-op
+ * without branch target identification) because callers reach it by br
+ * through a PLT; it jumps on through x16, the register such landing pads
+ * accept.  The first RTLD_NEXT/RTLD_DEFAULT lookup finds the real dlsym
+ * with dlvsym as on x86-64 (a frame saving x29/x30 and the two arguments,
+ * 16-byte aligned), stores it with release semantics (stlr: AArch64 does
+ * not order plain stores; racing first calls store the same value), and
+ * returns NULL when neither version exists.
+ */
+__asm__(
+    "    .text\n"
+    "    .globl dlsym\n"
+    "    .type dlsym, %function\n"
+    "    .p2align 2\n"
+    "dlsym:\n"
+    "    .cfi_startproc\n"
+    "    hint #34\n"
+    "    cmn x0, #1\n"
+    "    b.eq 1f\n"
+    "    cbz x0, 1f\n"
+    "    b tp_dlsym_handle\n"
+    "1:  adrp x16, tp_dlsym_next\n"
+    "    ldr x16, [x16, #:lo12:tp_dlsym_next]\n"
+    "    cbz x16, 2f\n"
+    "    br x16\n"
+    "2:  stp x29, x30, [sp, #-32]!\n"
+    "    .cfi_def_cfa_offset 32\n"
+    "    .cfi_offset 29, -32\n"
+    "    .cfi_offset 30, -24\n"
+    "    mov x29, sp\n"
+    "    stp x0, x1, [sp, #16]\n"
+    "    mov x0, #-1\n"
+    "    adrp x1, .Ltp_dlsym_name\n"
+    "    add x1, x1, #:lo12:.Ltp_dlsym_name\n"
+    "    adrp x2, .Ltp_glibc_234\n"
+    "    add x2, x2, #:lo12:.Ltp_glibc_234\n"
+    "    bl dlvsym\n"
+    "    cbnz x0, 4f\n"
+    "    mov x0, #-1\n"
+    "    adrp x1, .Ltp_dlsym_name\n"
+    "    add x1, x1, #:lo12:.Ltp_dlsym_name\n"
+    "    adrp x2, .Ltp_glibc_base\n"
+    "    add x2, x2, #:lo12:.Ltp_glibc_base\n"
+    "    bl dlvsym\n"
+    "4:  adrp x16, tp_dlsym_next\n"
+    "    add x16, x16, #:lo12:tp_dlsym_next\n"
+    "    stlr x0, [x16]\n"
+    "    mov x16, x0\n"
+    "    ldp x0, x1, [sp, #16]\n"
+    "    ldp x29, x30, [sp], #32\n"
+    "    .cfi_def_cfa_offset 0\n"
+    "    .cfi_restore 29\n"
+    "    .cfi_restore 30\n"
+    "    cbz x16, 3f\n"
+    "    br x16\n"
+    "3:  mov x0, #0\n"
+    "    ret\n"
+    "    .cfi_endproc\n"
+    "    .size dlsym, .-dlsym\n"
+    "    .section .rodata.str1.1,\"aMS\",@progbits,1\n"
+    ".Ltp_dlsym_name: .string \"dlsym\"\n"
+    ".Ltp_glibc_234: .string \"GLIBC_2.34\"\n"
+    ".Ltp_glibc_base: .string \"" TP_GLIBC_BASE "\"\n"
     "    .text\n");
 #else
 /*
  * Other architectures: a C wrapper.  RTLD_NEXT/RTLD_DEFAULT lookups made
  * through it are resolved relative to this library, not to the caller
  * (a tool preloaded after us that uses RTLD_NEXT would find itself): port
- * the stub above before relying on this.
+ * one of the stubs above before relying on this.
  */
 TP_EXPORT void *dlsym(void *handle, const char *name)
 {

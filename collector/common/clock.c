@@ -1,6 +1,16 @@
 /*
- * clock.c - DESIGN: the TSC is used only when CPUID says it is invariant
- * (leaf 0x80000007, EDX bit 8); otherwise ticks are CLOCK_MONOTONIC ns.
+ * clock.c - DESIGN: on x86-64 the TSC is used only when CPUID says it is
+ * invariant (leaf 0x80000007, EDX bit 8).  On aarch64 the virtual counter
+ * cntvct_el0 is used when cntfrq_el0 states a plausible rate (1 MHz to
+ * 10 GHz; 0 or nonsense is firmware that never set it): Linux lets EL0 read
+ * the virtual counter on every arm64 system, and where an erratum makes the
+ * register unreliable it traps the read and emulates it (slower, still
+ * right), so no probe beyond the rate is needed.  The rate is measured
+ * against CLOCK_MONOTONIC as on x86; when the measure agrees with cntfrq_el0
+ * within 1 % the nominal rate is kept (exact, where 10 ms of sleep measure
+ * it to a few parts per million), else the measure (the kernel may have
+ * taken the true rate from the device tree over a wrong cntfrq_el0).
+ * Elsewhere, and without such a counter, ticks are CLOCK_MONOTONIC ns.
  * Anchors pair a tick with CLOCK_REALTIME read between two tick reads, and
  * the pair with the narrowest bracket of a few tries is kept.  The rate is
  * the slope between the first anchor and a fresh one; before 10 ms have
@@ -20,6 +30,17 @@
 #endif
 
 int tp_clock_use_tsc;
+
+#if defined(__aarch64__)
+static uint64_t tp_cntfrq;      /* cntfrq_el0 when the counter is used */
+
+static uint64_t tp_read_cntfrq(void)
+{
+    uint64_t f;
+    __asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(f));
+    return f;
+}
+#endif
 
 static struct { uint64_t tick; int64_t unix_ns; } tp_anchor0;
 static double tp_ns_per_tick_cal = 1.0;
@@ -57,6 +78,12 @@ static void tp_clock_pick(void)
         __get_cpuid(0x80000007, &a, &b, &c, &d);
         tp_clock_use_tsc = (d >> 8) & 1;
     }
+#elif defined(__aarch64__)
+    uint64_t f = tp_read_cntfrq() & 0xffffffffu;    /* the rate is the low 32 bits */
+    if (f >= 1000000u && f <= 10000000000ull) {
+        tp_cntfrq = f;
+        tp_clock_use_tsc = 1;
+    }
 #endif
 }
 
@@ -79,6 +106,11 @@ static void tp_clock_setup(void)
             tp_ns_per_tick_cal = (double)(m1 - m0) / (double)(t1 - t0);
         else
             tp_clock_use_tsc = 0;
+#if defined(__aarch64__)
+        double nominal = 1e9 / (double)tp_cntfrq;
+        if (tp_clock_use_tsc && tp_ns_per_tick_cal > nominal * 0.99 && tp_ns_per_tick_cal < nominal * 1.01)
+            tp_ns_per_tick_cal = nominal;
+#endif
     }
     tp_anchor(&tp_anchor0.tick, &tp_anchor0.unix_ns);
 }
@@ -147,7 +179,21 @@ void tp_clock_read_triple(struct tp_clock_triple *t)
 
 const char *tp_clock_source(void)
 {
+#if defined(__aarch64__)
+    return tp_clock_use_tsc ? "cntvct" : "monotonic";
+#else
     return tp_clock_use_tsc ? "tsc" : "monotonic";
+#endif
+}
+
+uint64_t tp_clock_counter_hz(void)
+{
+    tp_clock_select();
+#if defined(__aarch64__)
+    return tp_clock_use_tsc ? tp_cntfrq : 0;
+#else
+    return 0;
+#endif
 }
 
 static char tp_boot_id[40];

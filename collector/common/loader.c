@@ -2,8 +2,8 @@
  * loader.c - DESIGN: trainprof's own use of the dynamic loader, in one
  * place below everything that needs it (loader.h says why the dlsym symbol
  * is off limits).  The real dlsym is found with dlvsym, which we do not
- * interpose, and kept in tp_dlsym_next, a hidden global that the x86-64
- * dlsym stub in preload/dlsym.c also fills and reads.  Probes for libcuda
+ * interpose, and kept in tp_dlsym_next, a hidden global that the x86-64 and
+ * aarch64 dlsym stubs in preload/dlsym.c also fill and read.  Probes for libcuda
  * are dlopen(RTLD_NOLOAD) of its bare name, ~10 us each when it is absent
  * (measured: 20 us per cudaMalloc/cudaFree pair on the fake runtime before
  * this guard), so a failed one is repeated only after the loader's object
@@ -25,10 +25,10 @@ tp_dlsym_fn tp_dlsym_next_fn(void)
     if (f)
         return f;
     /* 2.34 moved dlsym into libc; the CUDA libraries import the compat
-     * GLIBC_2.2.5 one */
+     * one (GLIBC_2.2.5 on x86-64, GLIBC_2.17 on aarch64) */
     f = (tp_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
     if (!f)
-        f = (tp_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+        f = (tp_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", TP_GLIBC_BASE);
     if (f)
         __atomic_store_n(&tp_dlsym_next, f, __ATOMIC_RELEASE);
     return f;

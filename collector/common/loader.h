@@ -22,8 +22,18 @@
 void *tp_dlsym_real(void *handle, const char *name);
 
 /* tp_dlsym_next - glibc's dlsym, resolved on first use (NULL if none).
- * The x86-64 dlsym stub reads and fills the same slot in assembly. */
+ * The x86-64 and aarch64 dlsym stubs read and fill the same slot in
+ * assembly. */
 typedef void *(*tp_dlsym_fn)(void *, const char *);
+
+/* The version of dlsym before glibc 2.34 moved it into libc (dlsym@GLIBC_2.34
+ * since): the architecture's first glibc symbol version, which the CUDA
+ * libraries, built against older glibc, import. */
+#if defined(__aarch64__)
+#define TP_GLIBC_BASE "GLIBC_2.17"
+#else
+#define TP_GLIBC_BASE "GLIBC_2.2.5"     /* x86-64 */
+#endif
 tp_dlsym_fn tp_dlsym_next_fn(void);
 
 /*

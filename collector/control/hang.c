@@ -304,12 +304,21 @@ static json_t *tp_hang_stack(int tid, int self)
         struct timespec ts = { 0, 100 * 1000 };
         nanosleep(&ts, NULL);
     }
-    /* the frames of the handler end at the kernel's signal return (x86-64
-     * Linux: glibc's __restore_rt, "mov $15, %rax; syscall"): the
-     * interrupted code's begin after it */
+    /* the frames of the handler end at the kernel's signal return: the
+     * interrupted code's begin after it.  x86-64 Linux: glibc's __restore_rt,
+     * "mov $15, %rax; syscall"; aarch64 Linux: the vDSO's
+     * __kernel_rt_sigreturn (qemu-user's frame trampoline alike),
+     * "mov x8, 139; svc 0" (rt_sigreturn is syscall 139).  Elsewhere none
+     * is known: every frame is kept. */
+#if defined(__x86_64__)
     static const unsigned char restore_rt[] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05 };
+#elif defined(__aarch64__)
+    static const unsigned char restore_rt[] = { 0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4 };
+#else
+    static const unsigned char restore_rt[1] = { 0 };
+#endif
     int first = 0;
-    for (int i = 0; i < tp_req.n; i++) {
+    for (int i = 0; i < tp_req.n && sizeof restore_rt > 1; i++) {
         unsigned char code[sizeof restore_rt];
         struct iovec mine = { code, sizeof code }, at = { tp_req.raw[i], sizeof code };
         /* read through the kernel: an address at the end of a mapping

@@ -13,7 +13,8 @@
  * with dlopen(RTLD_LOCAL) only when TRAINPROF_WITH_STACK=1, so that
  * libtrainprof.so needs nothing more on GPU nodes and its _Unwind_* symbols
  * never shadow the C++ runtime's.  libunwind 1.6 (Debian 12) exports
- * unw_backtrace plainly and the rest under _ULx86_64_; it has no
+ * unw_backtrace plainly and the rest under the architecture's local prefix
+ * (_ULx86_64_, _ULaarch64_: TP_UNW_LOCAL); it has no
  * unw_get_proc_name_by_ip, so names come from dladdr (exported symbols),
  * else from the file's full symbol table (collector/common/elfsym.h: static
  * functions, programs built without -rdynamic), else "module+0xoffset" where the
@@ -39,6 +40,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
+
+/* libunwind's names for the local-unwinding entry points: _UL<arch>_ */
+#if defined(__aarch64__)
+#define TP_UNW_LOCAL(name) "_ULaarch64_" name
+#else
+#define TP_UNW_LOCAL(name) "_ULx86_64_" name
+#endif
 
 /* libunwind-common.h: enum unw_caching_policy_t */
 #define TP_UNW_CACHE_PER_THREAD 2
@@ -96,13 +104,13 @@ int tp_stack_init(void)
                 "no call stacks (install libunwind8)", h ? "no unw_backtrace" : dlerror());
         return -1;
     }
-    tp_unw_caching_fn caching = (tp_unw_caching_fn)tp_dlsym_real(h, "_ULx86_64_set_caching_policy");
-    void **as = (void **)tp_dlsym_real(h, "_ULx86_64_local_addr_space");
+    tp_unw_caching_fn caching = (tp_unw_caching_fn)tp_dlsym_real(h, TP_UNW_LOCAL("set_caching_policy"));
+    void **as = (void **)tp_dlsym_real(h, TP_UNW_LOCAL("local_addr_space"));
     if (caching && as)
         caching(*as, TP_UNW_CACHE_PER_THREAD);
     if (as) {
         tp_unw_as = *as;
-        tp_unw_proc_info = (tp_unw_proc_info_fn)tp_dlsym_real(h, "_ULx86_64_get_proc_info_by_ip");
+        tp_unw_proc_info = (tp_unw_proc_info_fn)tp_dlsym_real(h, TP_UNW_LOCAL("get_proc_info_by_ip"));
     }
     dl_iterate_phdr(tp_self_range_cb, (void *)(uintptr_t)tp_stack_init);
     tp_unw_backtrace = bt;

@@ -14,7 +14,9 @@
  * slot as a sequence lock reader does, the start tick standing for the
  * sequence: load it, copy the fields (acquire loads), load it again; equal
  * and non-zero is one call's consistent view (two calls never share a
- * tick: the clock advances between them), else the copy is retried, and
+ * start tick: the writer makes each greater than its slot's last, for the
+ * clock alone does not advance between two short calls on a coarse counter,
+ * aarch64's at 25 MHz or qemu-user's in ~1 us steps), else the copy is retried, and
  * after a few tries the slot is reported as changing (it is not stuck).
  *
  * Slots are claimed by a thread at its first blocking call (a CAS of its

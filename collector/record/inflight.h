@@ -24,7 +24,8 @@ struct tp_inflight {
     _Atomic int32_t peer;       /* peer or root; -1: none */
     _Atomic int32_t tid;        /* the thread owning the slot; 0: free */
     _Atomic uint32_t op;        /* enum tp_coll of a collective, else 0 */
-    uint32_t pad[3];
+    uint32_t pad;
+    uint64_t last_t0;           /* the owner's last t0 (only the owner touches it) */
 };
 
 /* TP_INFLIGHT_SLOTS - threads that can have a slot at once (a thread that
@@ -74,8 +75,15 @@ static inline struct tp_inflight *tp_inflight_begin(uint32_t api, uint32_t comm,
     atomic_store_explicit(&s->peer, peer, memory_order_release);
     atomic_store_explicit(&s->handle, handle, memory_order_release);
     atomic_store_explicit(&s->op, op, memory_order_release);
+    /* t0 is unique per call, never 0: the reader tells two calls apart by
+     * it (tp_inflight_read), and a coarse counter gives two short calls the
+     * same tick (aarch64's runs at 25 MHz to 1 GHz; under qemu-user it moves
+     * in ~1 us steps: make check-arm64 saw a torn view) */
     uint64_t t0 = tp_clock_now();
-    atomic_store_explicit(&s->t0, t0 ? t0 : 1, memory_order_release);
+    if (t0 <= s->last_t0)
+        t0 = s->last_t0 + 1;
+    s->last_t0 = t0;
+    atomic_store_explicit(&s->t0, t0, memory_order_release);
     return s;
 }
 

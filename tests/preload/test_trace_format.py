@@ -198,6 +198,11 @@ def test_metadata_events_for_every_track(traced):
 
 
 def test_x_events_nest_per_thread(traced):
+    # the fake CUPTI lays the device timeline out from host time (work 2 us
+    # after its call returns; a sync record spans its own API call, not the
+    # work it waits for): under emulation a slow sync call overlaps the work
+    # queued before it on the stream track
+    tputil.need_native("the fake CUPTI's device timeline follows host speed")
     tracks = collections.defaultdict(list)
     for ev in tputil.events(traced["trace"], ph="X"):
         start = round(ev["ts"] * 1000)

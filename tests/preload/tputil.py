@@ -5,6 +5,13 @@ Every run happens in a fresh temporary directory with TRAINPROF_RUN_NAME=test
 and TRAINPROF_SYS=none (overridable), so traces land in <cwd>/test/traces/ and
 reports in <cwd>/test/reports/.  Traces are checked by parsing them, never by
 comparing text.
+
+TP_TEST_RUNNER, when set, is a command line that every program run() starts
+is run through (`make check-arm64`: qemu-aarch64-static, for aarch64
+programs and library built into TP_TEST_BUILD=build/arm64); the program
+sees the same environment, LD_PRELOAD included (a static qemu has no loader
+of its own to take it).  Tests that cannot work through such a runner skip
+with need_native().
 """
 
 import collections
@@ -13,6 +20,7 @@ import json
 import atexit
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -59,6 +67,31 @@ def program(name):
     if os.path.isabs(name):
         return name
     return os.path.join(build_dir(), "programs", name)
+
+
+def runner():
+    """The TP_TEST_RUNNER command line as a list ([] when unset)."""
+    return shlex.split(os.environ.get("TP_TEST_RUNNER", ""))
+
+
+def need_native(why):
+    """Skip the calling test, saying why, when programs run through
+    TP_TEST_RUNNER (an emulator): for tests that start programs without
+    run(), or need what user-mode emulation lacks (ptrace, perf counters,
+    valgrind, exec of a foreign binary without binfmt)."""
+    if runner():
+        import pytest
+        pytest.skip("not under TP_TEST_RUNNER=%s: %s" % (os.environ["TP_TEST_RUNNER"], why))
+
+
+def _is_x86_64_elf(path):
+    """Whether "path" is an x86-64 ELF object (e_machine 62)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(20)
+    except OSError:
+        return False
+    return head[:4] == b"\x7fELF" and int.from_bytes(head[18:20], "little") == 62
 
 
 def preload_value():
@@ -154,8 +187,12 @@ def run(prog, args=(), env=None, preload=True, cwd=None, timeout=60, stdin=None)
     """
     if cwd is None:
         cwd = new_dir()
+    if runner() and _is_x86_64_elf(program(prog)):
+        # the test venv's Python (torch's client) is the host's: our aarch64
+        # library cannot be preloaded into it
+        need_native("runs %s, an x86-64 program, with the library preloaded" % prog)
     e = base_env(env, preload)
-    p = subprocess.run([program(prog)] + [str(a) for a in args], cwd=cwd, env=e,
+    p = subprocess.run(runner() + [program(prog)] + [str(a) for a in args], cwd=cwd, env=e,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        stdin=subprocess.DEVNULL if stdin is None else stdin,
                        timeout=timeout)
