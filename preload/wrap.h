@@ -168,7 +168,7 @@ static inline int tp_papi_begin(struct tp_call *c, uint16_t api)
     }
 
 /*
- * Entry stubs (x86-64).  A compiler keeps a frame, or copies arguments it
+ * Entry stubs (x86-64, aarch64).  A compiler keeps a frame, or copies arguments it
  * never reads, in a wrapper that takes a struct by value or passes
  * arguments on the stack (cudaLaunchKernel's dim3s, cublasLtMatmul's 16):
  * 20-50 instructions on every call outside windows.  So where the C fast
@@ -181,15 +181,17 @@ static inline int tp_papi_begin(struct tp_call *c, uint16_t api)
  * doctor's slot), and a file whose entry hook does work on every call
  * (preload/nccl.c sets TP_WRAP_STUBS to 0).  r10 and r11 are scratch at a
  * call in the x86-64 ABI and carry no argument (rax would: a variadic
- * call's vector count).  Other architectures export the C wrapper.
+ * call's vector count).  aarch64 has the same stubs; other architectures
+ * export the C wrapper.
  */
 #if defined(__x86_64__)
 #define TP_STUB_ARCH 1
 /* TP_ASM_STUB(sym, vis, slot, target, freg) - the stub "sym" (".globl" and
  * "vis", a visibility directive or nothing), whose real function is at
- * "slot", falling back to the C wrapper "target".  "freg" (a register name
- * or none) is where a launch's kernel handle is: a launch stub also makes
- * the launch: step signal's count-only test of TP_COUNTS (below). */
+ * "slot", falling back to the C wrapper "target".  "freg" (arg1, arg2: the
+ * argument that is a launch's kernel handle, or none) makes it a launch
+ * stub, which also makes the launch: step signal's count-only test of
+ * TP_COUNTS (below). */
 #define TP_ASM_STUB(sym, vis, slot, target, freg)                                    \
     __asm__(".pushsection .text\n\t.p2align 4\n\t.globl " sym "\n\t" vis "\n\t"      \
             ".type " sym ", @function\n" sym ":\n\t.cfi_startproc\n\t"                 \
@@ -201,8 +203,8 @@ static inline int tp_papi_begin(struct tp_call *c, uint16_t api)
             TP_CAT(TP_ASM_HOT_, freg)(slot, target)                                  \
             ".cfi_endproc\n\t.size " sym ", .-" sym "\n\t.popsection");
 #define TP_ASM_HOT_none(slot, target) "jnz " target "\n\tjmp *%r11\n\t"
-#define TP_ASM_HOT_rdi(slot, target) TP_ASM_COUNT("%rdi", slot, target)
-#define TP_ASM_HOT_rsi(slot, target) TP_ASM_COUNT("%rsi", slot, target)
+#define TP_ASM_HOT_arg1(slot, target) TP_ASM_COUNT("%rdi", slot, target)
+#define TP_ASM_HOT_arg2(slot, target) TP_ASM_COUNT("%rsi", slot, target)
 /* With the hot word's flags exactly TP_HOT_LAUNCH_SIG: pass through for a
  * kernel whose cache entry (tp_launch_slot: ((func >> 4) ^ (func >> 12)) &
  * 63, 16-byte entries, func at 0, mask at 8) says it hits no signal; else
@@ -227,15 +229,60 @@ static inline int tp_papi_begin(struct tp_call *c, uint16_t api)
     "jne " target "\n\t"                                                             \
     "movq " slot "(%rip), %r11\n\t"                                                  \
     "jmp *%r11\n\t"
+#elif defined(__aarch64__)
+#define TP_STUB_ARCH 1
+/* The same on aarch64: x16 holds the real function (IP0, scratch at a
+ * call, as a PLT stub uses it); x17 and x9-x11 are scratch too, x0-x7 the
+ * arguments.  "b" reaches the C wrapper anywhere in the library (cbz's
+ * range is 1 MiB), hence the local label 8.  "hint #34" is bti c. */
+#define TP_ASM_STUB(sym, vis, slot, target, freg)                                    \
+    __asm__(".pushsection .text\n\t.p2align 4\n\t.globl " sym "\n\t" vis "\n\t"      \
+            ".type " sym ", %function\n" sym ":\n\t.cfi_startproc\n\t"                 \
+            "hint #34\n\t"                                                            \
+            "adrp x16, " slot "\n\t"                                                  \
+            "ldr x16, [x16, #:lo12:" slot "]\n\t"                                     \
+            "cbz x16, 8f\n\t"                                                         \
+            "adrp x17, tp_hot\n\t"                                                    \
+            "ldr w17, [x17, #:lo12:tp_hot]\n\t"                                       \
+            TP_CAT(TP_ASM_HOT_, freg)(slot, target)                                  \
+            "8:\n\t"                                                                   \
+            "b " target "\n\t"                                                        \
+            ".cfi_endproc\n\t.size " sym ", .-" sym "\n\t.popsection");
+#define TP_ASM_HOT_none(slot, target) "cbnz w17, 8f\n\tbr x16\n"
+#define TP_ASM_HOT_arg1(slot, target) TP_ASM_COUNT("x0")
+#define TP_ASM_HOT_arg2(slot, target) TP_ASM_COUNT("x1")
+#define TP_ASM_COUNT(reg)                                                            \
+    "cbnz w17, 1f\n\t"                                                               \
+    "br x16\n"                                                                       \
+    "1:\n\t"                                                                         \
+    "and w17, w17, #0xff\n\t"                                                        \
+    "cmp w17, #" TP_STR(TP_HOT_LAUNCH_SIG_BYTE) "\n\t"                               \
+    "b.ne 8f\n\t"                                                                    \
+    "lsr x9, " reg ", #4\n\t"                                                        \
+    "eor x9, x9, " reg ", lsr #12\n\t"                                               \
+    "and x9, x9, #63\n\t"                                                            \
+    "mrs x10, tpidr_el0\n\t"                                                         \
+    "adrp x11, :gottprel:tp_launch_cache\n\t"                                        \
+    "ldr x11, [x11, #:gottprel_lo12:tp_launch_cache]\n\t"                            \
+    "add x10, x10, x11\n\t"                                                          \
+    "add x10, x10, x9, lsl #4\n\t"                                                   \
+    "ldr x11, [x10]\n\t"                                                             \
+    "cmp x11, " reg "\n\t"                                                           \
+    "b.ne 8f\n\t"                                                                    \
+    "ldr w11, [x10, #8]\n\t"                                                         \
+    "cbnz w11, 8f\n\t"                                                               \
+    "br x16\n"
+#else
+#define TP_STUB_ARCH 0
+#define TP_ASM_STUB(sym, vis, slot, target, freg)
+#endif
+#if TP_STUB_ARCH
 #define TP_STR_(x) #x
 #define TP_STR(x) TP_STR_(x)
 #define TP_HOT_LAUNCH_SIG_BYTE 4
 _Static_assert(TP_HOT_LAUNCH_SIG_BYTE == TP_HOT_LAUNCH_SIG, "the launch stub's flag byte");
 _Static_assert(sizeof(struct tp_launch_hit) == 16 && __builtin_offsetof(struct tp_launch_hit, mask) == 8 &&
                TP_LAUNCH_CACHE == 64, "the launch stub's cache layout (tp_launch_slot)");
-#else
-#define TP_STUB_ARCH 0
-#define TP_ASM_STUB(sym, vis, slot, target, freg)
 #endif
 #ifndef TP_WRAP_STUBS
 #define TP_WRAP_STUBS 1
@@ -274,10 +321,10 @@ _Static_assert(sizeof(struct tp_launch_hit) == 16 && __builtin_offsetof(struct t
 #define TP_FREG_OWN(x) none
 #define TP_FREG_PAPI(x) none
 #define TP_FREG_LAUNCH(x) x
-#define TP_FUNCREG_TP_R_LAUNCH(...) rdi
-#define TP_FUNCREG_TP_R_DLAUNCH(...) rdi
-#define TP_FUNCREG_TP_R_LAUNCH_CFG(...) rsi
-#define TP_FUNCREG_TP_R_DLAUNCH_CFG(...) rsi
+#define TP_FUNCREG_TP_R_LAUNCH(...) arg1
+#define TP_FUNCREG_TP_R_DLAUNCH(...) arg1
+#define TP_FUNCREG_TP_R_LAUNCH_CFG(...) arg2
+#define TP_FUNCREG_TP_R_DLAUNCH_CFG(...) arg2
 #define TP_FUNCREG_TP_R_GRAPH(...) none
 
 /* TP_WRAP_GATED - TP_WRAP with "gate" (enum tp_gate, above).  The C
