@@ -246,13 +246,14 @@ check-tsan:
 # build/fuzz/corpus/X); a crash, a sanitizer report, a leak or a harness's
 # own check fails the target, the input kept in build/fuzz/crashes/ and the
 # log in build/fuzz/X.log.  `make check` runs each 20 s when CI is set
-# (.ci/run sets it), else 3 s.
+# (.ci/run sets it), else 3 s; FUZZ_JOBS (one per core) at a time.
 FUZZ_CC      ?= clang
 FUZZ_SAN     := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
                 -fno-sanitize-recover=all
 FUZZ_NAMES   := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/*.c))
 FUZZ_SECONDS ?= 60
 CHECK_FUZZ_SECONDS := $(if $(filter-out false 0,$(CI)),20,3)
+FUZZ_JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 
 $(B)/bin/fuzz_%: tests/fuzz/fuzz_%.c $(B)/libtrainprof_core.a
 	@mkdir -p $(dir $@)
@@ -271,18 +272,19 @@ fuzz-build:
 	    $(FUZZ_NAMES:%=build/fuzz/bin/%)
 
 fuzz: fuzz-build
-	@fail=; for h in $(FUZZ_NAMES); do \
-	    mkdir -p build/fuzz/corpus/$$h build/fuzz/crashes; \
+	@rm -f build/fuzz/*.failed; printf '%s\n' $(FUZZ_NAMES) | xargs -P $(FUZZ_JOBS) -I{} sh -c '\
+	    h=$$1; mkdir -p build/fuzz/corpus/$$h build/fuzz/crashes; \
 	    if ASAN_OPTIONS=detect_leaks=1 build/fuzz/bin/$$h -max_total_time=$(FUZZ_SECONDS) \
 	        -print_final_stats=1 -artifact_prefix=build/fuzz/crashes/$$h- \
 	        build/fuzz/corpus/$$h tests/fuzz/corpus/$$h >build/fuzz/$$h.log 2>&1; then \
-	        awk -v h=$$h '/^stat::number_of_executed_units/ {n=$$2} \
-	            /^stat::average_exec_per_sec/ {r=$$2} \
-	            END {printf "fuzz: %-16s %10d runs (%d/s), no crash\n", h, n, r}' build/fuzz/$$h.log; \
+	        awk -v h=$$h "/^stat::number_of_executed_units/ {n=\$$2} \
+	            /^stat::average_exec_per_sec/ {r=\$$2} \
+	            END {printf \"fuzz: %-16s %10d runs (%d/s), no crash\\n\", h, n, r}" build/fuzz/$$h.log; \
 	    else \
-	        tail -40 build/fuzz/$$h.log; echo "fuzz: $$h FAILED: build/fuzz/$$h.log"; fail="$$fail $$h"; \
-	    fi; \
-	done; test -z "$$fail" || { echo "fuzz: failed:$$fail"; exit 1; }
+	        tail -40 build/fuzz/$$h.log; echo "fuzz: $$h FAILED: build/fuzz/$$h.log"; : >build/fuzz/$$h.failed; \
+	    fi' sh {}; \
+	fail=$$(ls build/fuzz/*.failed 2>/dev/null | sed 's|.*/||; s|\.failed$$||' | tr '\n' ' '); \
+	test -z "$$fail" || { echo "fuzz: failed: $$fail"; exit 1; }
 
 check-fuzz:
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)

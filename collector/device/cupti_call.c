@@ -29,6 +29,7 @@
 #include "cupti_impl.h"
 
 #include "collector/record/call.h"
+#include "collector/common/bgthread.h"
 
 #include <linux/futex.h>
 #include <pthread.h>
@@ -74,7 +75,7 @@ static void *tp_worker_main(void *arg)
 {
     (void)arg;
     tp_depth = 1;       /* CUDA calls made inside CUPTI are not the program's */
-    prctl(PR_SET_NAME, "tp-cupti", 0, 0, 0);
+    tp_bgthread_start("tp-cupti");
     uint32_t seen = atomic_load(&tp_done_seq);
     for (;;) {
         uint32_t s = atomic_load(&tp_job_seq);

@@ -58,6 +58,7 @@
 #include "flusher.h"
 #include "window.h"
 #include "collector/record/buffer.h"
+#include "collector/common/bgthread.h"
 #include "collector/record/call.h"
 #include "collector/common/clock.h"
 #include "collector/device/cupti.h"
@@ -345,7 +346,7 @@ static void *tp_flush_main(void *arg)
     int term_closed = 0;        /* the term hook ran */
     tp_depth = 1;
     TP_STORE(tp_flush_tid, gettid());
-    prctl(PR_SET_NAME, "tp-flush", 0, 0, 0);
+    tp_bgthread_start("tp-flush");
     if (tp_hooks.start)
         tp_hooks.start();
     for (;;) {

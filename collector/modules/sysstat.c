@@ -23,6 +23,7 @@
 #include "module.h"
 
 #include "collector/common/clock.h"
+#include "collector/common/bgthread.h"
 #include "collector/config/config.h"
 #include "collector/record/call.h"
 #include "collector/common/log.h"
@@ -490,7 +491,7 @@ static void *tp_sys_main(void *arg)
 {
     (void)arg;
     tp_depth = 1;
-    prctl(PR_SET_NAME, "tp-sys", 0, 0, 0);
+    tp_bgthread_start("tp-sys");
     int64_t step = (int64_t)(tp_cfg.sys_interval * 1e9);
     if (step < 1000000)
         step = 1000000;

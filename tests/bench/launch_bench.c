@@ -13,11 +13,21 @@
  * and "slow_step_us"/"slow_step_cpu_us" are that step's trainprof_step().
  * BENCH_CALL=sync times cudaStreamSynchronize(0) instead (a blocking call:
  * the hang doctor's in-flight slot, TRAINPROF_HANG_S).
+ * BENCH_STEP_SLEEP_US=U sleeps U microseconds at the end of every step (not
+ * timed as launches): steps as long as a real job's, so that tp-flush
+ * writes each window before the next one ends.
+ * BENCH_STEP_LOG=FILE writes one line per trainprof_step() call: the step,
+ * its wall and CPU microseconds, and the calling thread's minor and major
+ * page faults and voluntary and involuntary context switches during it
+ * (getrusage RUSAGE_THREAD): what scripts/dev/bench-stalls explains the
+ * tail of the stalls at saves with.
  */
+#define _GNU_SOURCE     /* RUSAGE_THREAD */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 
 extern void **__cudaRegisterFatBinary(void *);
@@ -46,6 +56,8 @@ static double cpu_ns(void)
 }
 static int bench_alloc, bench_sync;
 static long bench_slow = -1;
+static FILE *bench_log;
+static long bench_sleep_us;
 
 static void bench_loop(long per, long steps)
 {
@@ -71,10 +83,23 @@ static void bench_loop(long per, long steps)
             struct timespec ts = { 0, 20 * 1000 * 1000 };
             nanosleep(&ts, NULL);
         }
+        if (bench_sleep_us > 0) {
+            struct timespec ts = { bench_sleep_us / 1000000, bench_sleep_us % 1000000 * 1000 };
+            nanosleep(&ts, NULL);
+        }
         if (step) {
+            struct rusage r0, r1;
+            if (bench_log)
+                getrusage(RUSAGE_THREAD, &r0);
             double s0 = now_ns(), c0 = cpu_ns();
             step();
             double d = now_ns() - s0, dc = cpu_ns() - c0;
+            if (bench_log) {
+                getrusage(RUSAGE_THREAD, &r1);
+                fprintf(bench_log, "%ld %.1f %.1f %ld %ld %ld %ld\n", s, d / 1000, dc / 1000,
+                        r1.ru_minflt - r0.ru_minflt, r1.ru_majflt - r0.ru_majflt,
+                        r1.ru_nvcsw - r0.ru_nvcsw, r1.ru_nivcsw - r0.ru_nivcsw);
+            }
             max_step = d > max_step ? d : max_step;
             max_step_cpu = dc > max_step_cpu ? dc : max_step_cpu;
             if (s == bench_slow) {
@@ -107,6 +132,10 @@ int main(int argc, char **argv)
     if (getenv("BENCH_SLOW_STEP"))
         bench_slow = atol(getenv("BENCH_SLOW_STEP"));
     bench_sync = call && call[0] == 's';
+    if (getenv("BENCH_STEP_SLEEP_US"))
+        bench_sleep_us = atol(getenv("BENCH_STEP_SLEEP_US"));
+    if (getenv("BENCH_STEP_LOG") && !(bench_log = fopen(getenv("BENCH_STEP_LOG"), "w")))
+        perror("launch_bench: BENCH_STEP_LOG");
     static char fatbin[16];
     void **h = __cudaRegisterFatBinary(fatbin);
     __cudaRegisterFunction(h, (const char *)bench_kernel, (char *)"_Z12bench_kernelv", "_Z12bench_kernelv",
@@ -118,5 +147,7 @@ int main(int argc, char **argv)
            max_step / 1000, max_step_cpu / 1000);
     if (bench_slow >= 0)
         printf("slow_step_us=%.1f\nslow_step_cpu_us=%.1f\n", slow_step / 1000, slow_step_cpu / 1000);
+    if (bench_log)
+        fclose(bench_log);
     return 0;
 }
