@@ -234,11 +234,11 @@ static inline int tp_papi_begin(struct tp_call *c, uint16_t api)
 /* The same on aarch64: x16 holds the real function (IP0, scratch at a
  * call, as a PLT stub uses it); x17 and x9-x11 are scratch too, x0-x7 the
  * arguments.  "b" reaches the C wrapper anywhere in the library (cbz's
- * range is 1 MiB), hence the local label 8.  "hint #34" is bti c. */
+ * range is 1 MiB), hence the local label 8.  "hint 34" is bti c. */
 #define TP_ASM_STUB(sym, vis, slot, target, freg)                                    \
     __asm__(".pushsection .text\n\t.p2align 4\n\t.globl " sym "\n\t" vis "\n\t"      \
             ".type " sym ", %function\n" sym ":\n\t.cfi_startproc\n\t"                 \
-            "hint #34\n\t"                                                            \
+            "hint 34\n\t"                                                            \
             "adrp x16, " slot "\n\t"                                                  \
             "ldr x16, [x16, #:lo12:" slot "]\n\t"                                     \
             "cbz x16, 8f\n\t"                                                         \
