@@ -547,16 +547,18 @@ static inline char *jw_escape(char *p, unsigned c)
     }
 }
 
-/* Eight plain bytes at a time (one load, one test, one store), byte by
- * byte from the first one that is not plain; the same text as
- * tp_jsonw_strbody. */
+/* Eight plain bytes at a time (one load, one test, one store; the last
+ * 1-7 padded with plain 'A's and stored whole, the room having 8 bytes to
+ * spare), byte by byte from the first one that is not plain; the same text
+ * as tp_jsonw_strbody. */
 char *tp_jsonw_put_strn(char *p, const char *str, size_t n)
 {
     const unsigned char *s = (const unsigned char *)str, *e = s + n;
     *p++ = '"';
-    while (s < e) {
-        if (e - s >= 8) {
-            uint64_t x;
+    for (;;) {
+        size_t rem = (size_t)(e - s);
+        uint64_t x = 0x4141414141414141ull;
+        if (rem >= 8) {
             memcpy(&x, s, 8);
             if (!jw_special8(x)) {
                 memcpy(p, &x, 8);
@@ -564,6 +566,15 @@ char *tp_jsonw_put_strn(char *p, const char *str, size_t n)
                 s += 8;
                 continue;
             }
+        } else if (rem > 0) {
+            memcpy(&x, s, rem);
+            if (!jw_special8(x)) {
+                memcpy(p, &x, 8);
+                p += rem;
+                break;
+            }
+        } else {
+            break;
         }
         unsigned c = *s;
         if (jw_class[c] == 0) {

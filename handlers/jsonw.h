@@ -193,8 +193,9 @@ static inline char *tp_jsonw_put_us(char *p, int64_t ns)
 }
 
 /* Room tp_jsonw_put_strn may take for "n" bytes: each byte becomes at most
- * 6 (\u00XX, or U+FFFD's 3 for 1), and the quotes. */
-#define TP_JSONW_STR_ROOM(n) (6 * (size_t)(n) + 2)
+ * 6 (\u00XX, or U+FFFD's 3 for 1), the quotes, and 8 bytes it may write
+ * past its end (its last 1-7 bytes are stored as 8). */
+#define TP_JSONW_STR_ROOM(n) (6 * (size_t)(n) + 10)
 
 /* tp_jsonw_put_strn - tp_jsonw_strn's quoted string at "p", which has
  * TP_JSONW_STR_ROOM(n) bytes; the end. */
