@@ -298,7 +298,8 @@ demo: deps
 demo-run: lib fakes programs
 	@B=$(B) scripts/dev/demo
 
-BENCH_BIN := $(B)/bench/launch_bench $(B)/bench/gemm_bench $(B)/bench/nvtx_bench $(B)/bench/itt_bench
+BENCH_BIN := $(B)/bench/launch_bench $(B)/bench/gemm_bench $(B)/bench/nvtx_bench $(B)/bench/itt_bench \
+             $(B)/bench/writer_bench
 
 bench: lib fakes $(BENCH_BIN)
 	@B=$(B) scripts/dev/bench
@@ -313,6 +314,11 @@ check-bench-ir: lib fakes $(BENCH_BIN)
 # ms per step of a CPU training loop: plain, torch.profiler, trainprof run
 bench-torch: lib venv
 	@B=$(B) scripts/dev/bench-torch
+
+# the trace writer alone (the chrome handler fed events), linked with the core
+$(B)/bench/writer_bench: tests/bench/writer_bench.c $(B)/libtrainprof_core.a
+	@mkdir -p $(dir $@)
+	$(CC) $(TP_CFLAGS) $(CFLAGS) -o $@ $< $(B)/libtrainprof_core.a $(TP_LIBS)
 
 $(B)/bench/%: tests/bench/%.c $(B)/fakes/libcudart.so.13
 	@mkdir -p $(dir $@)

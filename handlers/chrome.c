@@ -136,11 +136,51 @@ static void put_ts(struct chrome *c, int64_t ts_ns)
     tp_jsonw_us(&c->j, rel > 0 ? rel : 0);
 }
 
-/* {"ph": PH, "cat": CAT, "name": NAME, "pid": P, "tid": T, "ts": TS */
+/* The text `, "pid": P, "tid": T, "ts": ` of the last (pid, tid), kept:
+ * most events come from a few threads, one after another. */
+static const char *ids_text(struct chrome *c, const struct tp_event *ev)
+{
+    if (c->ids_len == 0 || ev->pid != c->ids_pid || ev->tid != c->ids_tid) {
+        char *p = c->ids;
+        p = TP_JSONW_PUT_LIT(p, ", \"pid\": ");
+        p = tp_jsonw_put_i64(p, ev->pid);
+        p = TP_JSONW_PUT_LIT(p, ", \"tid\": ");
+        p = tp_jsonw_put_i64(p, ev->tid);
+        p = TP_JSONW_PUT_LIT(p, ", \"ts\": ");
+        c->ids_len = (size_t)(p - c->ids);
+        c->ids_pid = ev->pid;
+        c->ids_tid = ev->tid;
+    }
+    return c->ids;
+}
+
+/* Names up to this long go in one room with the rest of the head. */
+#define HEAD_NAME_ONCE 4096
+
+/* {"ph": PH, "cat": CAT, "name": NAME, "pid": P, "tid": T, "ts": TS
+ * in one room of the writer (jsonw.h's cursor). */
 static void put_head_n(struct chrome *c, const char *ph_cat, size_t ph_cat_len,
                        const char *name, size_t name_len, const struct tp_event *ev)
 {
     struct tp_jsonw *j = &c->j;
+    int64_t rel = ev->ts_ns - c->base;
+    if (name_len <= HEAD_NAME_ONCE && ph_cat_len <= 128) {
+        char *p = tp_jsonw_room(j, 2 + ph_cat_len + 8 + TP_JSONW_STR_ROOM(name_len) + sizeof c->ids + 25);
+        if (!p)
+            return;
+        if (c->events++)
+            p = TP_JSONW_PUT_LIT(p, ",\n");
+        else
+            *p++ = '\n';
+        memcpy(p, ph_cat, ph_cat_len);
+        p = TP_JSONW_PUT_LIT(p + ph_cat_len, "\"name\": ");
+        p = tp_jsonw_put_strn(p, name, name_len);
+        const char *ids = ids_text(c, ev);
+        memcpy(p, ids, c->ids_len);
+        p = tp_jsonw_put_us(p + c->ids_len, rel > 0 ? rel : 0);
+        tp_jsonw_done(j, p);
+        return;
+    }
     if (c->events++)
         LIT(j, ",\n");
     else
@@ -427,20 +467,30 @@ static void put_call(struct chrome *c, const struct tp_event *ev)
     default:
         HEAD(c, "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", ", name, ev);
     }
-    put_dur(c, ev);
+    /* dur, the ids and cbid: at most 9 + 25 + 23 + 20 + 18 + 20 + 10 + 21 bytes */
+    char *p = tp_jsonw_room(j, 160);
+    if (!p)
+        return;
+    p = TP_JSONW_PUT_LIT(p, ", \"dur\": ");
+    p = tp_jsonw_put_us(p, ev->dur_ns > 0 ? ev->dur_ns : 0);
     if (ev->layer == TP_LAYER_LIBRARY) {
         /* a cpu_op: its own External id, no correlation (Kineto's have none) */
         uint64_t id = ev->form == TP_FORM_COLL ? TP_COLL_CALL_ID(ev->external_id) : ev->external_id;
-        put_key_u64(j, ", \"args\": {\"External id\": ", id);
+        p = TP_JSONW_PUT_LIT(p, ", \"args\": {\"External id\": ");
+        p = tp_jsonw_put_u64(p, id);
     } else {
-        put_key_u64(j, ", \"args\": {\"correlation\": ", ev->correlation);
-        if (ev->external_id)
-            put_key_u64(j, ", \"External id\": ", ev->external_id);
+        p = TP_JSONW_PUT_LIT(p, ", \"args\": {\"correlation\": ");
+        p = tp_jsonw_put_u64(p, ev->correlation);
+        if (ev->external_id) {
+            p = TP_JSONW_PUT_LIT(p, ", \"External id\": ");
+            p = tp_jsonw_put_u64(p, ev->external_id);
+        }
     }
     if (ev->cbid >= 0) {
-        LIT(j, ", \"cbid\": ");
-        tp_jsonw_i64(j, ev->cbid);
+        p = TP_JSONW_PUT_LIT(p, ", \"cbid\": ");
+        p = tp_jsonw_put_i64(p, ev->cbid);
     }
+    tp_jsonw_done(j, p);
     tp_chrome_put_call_args(c, ev);
     if (r->status != 0) {
         LIT(j, ", \"status\": ");

@@ -10,6 +10,7 @@
  * is kept per event.
  */
 #include <stdint.h>
+#include <string.h>
 
 #include "collector/contract/vocab.h"
 #include "chrome_impl.h"
@@ -183,6 +184,44 @@ void tp_chrome_put_coll(struct chrome *c, const struct tp_record *r)
         LIT(j, ", \"grouped\": true");
 }
 
+/* A launch's kernel (of "kn" bytes), grid, block, shared memory and
+ * stream (or a graph's FLOPs) in one room of the writer (jsonw.h's
+ * cursor): what the loop below writes field by field for a longer name. */
+static void put_launch_args(struct tp_jsonw *j, const struct tp_event *ev, size_t kn)
+{
+    const struct tp_record *r = ev->rec;
+    /* 12 + the name, 11 + 3 * 20 + 4, 13 + 3 * 20 + 4, 19 + 20, 17 + 20 */
+    char *p = tp_jsonw_room(j, 12 + TP_JSONW_STR_ROOM(kn) + 240);
+    if (!p)
+        return;
+    if (kn) {
+        p = TP_JSONW_PUT_LIT(p, ", \"kernel\": ");
+        p = tp_jsonw_put_strn(p, ev->kernel, kn);
+    }
+    if (r->u.launch.func_kind != TP_FUNC_GRAPH) {
+        p = TP_JSONW_PUT_LIT(p, ", \"grid\": [");
+        p = tp_jsonw_put_u64(p, r->u.launch.grid_x);
+        p = TP_JSONW_PUT_LIT(p, ", ");
+        p = tp_jsonw_put_u64(p, r->u.launch.grid_y);
+        p = TP_JSONW_PUT_LIT(p, ", ");
+        p = tp_jsonw_put_u64(p, r->u.launch.grid_z);
+        p = TP_JSONW_PUT_LIT(p, "], \"block\": [");
+        p = tp_jsonw_put_u64(p, r->u.launch.block_x);
+        p = TP_JSONW_PUT_LIT(p, ", ");
+        p = tp_jsonw_put_u64(p, r->u.launch.block_y);
+        p = TP_JSONW_PUT_LIT(p, ", ");
+        p = tp_jsonw_put_u64(p, r->u.launch.block_z);
+        p = TP_JSONW_PUT_LIT(p, "], \"shared memory\": ");
+        p = tp_jsonw_put_u64(p, r->u.launch.smem);
+    } else if (ev->flops) {
+        p = TP_JSONW_PUT_LIT(p, ", \"flops\": ");
+        p = tp_jsonw_put_u64(p, ev->flops);
+    }
+    p = TP_JSONW_PUT_LIT(p, ", \"cuda stream\": ");
+    p = tp_jsonw_put_u64(p, r->u.launch.stream);
+    tp_jsonw_done(j, p);
+}
+
 /* The arguments of a call event after its ids and "cbid": a launch's
  * kernel, grid, block and stream; a library call's by its form (FLOPs,
  * shapes, a collective's record_param_comms args); a runtime call's
@@ -192,6 +231,11 @@ void tp_chrome_put_call_args(struct chrome *c, const struct tp_event *ev)
     struct tp_jsonw *j = &c->j;
     const struct tp_record *r = ev->rec;
     if (r->kind == TP_REC_LAUNCH) {
+        size_t kn = ev->kernel ? strlen(ev->kernel) : 0;
+        if (kn <= 4096) {
+            put_launch_args(j, ev, kn);
+            return;
+        }
         if (ev->kernel && ev->kernel[0]) {
             LIT(j, ", \"kernel\": ");
             tp_jsonw_str(j, ev->kernel);

@@ -31,6 +31,9 @@ struct chrome {
     int64_t base;
     int64_t meta_ts;               /* ts of the metadata events, relative */
     uint64_t events;
+    int32_t ids_pid, ids_tid;      /* whose text "ids" holds (chrome.c ids_text) */
+    size_t ids_len;                /* 0: none yet */
+    char ids[64];                  /* , "pid": P, "tid": T, "ts": (at most 53 bytes) */
     struct chrome_thread *threads; /* open addressing on (pid, tid) */
     size_t nthreads, cap;
     size_t last;                   /* slot of the previous event's thread */

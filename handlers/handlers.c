@@ -14,6 +14,7 @@
 #include "exec.h"
 #include "keep.h"
 #include "output.h"
+#include "jsonw.h"
 #include "collector/common/log.h"
 
 #include <pthread.h>
@@ -120,9 +121,17 @@ static const struct tp_handler *handler_at(int i)
     return i >= 0 && (size_t)i < TP_HANDLER_COUNT ? &tp_handler_filled[i] : NULL;
 }
 
+/* ISA-L's deflate for gzip traces (jsonw.c), when they are gzipped. */
+static void load(int gzip)
+{
+    if (gzip)
+        tp_jsonw_load();
+}
+
 const struct tp_sink tp_handlers_sink = {
     .handler = handler_at,
     .post_save = post_save,
     .idle = idle,
     .finish = finish,
+    .load = load,
 };

@@ -1,26 +1,34 @@
 /*
  * jsonw.c - DESIGN: text is appended to one 64 KiB buffer; a full buffer
  * goes to deflate (gzip) or straight to write(2).  Everything on the per-event
- * path is hand-rolled (integers from a two-digit table, microseconds as
- * integer division of nanoseconds, string escaping that copies runs of
- * plain bytes with memcpy) because printf per field costs about 80 ns and
- * a trace must be written at >= 1 M events/s (README "Overhead").  Even so deflate
- * level 1 takes about 60% of the time of a gzip trace (perf, 1 M launch
- * events), so with gzip a helper thread ("tp-gzip", signals blocked, alive
+ * path is hand-rolled (integers from a two-digit table written from the
+ * last pair back into the buffer, microseconds as integer division of
+ * nanoseconds, string escaping that tests eight bytes at a time) because
+ * printf per field costs about 80 ns and a trace must be written at >= 3 M
+ * events/s (README "Overhead"); a fixed-shape event asks once for room for
+ * its longest text and writes its fields with no check between them (the
+ * cursor, jsonw.h).  Deflate is the larger part even so, so with gzip a
+ * helper thread ("tp-gzip", signals blocked, alive
  * only while one file is written) compresses and writes full buffers while
  * the caller formats the next ones: a ring of four 64 KiB buffers, the
- * caller waiting only when all four are queued.  gzip is one member
- * (deflateInit2 windowBits 15+16, ended by Z_FINISH) because catapult
+ * caller waiting only when all four are queued; and the deflate is ISA-L's
+ * igzip level 1 where libisal.so.2 loads (7 times fewer instructions than
+ * zlib's level 1 for as small a file), zlib's otherwise.  gzip is one member
+ * (zlib: deflateInit2 windowBits 15+16, ended by Z_FINISH; ISA-L:
+ * IGZIP_GZIP, ended by end_of_stream) because catapult
  * (chrome://tracing, TensorBoard's trace view) reads only the first member.  Strings come
  * out valid UTF-8 with no byte for which iscntrl() is true, since Perfetto's
  * tokenizer rejects those and JSON.parse rejects raw controls.
  */
 #include "jsonw.h"
+#include "collector/common/loader.h"
 #include "collector/common/log.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,10 +36,17 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char tp_digits2[201] =
+const char tp_jsonw_digits2[200] =
     "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
+
+const uint64_t tp_jsonw_pow10[20] = {
+    1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
+    100000000ull, 1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull,
+    10000000000000ull, 100000000000000ull, 1000000000000000ull, 10000000000000000ull,
+    100000000000000000ull, 1000000000000000000ull, 10000000000000000000ull,
+};
 
 #define PIPE_BUFS 4
 
@@ -50,6 +65,61 @@ struct tp_jsonw_pipe {
     int err;                    /* the sink's error, published under mu */
     struct tp_jsonw_sink *sink;
 };
+
+/*
+ * ISA-L (Debian libisal2): its igzip level 1 makes the same one-member gzip
+ * as zlib's level 1, as small (62.9 MB of launch events: 2.09 MB against
+ * zlib's 2.08 MB), in a quarter of the time and a seventh of the
+ * instructions (tests/bench/RESULTS.md, "Trace writer").  The header gives
+ * the stream's layout; the library itself is opened at run time
+ * (tp_jsonw_load), so that a host without it keeps zlib and the preload
+ * never fails to load for want of it.  TP_NO_ISAL builds without it.
+ */
+#if !defined(TP_NO_ISAL) && defined(__has_include)
+#if __has_include(<isa-l/igzip_lib.h>)
+#include <isa-l/igzip_lib.h>
+#define TP_HAVE_ISAL 1
+#endif
+#endif
+
+#ifdef TP_HAVE_ISAL
+struct tp_jsonw_isal {
+    struct isal_zstream zs;
+    uint8_t level_buf[ISAL_DEF_LVL1_DEFAULT];
+};
+
+static void (*tp_isal_init)(struct isal_zstream *);
+static int (*tp_isal_deflate)(struct isal_zstream *);
+#endif
+static _Atomic int tp_isal_loaded;       /* 1: both entry points are set */
+
+#ifdef TP_HAVE_ISAL
+static void isal_load_once(void)
+{
+    /* the soname whose stream layout the header describes */
+    void *h = dlopen("libisal.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return;
+    tp_isal_init = (void (*)(struct isal_zstream *))tp_dlsym_real(h, "isal_deflate_init");
+    tp_isal_deflate = (int (*)(struct isal_zstream *))tp_dlsym_real(h, "isal_deflate");
+    if (tp_isal_init && tp_isal_deflate)
+        atomic_store(&tp_isal_loaded, 1);
+}
+#endif
+
+int tp_jsonw_load(void)
+{
+#ifdef TP_HAVE_ISAL
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, isal_load_once);
+#endif
+    return atomic_load(&tp_isal_loaded);
+}
+
+const char *tp_jsonw_gzip_name(void)
+{
+    return atomic_load(&tp_isal_loaded) ? "isal" : "zlib";
+}
 
 static void sink_fail(struct tp_jsonw_sink *k, int e)
 {
@@ -78,6 +148,48 @@ static void sink_write(struct tp_jsonw_sink *k, const void *p, size_t n)
     }
 }
 
+#ifdef TP_HAVE_ISAL
+/* sink_put by ISA-L: deflate until the input is taken and the output is
+ * not full; at the end until the trailer is out (ZSTATE_END). */
+static void sink_put_isal(struct tp_jsonw_sink *k, const char *text, size_t n, int finish)
+{
+    struct isal_zstream *s = &k->isal->zs;
+    s->next_in = (uint8_t *)text;
+    s->avail_in = (uint32_t)n;
+    s->end_of_stream = finish != 0;
+    s->flush = NO_FLUSH;
+    for (;;) {
+        s->next_out = k->zbuf;
+        s->avail_out = TP_JSONW_BUF;
+        if (tp_isal_deflate(s) != COMP_OK) {
+            sink_fail(k, EIO);
+            return;
+        }
+        size_t have = TP_JSONW_BUF - s->avail_out;
+        if (have)
+            sink_write(k, k->zbuf, have);
+        if (k->err)
+            return;
+        if (finish ? s->internal_state.state == ZSTATE_END : s->avail_in == 0 && s->avail_out != 0)
+            return;
+    }
+}
+
+/* An ISA-L stream at level 1 writing one gzip member, or NULL. */
+static struct tp_jsonw_isal *isal_start(void)
+{
+    struct tp_jsonw_isal *z = malloc(sizeof *z);
+    if (!z)
+        return NULL;
+    tp_isal_init(&z->zs);
+    z->zs.level = 1;
+    z->zs.level_buf = z->level_buf;
+    z->zs.level_buf_size = sizeof z->level_buf;
+    z->zs.gzip_flag = IGZIP_GZIP;
+    return z;
+}
+#endif
+
 /* Text to the sink; flush is Z_NO_FLUSH or Z_FINISH (ends the member). */
 static void sink_put(struct tp_jsonw_sink *k, const char *text, size_t n, int flush)
 {
@@ -87,6 +199,12 @@ static void sink_put(struct tp_jsonw_sink *k, const char *text, size_t n, int fl
         sink_write(k, text, n);
         return;
     }
+#ifdef TP_HAVE_ISAL
+    if (k->gzip == 2) {
+        sink_put_isal(k, text, n, flush == Z_FINISH);
+        return;
+    }
+#endif
     k->zs.next_in = (unsigned char *)text;
     k->zs.avail_in = (unsigned)n;
     for (;;) {
@@ -224,20 +342,15 @@ static void jw_flush(struct tp_jsonw *w)
     w->len = 0;
 }
 
-/* Room for "n" more bytes (n <= TP_JSONW_BUF); NULL after an error. */
-static inline char *jw_room(struct tp_jsonw *w, size_t n)
+char *tp_jsonw_room_slow(struct tp_jsonw *w, size_t n)
 {
+    if (!w->buf || w->err || n > TP_JSONW_BUF)
+        return NULL;
     if (w->len + n > TP_JSONW_BUF)
         jw_flush(w);
     if (w->err || !w->buf)
         return NULL;
     return w->buf + w->len;
-}
-
-static inline void jw_commit(struct tp_jsonw *w, size_t n)
-{
-    w->len += n;
-    w->bytes_in += n;
 }
 
 int tp_jsonw_init(struct tp_jsonw *w, int fd, int gzip, int level)
@@ -254,15 +367,22 @@ int tp_jsonw_init(struct tp_jsonw *w, int fd, int gzip, int level)
         w->sink.zbuf = malloc(TP_JSONW_BUF);
         if (level < -1 || level > 9)
             level = TP_JSONW_GZIP_LEVEL;
-        if (!w->sink.zbuf || deflateInit2(&w->sink.zs, level, Z_DEFLATED, 15 + 16, 8,
-                                          Z_DEFAULT_STRATEGY) != Z_OK) {
-            free(w->sink.zbuf);
-            w->sink.zbuf = NULL;
-            jw_fail(w, ENOMEM);
-            errno = w->err;
-            return -1;
+#ifdef TP_HAVE_ISAL
+        if (w->sink.zbuf && gzip == TP_JSONW_GZIP && level == 1 && atomic_load(&tp_isal_loaded) &&
+            (w->sink.isal = isal_start()) != NULL)
+            w->sink.gzip = 2;
+#endif
+        if (!w->sink.gzip) {
+            if (!w->sink.zbuf || deflateInit2(&w->sink.zs, level, Z_DEFLATED, 15 + 16, 8,
+                                              Z_DEFAULT_STRATEGY) != Z_OK) {
+                free(w->sink.zbuf);
+                w->sink.zbuf = NULL;
+                jw_fail(w, ENOMEM);
+                errno = w->err;
+                return -1;
+            }
+            w->sink.gzip = 1;
         }
-        w->sink.gzip = 1;
         w->pipe = pipe_start(w);
     }
     return 0;
@@ -280,7 +400,10 @@ int tp_jsonw_finish(struct tp_jsonw *w)
     if (w->sink.gzip) {
         if (!w->err)
             sink_put(&w->sink, NULL, 0, Z_FINISH);
-        deflateEnd(&w->sink.zs);
+        if (w->sink.gzip == 1)
+            deflateEnd(&w->sink.zs);
+        free(w->sink.isal);
+        w->sink.isal = NULL;
         w->sink.gzip = 0;
     }
     if (w->sink.err)
@@ -306,7 +429,8 @@ void tp_jsonw_raw_slow(struct tp_jsonw *w, const char *s, size_t n)
         }
         size_t k = n < room ? n : room;
         memcpy(w->buf + w->len, s, k);
-        jw_commit(w, k);
+        w->len += k;
+        w->bytes_in += k;
         s += k;
         n -= k;
     }
@@ -319,10 +443,10 @@ void tp_jsonw_lit(struct tp_jsonw *w, const char *s)
 
 void tp_jsonw_char(struct tp_jsonw *w, char c)
 {
-    char *p = jw_room(w, 1);
+    char *p = tp_jsonw_room(w, 1);
     if (p) {
         *p = c;
-        jw_commit(w, 1);
+        tp_jsonw_done(w, p + 1);
     }
 }
 
@@ -340,66 +464,28 @@ void tp_jsonw_printf(struct tp_jsonw *w, const char *fmt, ...)
 
 size_t tp_jsonw_fmt_u64(char *out, uint64_t v)
 {
-    char tmp[20];
-    char *p = tmp + sizeof tmp;
-    while (v >= 100) {
-        unsigned i = (unsigned)(v % 100) * 2;
-        v /= 100;
-        p -= 2;
-        p[0] = tp_digits2[i];
-        p[1] = tp_digits2[i + 1];
-    }
-    if (v >= 10) {
-        p -= 2;
-        p[0] = tp_digits2[v * 2];
-        p[1] = tp_digits2[v * 2 + 1];
-    } else {
-        *--p = (char)('0' + v);
-    }
-    size_t n = (size_t)(tmp + sizeof tmp - p);
-    memcpy(out, p, n);
-    return n;
+    return (size_t)(tp_jsonw_put_u64(out, v) - out);
 }
 
 void tp_jsonw_u64(struct tp_jsonw *w, uint64_t v)
 {
-    char *p = jw_room(w, 20);
+    char *p = tp_jsonw_room(w, 20);
     if (p)
-        jw_commit(w, tp_jsonw_fmt_u64(p, v));
+        tp_jsonw_done(w, tp_jsonw_put_u64(p, v));
 }
 
 void tp_jsonw_i64(struct tp_jsonw *w, int64_t v)
 {
-    char *p = jw_room(w, 21);
-    if (!p)
-        return;
-    size_t n = 0;
-    uint64_t u = (uint64_t)v;
-    if (v < 0) {
-        p[n++] = '-';
-        u = 0 - u;
-    }
-    jw_commit(w, n + tp_jsonw_fmt_u64(p + n, u));
+    char *p = tp_jsonw_room(w, 21);
+    if (p)
+        tp_jsonw_done(w, tp_jsonw_put_i64(p, v));
 }
 
 void tp_jsonw_us(struct tp_jsonw *w, int64_t ns)
 {
-    char *p = jw_room(w, 25);
-    if (!p)
-        return;
-    size_t n = 0;
-    uint64_t u = (uint64_t)ns;
-    if (ns < 0) {
-        p[n++] = '-';
-        u = 0 - u;
-    }
-    n += tp_jsonw_fmt_u64(p + n, u / 1000);
-    unsigned f = (unsigned)(u % 1000);
-    p[n++] = '.';
-    p[n++] = (char)('0' + f / 100);
-    p[n++] = tp_digits2[(f % 100) * 2];
-    p[n++] = tp_digits2[(f % 100) * 2 + 1];
-    jw_commit(w, n);
+    char *p = tp_jsonw_room(w, 25);
+    if (p)
+        tp_jsonw_done(w, tp_jsonw_put_us(p, ns));
 }
 
 void tp_jsonw_double(struct tp_jsonw *w, double v)
@@ -419,14 +505,103 @@ void tp_jsonw_double(struct tp_jsonw *w, double v)
     tp_jsonw_raw(w, s, (size_t)n);
 }
 
+/* Strings up to this long are escaped in one room (24 KiB at most); longer
+ * ones stream through tp_jsonw_strbody. */
+#define TP_JSONW_STR_ONCE 4096
+
 /* 0: copy as is; 1: escape; 2: start of a multi-byte sequence (or invalid). */
 static const uint8_t jw_class[256] = {
     [0x00 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1, [0x7f] = 1, [0x80 ... 0xff] = 2,
 };
 
+static const char jw_hex[] = "0123456789abcdef";
+
+/* Whether any of the 8 bytes in "x" is not copied as it is (jw_class not
+ * 0): below 0x20, '"', '\\', 0x7f, or 0x80 and above.  has_zero(v) is
+ * the classic test for a zero byte, exact as to whether there is one. */
+static inline int jw_special8(uint64_t x)
+{
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+#define has_zero(v) (((v) - ones) & ~(v) & high)
+    uint64_t lt20 = (x - 0x20 * ones) & ~x & high;
+    return ((x & high) | lt20 | has_zero(x ^ (0x22 * ones)) | has_zero(x ^ (0x5c * ones)) |
+            has_zero(x ^ (0x7f * ones))) != 0;
+#undef has_zero
+}
+
+/* One byte of class 1 at "p", escaped; the end. */
+static inline char *jw_escape(char *p, unsigned c)
+{
+    p[0] = '\\';
+    switch (c) {
+    case '"':  p[1] = '"';  return p + 2;
+    case '\\': p[1] = '\\'; return p + 2;
+    case '\n': p[1] = 'n';  return p + 2;
+    case '\t': p[1] = 't';  return p + 2;
+    case '\r': p[1] = 'r';  return p + 2;
+    default:
+        memcpy(p + 1, "u00", 3);
+        p[4] = jw_hex[c >> 4];
+        p[5] = jw_hex[c & 15];
+        return p + 6;
+    }
+}
+
+/* Eight plain bytes at a time (one load, one test, one store; the last
+ * 1-7 padded with plain 'A's and stored whole, the room having 8 bytes to
+ * spare), byte by byte from the first one that is not plain; the same text
+ * as tp_jsonw_strbody. */
+char *tp_jsonw_put_strn(char *p, const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str, *e = s + n;
+    *p++ = '"';
+    for (;;) {
+        size_t rem = (size_t)(e - s);
+        uint64_t x = 0x4141414141414141ull;
+        if (rem >= 8) {
+            memcpy(&x, s, 8);
+            if (!jw_special8(x)) {
+                memcpy(p, &x, 8);
+                p += 8;
+                s += 8;
+                continue;
+            }
+        } else if (rem > 0) {
+            memcpy(&x, s, rem);
+            if (!jw_special8(x)) {
+                memcpy(p, &x, 8);
+                p += rem;
+                break;
+            }
+        } else {
+            break;
+        }
+        unsigned c = *s;
+        if (jw_class[c] == 0) {
+            *p++ = (char)c;
+            s++;
+        } else if (jw_class[c] == 1) {
+            p = jw_escape(p, c);
+            s++;
+        } else {
+            size_t len = tp_utf8_len(s, (size_t)(e - s));
+            if (len) {
+                memcpy(p, s, len);
+                p += len;
+                s += len;
+            } else {
+                memcpy(p, "\xef\xbf\xbd", 3);
+                p += 3;
+                s++;
+            }
+        }
+    }
+    *p++ = '"';
+    return p;
+}
+
 void tp_jsonw_strbody(struct tp_jsonw *w, const char *str, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
     const unsigned char *s = (const unsigned char *)str;
     size_t i = 0;
     while (i < n && !w->err) {
@@ -438,35 +613,23 @@ void tp_jsonw_strbody(struct tp_jsonw *w, const char *str, size_t n)
             i = j;
             continue;
         }
-        char *p = jw_room(w, 6);
+        char *p = tp_jsonw_room(w, 6);
         if (!p)
             return;
         unsigned c = s[i];
         if (jw_class[c] == 1) {
-            p[0] = '\\';
-            switch (c) {
-            case '"':  p[1] = '"';  jw_commit(w, 2); break;
-            case '\\': p[1] = '\\'; jw_commit(w, 2); break;
-            case '\n': p[1] = 'n';  jw_commit(w, 2); break;
-            case '\t': p[1] = 't';  jw_commit(w, 2); break;
-            case '\r': p[1] = 'r';  jw_commit(w, 2); break;
-            default:
-                memcpy(p + 1, "u00", 3);
-                p[4] = hex[c >> 4];
-                p[5] = hex[c & 15];
-                jw_commit(w, 6);
-            }
+            tp_jsonw_done(w, jw_escape(p, c));
             i++;
             continue;
         }
         size_t len = tp_utf8_len(s + i, n - i);
         if (len) {
             memcpy(p, s + i, len);
-            jw_commit(w, len);
+            tp_jsonw_done(w, p + len);
             i += len;
         } else {
             memcpy(p, "\xef\xbf\xbd", 3);
-            jw_commit(w, 3);
+            tp_jsonw_done(w, p + 3);
             i++;
         }
     }
@@ -474,6 +637,12 @@ void tp_jsonw_strbody(struct tp_jsonw *w, const char *str, size_t n)
 
 void tp_jsonw_strn(struct tp_jsonw *w, const char *s, size_t n)
 {
+    if (n <= TP_JSONW_STR_ONCE) {
+        char *p = tp_jsonw_room(w, TP_JSONW_STR_ROOM(n));
+        if (p)
+            tp_jsonw_done(w, tp_jsonw_put_strn(p, s, n));
+        return;
+    }
     tp_jsonw_char(w, '"');
     tp_jsonw_strbody(w, s, n);
     tp_jsonw_char(w, '"');

@@ -19,13 +19,23 @@
 #define TP_JSONW_BUF (64u * 1024u)
 #define TP_JSONW_GZIP_LEVEL 1
 
+/* tp_jsonw_init's "gzip": plain text, one gzip member by the fastest
+ * deflate there is (ISA-L once tp_jsonw_load found it, else zlib), or one
+ * gzip member by zlib whatever is loaded (tests, comparisons). */
+#define TP_JSONW_PLAIN     0
+#define TP_JSONW_GZIP      1
+#define TP_JSONW_GZIP_ZLIB 2
+
+struct tp_jsonw_isal;       /* ISA-L's stream and level buffer, jsonw.c */
+
 /* Where finished text goes: deflate (gzip) and write(2), or write(2) only. */
 struct tp_jsonw_sink {
     int fd;
-    int gzip;
+    int gzip;               /* 0 plain, 1 zlib, 2 ISA-L */
     int err;                /* first errno of this sink */
     uint64_t bytes_out;     /* bytes written to fd */
     z_stream zs;
+    struct tp_jsonw_isal *isal; /* gzip == 2 */
     unsigned char *zbuf;    /* TP_JSONW_BUF bytes of deflate output (gzip only) */
 };
 
@@ -43,14 +53,31 @@ struct tp_jsonw {
 
 /*
  * tp_jsonw_init - start writing to "fd" (not closed by the writer).
- * gzip: 0 plain text; 1 one gzip member (deflateInit2, windowBits 15+16)
- * at zlib "level" (-1..9; TP_JSONW_GZIP_LEVEL is the default), compressed
+ * gzip: TP_JSONW_PLAIN (0) plain text; TP_JSONW_GZIP (1) one gzip member
+ * at "level" (-1..9; TP_JSONW_GZIP_LEVEL is the default): at level 1 by
+ * ISA-L's igzip level 1 when tp_jsonw_load has loaded it, else (and at
+ * every other level) by zlib (deflateInit2, windowBits 15+16);
+ * TP_JSONW_GZIP_ZLIB (2) the same member by zlib always.  Compressed
  * on a helper thread ("tp-gzip", all signals blocked) while the caller
  * formats the next buffers; if the thread cannot be started, inline.
  * Returns 0, or -1 with w->err and errno set (w may still be passed to
  * every other function, and must be passed to tp_jsonw_finish).
  */
 int tp_jsonw_init(struct tp_jsonw *w, int fd, int gzip, int level);
+
+/*
+ * tp_jsonw_load - load ISA-L (libisal.so.2, dlopen) for gzip traces, once;
+ * a missing library (or a build without its header) leaves zlib.  It runs
+ * the library's initialisers, so it is called where a load may be (as the
+ * collector activates, through the sink's "load": handlers.c), never from
+ * a handler, which may run once exit has begun.  Returns 1 when ISA-L is
+ * in use, else 0.
+ */
+int tp_jsonw_load(void);
+
+/* tp_jsonw_gzip_name - "isal" or "zlib": what TP_JSONW_GZIP compresses
+ * with at level 1 now. */
+const char *tp_jsonw_gzip_name(void);
 
 /*
  * tp_jsonw_finish - flush, end the gzip member, join the compressor
@@ -73,6 +100,106 @@ static inline void tp_jsonw_raw(struct tp_jsonw *w, const char *s, size_t n)
         tp_jsonw_raw_slow(w, s, n);
     }
 }
+
+/*
+ * The cursor: a fixed-shape event asks once for room for its longest text
+ * (tp_jsonw_room), writes its fields with the tp_jsonw_put_* functions
+ * below, each taking and returning the write position, with no check and
+ * no call per field, and says where it ended (tp_jsonw_done).  This is how
+ * the chrome handler writes a call event (chrome.c).
+ */
+
+/* tp_jsonw_room_slow - tp_jsonw_room when the buffer may be full. */
+char *tp_jsonw_room_slow(struct tp_jsonw *w, size_t n);
+
+/* tp_jsonw_room - "n" (<= TP_JSONW_BUF) writable bytes at the end of the
+ * text, the buffer handed on first if they do not fit; NULL after an
+ * error (then write nothing). */
+static inline char *tp_jsonw_room(struct tp_jsonw *w, size_t n)
+{
+    if (__builtin_expect(w->len + n <= TP_JSONW_BUF && w->buf != NULL && !w->err, 1))
+        return w->buf + w->len;
+    return tp_jsonw_room_slow(w, n);
+}
+
+/* tp_jsonw_done - the text now ends at "end", inside the room last asked for. */
+static inline void tp_jsonw_done(struct tp_jsonw *w, char *end)
+{
+    size_t n = (size_t)(end - (w->buf + w->len));
+    w->len += n;
+    w->bytes_in += n;
+}
+
+/* TP_JSONW_PUT_LIT - copy a string literal to "p"; the position after it. */
+#define TP_JSONW_PUT_LIT(p, lit) ((char *)__builtin_memcpy((p), "" lit, sizeof(lit) - 1) + sizeof(lit) - 1)
+
+/* The pairs "00" to "99", and the powers of ten 10^0..10^19 (jsonw.c). */
+extern const char tp_jsonw_digits2[200];
+extern const uint64_t tp_jsonw_pow10[20];
+
+/* tp_jsonw_u64_len - the decimal digits of "v" (1 for 0, 20 at most):
+ * log10 from the bit length (1233/4096 ~ log10(2)), then one compare. */
+static inline unsigned tp_jsonw_u64_len(uint64_t v)
+{
+    unsigned t = ((unsigned)(64 - __builtin_clzll(v | 1)) * 1233u) >> 12;
+    return t + 1 - ((v | 1) < tp_jsonw_pow10[t]);
+}
+
+/* tp_jsonw_put_u64 - the decimal digits of "v" at "p" (20 bytes at most),
+ * written from the last pair back, two digits per division; the end. */
+static inline char *tp_jsonw_put_u64(char *p, uint64_t v)
+{
+    char *end = p + tp_jsonw_u64_len(v), *q = end;
+    while (v >= 100) {
+        uint64_t d = v / 100;
+        q -= 2;
+        __builtin_memcpy(q, tp_jsonw_digits2 + 2 * (v - 100 * d), 2);
+        v = d;
+    }
+    if (v >= 10)
+        __builtin_memcpy(q - 2, tp_jsonw_digits2 + 2 * v, 2);
+    else
+        q[-1] = (char)('0' + v);
+    return end;
+}
+
+/* tp_jsonw_put_i64 - a signed decimal (21 bytes at most). */
+static inline char *tp_jsonw_put_i64(char *p, int64_t v)
+{
+    uint64_t u = (uint64_t)v;
+    if (v < 0) {
+        *p++ = '-';
+        u = 0 - u;
+    }
+    return tp_jsonw_put_u64(p, u);
+}
+
+/* tp_jsonw_put_us - nanoseconds as microseconds with exactly three
+ * decimals (25 bytes at most): 1234567 -> 1234.567, -5 -> -0.005. */
+static inline char *tp_jsonw_put_us(char *p, int64_t ns)
+{
+    uint64_t u = (uint64_t)ns;
+    if (ns < 0) {
+        *p++ = '-';
+        u = 0 - u;
+    }
+    uint64_t us = u / 1000;
+    unsigned f = (unsigned)(u - us * 1000);
+    p = tp_jsonw_put_u64(p, us);
+    p[0] = '.';
+    p[1] = (char)('0' + f / 100);
+    __builtin_memcpy(p + 2, tp_jsonw_digits2 + 2 * (f % 100), 2);
+    return p + 4;
+}
+
+/* Room tp_jsonw_put_strn may take for "n" bytes: each byte becomes at most
+ * 6 (\u00XX, or U+FFFD's 3 for 1), the quotes, and 8 bytes it may write
+ * past its end (its last 1-7 bytes are stored as 8). */
+#define TP_JSONW_STR_ROOM(n) (6 * (size_t)(n) + 10)
+
+/* tp_jsonw_put_strn - tp_jsonw_strn's quoted string at "p", which has
+ * TP_JSONW_STR_ROOM(n) bytes; the end. */
+char *tp_jsonw_put_strn(char *p, const char *s, size_t n);
 
 /* TP_JSONW_LIT - append a string literal (length known at compile time). */
 #define TP_JSONW_LIT(w, lit) tp_jsonw_raw((w), "" lit, sizeof(lit) - 1)

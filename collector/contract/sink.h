@@ -345,6 +345,12 @@ struct tp_sink {
     /* tp-flush between windows, and once at exit after the last window. */
     void (*idle)(void);
     void (*finish)(void);
+    /* Once, as the collector activates (the first thread to make a CUDA
+     * call, before tp-flush starts), never once exit has begun (a dlopen
+     * then would run finalised initialisers again): the libraries the
+     * output side opens for itself (ISA-L when "gzip", TRAINPROF_GZIP, is
+     * on).  NULL: none. */
+    void (*load)(int gzip);
 };
 
 /* tp_sink_set - the output side (preload constructor; tests). */

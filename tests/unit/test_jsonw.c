@@ -3,10 +3,15 @@
  * every control byte, invalid UTF-8, multi-byte UTF-8 kept), microsecond
  * and integer formatting, doubles that are never NaN/Inf, gzip as exactly
  * one member, sticky write errors, and the writer's throughput (printed).
+ * The cursor's formatters (tp_jsonw_put_*) against snprintf at every power
+ * of ten and its neighbours, the limits and random values of every length,
+ * and its string escaper against the streaming one (tp_jsonw_strbody) on
+ * random hostile bytes, within its room; gzip by ISA-L where it loads.
  */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -397,6 +402,187 @@ START_TEST(test_throughput)
 }
 END_TEST
 
+/* A xorshift64 stream: the same values on every run. */
+static uint64_t rnd_next(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* tp_jsonw_put_u64 and tp_jsonw_u64_len of "v" against snprintf's %PRIu64. */
+static void check_u64(uint64_t v)
+{
+    char want[32], got[32];
+    int n = snprintf(want, sizeof want, "%" PRIu64, v);
+    memset(got, 'x', sizeof got);
+    char *end = tp_jsonw_put_u64(got, v);
+    ck_assert_msg(end - got == n, "%s: %d digits written, snprintf %d", want, (int)(end - got), n);
+    ck_assert_msg(memcmp(got, want, (size_t)n) == 0, "%.*s for %s", n, got, want);
+    ck_assert_uint_eq(tp_jsonw_u64_len(v), (unsigned)n);
+    ck_assert_int_eq(got[n], 'x');   /* nothing past the digits */
+}
+
+static void check_i64(int64_t v)
+{
+    char want[32], got[32];
+    int n = snprintf(want, sizeof want, "%" PRId64, v);
+    char *end = tp_jsonw_put_i64(got, v);
+    ck_assert_msg(end - got == n && memcmp(got, want, (size_t)n) == 0, "%.*s for %s",
+                  (int)(end - got), got, want);
+}
+
+/* Microseconds with three decimals: the integer part and the remainder
+ * printed by snprintf (exact: a ns count has three decimals in us). */
+static void check_us(int64_t ns)
+{
+    char want[40], got[40];
+    uint64_t u = ns < 0 ? 0 - (uint64_t)ns : (uint64_t)ns;
+    int n = snprintf(want, sizeof want, "%s%" PRIu64 ".%03u", ns < 0 ? "-" : "", u / 1000,
+                     (unsigned)(u % 1000));
+    char *end = tp_jsonw_put_us(got, ns);
+    ck_assert_msg(end - got == n && memcmp(got, want, (size_t)n) == 0, "%.*s for %s",
+                  (int)(end - got), got, want);
+    ck_assert_int_le(n, 25);
+}
+
+START_TEST(test_put_numbers_vs_snprintf)
+{
+    check_u64(0);
+    check_u64(UINT64_MAX);
+    check_u64(UINT64_MAX - 1);
+    check_u64((uint64_t)INT64_MAX);
+    check_u64((uint64_t)INT64_MAX + 1);
+    for (uint64_t p = 1;; p *= 10) {   /* 10^k - 1, 10^k, 10^k + 1 */
+        check_u64(p - 1);
+        check_u64(p);
+        check_u64(p + 1);
+        if (p > UINT64_MAX / 10)
+            break;
+    }
+    for (int b = 0; b < 64; b++) {      /* every bit length's ends */
+        check_u64(UINT64_C(1) << b);
+        check_u64((UINT64_C(1) << b) - 1);
+    }
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < 200000; i++) {
+        uint64_t r = rnd_next(&x);
+        check_u64(r >> (i % 64));        /* values of every length */
+        check_i64((int64_t)(r >> (i % 64)) * ((i & 1) ? -1 : 1));
+        check_us((int64_t)(r >> (i % 64)) * ((i & 2) ? -1 : 1));
+    }
+    static const int64_t edges[] = {
+        0, 1, -1, 9, 10, 99, 100, 999, 1000, 1001, 1999, -999, -1000, -1001, 123456789,
+        INT64_MAX, INT64_MIN, INT64_MIN + 1, INT64_MAX - 999,
+    };
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) {
+        check_i64(edges[i]);
+        check_us(edges[i]);
+    }
+}
+END_TEST
+
+static void fill_strbody(struct tp_jsonw *w, const void *arg)
+{
+    const struct bytes *b = arg;
+    tp_jsonw_char(w, '"');
+    tp_jsonw_strbody(w, b->p, b->n);
+    tp_jsonw_char(w, '"');
+}
+
+/* tp_jsonw_put_strn, the whole string in one room, writes what the
+ * streaming escaper writes, and nothing past TP_JSONW_STR_ROOM. */
+START_TEST(test_put_strn_vs_strbody)
+{
+    static const unsigned char alphabet[] = {
+        'a', 'Z', ' ', '"', '\\', '/', 0x00, 0x01, 0x1f, 0x7f, 0x80, 0xbf, 0xc3, 0xa9, 0xe2, 0x82,
+        0xac, 0xf0, 0x9f, 0x98, 0x80, 0xed, 0xa0, 0xff, 0xc0, 0xf5, '\n', '\t', '\r', 'q',
+    };
+    uint64_t x = 12345;
+    unsigned char in[64];
+    char out[6 * 64 + 10 + 16];
+    for (int iter = 0; iter < 20000; iter++) {
+        size_t n = (size_t)(rnd_next(&x) % 41);
+        int plain = iter % 3 == 0;  /* mostly plain runs, to reach the 8-byte path */
+        for (size_t i = 0; i < n; i++) {
+            uint64_t r = rnd_next(&x);
+            in[i] = plain && r % 8 ? (unsigned char)('a' + r % 26) : alphabet[r % sizeof alphabet];
+        }
+        struct bytes b = { (const char *)in, n };
+        char *want = render(fill_strbody, &b);
+        size_t room = TP_JSONW_STR_ROOM(n);
+        memset(out, '#', sizeof out);
+        char *end = tp_jsonw_put_strn(out, (const char *)in, n);
+        size_t len = (size_t)(end - out);
+        ck_assert_uint_le(len, room);
+        ck_assert_msg(len == strlen(want) && memcmp(out, want, len) == 0,
+                      "iteration %d: %.*s against %s", iter, (int)len, out, want);
+        for (size_t i = room; i < sizeof out; i++)
+            ck_assert_int_eq(out[i], '#');
+        free(want);
+    }
+}
+END_TEST
+
+/* The text of test_gzip_one_member's kind through "gzip" (TP_JSONW_GZIP
+ * or TP_JSONW_GZIP_ZLIB): one member, the text back. */
+static void check_gzip_roundtrip(int gzip)
+{
+    int fd = tmp_fd();
+    struct tp_jsonw w;
+    ck_assert_int_eq(tp_jsonw_init(&w, fd, gzip, TP_JSONW_GZIP_LEVEL), 0);
+    size_t cap = 16u << 20, en = 0;
+    char *expect = malloc(cap);
+    uint64_t x = 7;
+    for (int i = 0; i < 200000; i++) {
+        char line[96];
+        int n = snprintf(line, sizeof line, "{\"i\": %d, \"r\": %" PRIu64 "},\n", i, rnd_next(&x) % 1000);
+        tp_jsonw_raw(&w, line, (size_t)n);
+        memcpy(expect + en, line, (size_t)n);
+        en += (size_t)n;
+    }
+    ck_assert_int_eq(tp_jsonw_finish(&w), 0);
+    size_t zn, n;
+    char *z = read_all(fd, &zn);
+    ck_assert_uint_eq((unsigned char)z[0], 0x1f);
+    ck_assert_uint_eq((unsigned char)z[1], 0x8b);
+    char *text = tp_test_gunzip_one(z, zn, &n);
+    ck_assert_uint_eq(n, en);
+    ck_assert_mem_eq(text, expect, n);
+    ck_assert_uint_lt(zn, en / 4);   /* compressed */
+    free(text);
+    free(z);
+    free(expect);
+    close(fd);
+}
+
+/* Where libisal.so.2 loads (LD_LIBRARY_PATH may point at one), gzip goes
+ * through it and still makes one member with the same text; zlib stays
+ * available; where it does not, both are zlib's. */
+START_TEST(test_gzip_isal_or_zlib)
+{
+    int isal = tp_jsonw_load();
+    ck_assert_int_eq(tp_jsonw_load(), isal);   /* once */
+    ck_assert_str_eq(tp_jsonw_gzip_name(), isal ? "isal" : "zlib");
+    fprintf(stderr, "jsonw: gzip level 1 by %s\n", tp_jsonw_gzip_name());
+    check_gzip_roundtrip(TP_JSONW_GZIP);
+    check_gzip_roundtrip(TP_JSONW_GZIP_ZLIB);
+    /* an empty member too */
+    int fd = tmp_fd();
+    struct tp_jsonw w;
+    ck_assert_int_eq(tp_jsonw_init(&w, fd, TP_JSONW_GZIP, TP_JSONW_GZIP_LEVEL), 0);
+    ck_assert_int_eq(tp_jsonw_finish(&w), 0);
+    size_t zn, n;
+    char *z = read_all(fd, &zn);
+    char *text = tp_test_gunzip_one(z, zn, &n);
+    ck_assert_uint_eq(n, 0);
+    free(text);
+    free(z);
+    close(fd);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("jsonw");
@@ -412,6 +598,9 @@ int main(void)
     tcase_add_test(tc, test_gzip_one_member);
     tcase_add_test(tc, test_gzip_empty);
     tcase_add_test(tc, test_write_error_sticky);
+    tcase_add_test(tc, test_put_numbers_vs_snprintf);
+    tcase_add_test(tc, test_put_strn_vs_strbody);
+    tcase_add_test(tc, test_gzip_isal_or_zlib);
     tcase_add_test(tc, test_throughput);
     suite_add_tcase(s, tc);
     return tp_test_run(s);
