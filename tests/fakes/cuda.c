@@ -549,10 +549,22 @@ FAKE_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s)
 
 /* FAKE_CUDA_OOM_BYTES=N: allocations over N bytes fail with
  * CUDA_ERROR_OUT_OF_MEMORY, as on a full device. */
-static size_t fake_oom_bytes(void)
+static size_t fake_oom_limit;
+static pthread_once_t fake_oom_once = PTHREAD_ONCE_INIT;
+
+/* The FAKE_* variables are read once, not per call: a getenv per
+ * allocation would make the benchmarks' instruction counts depend on the
+ * size of the environment. */
+static void fake_oom_read(void)
 {
     const char *v = getenv("FAKE_CUDA_OOM_BYTES");
-    return v && *v ? (size_t)strtoull(v, NULL, 10) : 0;
+    fake_oom_limit = v && *v ? (size_t)strtoull(v, NULL, 10) : 0;
+}
+
+static size_t fake_oom_bytes(void)
+{
+    pthread_once(&fake_oom_once, fake_oom_read);
+    return fake_oom_limit;
 }
 
 /* FAKE_CUDA_MEM_BUDGET=N: the device has N bytes.  An allocation of device
@@ -859,6 +871,15 @@ FAKE_EXPORT CUresult cuMemFreeHost(void *p)
 }
 
 /* Every pointer lives on device 0 (FAKE_CUDA_POINTER_DEVICE=N: on device N). */
+static int fake_pointer_device;
+static pthread_once_t fake_pointer_once = PTHREAD_ONCE_INIT;
+
+static void fake_pointer_read(void)
+{
+    const char *v = getenv("FAKE_CUDA_POINTER_DEVICE");
+    fake_pointer_device = v && *v ? atoi(v) : 0;
+}
+
 FAKE_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr p)
 {
     FAKE_READY();
@@ -866,8 +887,8 @@ FAKE_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr,
         return CUDA_ERROR_INVALID_VALUE;
     if (attr != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
         return CUDA_ERROR_NOT_SUPPORTED;
-    const char *v = getenv("FAKE_CUDA_POINTER_DEVICE");
-    *(int *)data = v && *v ? atoi(v) : 0;
+    pthread_once(&fake_pointer_once, fake_pointer_read);
+    *(int *)data = fake_pointer_device;
     return CUDA_SUCCESS;
 }
 

@@ -1695,8 +1695,17 @@ static size_t oom_bytes(void)
 
 static int via_driver(void **alloc, void **release)
 {
-    const char *v = getenv("FAKE_CUDART_VIA_DRIVER");
-    if (!v || strcmp(v, "1") != 0)
+    /* the variable is read once, as the other FAKE_* switches: a getenv per
+     * allocation would make the benchmarks' figures depend on the
+     * environment's size */
+    static int wanted = -1;
+    int w = __atomic_load_n(&wanted, __ATOMIC_ACQUIRE);
+    if (w < 0) {
+        const char *v = getenv("FAKE_CUDART_VIA_DRIVER");
+        w = v && strcmp(v, "1") == 0;
+        __atomic_store_n(&wanted, w, __ATOMIC_RELEASE);
+    }
+    if (!w)
         return 0;
     void *h = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
     if (!h)
