@@ -49,9 +49,11 @@
 #include "stack.h"
 
 #include <cuda.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -124,22 +126,64 @@ struct tp_mem_snap {
 #define TP_MEM_HOT static inline __attribute__((always_inline))
 #define TP_MEM_COLD static __attribute__((noinline, cold))
 
-static pthread_mutex_t tp_mem_lock = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * tp_mem_lock - the ledger's mutex: 0 free, 1 held, 2 held and a thread
+ * may sleep on it (a futex: the third mutex of Drepper's "Futexes Are
+ * Tricky", what glibc's own lock does, less pthread_mutex_lock's checks of
+ * the mutex's kind, about 50 instructions per lock and unlock on the
+ * allocation path).  Uncontended, a compare-and-swap to take it and a
+ * decrement to give it back; a waiter sleeps in the kernel, so a thread
+ * that holds it for long (the flush thread copying the origins) costs the
+ * others no spinning.  Acquire and release order the ledger's data as a
+ * pthread mutex does (TSan sees the atomics).
+ */
+static _Atomic int tp_mem_lock;
 /* This thread holds tp_mem_lock: an allocation made by a signal handler
  * that interrupted it (not async-signal-safe, but programs do it) goes
  * uncounted rather than wait for a lock its own thread holds. */
 static __thread int tp_mem_mine __attribute__((tls_model("initial-exec")));
 
+TP_MEM_COLD void tp_mem_wait(void)
+{
+    /* mark it contended; sleep while it stays held */
+    int c = atomic_exchange_explicit(&tp_mem_lock, 2, memory_order_acquire);
+    while (c != 0) {
+        syscall(SYS_futex, &tp_mem_lock, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+        c = atomic_exchange_explicit(&tp_mem_lock, 2, memory_order_acquire);
+    }
+}
+
+TP_MEM_COLD void tp_mem_wake(void)
+{
+    atomic_store_explicit(&tp_mem_lock, 0, memory_order_release);
+    syscall(SYS_futex, &tp_mem_lock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 TP_MEM_HOT void tp_mem_take(void)
 {
-    pthread_mutex_lock(&tp_mem_lock);
+    int c = 0;
+    if (!atomic_compare_exchange_strong_explicit(&tp_mem_lock, &c, 1, memory_order_acquire,
+                                                 memory_order_relaxed))
+        tp_mem_wait();
     tp_mem_mine = 1;
+}
+
+/* tp_mem_take if the lock is free now: 1 if taken. */
+static int tp_mem_try(void)
+{
+    int c = 0;
+    if (!atomic_compare_exchange_strong_explicit(&tp_mem_lock, &c, 1, memory_order_acquire,
+                                                 memory_order_relaxed))
+        return 0;
+    tp_mem_mine = 1;
+    return 1;
 }
 
 TP_MEM_HOT void tp_mem_give(void)
 {
     tp_mem_mine = 0;
-    pthread_mutex_unlock(&tp_mem_lock);
+    if (atomic_fetch_sub_explicit(&tp_mem_lock, 1, memory_order_release) != 1)
+        tp_mem_wake();      /* it was 2: someone may sleep on it */
 }
 static struct tp_mem_tab tp_addrs, tp_handles;
 static struct tp_mem_acct tp_acct[TP_MEM_MAX_ACCT];
@@ -241,7 +285,7 @@ static int tp_mem_info(uint64_t *free_b, uint64_t *total_b)
     return 0;
 }
 
-int tp_mem_pointer_device(uint64_t addr)
+TP_MEM_HOT int tp_mem_pointer_dev(uint64_t addr)
 {
     tp_mem_driver();
     tp_ptrattr_fn pa = atomic_load_explicit(&tp_ptrattr, memory_order_acquire);
@@ -254,6 +298,11 @@ int tp_mem_pointer_device(uint64_t addr)
     if (cd && cd(&d) == CUDA_SUCCESS && d >= 0 && d < INT16_MAX)
         return d;
     return 0;
+}
+
+int tp_mem_pointer_device(uint64_t addr)
+{
+    return tp_mem_pointer_dev(addr);
 }
 
 /* ---- the address tables (lock held) ---------------------------------------- */
@@ -762,8 +811,8 @@ static __attribute__((noinline)) void tp_mem_alloc_rare(struct tp_record *r, int
     tp_mem_give();
 }
 
-void tp_mem_alloc(struct tp_record *r, int mclass, int device, uint64_t addr, uint64_t bytes,
-                  int handle, int ok, struct tp_mem_from from)
+TP_MEM_HOT void tp_mem_alloc_in(struct tp_record *r, int mclass, int device, uint64_t addr, uint64_t bytes,
+                                int handle, int ok, struct tp_mem_from from)
 {
     if (tp_mem_mine) {
         tp_mem_untracked(r, mclass, addr, bytes, ok);
@@ -783,6 +832,19 @@ void tp_mem_alloc(struct tp_record *r, int mclass, int device, uint64_t addr, ui
     tp_mem_add(handle ? &tp_handles : &tp_addrs, &e, a);
     tp_mem_fill(r, addr, bytes, device, mclass, a, 0, origin);
     tp_mem_give();
+}
+
+void tp_mem_alloc(struct tp_record *r, int mclass, int device, uint64_t addr, uint64_t bytes,
+                  int handle, int ok, struct tp_mem_from from)
+{
+    tp_mem_alloc_in(r, mclass, device, addr, bytes, handle, ok, from);
+}
+
+void tp_mem_alloc_here(struct tp_record *r, int mclass, uint64_t addr, uint64_t bytes, int ok,
+                       struct tp_mem_from from)
+{
+    int dev = mclass == TP_MEM_HOST ? -1 : ok && addr ? tp_mem_pointer_dev(addr) : tp_mem_current_device();
+    tp_mem_alloc_in(r, mclass, dev, addr, bytes, 0, ok, from);
 }
 
 void tp_mem_free(struct tp_record *r, int mclass, int device, uint64_t addr, int handle, int ok)
@@ -865,10 +927,8 @@ void tp_mem_free_at(struct tp_record *r, int mclass, uint64_t addr, int handle, 
 static int tp_mem_lock_bounded(void)
 {
     for (int i = 0; i < 200; i++) {
-        if (pthread_mutex_trylock(&tp_mem_lock) == 0) {
-            tp_mem_mine = 1;
+        if (tp_mem_try())
             return 1;
-        }
         struct timespec ts = { 0, 1000 * 1000 };
         nanosleep(&ts, NULL);
     }

@@ -117,8 +117,7 @@ static inline void tp_mem_alloc_at(struct tp_record *r, const struct tp_call *c,
         tp_mem_untracked(r, mclass, addr, bytes, ok);
         return;
     }
-    int dev = mclass == TP_MEM_HOST ? -1 : ok && addr ? tp_mem_pointer_device(addr) : tp_mem_current_device();
-    tp_mem_alloc(r, mclass, dev, addr, bytes, 0, ok, tp_mem_from_call(c, oom));
+    tp_mem_alloc_here(r, mclass, addr, bytes, ok, tp_mem_from_call(c, oom));
 }
 
 #endif
