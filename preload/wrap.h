@@ -375,14 +375,23 @@ _Static_assert(sizeof(struct tp_launch_hit) == 16 && __builtin_offsetof(struct t
  * TP_WRAP_SLOW - define "fn", the recording path of a wrapper of "name"
  * (type tp_fn_##name) whose real function is loaded from "slot".  Shared by
  * TP_WRAP and the driver's lookup-time slot wrappers (preload/driver.c).
+ * "begin" answers 0 (pass through), 1 (the call protocol), or, only
+ * tp_mem_begin, TP_MEM_LEAN: an allocation between windows, the real call
+ * and "rec" with tp_r NULL (the ledger's update) and nothing else
+ * (TP_WRAP_LEAN); the test costs the recording path nothing (one test of
+ * begin's answer, as before).
  */
 #define TP_WRAP_SLOW(fn, ret, name, params, args, slot, begin, rec)                 \
     static __attribute__((noinline)) ret fn params                                   \
     {                                                                                \
         tp_fn_##name real = __atomic_load_n(&(slot), __ATOMIC_ACQUIRE);             \
         struct tp_call tp_c;                                                         \
-        if (!begin(&tp_c, TP_API_##name))                                            \
-            return real args;                                                        \
+        int tp_b = begin(&tp_c, TP_API_##name);                                      \
+        if (__builtin_expect(tp_b != 1, 0)) {                                        \
+            if (!tp_b)                                                               \
+                return real args;                                                    \
+            TP_WRAP_LEAN(ret, real, args, rec)                                       \
+        }                                                                            \
         ret tp_rc = real args;                                                       \
         struct tp_record *tp_r = tp_call_end(&tp_c, (int32_t)tp_rc);                 \
         struct tp_record tp_scratch;                                                 \
@@ -401,6 +410,33 @@ _Static_assert(sizeof(struct tp_launch_hit) == 16 && __builtin_offsetof(struct t
         if (__builtin_expect((int32_t)tp_rc != 0, 0) && tp_r && tp_r != &tp_scratch)  \
             tp_r = tp_steps_flight_status(tp_r, TP_API_##name, (int32_t)tp_rc);      \
         tp_call_finish(&tp_c, tp_r == &tp_scratch ? NULL : tp_r, tp_func, tp_fkind); \
+        return tp_rc;                                                                \
+    }
+
+/*
+ * TP_WRAP_LEAN - the rest of a wrapper after tp_mem_begin answered
+ * TP_MEM_LEAN (tp_depth raised, tp_c's site, outer and api set): the real
+ * call, "rec" with no record (the ledger's update, which may call the
+ * driver or malloc: errno is the real call's again after it), tp_depth
+ * lowered, and the first-call bookkeeping of tp_call_finish (the exit
+ * flush's registration).  What tp_call_end and tp_call_finish do besides
+ * is for a hot word that is not 0.
+ */
+#define TP_WRAP_LEAN(ret, real, args, rec)                                           \
+    {                                                                                \
+        ret tp_rc = real args;                                                       \
+        int tp_errno = errno;                                                        \
+        struct tp_record *const tp_r = NULL;                                         \
+        uint64_t tp_func = 0;                                                        \
+        int tp_fkind = 0;                                                            \
+        rec;                                                                         \
+        (void)tp_r;                                                                  \
+        (void)tp_func;                                                               \
+        (void)tp_fkind;                                                              \
+        tp_depth--;                                                                  \
+        if (__builtin_expect(!__atomic_load_n(&tp_exit_hooked, __ATOMIC_RELAXED), 0)) \
+            tp_lifecycle_after_call();                                               \
+        errno = tp_errno;                                                            \
         return tp_rc;                                                                \
     }
 

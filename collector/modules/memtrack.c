@@ -4,7 +4,12 @@
  *
  * Allocation calls are rare next to launches (a caching allocator such as
  * PyTorch's calls cudaMalloc a few hundred times per run), so one mutex
- * guards everything here; the launch path never comes near it.  Two
+ * (tp_mem_lock, a futex) guards everything here; the launch path never
+ * comes near it.  Between windows an allocation's wrapper comes here
+ * through its lean path (preload/wrap.h TP_WRAP_LEAN: the real call and
+ * tp_mem_alloc_here or tp_mem_free_at, nothing else), so these two are
+ * the whole cost of tracking there: their common case is one lock, one
+ * probe of the origins' index and one of the address table.  Two
  * open-addressing tables (linear probing, backward-shift deletion, doubled at
  * half load) map device addresses and, apart from them, VMM allocation
  * handles (cuMemCreate/cuMemRelease: physical memory has no address until
@@ -49,9 +54,11 @@
 #include "stack.h"
 
 #include <cuda.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,8 +69,13 @@ struct tp_mem_ent {
     uint64_t bytes;
     int16_t  device;
     uint8_t  mclass;
+    uint8_t  acct;          /* its account in tp_acct (a free finds it without a search) */
     uint32_t origin;        /* its call site in tp_orig, TP_MEM_NO_ORIGIN if none */
 };
+
+/* An account index for none (TP_MEM_MAX_ACCT accounts were full). */
+#define TP_MEM_NO_ACCT 0xff
+_Static_assert(TP_MEM_MAX_ACCT < TP_MEM_NO_ACCT, "account indexes fit a byte");
 
 /* Window starts kept per call site: a window may wait to be written while
  * the next ones record (flusher.c queues 16), but the starts of the 4 most
@@ -78,6 +90,7 @@ struct tp_mem_orig {
     uint16_t outer, api;
     int16_t  device;
     uint8_t  mclass;
+    uint8_t  acct;                  /* the account of (device, class), TP_MEM_NO_ACCT if none */
     uint64_t live, peak, allocated, allocs, frees, failed;
     uint64_t wstart[TP_MEM_WSLOTS];
     uint64_t ring[TP_MEM_GROWTH];   /* held at the end of step e, at ring[e % 10] */
@@ -111,22 +124,71 @@ struct tp_mem_snap {
     struct tp_mem_usage u[TP_MEM_MAX_ACCT];  /* peak_ns holds a tick until taken */
 };
 
-static pthread_mutex_t tp_mem_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The helpers of the common allocation and free (tp_mem_alloc_at,
+ * tp_mem_free_at) are inlined into them: a call per helper cost more than
+ * the helper's work (saved registers), and those two are the cost of
+ * tracking between windows; the rare paths stay out of line. */
+#define TP_MEM_HOT static inline __attribute__((always_inline))
+#define TP_MEM_COLD static __attribute__((noinline, cold))
+
+/*
+ * tp_mem_lock - the ledger's mutex: 0 free, 1 held, 2 held and a thread
+ * may sleep on it (a futex: the third mutex of Drepper's "Futexes Are
+ * Tricky", what glibc's own lock does, less pthread_mutex_lock's checks of
+ * the mutex's kind, about 50 instructions per lock and unlock on the
+ * allocation path).  Uncontended, a compare-and-swap to take it and a
+ * decrement to give it back; a waiter sleeps in the kernel, so a thread
+ * that holds it for long (the flush thread copying the origins) costs the
+ * others no spinning.  Acquire and release order the ledger's data as a
+ * pthread mutex does (TSan sees the atomics).
+ */
+static _Atomic int tp_mem_lock;
 /* This thread holds tp_mem_lock: an allocation made by a signal handler
  * that interrupted it (not async-signal-safe, but programs do it) goes
  * uncounted rather than wait for a lock its own thread holds. */
 static __thread int tp_mem_mine __attribute__((tls_model("initial-exec")));
 
-static void tp_mem_take(void)
+TP_MEM_COLD void tp_mem_wait(void)
 {
-    pthread_mutex_lock(&tp_mem_lock);
+    /* mark it contended; sleep while it stays held */
+    int c = atomic_exchange_explicit(&tp_mem_lock, 2, memory_order_acquire);
+    while (c != 0) {
+        syscall(SYS_futex, &tp_mem_lock, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+        c = atomic_exchange_explicit(&tp_mem_lock, 2, memory_order_acquire);
+    }
+}
+
+TP_MEM_COLD void tp_mem_wake(void)
+{
+    atomic_store_explicit(&tp_mem_lock, 0, memory_order_release);
+    syscall(SYS_futex, &tp_mem_lock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+TP_MEM_HOT void tp_mem_take(void)
+{
+    int c = 0;
+    if (!atomic_compare_exchange_strong_explicit(&tp_mem_lock, &c, 1, memory_order_acquire,
+                                                 memory_order_relaxed))
+        tp_mem_wait();
     tp_mem_mine = 1;
 }
 
-static void tp_mem_give(void)
+/* tp_mem_take if the lock is free now: 1 if taken. */
+static int tp_mem_try(void)
+{
+    int c = 0;
+    if (!atomic_compare_exchange_strong_explicit(&tp_mem_lock, &c, 1, memory_order_acquire,
+                                                 memory_order_relaxed))
+        return 0;
+    tp_mem_mine = 1;
+    return 1;
+}
+
+TP_MEM_HOT void tp_mem_give(void)
 {
     tp_mem_mine = 0;
-    pthread_mutex_unlock(&tp_mem_lock);
+    if (atomic_fetch_sub_explicit(&tp_mem_lock, 1, memory_order_release) != 1)
+        tp_mem_wake();      /* it was 2: someone may sleep on it */
 }
 static struct tp_mem_tab tp_addrs, tp_handles;
 static struct tp_mem_acct tp_acct[TP_MEM_MAX_ACCT];
@@ -228,7 +290,7 @@ static int tp_mem_info(uint64_t *free_b, uint64_t *total_b)
     return 0;
 }
 
-int tp_mem_pointer_device(uint64_t addr)
+TP_MEM_HOT int tp_mem_pointer_dev(uint64_t addr)
 {
     tp_mem_driver();
     tp_ptrattr_fn pa = atomic_load_explicit(&tp_ptrattr, memory_order_acquire);
@@ -243,9 +305,14 @@ int tp_mem_pointer_device(uint64_t addr)
     return 0;
 }
 
+int tp_mem_pointer_device(uint64_t addr)
+{
+    return tp_mem_pointer_dev(addr);
+}
+
 /* ---- the address tables (lock held) ---------------------------------------- */
 
-static size_t tp_mem_hash(uint64_t key, size_t cap)
+TP_MEM_HOT size_t tp_mem_hash(uint64_t key, size_t cap)
 {
     key ^= key >> 33;
     key *= 0xff51afd7ed558ccdull;
@@ -263,7 +330,7 @@ static void tp_idx_put(uint32_t *idx, size_t cap, size_t home, uint32_t value)
     idx[j] = value;
 }
 
-static int tp_tab_grow(struct tp_mem_tab *t)
+TP_MEM_COLD int tp_tab_grow(struct tp_mem_tab *t)
 {
     size_t cap = t->cap ? t->cap * 2 : 1024;
     struct tp_mem_ent *v = calloc(cap, sizeof *v);
@@ -283,17 +350,33 @@ static int tp_tab_grow(struct tp_mem_tab *t)
     return 0;
 }
 
-/* Insert or replace; -1 when out of memory (the allocation goes uncounted). */
-static int tp_tab_put(struct tp_mem_tab *t, const struct tp_mem_ent *e)
+/* Insert "e", or replace the entry of its key, kept in *old: 1 if one was
+ * replaced, 0 if inserted, -1 when out of memory (the allocation goes
+ * uncounted; there was no entry of its key). */
+TP_MEM_HOT int tp_tab_set(struct tp_mem_tab *t, const struct tp_mem_ent *e, struct tp_mem_ent *old)
 {
-    if ((t->n + 1) * 2 > t->cap && tp_tab_grow(t) != 0)
+    if (t->cap) {
+        size_t j = tp_mem_hash(e->key, t->cap);
+        while (t->v[j].key && t->v[j].key != e->key)
+            j = (j + 1) & (t->cap - 1);
+        if (t->v[j].key) {
+            *old = t->v[j];
+            t->v[j] = *e;
+            return 1;
+        }
+        if ((t->n + 1) * 2 <= t->cap) {
+            t->v[j] = *e;
+            t->n++;
+            return 0;
+        }
+    }
+    if (tp_tab_grow(t) != 0)
         return -1;
     size_t j = tp_mem_hash(e->key, t->cap);
-    while (t->v[j].key && t->v[j].key != e->key)
+    while (t->v[j].key)
         j = (j + 1) & (t->cap - 1);
-    if (!t->v[j].key)
-        t->n++;
     t->v[j] = *e;
+    t->n++;
     return 0;
 }
 
@@ -309,7 +392,7 @@ static struct tp_mem_ent *tp_tab_find(struct tp_mem_tab *t, uint64_t key)
 }
 
 /* Remove "key" into *out; 0 if found. */
-static int tp_tab_take(struct tp_mem_tab *t, uint64_t key, struct tp_mem_ent *out)
+TP_MEM_HOT int tp_tab_take(struct tp_mem_tab *t, uint64_t key, struct tp_mem_ent *out)
 {
     if (!t->cap || !key)
         return -1;
@@ -342,6 +425,8 @@ static struct tp_mem_acct *tp_acct_of(int device, int mclass)
             return &tp_acct[i];
     if (tp_nacct == TP_MEM_MAX_ACCT)
         return NULL;
+    /* (the account's index is kept by its origins and entries: accounts
+     * are never removed or moved before tp_mem_reset) */
     struct tp_mem_acct *a = &tp_acct[tp_nacct++];
     memset(a, 0, sizeof *a);
     a->device = (int16_t)device;
@@ -350,7 +435,18 @@ static struct tp_mem_acct *tp_acct_of(int device, int mclass)
     return a;
 }
 
-static void tp_acct_add(struct tp_mem_acct *a, uint64_t bytes)
+/* The account at index "i" (an entry's or origin's acct), or NULL. */
+TP_MEM_HOT struct tp_mem_acct *tp_acct_at(unsigned i)
+{
+    return i < (unsigned)tp_nacct ? &tp_acct[i] : NULL;
+}
+
+TP_MEM_HOT uint8_t tp_acct_index(const struct tp_mem_acct *a)
+{
+    return a ? (uint8_t)(a - tp_acct) : TP_MEM_NO_ACCT;
+}
+
+TP_MEM_HOT void tp_acct_add(struct tp_mem_acct *a, uint64_t bytes)
 {
     a->total += bytes;
     if (a->total > a->peak)
@@ -364,7 +460,7 @@ static void tp_acct_add(struct tp_mem_acct *a, uint64_t bytes)
     }
 }
 
-static void tp_acct_sub(struct tp_mem_acct *a, uint64_t bytes)
+TP_MEM_HOT void tp_acct_sub(struct tp_mem_acct *a, uint64_t bytes)
 {
     a->total = a->total >= bytes ? a->total - bytes : 0;
     if (tp_win_open)
@@ -426,14 +522,14 @@ static uint32_t tp_stk_of(const uint64_t *ips, int n)
     return tp_nstk;
 }
 
-static size_t tp_orig_hash(uint64_t site, unsigned outer, int device, int mclass, uint32_t stack, size_t cap)
+TP_MEM_HOT size_t tp_orig_hash(uint64_t site, unsigned outer, int device, int mclass, uint32_t stack, size_t cap)
 {
     uint64_t k = site ^ ((uint64_t)outer << 48) ^ ((uint64_t)(uint16_t)device << 32) ^ ((uint64_t)mclass << 56) ^
                  ((uint64_t)stack * 0x9e3779b97f4a7c15ull);
     return tp_mem_hash(k ? k : 1, cap);
 }
 
-static int tp_orig_same(const struct tp_mem_orig *o, uint64_t site, unsigned outer, int device, int mclass,
+TP_MEM_HOT int tp_orig_same(const struct tp_mem_orig *o, uint64_t site, unsigned outer, int device, int mclass,
                         uint32_t stack)
 {
     return o->site == site && o->outer == outer && o->device == device && o->mclass == mclass &&
@@ -442,7 +538,7 @@ static int tp_orig_same(const struct tp_mem_orig *o, uint64_t site, unsigned out
 
 /* Bring the step-end values of "o" up to step end "steps": each step end
  * since the last change held what it holds now. */
-static void tp_orig_fill(struct tp_mem_orig *o, uint64_t steps)
+TP_MEM_HOT void tp_orig_fill(struct tp_mem_orig *o, uint64_t steps)
 {
     if (o->upto >= steps)
         return;
@@ -452,7 +548,7 @@ static void tp_orig_fill(struct tp_mem_orig *o, uint64_t steps)
     o->upto = steps;
 }
 
-static int tp_orig_grow(void)
+TP_MEM_COLD int tp_orig_grow(void)
 {
     uint32_t cap = tp_orig_cap ? tp_orig_cap * 2 : 64;
     struct tp_mem_orig *v = realloc(tp_orig, (size_t)cap * sizeof *v);
@@ -474,20 +570,29 @@ static int tp_orig_grow(void)
     return 0;
 }
 
-/* The call site of "from" in (device, class), added if new; past
- * TP_MEM_MAX_ORIGINS (or out of memory) the (device, class)'s unknown one;
- * TP_MEM_NO_ORIGIN if even that cannot be had. */
-static uint32_t tp_orig_of(const struct tp_mem_from *from, int device, int mclass, uint32_t stack)
+/* The call site (site, outer, device, class, stack) if the ledger has it,
+ * else TP_MEM_NO_ORIGIN. */
+TP_MEM_HOT uint32_t tp_orig_find(uint64_t site, unsigned outer, int device, int mclass, uint32_t stack)
+{
+    if (tp_orig_idx_cap) {
+        size_t j = tp_orig_hash(site, outer, device, mclass, stack, tp_orig_idx_cap);
+        for (; tp_orig_idx[j]; j = (j + 1) & (tp_orig_idx_cap - 1))
+            if (tp_orig_same(&tp_orig[tp_orig_idx[j] - 1], site, outer, device, mclass, stack))
+                return tp_orig_idx[j] - 1;
+    }
+    return TP_MEM_NO_ORIGIN;
+}
+
+/* tp_orig_of for a call site the ledger does not have yet. */
+TP_MEM_COLD uint32_t tp_orig_new(const struct tp_mem_from *from, int device, int mclass, uint32_t stack)
 {
     uint64_t site = from->site;
     unsigned outer = from->outer;
     for (int tries = 0; tries < 2; tries++) {
-        if (tp_orig_idx_cap) {
-            size_t j = tp_orig_hash(site, outer, device, mclass, stack, tp_orig_idx_cap);
-            for (; tp_orig_idx[j]; j = (j + 1) & (tp_orig_idx_cap - 1))
-                if (tp_orig_same(&tp_orig[tp_orig_idx[j] - 1], site, outer, device, mclass, stack))
-                    return tp_orig_idx[j] - 1;
-        }
+        /* (the first try's site was looked up by tp_orig_of) */
+        uint32_t known = tries ? tp_orig_find(site, outer, device, mclass, stack) : TP_MEM_NO_ORIGIN;
+        if (known != TP_MEM_NO_ORIGIN)
+            return known;
         if (tp_norig < TP_MEM_MAX_ORIGINS && (tp_norig < tp_orig_cap || tp_orig_grow() == 0)) {
             uint32_t i = tp_norig++;
             struct tp_mem_orig *o = &tp_orig[i];
@@ -498,6 +603,7 @@ static uint32_t tp_orig_of(const struct tp_mem_from *from, int device, int mclas
             o->api = from->api;
             o->device = (int16_t)device;
             o->mclass = (uint8_t)mclass;
+            o->acct = tp_acct_index(tp_acct_of(device, mclass));
             o->upto = atomic_load_explicit(&tp_mem_steps, memory_order_relaxed);
             tp_idx_put(tp_orig_idx, tp_orig_idx_cap,
                        tp_orig_hash(site, outer, device, mclass, stack, tp_orig_idx_cap), i + 1);
@@ -512,7 +618,16 @@ static uint32_t tp_orig_of(const struct tp_mem_from *from, int device, int mclas
     return TP_MEM_NO_ORIGIN;
 }
 
-static void tp_orig_add(uint32_t i, uint64_t bytes)
+/* The call site of "from" in (device, class), added if new; past
+ * TP_MEM_MAX_ORIGINS (or out of memory) the (device, class)'s unknown one;
+ * TP_MEM_NO_ORIGIN if even that cannot be had. */
+TP_MEM_HOT uint32_t tp_orig_of(const struct tp_mem_from *from, int device, int mclass, uint32_t stack)
+{
+    uint32_t i = tp_orig_find(from->site, from->outer, device, mclass, stack);
+    return i != TP_MEM_NO_ORIGIN ? i : tp_orig_new(from, device, mclass, stack);
+}
+
+TP_MEM_HOT void tp_orig_add(uint32_t i, uint64_t bytes)
 {
     if (i >= tp_norig)
         return;
@@ -525,7 +640,7 @@ static void tp_orig_add(uint32_t i, uint64_t bytes)
         o->peak = o->live;
 }
 
-static void tp_orig_sub(uint32_t i, uint64_t bytes, int counted)
+TP_MEM_HOT void tp_orig_sub(uint32_t i, uint64_t bytes, int counted)
 {
     if (i >= tp_norig)
         return;
@@ -573,16 +688,20 @@ static void tp_oom_note(const struct tp_mem_from *from, uint32_t origin, int dev
 }
 
 /* Within a burst: what the program did between its failures. */
-static void tp_oom_after(int alloc)
+TP_MEM_COLD void tp_oom_count(int alloc)
 {
-    if (tp_oom_state == 0)
-        return;
     if (tp_clock_ns() - tp_oom.last_ns >= TP_OOM_GAP_NS)
         return;
     if (alloc)
         tp_oom.allocs_after++;
     else
         tp_oom.frees_after++;
+}
+
+TP_MEM_HOT void tp_oom_after(int alloc)
+{
+    if (tp_oom_state != 0)
+        tp_oom_count(alloc);
 }
 
 static void tp_orig_info(const struct tp_mem_orig *o, struct tp_mem_origin_info *v, uint64_t steps, int oom)
@@ -605,7 +724,7 @@ static void tp_orig_info(const struct tp_mem_orig *o, struct tp_mem_origin_info 
         v->at_step[i] = ring[(steps - (uint64_t)i) % TP_MEM_GROWTH];
 }
 
-static void tp_mem_fill(struct tp_record *r, uint64_t addr, uint64_t bytes, int device, int mclass,
+TP_MEM_HOT void tp_mem_fill(struct tp_record *r, uint64_t addr, uint64_t bytes, int device, int mclass,
                         const struct tp_mem_acct *a, unsigned flags, uint32_t origin)
 {
     if (!r)
@@ -619,26 +738,63 @@ static void tp_mem_fill(struct tp_record *r, uint64_t addr, uint64_t bytes, int 
     r->u.mem.flags = (uint8_t)flags;
 }
 
-void tp_mem_alloc(struct tp_record *r, int mclass, int device, uint64_t addr, uint64_t bytes,
-                  int handle, int ok, struct tp_mem_from from)
+/* The account of (device, class) for an allocation of origin "origin": the
+ * origin keeps it; searched for only where the ledger kept no origin. */
+TP_MEM_HOT struct tp_mem_acct *tp_orig_acct(uint32_t origin, int device, int mclass)
 {
-    if (tp_mem_mine) {
-        tp_mem_untracked(r, mclass, addr, bytes, ok);
-        return;
+    return origin < tp_norig ? tp_acct_at(tp_orig[origin].acct) : tp_acct_of(device, mclass);
+}
+
+/* Entry "e" no longer holds memory (lock held): its account and origin give
+ * its bytes back; "freed" a free call (counted), else a stale entry (an
+ * address handed out again that we never saw freed: a free we missed, e.g.
+ * made before activation). */
+TP_MEM_HOT void tp_mem_release(const struct tp_mem_ent *e, int freed)
+{
+    struct tp_mem_acct *a = tp_acct_at(e->acct);
+    if (freed) {
+        if (a)
+            tp_acct_sub(a, e->bytes);
+    } else if (a) {
+        a->total = a->total >= e->bytes ? a->total - e->bytes : 0;
     }
-    if (mclass == TP_MEM_HOST)
-        device = -1;
+    tp_orig_sub(e->origin, e->bytes, freed);
+    if (freed)
+        tp_oom_after(0);
+}
+
+/* A successful allocation "e" into table "t" and account "a" (NULL: not
+ * counted; a stale entry of its address is released all the same). */
+TP_MEM_HOT void tp_mem_add(struct tp_mem_tab *t, const struct tp_mem_ent *e, struct tp_mem_acct *a)
+{
+    struct tp_mem_ent old;
+    int got = a ? tp_tab_set(t, e, &old) : tp_tab_take(t, e->key, &old) == 0 ? 1 : -1;
+    if (got == 1)
+        tp_mem_release(&old, 0);
+    if (a && got >= 0) {
+        tp_acct_add(a, e->bytes);
+        tp_orig_add(e->origin, e->bytes);
+        tp_oom_after(1);
+    }
+}
+
+/* tp_mem_alloc's other cases: a failed call, a successful one of 0 bytes,
+ * and allocations with their native stack (TRAINPROF_MEMORY_STACKS). */
+static __attribute__((noinline)) void tp_mem_alloc_rare(struct tp_record *r, int mclass, int device,
+                                                       uint64_t addr, uint64_t bytes, int handle, int ok,
+                                                       const struct tp_mem_from *from)
+{
     /* the device's free and total bytes at a failure for want of memory:
      * asked before the lock (a driver call), on the failing thread, which
      * holds the context the report is about */
     uint64_t mfree = 0, mtotal = 0;
-    int meminfo = !ok && from.oom && mclass != TP_MEM_HOST && tp_mem_info(&mfree, &mtotal) == 0;
+    int meminfo = !ok && from->oom && mclass != TP_MEM_HOST && tp_mem_info(&mfree, &mtotal) == 0;
     /* the stack, before the lock: unwinding takes microseconds */
     uint64_t ips[TP_STACK_MAX];
     int nips = tp_mem_stacks && tp_stack_on() ? tp_stack_capture(ips, tp_cfg.stack_depth) : 0;
     tp_mem_take();
-    struct tp_mem_acct *a = tp_acct_of(device, mclass);
-    uint32_t origin = tp_orig_of(&from, device, mclass, tp_stk_of(ips, nips));
+    uint32_t origin = tp_orig_of(from, device, mclass, tp_stk_of(ips, nips));
+    struct tp_mem_acct *a = tp_orig_acct(origin, device, mclass);
     unsigned flags = 0;
     if (!ok || !addr) {
         /* a failed call, or a successful one of 0 bytes (NULL, nothing held) */
@@ -650,27 +806,50 @@ void tp_mem_alloc(struct tp_record *r, int mclass, int device, uint64_t addr, ui
         }
         if (!ok && origin < tp_norig)
             tp_orig[origin].failed++;
-        if (!ok && from.oom && bytes)
-            tp_oom_note(&from, origin, device, mclass, bytes, meminfo, mfree, mtotal);
+        if (!ok && from->oom && bytes)
+            tp_oom_note(from, origin, device, mclass, bytes, meminfo, mfree, mtotal);
     } else {
-        struct tp_mem_ent e = { addr, bytes, (int16_t)device, (uint8_t)mclass, origin };
-        struct tp_mem_ent old;
-        /* an address handed out again that we never saw freed (a free we
-         * missed, e.g. made before activation): release the stale entry */
-        if (tp_tab_take(handle ? &tp_handles : &tp_addrs, addr, &old) == 0) {
-            struct tp_mem_acct *o = tp_acct_of(old.device, old.mclass);
-            if (o)
-                o->total = o->total >= old.bytes ? o->total - old.bytes : 0;
-            tp_orig_sub(old.origin, old.bytes, 0);
-        }
-        if (a && tp_tab_put(handle ? &tp_handles : &tp_addrs, &e) == 0) {
-            tp_acct_add(a, bytes);
-            tp_orig_add(origin, bytes);
-            tp_oom_after(1);
-        }
+        struct tp_mem_ent e = { addr, bytes, (int16_t)device, (uint8_t)mclass, tp_acct_index(a), origin };
+        tp_mem_add(handle ? &tp_handles : &tp_addrs, &e, a);
     }
     tp_mem_fill(r, addr, bytes, device, mclass, a, flags, origin);
     tp_mem_give();
+}
+
+TP_MEM_HOT void tp_mem_alloc_in(struct tp_record *r, int mclass, int device, uint64_t addr, uint64_t bytes,
+                                int handle, int ok, struct tp_mem_from from)
+{
+    if (tp_mem_mine) {
+        tp_mem_untracked(r, mclass, addr, bytes, ok);
+        return;
+    }
+    if (mclass == TP_MEM_HOST)
+        device = -1;
+    if (__builtin_expect(!ok || !addr || tp_mem_stacks, 0)) {
+        tp_mem_alloc_rare(r, mclass, device, addr, bytes, handle, ok, &from);
+        return;
+    }
+    /* the common case: one probe of the origins' index, one of the table */
+    tp_mem_take();
+    uint32_t origin = tp_orig_of(&from, device, mclass, 0);
+    struct tp_mem_acct *a = tp_orig_acct(origin, device, mclass);
+    struct tp_mem_ent e = { addr, bytes, (int16_t)device, (uint8_t)mclass, tp_acct_index(a), origin };
+    tp_mem_add(handle ? &tp_handles : &tp_addrs, &e, a);
+    tp_mem_fill(r, addr, bytes, device, mclass, a, 0, origin);
+    tp_mem_give();
+}
+
+void tp_mem_alloc(struct tp_record *r, int mclass, int device, uint64_t addr, uint64_t bytes,
+                  int handle, int ok, struct tp_mem_from from)
+{
+    tp_mem_alloc_in(r, mclass, device, addr, bytes, handle, ok, from);
+}
+
+void tp_mem_alloc_here(struct tp_record *r, int mclass, uint64_t addr, uint64_t bytes, int ok,
+                       struct tp_mem_from from)
+{
+    int dev = mclass == TP_MEM_HOST ? -1 : ok && addr ? tp_mem_pointer_dev(addr) : tp_mem_current_device();
+    tp_mem_alloc_in(r, mclass, dev, addr, bytes, 0, ok, from);
 }
 
 void tp_mem_free(struct tp_record *r, int mclass, int device, uint64_t addr, int handle, int ok)
@@ -705,12 +884,8 @@ void tp_mem_free(struct tp_record *r, int mclass, int device, uint64_t addr, int
         tp_mem_fill(r, addr, f ? f->bytes : 0, device, mclass, a, TP_MEM_FAILED | (f ? 0 : TP_MEM_UNKNOWN),
                     f ? f->origin : TP_MEM_NO_ORIGIN);
     } else if (tp_tab_take(t, addr, &e) == 0) {
-        a = tp_acct_of(e.device, e.mclass);
-        if (a)
-            tp_acct_sub(a, e.bytes);
-        tp_orig_sub(e.origin, e.bytes, 1);
-        tp_oom_after(0);
-        tp_mem_fill(r, addr, e.bytes, e.device, e.mclass, a, 0, e.origin);
+        tp_mem_release(&e, 1);
+        tp_mem_fill(r, addr, e.bytes, e.device, e.mclass, tp_acct_at(e.acct), 0, e.origin);
     } else {
         a = tp_acct_of(device, mclass);
         tp_mem_fill(r, addr, 0, device, mclass, a, TP_MEM_UNKNOWN, TP_MEM_NO_ORIGIN);
@@ -722,6 +897,21 @@ void tp_mem_free_at(struct tp_record *r, int mclass, uint64_t addr, int handle, 
 {
     if (!atomic_load_explicit(&tp_mem_on, memory_order_relaxed) || tp_mem_mine) {
         tp_mem_untracked(r, mclass, addr, 0, ok);
+        return;
+    }
+    if (__builtin_expect(ok && addr, 1)) {
+        /* the common case, a free of an address the table knows: one lock */
+        tp_mem_take();
+        struct tp_mem_ent e;
+        if (tp_tab_take(handle ? &tp_handles : &tp_addrs, addr, &e) == 0) {
+            tp_mem_release(&e, 1);
+            tp_mem_fill(r, addr, e.bytes, e.device, e.mclass, tp_acct_at(e.acct), 0, e.origin);
+            tp_mem_give();
+            return;
+        }
+        tp_mem_give();
+        /* unknown: its device from the driver, outside the lock (as below) */
+        tp_mem_free(r, mclass, mclass != TP_MEM_HOST ? tp_mem_current_device() : -1, addr, handle, ok);
         return;
     }
     int device = -1;
@@ -742,10 +932,8 @@ void tp_mem_free_at(struct tp_record *r, int mclass, uint64_t addr, int handle, 
 static int tp_mem_lock_bounded(void)
 {
     for (int i = 0; i < 200; i++) {
-        if (pthread_mutex_trylock(&tp_mem_lock) == 0) {
-            tp_mem_mine = 1;
+        if (tp_mem_try())
             return 1;
-        }
         struct timespec ts = { 0, 1000 * 1000 };
         nanosleep(&ts, NULL);
     }

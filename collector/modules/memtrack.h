@@ -102,6 +102,13 @@ int tp_mem_pointer_device(uint64_t addr);
 void tp_mem_alloc(struct tp_record *r, int mclass, int device, uint64_t addr, uint64_t bytes,
                   int handle, int ok, struct tp_mem_from from);
 
+/* tp_mem_alloc_here - tp_mem_alloc of an address (not a VMM handle) on the
+ * device the driver gives: the pointer's (tp_mem_pointer_device) after a
+ * successful call, else the calling thread's current one; none for
+ * host-pinned memory. */
+void tp_mem_alloc_here(struct tp_record *r, int mclass, uint64_t addr, uint64_t bytes, int ok,
+                       struct tp_mem_from from);
+
 /*
  * tp_mem_free - a free call of "addr" (a VMM handle when "handle" is 1)
  * returned, "ok" when it succeeded.  "mclass" and "device" describe an

@@ -15,11 +15,20 @@
 #include "collector/record/apis.h"
 #include "protocol.h"
 
+/* tp_mem_begin's answer for an allocation between windows: the wrapper
+ * takes its lean path (preload/wrap.h TP_WRAP_SLOW), the real call and the
+ * ledger only. */
+#define TP_MEM_LEAN 2
+
 /*
  * tp_mem_begin - tp_call_begin for an allocation or free entry point: also
  * between windows (tp_hot 0) while tp_mem_on, the outermost intercepted call
  * only (runtime -> driver re-entries pass through, so a cudaMalloc counts
- * once).  Returns 1 if the wrapper must go through tp_call_end/finish.
+ * once).  Returns 1 if the wrapper must go through tp_call_end/finish,
+ * TP_MEM_LEAN between windows: then "c" holds only site, outer and api (what
+ * the ledger reads), tp_depth is raised, and the wrapper lowers it after
+ * the ledger's update, with no record and no step signal (tp_hot 0 asks for
+ * neither: tp_call_end would return NULL and tp_call_finish count nothing).
  */
 static inline int tp_mem_begin(struct tp_call *c, uint16_t api)
 {
@@ -29,17 +38,16 @@ static inline int tp_mem_begin(struct tp_call *c, uint16_t api)
     tp_mem_site = 0;        /* a path that sets none reads no stale site */
     c->outer = tp_lib_depth > 0 ? tp_lib_outer
              : api == TP_API_ncclMemAlloc || api == TP_API_ncclMemFree ? api : 0;
-    if (tp_call_begin(c, api))
-        return 1;
+    /* tp_hot 0 first (tp_call_begin would answer 0 there, after saving
+     * registers it never uses); a hot word that changes between this load
+     * and tp_call_begin's makes either path right */
+    if (__builtin_expect(tp_hot_load() != 0, 0))
+        return tp_call_begin(c, api);
     if (tp_depth > 0 || !atomic_load_explicit(&tp_mem_on, memory_order_relaxed))
         return 0;
-    c->depth = &tp_depth;
-    c->hot = 0;             /* no window records: no record, only the table */
-    c->api = api;
-    c->t0 = 0;
-    c->ext = 0;
+    c->api = api;           /* no window records: no record, only the table */
     tp_depth++;
-    return 1;
+    return TP_MEM_LEAN;
 }
 
 /* Whether library calls mark their thread for the ledger: while
@@ -109,8 +117,7 @@ static inline void tp_mem_alloc_at(struct tp_record *r, const struct tp_call *c,
         tp_mem_untracked(r, mclass, addr, bytes, ok);
         return;
     }
-    int dev = mclass == TP_MEM_HOST ? -1 : ok && addr ? tp_mem_pointer_device(addr) : tp_mem_current_device();
-    tp_mem_alloc(r, mclass, dev, addr, bytes, 0, ok, tp_mem_from_call(c, oom));
+    tp_mem_alloc_here(r, mclass, addr, bytes, ok, tp_mem_from_call(c, oom));
 }
 
 #endif
