@@ -48,7 +48,7 @@ FAKE_SRC    := $(wildcard tests/fakes/*.c)
 PROG_SRC    := $(wildcard tests/programs/*.c)
 PROG_BIN    := $(PROG_SRC:tests/programs/%.c=$(B)/programs/%)
 
-.PHONY: all lib merge-engine fakes programs unit check check-all check-unit check-cli check-preload check-bench-ir check-sanitize check-arm64 \
+.PHONY: all lib merge-engine fakes programs unit print-unit-bin check check-all check-unit check-cli check-preload check-bench-ir check-sanitize check-arm64 \
         check-tsan demo demo-run bench bench-torch install lint deps clean venv cuda-programs gpu-bundle \
         fuzz fuzz-build check-fuzz
 
@@ -179,6 +179,11 @@ UNIT_BIN := $(filter-out $(B)/tests/test_merge_engine,$(UNIT_BIN))
 endif
 
 unit: $(UNIT_BIN)
+
+# the unit tests this configuration builds (scripts/dev/check-arm64 runs
+# exactly these, not whatever an older build left in $(B)/tests)
+print-unit-bin:
+	@echo $(UNIT_BIN)
 
 # The test venv: the trace readers (tests/requirements.txt) and the PyPI
 # torch wheel, the real client of tests/preload/test_real_clients.py
