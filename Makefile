@@ -343,6 +343,10 @@ gpu-bundle: lib
 	    case "$$name" in ld-linux*) continue;; esac; \
 	    cp -L "$$path" "$(B)/$$name" && echo "gpu-bundle: $(B)/$$name (from $$path)"; \
 	done
+	@# ISA-L is opened at run time by the trace writer (handlers/jsonw.c), not linked
+	@p=$$(ldconfig -p | awk '$$1 == "libisal.so.2" && /x86-64/ {print $$NF; exit}'); \
+	if [ -n "$$p" ]; then cp -L "$$p" $(B)/libisal.so.2 && \
+	    echo "gpu-bundle: $(B)/libisal.so.2 (from $$p; the trace writer opens it at run time)"; fi
 
 # The command: bin/trainprof, and its package scripts/trainprof_cli (the
 # Python files, the pyhook among them) as share/trainprof/trainprof_cli,

@@ -184,6 +184,16 @@ void tp_chrome_put_coll(struct chrome *c, const struct tp_record *r)
         LIT(j, ", \"grouped\": true");
 }
 
+/* "x, y, z" of a grid or a block at "p" (62 bytes at most). */
+static char *put_dim3(char *p, uint32_t x, uint32_t y, uint32_t z)
+{
+    p = tp_jsonw_put_u64(p, x);
+    p = TP_JSONW_PUT_LIT(p, ", ");
+    p = tp_jsonw_put_u64(p, y);
+    p = TP_JSONW_PUT_LIT(p, ", ");
+    return tp_jsonw_put_u64(p, z);
+}
+
 /* A launch's kernel (of "kn" bytes), grid, block, shared memory and
  * stream (or a graph's FLOPs) in one room of the writer (jsonw.h's
  * cursor): what the loop below writes field by field for a longer name. */
@@ -200,17 +210,9 @@ static void put_launch_args(struct tp_jsonw *j, const struct tp_event *ev, size_
     }
     if (r->u.launch.func_kind != TP_FUNC_GRAPH) {
         p = TP_JSONW_PUT_LIT(p, ", \"grid\": [");
-        p = tp_jsonw_put_u64(p, r->u.launch.grid_x);
-        p = TP_JSONW_PUT_LIT(p, ", ");
-        p = tp_jsonw_put_u64(p, r->u.launch.grid_y);
-        p = TP_JSONW_PUT_LIT(p, ", ");
-        p = tp_jsonw_put_u64(p, r->u.launch.grid_z);
+        p = put_dim3(p, r->u.launch.grid_x, r->u.launch.grid_y, r->u.launch.grid_z);
         p = TP_JSONW_PUT_LIT(p, "], \"block\": [");
-        p = tp_jsonw_put_u64(p, r->u.launch.block_x);
-        p = TP_JSONW_PUT_LIT(p, ", ");
-        p = tp_jsonw_put_u64(p, r->u.launch.block_y);
-        p = TP_JSONW_PUT_LIT(p, ", ");
-        p = tp_jsonw_put_u64(p, r->u.launch.block_z);
+        p = put_dim3(p, r->u.launch.block_x, r->u.launch.block_y, r->u.launch.block_z);
         p = TP_JSONW_PUT_LIT(p, "], \"shared memory\": ");
         p = tp_jsonw_put_u64(p, r->u.launch.smem);
     } else if (ev->flops) {
