@@ -79,9 +79,12 @@ def test_slow_step_dumps_it_and_the_steps_before():
 def test_slow_step_median_is_the_median_of_the_50_steps_before():
     """The dump's median_ms is the median of the 50 step durations before
     the slow step, as the trace's own step events give them (the running
-    median is kept sorted as steps come and go: checked against a sort)."""
-    r = tputil.run("train_loop", ["--steps=70", "--sleep-us=2000", "--slow=60:6"],
-                   env=flight_env(61))
+    median is kept sorted as steps come and go: checked against a sort).
+    Step 60 is 40 times as long and the factor 15: a loaded machine's
+    hiccup of a step before it (at most one dump per 100 steps) does not
+    take the dump's place."""
+    r = tputil.run("train_loop", ["--steps=70", "--sleep-us=2000", "--slow=60:40"],
+                   env=flight_env(61, TRAINPROF_FLIGHT_SLOW=15))
     assert r.rc == 0, r.stderr
     trace = check_one_dump(r, "slow-step", 60)
     durs = {int(e["name"].split("#")[1]): e["dur"] for e in tputil.events(trace, ph="X")
