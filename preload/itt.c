@@ -304,10 +304,7 @@ static __attribute__((noinline)) void tp_itt_begin_slow(const struct tp_itt_doma
 {
     if (!tp_itt_recorded(domain))
         return;
-    /* outside windows: its place on the stack, no name (ranges.h); by the
-     * name's first byte while an nvtx:GLOB signal is live (strA: ours and
-     * ittnotify's own handles have it) */
-    if (__builtin_expect(tp_range_bare_text(name ? name->strA : NULL), 1)) {
+    if (tp_range_bare_text(name ? name->strA : NULL)) {   /* a domain never seen */
         tp_range_push_bare();
         return;
     }
@@ -341,9 +338,11 @@ TP_EXPORT void __itt_task_begin(const struct tp_itt_domain *domain, struct tp_it
 {
     (void)id;
     (void)parent;
-    /* torch's domain outside windows: its place on the stack (ranges.h) */
-    if (__builtin_expect(domain && __atomic_load_n(&domain->flags, __ATOMIC_RELAXED) == TP_ITT_TORCH &&
-                         tp_range_bare(), 1)) {
+    /* torch's domain outside windows: its place on the stack (ranges.h);
+     * by the name's first byte while an nvtx:GLOB signal is live, before
+     * activation too (strA: ours and ittnotify's own handles have it) */
+    if (__builtin_expect(domain && __atomic_load_n(&domain->flags, __ATOMIC_RELAXED) == TP_ITT_TORCH, 1) &&
+        (__builtin_expect(tp_range_bare(), 1) || tp_range_bare_text(name ? name->strA : NULL))) {
         tp_range_push_bare();
         return;
     }
