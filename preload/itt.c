@@ -242,7 +242,8 @@ static inline uint64_t tp_itt_load8(const char *p)
  * h's that is not, so they differ; the loads may read past that NUL, but
  * never past the page "name" starts in (a name within 64 bytes of its
  * page's end, and names shorter than 7 or longer than 63 bytes, go to
- * strcmp): a page holding one byte of the string is mapped whole.  Those
+ * strcmp): a page holding one byte of the string is mapped whole (4 KiB,
+ * which every page size is a multiple of: aarch64's 64 KiB too).  Those
  * bytes are not the string's, so the sanitizers are told not to look.
  */
 __attribute__((no_sanitize("address", "thread")))
