@@ -31,8 +31,9 @@
  * process-wide counter, and no sequence number.
  *
  * torch asks for a string handle at every push, so each thread keeps a
- * small direct-mapped cache from the name's address to its handle, checked
- * with strcmp (an address may later hold another name).  A miss looks the
+ * small direct-mapped cache from the name's address to its handle, whose
+ * text is compared with the name's at every hit (an address may later hold
+ * another name), 8 bytes at a time (tp_itt_same).  A miss looks the
  * name up in a process-wide table under a lock, making the handle on first
  * use: handles live as long as the process, as ITT requires.  The table
  * holds at most TP_ITT_NAME_BYTES (handles are made before activation too,
@@ -63,6 +64,10 @@
  * never saw) is recorded only if the domain is named "PyTorch", checked per
  * call without writing to it.  A task on a domain we drop is neither
  * pushed nor popped: its __itt_task_end, on the same domain, pops nothing.
+ * Outside windows a task of torch's domain is ranges.h's bare push (its
+ * place on the stack: a per-thread counter), its end the counter going
+ * down, both inline here; the name is looked at only when a window records
+ * or an nvtx:GLOB signal is live (tp_itt_begin_slow).
  * torch's own ProfilerStep#N ranges (a program's own torch.profiler's
  * step(), collector/record/torchop.h) keep their place on the range stack and
  * are not recorded: the handle of such a name says so.
@@ -100,6 +105,7 @@ struct tp_itt_string {
     /* ours, after ITT's fields */
     uint32_t id;                  /* interned name, 0 until a recorded range used it */
     uint32_t hash;
+    uint32_t len;                 /* strlen(name) */
     uint8_t hidden;               /* torch's own ProfilerStep#N: never recorded */
     char name[];
 };
@@ -184,6 +190,7 @@ static struct tp_itt_string *tp_itt_make(const char *name, size_t len)
     struct tp_itt_string *h = calloc(1, sizeof *h + len + 1);
     if (h) {
         memcpy(h->name, name, len + 1);
+        h->len = (uint32_t)len;
         h->strA = h->name;
         h->extra2 = &tp_itt_tag;
         h->hidden = (uint8_t)tp_torch_op_is_profiler_step(name, len);
@@ -216,11 +223,46 @@ static struct tp_itt_string *tp_itt_lookup(const char *name)
     return h;
 }
 
-TP_EXPORT struct tp_itt_string *__itt_string_handle_create(const char *name)
+/* 8 bytes at "p", any alignment. */
+static inline uint64_t tp_itt_load8(const char *p)
 {
-    if (!name)
-        return NULL;
-    unsigned i = (unsigned)((uintptr_t)name >> 3) % TP_ITT_CACHE;
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/*
+ * 1 if the NUL-terminated "name" is the text of "h", 0 if not, -1 if this
+ * cannot tell (the caller's slow path asks strcmp).  A cache hit is
+ * checked at every call (torch asks at every push, and the address may
+ * hold another name by now), so this is the string handle's cost: its
+ * length's bytes and the NUL are compared 8 at a time (the first 8 and the
+ * last 8, overlapping, and those between), where strcmp took 20
+ * instructions and a call.  If "name" is shorter, its NUL meets a byte of
+ * h's that is not, so they differ; the loads may read past that NUL, but
+ * never past the page "name" starts in (a name within 64 bytes of its
+ * page's end, and names shorter than 7 or longer than 63 bytes, go to
+ * strcmp): a page holding one byte of the string is mapped whole (4 KiB,
+ * which every page size is a multiple of: aarch64's 64 KiB too).  Those
+ * bytes are not the string's, so the sanitizers are told not to look.
+ */
+__attribute__((no_sanitize("address", "thread")))
+static inline int tp_itt_same(const char *name, const struct tp_itt_string *h)
+{
+    size_t n = (size_t)h->len + 1;      /* with the NUL */
+    if (__builtin_expect(n - 8 > 64 - 8 || ((uintptr_t)name & 4095) > 4096 - 64, 0))
+        return -1;
+    uint64_t d = (tp_itt_load8(name) ^ tp_itt_load8(h->name)) |
+                 (tp_itt_load8(name + n - 8) ^ tp_itt_load8(h->name + n - 8));
+    for (size_t i = 8; i + 8 < n; i += 8)
+        d |= tp_itt_load8(name + i) ^ tp_itt_load8(h->name + i);
+    return d == 0;
+}
+
+/* What the cache's fast check did not answer: a hit tp_itt_same left to
+ * strcmp, or a miss, looked up in the process-wide table. */
+static __attribute__((noinline)) struct tp_itt_string *tp_itt_handle_slow(const char *name, unsigned i)
+{
     struct tp_itt_string *h = tp_itt_cache[i].h;
     if (tp_itt_cache[i].key == name && strcmp(h->name, name) == 0)
         return h;
@@ -230,6 +272,17 @@ TP_EXPORT struct tp_itt_string *__itt_string_handle_create(const char *name)
         tp_itt_cache[i].h = h;
     }
     return h;
+}
+
+TP_EXPORT struct tp_itt_string *__itt_string_handle_create(const char *name)
+{
+    if (!name)
+        return NULL;
+    unsigned i = (unsigned)((uintptr_t)name >> 3) % TP_ITT_CACHE;
+    struct tp_itt_string *h = tp_itt_cache[i].h;
+    if (__builtin_expect(tp_itt_cache[i].key == name && tp_itt_same(name, h) > 0, 1))
+        return h;
+    return tp_itt_handle_slow(name, i);
 }
 
 /* 1 if the tasks of "d" are torch's, which we record: its flags say so;
@@ -244,13 +297,18 @@ static inline int tp_itt_recorded(const struct tp_itt_domain *d)
     return d && (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) == TP_ITT_TORCH || tp_itt_unseen_is_torch(d));
 }
 
-TP_EXPORT void __itt_task_begin(const struct tp_itt_domain *domain, struct tp_itt_id id,
-                                struct tp_itt_id parent, struct tp_itt_string *name)
+/* __itt_task_begin past its bare push: a recorded domain's task while a
+ * window records or an nvtx:GLOB signal is live, or one of another
+ * domain. */
+static __attribute__((noinline)) void tp_itt_begin_slow(const struct tp_itt_domain *domain,
+                                                        struct tp_itt_string *name)
 {
-    (void)id;
-    (void)parent;
     if (!tp_itt_recorded(domain))
         return;
+    if (tp_range_bare_text(name ? name->strA : NULL)) {   /* a domain never seen */
+        tp_range_push_bare();
+        return;
+    }
     if (!tp_ranges_taken()) {           /* its place on the stack (ranges.h) */
         tp_range_push_op(0, 0);
         return;
@@ -276,9 +334,27 @@ TP_EXPORT void __itt_task_begin(const struct tp_itt_domain *domain, struct tp_it
     tp_range_push_op(nid, atomic_fetch_add_explicit(&tp_itt_next_op, 1, memory_order_relaxed));
 }
 
+TP_EXPORT void __itt_task_begin(const struct tp_itt_domain *domain, struct tp_itt_id id,
+                                struct tp_itt_id parent, struct tp_itt_string *name)
+{
+    (void)id;
+    (void)parent;
+    /* torch's domain outside windows: its place on the stack (ranges.h);
+     * by the name's first byte while an nvtx:GLOB signal is live, before
+     * activation too (strA: ours and ittnotify's own handles have it) */
+    if (__builtin_expect(domain && __atomic_load_n(&domain->flags, __ATOMIC_RELAXED) == TP_ITT_TORCH, 1) &&
+        (__builtin_expect(tp_range_bare(), 1) || tp_range_bare_text(name ? name->strA : NULL))) {
+        tp_range_push_bare();
+        return;
+    }
+    tp_itt_begin_slow(domain, name);
+}
+
 TP_EXPORT void __itt_task_end(const struct tp_itt_domain *domain)
 {
-    if (tp_itt_recorded(domain))
+    if (__builtin_expect(domain && __atomic_load_n(&domain->flags, __ATOMIC_RELAXED) == TP_ITT_TORCH, 1))
+        tp_range_pop();             /* inline: a clean slot's pop is a decrement */
+    else if (domain && tp_itt_unseen_is_torch(domain))
         tp_range_pop();
 }
 

@@ -11,6 +11,10 @@
  * collector/wrap/ranges.h as text, which interns it only when a window records it:
  * before activation and outside windows a message costs no memory, however
  * many distinct ones a program sends.
+ * Outside windows a push whose range needs only its place on the stack
+ * (no window records, no nvtx:GLOB signal can count its end: checked by
+ * the message's first byte while one is live) is ranges.h's bare push, a
+ * per-thread counter, inline here; its pop is the counter going down.
  * Nothing here allocates per call, locks (beyond a first-time intern), calls
  * CUDA or prints.  Handles are encodings of interned ids (id + 1, so never
  * NULL): a domain handle carries its name's id and a registered string handle
@@ -172,7 +176,7 @@ static void NVTX_API tp_nvtx_range_end(nvtxRangeId_t id)
  * not recorded (they still end a step if an nvtx:GLOB signal names them);
  * nothing is parsed while ranges are off (before activation a range keeps
  * only its place on the stack and whether it ends a step: ranges.h). */
-static int tp_nvtx_push_ascii(const char *message, uint32_t domain)
+static __attribute__((noinline)) int tp_nvtx_push_ascii_full(const char *message, uint32_t domain)
 {
     if (!tp_ranges_taken())
         return tp_range_push_hidden(tp_nvtx_text(message), 1);
@@ -187,6 +191,13 @@ static int tp_nvtx_push_ascii(const char *message, uint32_t domain)
     return tp_range_push(tp_nvtx_text(message), domain, TP_RANGE_NVTX);
 }
 
+static inline int tp_nvtx_push_ascii(const char *message, uint32_t domain)
+{
+    if (__builtin_expect(tp_range_bare_text(message), 1))   /* outside windows */
+        return tp_range_push_bare();
+    return tp_nvtx_push_ascii_full(message, domain);
+}
+
 static int NVTX_API tp_nvtx_range_push_a(const char *message)
 {
     return tp_nvtx_push_ascii(message, 0);
@@ -195,6 +206,8 @@ static int NVTX_API tp_nvtx_range_push_a(const char *message)
 static int NVTX_API tp_nvtx_range_push_w(const wchar_t *message)
 {
     char buf[TP_NVTX_WIDE];
+    if (tp_range_bare())                /* no text is made */
+        return tp_range_push_bare();
     return tp_range_push(tp_nvtx_wide(message, buf), 0, TP_RANGE_NVTX);
 }
 
@@ -203,6 +216,8 @@ static int NVTX_API tp_nvtx_range_push_ex(const nvtxEventAttributes_t *a)
     char buf[TP_NVTX_WIDE];
     if (a && a->size >= TP_NVTX_ATTR_MIN && a->messageType == NVTX_MESSAGE_TYPE_ASCII)
         return tp_nvtx_push_ascii(a->message.ascii, 0);
+    if (tp_range_bare())
+        return tp_range_push_bare();
     return tp_range_push(tp_nvtx_message(a, buf), 0, TP_RANGE_NVTX);
 }
 
@@ -297,6 +312,9 @@ static int NVTX_API tp_nvtx_domain_range_push_ex(nvtxDomainHandle_t domain,
                                                  const nvtxEventAttributes_t *a)
 {
     char buf[TP_NVTX_WIDE];
+    if (a && a->size >= TP_NVTX_ATTR_MIN && a->messageType == NVTX_MESSAGE_TYPE_ASCII
+            ? tp_range_bare_text(a->message.ascii) : tp_range_bare())
+        return tp_range_push_bare();
     return tp_range_push(tp_nvtx_message(a, buf), tp_nvtx_handle_id(domain), TP_RANGE_NVTX);
 }
 

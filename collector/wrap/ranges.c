@@ -37,6 +37,26 @@
  * ranges on, which never activates, pays a bit test per push.  A range that
  * is never recorded has the same place on the stack
  * (tp_range_push_hidden): torch's own ProfilerStep#N ranges (torchop.h).
+ *
+ * Outside windows most ranges need less still: what a range must carry
+ * from its push to its pop is whether a window records it (then its name,
+ * time and domain) and whether it ends a step (an nvtx:GLOB signal live,
+ * or before activation one configured, and its name can match); its depth
+ * must be kept always, so that a window opening or closing mid-range sees
+ * pops match pushes.  Torch's operator ids need nothing: NVTX's come in
+ * the message, parsed only when recorded, and ITT's from a counter taken
+ * only then.  A range that needs neither is a bare push (ranges.h, inline
+ * in preload/nvtx.c and itt.c): the thread's count goes up and no slot is
+ * written.  That is sound because every slot at or above the count is
+ * clean (tp_range_t.busy 0), so its pop finds nothing to do, and the pop
+ * is the count going down; a push that writes a slot marks it busy if its
+ * pop has work, and the pop that finds a busy slot clears it.  So a range
+ * pushed bare and popped inside a window is not recorded (it has no name
+ * or start), as a range pushed before activation, and one pushed inside
+ * and popped outside is written at its pop, with its window's generation,
+ * as before.  Outside windows a torch-shaped NVTX push and pop cost 38
+ * instructions more than NVTX's no-op, where they cost 131
+ * (tests/bench/RESULTS.md).
  */
 #include "ranges.h"
 #include "core.h"
@@ -67,9 +87,7 @@ struct tp_open_range {
  * default model of a shared object calls __tls_get_addr at every push and
  * pop (11 instructions a call, tests/bench/RESULTS.md) */
 static __thread struct tp_open_range tp_stack[TP_RANGE_DEPTH] __attribute__((tls_model("initial-exec")));
-static __thread uint32_t tp_stack_n __attribute__((tls_model("initial-exec")));
-                                                /* open ranges: may exceed TP_RANGE_DEPTH,
-                                                   stops at UINT32_MAX */
+__thread struct tp_range_thread tp_range_t __attribute__((tls_model("initial-exec")));   /* ranges.h */
 static __thread int32_t tp_my_tid __attribute__((tls_model("initial-exec")));
 
 
@@ -236,11 +254,14 @@ static void tp_close(const struct tp_open_range *o, int32_t tid, uint64_t id, en
 }
 
 /* One more open range ("n" were open): the count stops at UINT32_MAX; NVTX's
- * return value, the depth before the push, stops at INT_MAX. */
+ * return value, the depth before the push, stops at INT_MAX.  A slot that
+ * was written is busy if its pop has work. */
 static int tp_pushed(uint32_t n)
 {
+    if (n < TP_RANGE_DEPTH)
+        tp_range_t.busy[n] = tp_stack[n].recording | tp_stack[n].step;
     if (n != UINT32_MAX)
-        tp_stack_n = n + 1;
+        tp_range_t.n = n + 1;
     return n > INT_MAX ? INT_MAX : (int)n;
 }
 
@@ -255,7 +276,7 @@ int tp_range_push_hidden(struct tp_msg m, int may_step)
 {
     if (tp_depth > 0)
         return -1;
-    uint32_t n = tp_stack_n;
+    uint32_t n = tp_range_t.n;
     if (n < TP_RANGE_DEPTH) {
         struct tp_open_range *o = &tp_stack[n];
         o->recording = 0;
@@ -271,7 +292,7 @@ int tp_range_push(struct tp_msg m, uint32_t domain, enum tp_range_source src)
     (void)src;
     if (!tp_ranges_on())
         return tp_range_push_hidden(m, 1);
-    uint32_t n = tp_stack_n;
+    uint32_t n = tp_range_t.n;
     if (n < TP_RANGE_DEPTH)
         tp_open(&tp_stack[n], m, domain);
     else
@@ -288,11 +309,11 @@ int tp_ranges_taken(void)
  * depth; the caller fills its sequence number and shapes. */
 static struct tp_open_range *tp_open_op(struct tp_msg name, uint32_t domain, uint64_t op_id)
 {
-    if (tp_stack_n >= TP_RANGE_DEPTH) {
+    if (tp_range_t.n >= TP_RANGE_DEPTH) {
         tp_push_past_stack();
         return NULL;
     }
-    struct tp_open_range *o = &tp_stack[tp_stack_n];
+    struct tp_open_range *o = &tp_stack[tp_range_t.n];
     tp_open(o, name, domain);
     o->torch = 1;
     o->op_id = op_id;
@@ -310,7 +331,7 @@ int tp_range_push_torch(const char *msg, const struct tp_torch_op *op, uint32_t 
         o->seq = op->seq;
         o->sizes = o->recording && op->sizes ? tp_intern(op->sizes, op->sizes_len) : 0;
     }
-    return tp_pushed(tp_stack_n);
+    return tp_pushed(tp_range_t.n);
 }
 
 int tp_range_push_op(uint32_t name, uint64_t op_id)
@@ -318,23 +339,28 @@ int tp_range_push_op(uint32_t name, uint64_t op_id)
     if (!tp_ranges_on())
         return tp_range_push_hidden(TP_MSG_ID(0), 0);
     tp_open_op(TP_MSG_ID(name), 0, op_id);
-    return tp_pushed(tp_stack_n);
+    return tp_pushed(tp_range_t.n);
 }
 
-int tp_range_pop(void)
+/* The pop that ranges.h's inline tp_range_pop does not do itself: a busy
+ * slot, past the stack, none open, or inside the profiler. */
+int tp_range_pop_slow(void)
 {
     if (tp_depth > 0)
         return -1;
-    uint32_t n = tp_stack_n;
+    uint32_t n = tp_range_t.n;
     if (n == 0) {
         if (tp_steps_on())
             tp_steps_pop_unmatched();
         return -1;
     }
-    tp_stack_n = --n;
+    tp_range_t.n = --n;
     /* before activation (or passive) a pop only leaves the stack */
-    if (n < TP_RANGE_DEPTH && tp_steps_on())
-        tp_close(&tp_stack[n], 0, 0, TP_RANGE_NVTX);
+    if (n < TP_RANGE_DEPTH && tp_range_t.busy[n]) {
+        tp_range_t.busy[n] = 0;           /* clean above the count (ranges.h) */
+        if (tp_steps_on())
+            tp_close(&tp_stack[n], 0, 0, TP_RANGE_NVTX);
+    }
     return n > INT_MAX ? INT_MAX : (int)n;
 }
 
@@ -410,10 +436,12 @@ void tp_counter(struct tp_msg m, double value)
 
 void tp_range_test_set_depth(uint32_t depth)
 {
-    tp_stack_n = depth;
+    tp_range_t.n = depth;
+    for (uint32_t i = depth; i < TP_RANGE_DEPTH; i++)
+        tp_range_t.busy[i] = 0;       /* clean above the count (ranges.h) */
 }
 
 uint32_t tp_range_test_depth(void)
 {
-    return tp_stack_n;
+    return tp_range_t.n;
 }

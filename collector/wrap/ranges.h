@@ -52,12 +52,72 @@ int tp_range_push_hidden(struct tp_msg m, int may_step);
 int tp_ranges_taken(void);
 
 /*
+ * The bare push and pop: outside windows, with no NVTX step signal that
+ * could count a range's end, a range needs nothing but its place on the
+ * stack (its depth, so that pops match pushes across a window's start or
+ * end), and a push is a per-thread counter's increment, inline in the
+ * caller: no name is parsed, interned or matched, no slot written.  This
+ * holds because every slot above the count is clean (busy 0:
+ * its pop writes no record and ends no step): a push that needs its pop to
+ * do something (a window records it, or it may end a step) marks its slot
+ * busy, and the pop that finds it busy clears it.  So a pop is the
+ * decrement too, unless its slot is busy.  tp_range_t is ranges.c's;
+ * callers use the functions below.
+ */
+struct tp_range_thread {
+    uint32_t n;                     /* open ranges: may exceed TP_RANGE_DEPTH,
+                                       stops at UINT32_MAX */
+    uint8_t busy[TP_RANGE_DEPTH];   /* 1 if the slot's pop has work (a record,
+                                       a step); 0 at and above n */
+};
+/* one variable: one GOT load finds both (initial-exec in a shared object) */
+extern __thread struct tp_range_thread tp_range_t __attribute__((tls_model("initial-exec")));
+
+/* tp_range_bare - 1 if a range pushed now, whatever its name, needs only
+ * its place: activated, no window records, and no nvtx:GLOB signal may
+ * count steps (steps.h tp_steps_nvtx_possible; the default "api,nvtx:step"
+ * has none once trainprof_step() fired first).  Two loads. */
+static inline int tp_range_bare(void)
+{
+    return !(tp_hot_load() & (TP_HOT_RECORDING | TP_HOT_INACTIVE)) && !tp_steps_nvtx_possible();
+}
+
+/* tp_range_bare_text - as tp_range_bare for a range named by the text "s"
+ * (NULL: unknown), which also needs only its place if an nvtx:GLOB signal
+ * is live but no pattern can match its first byte (config.h
+ * tp_config.nvtx_lead): torch's "aten::..." ranges under the default
+ * nvtx:step, before activation too.  A range that fails here takes the
+ * full push, which decides as before. */
+static inline int tp_range_bare_text(const char *s)
+{
+    uint32_t hot = tp_hot_load();
+    if (hot & TP_HOT_RECORDING)
+        return 0;
+    if (!(hot & TP_HOT_INACTIVE) && !tp_steps_nvtx_possible())
+        return 1;
+    if (!s)
+        return 0;
+    unsigned char c = (unsigned char)s[0];
+    return !((tp_cfg.nvtx_lead[c >> 6] >> (c & 63)) & 1);
+}
+
+/* tp_range_push_bare - push a range that tp_range_bare(_text) said needs
+ * only its place.  As tp_range_push. */
+static inline int tp_range_push_bare(void)
+{
+    uint32_t n = tp_range_t.n;
+    if (__builtin_expect(n >= TP_RANGE_DEPTH || tp_depth > 0, 0))
+        return tp_range_push_hidden(TP_MSG_ID(0), 0);
+    tp_range_t.n = n + 1;      /* slot n is clean: its pop does nothing */
+    return (int)n;
+}
+
+/*
  * tp_ranges_placed_only - 1 if a range pushed now is only a place on the
  * stack: no window records (the hot word) and no NVTX step signal may
  * count its end (steps.h tp_steps_nvtx_possible).  Such a range needs no
  * name: tp_range_push_hidden(m, 0) does all that the full push would, so a
- * caller skips parsing and interning (outside windows, a program's ranges
- * cost a push and a pop).  Two loads.
+ * caller skips parsing and interning.  Two loads.
  */
 static inline int tp_ranges_placed_only(void)
 {
@@ -77,8 +137,20 @@ int tp_range_push_op(uint32_t name, uint64_t op_id);
 
 /* Pop the innermost range of this thread.  Returns the depth before the pop
  * minus one (NVTX's return value), or -1 if there was none (a pop with no
- * open range is ignored and counted).  Depths are capped at INT_MAX. */
-int tp_range_pop(void);
+ * open range is ignored and counted).  Depths are capped at INT_MAX.
+ * Inline: a clean slot's pop (the bare push's, above) is a decrement;
+ * tp_range_pop_slow does the rest. */
+int tp_range_pop_slow(void);
+
+static inline int tp_range_pop(void)
+{
+    uint32_t n = tp_range_t.n - 1;         /* none open: UINT32_MAX, the slow path */
+    if (__builtin_expect(n < TP_RANGE_DEPTH && !tp_range_t.busy[n] && tp_depth == 0, 1)) {
+        tp_range_t.n = n;
+        return (int)n;
+    }
+    return tp_range_pop_slow();
+}
 
 /* Start a range that may end on another thread; returns a non-zero id. */
 uint64_t tp_range_start(struct tp_msg m, uint32_t domain);

@@ -9,6 +9,11 @@
  * the figure is ittnotify's own check of a null pointer.  Steps are
  * signalled through trainprof_step() when the library is present, which
  * also activates it.
+ * With BENCH_NO_STEP=1 in the environment it never calls trainprof_step():
+ * the library is never activated (no CUDA call either), and its ranges
+ * take the path of a CPU-only process, where an nvtx:GLOB signal in
+ * TRAINPROF_STEP_ON is still live (trainprof_step() would fire "api"
+ * first, which ends the NVTX signal).
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -39,6 +44,8 @@ int main(int argc, char **argv)
 {
     long per = argc > 1 ? atol(argv[1]) : 100000, steps = argc > 2 ? atol(argv[2]) : 10;
     void (*step)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "trainprof_step");
+    if (getenv("BENCH_NO_STEP"))
+        step = NULL;
     create_fn domain_create = (create_fn)dlsym(RTLD_DEFAULT, "__itt_domain_create");
     create_fn handle_create = (create_fn)dlsym(RTLD_DEFAULT, "__itt_string_handle_create");
     begin_fn begin = (begin_fn)dlsym(RTLD_DEFAULT, "__itt_task_begin");

@@ -10,6 +10,11 @@
  * push/pop path alone (the injection library's, or NVTX's no-op without
  * one).  Steps are signalled through trainprof_step() when the library is
  * present, which also activates it.
+ * With BENCH_NO_STEP=1 in the environment it never calls trainprof_step():
+ * the library is never activated (no CUDA call either), and its ranges
+ * take the path of a CPU-only process, where an nvtx:GLOB signal in
+ * TRAINPROF_STEP_ON is still live (trainprof_step() would fire "api"
+ * first, which ends the NVTX signal).
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -32,6 +37,8 @@ int main(int argc, char **argv)
     long per = argc > 1 ? atol(argv[1]) : 100000, steps = argc > 2 ? atol(argv[2]) : 10;
     int shapes = argc > 3 && argv[3][0] == 's';
     void (*step)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "trainprof_step");
+    if (getenv("BENCH_NO_STEP"))
+        step = NULL;
     char *msgs = malloc((size_t)per * MSG);
     if (!msgs || per <= 0 || steps <= 0)
         return 2;
