@@ -24,7 +24,7 @@
 
 /* 1: ticks are the hardware counter's (TSC or cntvct_el0); 0: monotonic ns.
  * Set once by tp_clock_select, before the first tick is read. */
-extern int tp_clock_use_tsc;
+extern int tp_clock_use_tsc __attribute__((visibility("hidden")));
 
 static inline uint64_t tp_clock_now(void)
 {

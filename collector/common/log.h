@@ -15,7 +15,7 @@
 enum tp_log_level { TP_LOG_QUIET = 0, TP_LOG_ERROR, TP_LOG_WARN, TP_LOG_INFO, TP_LOG_DEBUG };
 
 /* Current level; TP_LOG_INFO until the configuration says otherwise. */
-extern int tp_log_level;
+extern int tp_log_level __attribute__((visibility("hidden")));
 
 void tp_log_write(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

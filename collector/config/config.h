@@ -116,7 +116,7 @@ struct tp_config {
 };
 
 /* The process's configuration; valid after tp_config_init(). */
-extern struct tp_config tp_cfg;
+extern struct tp_config tp_cfg __attribute__((visibility("hidden")));
 
 
 /* tp_config_handler_names - the output modules' names that

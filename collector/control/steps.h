@@ -19,7 +19,7 @@ void tp_steps_begin(uint64_t start);
 
 /* tp_steps_on - 1 if activated and not passive.  One load: every range
  * push and pop asks it (ranges.c). */
-extern _Atomic int tp_steps_active;
+extern _Atomic int tp_steps_active __attribute__((visibility("hidden")));
 
 static inline int tp_steps_on(void)
 {
@@ -33,7 +33,7 @@ int tp_steps_phase(void);
 /* tp_steps_nvtx_possible - 1 if the end of an NVTX range may still end a
  * step: an nvtx:GLOB signal is configured and no other signal has fired
  * first.  One load: it is asked at every range push. */
-extern _Atomic int tp_steps_nvtx_live;
+extern _Atomic int tp_steps_nvtx_live __attribute__((visibility("hidden")));
 
 static inline int tp_steps_nvtx_possible(void)
 {

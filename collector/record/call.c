@@ -36,7 +36,10 @@ static void tp_hot_compose(void)
         flags |= TP_HOT_EXTCORR;
     if ((flags & TP_HOT_RECORDING) && tp_hot_stacks)
         flags |= TP_HOT_STACK;
-    atomic_store_explicit(&tp_hot, flags | (uint32_t)tp_hot_gen << 8, memory_order_release);
+    /* the generation only with a flag: between windows the word is 0, the
+     * pass-through test of every wrapper and entry stub (nothing stamps a
+     * record then) */
+    atomic_store_explicit(&tp_hot, flags ? flags | (uint32_t)tp_hot_gen << 8 : 0, memory_order_release);
 }
 
 void tp_hot_mode(uint32_t flags, uint8_t gen)

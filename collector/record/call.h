@@ -10,7 +10,7 @@
  * call-counting step signal configured, that load and a branch are all a
  * wrapper adds.  The low byte holds TP_HOT_* flags; bits 8-15 the current
  * window generation, stamped into records so that the flush thread can tell
- * windows apart.
+ * windows apart (only while a flag is set: with none the word is 0).
  */
 #ifndef TRAINPROF_COLLECTOR_CALL_H
 #define TRAINPROF_COLLECTOR_CALL_H
@@ -29,7 +29,12 @@
 #define TP_HOT_FLAGS      0xffu
 #define TP_HOT_GEN(w)     ((uint8_t)((w) >> 8))
 
-extern _Atomic uint32_t tp_hot;
+/* Hidden on the declaration as well: -fvisibility=hidden covers only
+ * definitions, and a reader that knows the word is this object's own loads
+ * it PC-relative, not through the GOT (one load instead of two).  The other
+ * words a fast path reads (tp_mem_on, tp_inflight_on, tp_steps_*, tp_cfg)
+ * are declared the same way. */
+extern _Atomic uint32_t tp_hot __attribute__((visibility("hidden")));
 
 /* Per-thread nesting depth of CUDA runtime/driver calls: > 0 while inside a
  * recorded call or inside the profiler itself; helper threads keep it > 0

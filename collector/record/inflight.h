@@ -34,7 +34,7 @@ struct tp_inflight {
 
 /* tp_inflight_on - set at activation when the hang doctor is on: the
  * blocking wrappers (preload/wrap.h) then fill their thread's slot. */
-extern _Atomic int tp_inflight_on;
+extern _Atomic int tp_inflight_on __attribute__((visibility("hidden")));
 
 extern __thread struct tp_inflight *tp_inflight_self __attribute__((tls_model("initial-exec")));
 
