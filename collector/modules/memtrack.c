@@ -845,11 +845,24 @@ void tp_mem_alloc(struct tp_record *r, int mclass, int device, uint64_t addr, ui
     tp_mem_alloc_in(r, mclass, device, addr, bytes, handle, ok, from);
 }
 
-void tp_mem_alloc_here(struct tp_record *r, int mclass, uint64_t addr, uint64_t bytes, int ok,
-                       struct tp_mem_from from)
+TP_MEM_HOT void tp_mem_alloc_here_in(struct tp_record *r, int mclass, uint64_t addr, uint64_t bytes, int ok,
+                                     struct tp_mem_from from)
 {
     int dev = mclass == TP_MEM_HOST ? -1 : ok && addr ? tp_mem_pointer_dev(addr) : tp_mem_current_device();
     tp_mem_alloc_in(r, mclass, dev, addr, bytes, 0, ok, from);
+}
+
+void tp_mem_alloc_here(struct tp_record *r, int mclass, uint64_t addr, uint64_t bytes, int ok,
+                       struct tp_mem_from from)
+{
+    tp_mem_alloc_here_in(r, mclass, addr, bytes, ok, from);
+}
+
+/* The lean path's (no record): its arguments fit in registers, where
+ * tp_mem_alloc_here's "from" goes on the stack. */
+void tp_mem_alloc_lean(int mclass, uint64_t addr, uint64_t bytes, int ok, struct tp_mem_from from)
+{
+    tp_mem_alloc_here_in(NULL, mclass, addr, bytes, ok, from);
 }
 
 void tp_mem_free(struct tp_record *r, int mclass, int device, uint64_t addr, int handle, int ok)
