@@ -6,10 +6,11 @@
  * PyTorch's calls cudaMalloc a few hundred times per run), so one mutex
  * (tp_mem_lock, a futex) guards everything here; the launch path never
  * comes near it.  Between windows an allocation's wrapper comes here
- * through its lean path (preload/wrap.h TP_WRAP_LEAN: the real call and
- * tp_mem_alloc_here or tp_mem_free_at, nothing else), so these two are
- * the whole cost of tracking there: their common case is one lock, one
- * probe of the origins' index and one of the address table.  Two
+ * through its lean path (preload/wrap.h TP_WRAP_LEANFN: the real call and
+ * tp_mem_alloc_lean or tp_mem_free_at, nothing else), so these two are
+ * the whole cost of tracking there: their common case is one lock, a
+ * comparison with the last allocation's call site (else one probe of the
+ * origins' index) and one probe of the address table.  Two
  * open-addressing tables (linear probing, backward-shift deletion, doubled at
  * half load) map device addresses and, apart from them, VMM allocation
  * handles (cuMemCreate/cuMemRelease: physical memory has no address until
