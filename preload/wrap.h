@@ -176,14 +176,15 @@ static inline int tp_papi_begin(struct tp_call *c, uint16_t api)
  * jump to it", the exported symbol is that test written in assembly,
  * seven instructions whatever the signature; everything else (the first
  * call's resolution, a window, a step signal counted) jumps to the C
- * wrapper, which makes the whole test again.  The gate MEM's stub also
- * ORs tp_mem_on and tp_inflight_on into the test (nine instructions).
- * Not for wrappers whose fast path tests more: the gates OWN and PAPI,
- * other blocking calls (the hang doctor's slot), and a file whose entry
- * hook does work on every call (preload/nccl.c sets TP_WRAP_STUBS to 0).  r10 and r11 are scratch at a
- * call in the x86-64 ABI and carry no argument (rax would: a variadic
- * call's vector count).  aarch64 has the same stubs; other architectures
- * export the C wrapper.
+ * wrapper, which makes the whole test again.  The gate MEM's stubs also
+ * OR tp_mem_on and tp_inflight_on into the test (eleven instructions on
+ * x86-64 for an exported one, which also routes to the lean path: see
+ * TP_ASM_HOT_meml).  Not for wrappers whose fast path tests more: the
+ * gates OWN and PAPI, other blocking calls (the hang doctor's slot), and a
+ * file whose entry hook does work on every call (preload/nccl.c sets
+ * TP_WRAP_STUBS to 0).  r10 and r11 are scratch at a call in the x86-64
+ * ABI and carry no argument (rax would: a variadic call's vector count).
+ * aarch64 has the same stubs; other architectures export the C wrapper.
  */
 #if defined(__x86_64__)
 #define TP_STUB_ARCH 1
@@ -520,9 +521,8 @@ _Static_assert(sizeof(struct tp_launch_hit) == 16 && __builtin_offsetof(struct t
 /*
  * TP_WRAP_LEANFN - define "fn", the lean path of the exported allocation
  * wrapper of "name" (gate MEM) between windows: the entry stub (or the C
- * wrapper), having found tp_hot 0 and tp_mem_on set, jumps here with
- * tp_mem_site set instead of to the recording
- * path "slow", whose frame (the call protocol's struct, the record, the
+ * wrapper), having found tp_hot's flags 0 and tp_mem_on set, jumps here
+ * with tp_mem_site set instead of to the recording path "slow", whose frame (the call protocol's struct, the record, the
  * capture's scratch record, saved registers) costs about 80 instructions
  * per allocation and free that this path never uses.  tp_mem_lean_begin
  * makes tp_mem_begin's decision again (the hot word may have changed):
