@@ -176,13 +176,15 @@ static inline int tp_papi_begin(struct tp_call *c, uint16_t api)
  * jump to it", the exported symbol is that test written in assembly,
  * seven instructions whatever the signature; everything else (the first
  * call's resolution, a window, a step signal counted) jumps to the C
- * wrapper, which makes the whole test again.  Not for wrappers whose fast
- * path tests more: the gates MEM, OWN and PAPI, blocking calls (the hang
- * doctor's slot), and a file whose entry hook does work on every call
- * (preload/nccl.c sets TP_WRAP_STUBS to 0).  r10 and r11 are scratch at a
- * call in the x86-64 ABI and carry no argument (rax would: a variadic
- * call's vector count).  aarch64 has the same stubs; other architectures
- * export the C wrapper.
+ * wrapper, which makes the whole test again.  The gate MEM's stubs also
+ * OR tp_mem_on and tp_inflight_on into the test (eleven instructions on
+ * x86-64 for an exported one, which also routes to the lean path: see
+ * TP_ASM_HOT_meml).  Not for wrappers whose fast path tests more: the
+ * gates OWN and PAPI, other blocking calls (the hang doctor's slot), and a
+ * file whose entry hook does work on every call (preload/nccl.c sets
+ * TP_WRAP_STUBS to 0).  r10 and r11 are scratch at a call in the x86-64
+ * ABI and carry no argument (rax would: a variadic call's vector count).
+ * aarch64 has the same stubs; other architectures export the C wrapper.
  */
 #if defined(__x86_64__)
 #define TP_STUB_ARCH 1
@@ -205,6 +207,33 @@ static inline int tp_papi_begin(struct tp_call *c, uint16_t api)
 #define TP_ASM_HOT_none(slot, target) "jnz " target "\n\tjmp *%r11\n\t"
 #define TP_ASM_HOT_arg1(slot, target) TP_ASM_COUNT("%rdi", slot, target)
 #define TP_ASM_HOT_arg2(slot, target) TP_ASM_COUNT("%rsi", slot, target)
+/* An allocation's stub (gate MEM): passes through only while tp_hot,
+ * tp_mem_on and tp_inflight_on are all 0 (TP_PASS_H, and a blocking
+ * call's hang-doctor test, made as one; a call that is not blocking
+ * reaches its C wrapper while the hang doctor is on, which passes it
+ * through).  "meml", an exported wrapper's: with tp_hot's flags 0 (the
+ * window generation in its second byte stays set after a window: no
+ * window records) and tp_mem_on set (the hang doctor off) it stores its
+ * return address in tp_mem_site, as the C wrapper's TP_MEM_SITE does, and
+ * jumps to the lean path <target>_lean (TP_WRAP_LEANFN) itself. */
+#define TP_ASM_HOT_mem(slot, target)                                                 \
+    "orl tp_mem_on(%rip), %r10d\n\t"                                                \
+    "orl tp_inflight_on(%rip), %r10d\n\t"                                           \
+    "jnz " target "\n\tjmp *%r11\n\t"
+#define TP_ASM_HOT_meml(slot, target)                                                \
+    "testb %r10b, %r10b\n\t"                                                        \
+    "jnz " target "\n\t"                                                            \
+    "movl tp_inflight_on(%rip), %r10d\n\t"                                          \
+    "orl tp_mem_on(%rip), %r10d\n\t"                                                \
+    "jnz 1f\n\t"                                                                    \
+    "jmp *%r11\n"                                                                   \
+    "1:\n\t"                                                                        \
+    "cmpl $0, tp_inflight_on(%rip)\n\t"                                             \
+    "jne " target "\n\t"                                                            \
+    "movq tp_mem_site@gottpoff(%rip), %r10\n\t"                                     \
+    "movq (%rsp), %r11\n\t"                                                         \
+    "movq %r11, %fs:(%r10)\n\t"                                                     \
+    "jmp " target "_lean\n\t"
 /* With the hot word's flags exactly TP_HOT_LAUNCH_SIG: pass through for a
  * kernel whose cache entry (tp_launch_slot: ((func >> 4) ^ (func >> 12)) &
  * 63, 16-byte entries, func at 0, mask at 8) says it hits no signal; else
@@ -251,6 +280,31 @@ static inline int tp_papi_begin(struct tp_call *c, uint16_t api)
 #define TP_ASM_HOT_none(slot, target) "cbnz w17, 8f\n\tbr x16\n"
 #define TP_ASM_HOT_arg1(slot, target) TP_ASM_COUNT("x0")
 #define TP_ASM_HOT_arg2(slot, target) TP_ASM_COUNT("x1")
+#define TP_ASM_HOT_mem(slot, target)                                                 \
+    "adrp x9, tp_mem_on\n\t"                                                        \
+    "ldr w9, [x9, #:lo12:tp_mem_on]\n\t"                                            \
+    "adrp x10, tp_inflight_on\n\t"                                                  \
+    "ldr w10, [x10, #:lo12:tp_inflight_on]\n\t"                                     \
+    "orr w17, w17, w9\n\t"                                                          \
+    "orr w17, w17, w10\n\t"                                                         \
+    "cbnz w17, 8f\n\tbr x16\n"
+#define TP_ASM_HOT_meml(slot, target)                                                \
+    "tst w17, #0xff\n\t"                                                            \
+    "b.ne 8f\n\t"                                                                   \
+    "adrp x9, tp_mem_on\n\t"                                                        \
+    "ldr w9, [x9, #:lo12:tp_mem_on]\n\t"                                            \
+    "adrp x10, tp_inflight_on\n\t"                                                  \
+    "ldr w10, [x10, #:lo12:tp_inflight_on]\n\t"                                     \
+    "orr w11, w9, w10\n\t"                                                          \
+    "cbnz w11, 1f\n\t"                                                              \
+    "br x16\n"                                                                      \
+    "1:\n\t"                                                                        \
+    "cbnz w10, 8f\n\t"                                                              \
+    "mrs x9, tpidr_el0\n\t"                                                         \
+    "adrp x10, :gottprel:tp_mem_site\n\t"                                           \
+    "ldr x10, [x10, #:gottprel_lo12:tp_mem_site]\n\t"                               \
+    "str x30, [x9, x10]\n\t"                                                        \
+    "b " target "_lean\n"
 #define TP_ASM_COUNT(reg)                                                            \
     "cbnz w17, 1f\n\t"                                                               \
     "br x16\n"                                                                       \
@@ -302,13 +356,28 @@ _Static_assert(sizeof(struct tp_launch_hit) == 16 && __builtin_offsetof(struct t
 #define TP_AND(a, b) TP_CAT(TP_AND_, TP_CAT(a, b))
 #define TP_STUBGATE_TP_GATE_WIN 1
 #define TP_STUBGATE_TP_GATE_LAUNCH 1
-#define TP_STUBGATE_TP_GATE_MEM 0
+#define TP_STUBGATE_TP_GATE_MEM 1
 #define TP_STUBGATE_TP_GATE_OWN 0
 #define TP_STUBGATE_TP_GATE_PAPI 0
+#define TP_OR_00 0
+#define TP_OR_01 1
+#define TP_OR_10 1
+#define TP_OR_11 1
+#define TP_OR(a, b) TP_CAT(TP_OR_, TP_CAT(a, b))
+/* TP_ISMEM(gate) - 1 for gate MEM: its stub also tests tp_mem_on and the
+ * hang doctor's tp_inflight_on (TP_ASM_HOT_mem), so a blocking allocation
+ * call (cudaFree) has one too, and its C wrapper has a lean path. */
+#define TP_ISMEM_TP_GATE_WIN 0
+#define TP_ISMEM_TP_GATE_LAUNCH 0
+#define TP_ISMEM_TP_GATE_MEM 1
+#define TP_ISMEM_TP_GATE_OWN 0
+#define TP_ISMEM_TP_GATE_PAPI 0
+#define TP_ISMEM(gate) TP_CAT(TP_ISMEM_, gate)
 /* TP_STUBBED(gate, name) - 1 if the wrapper of "name" has an entry stub. */
 #define TP_STUBBED(gate, name)                                                       \
     TP_AND(TP_AND(TP_STUB_ARCH, TP_WRAP_STUBS),                                      \
-           TP_AND(TP_CAT(TP_STUBGATE_, gate), TP_CAT(TP_NOT_, TP_BLOCKING(name))))
+           TP_AND(TP_CAT(TP_STUBGATE_, gate),                                        \
+                  TP_OR(TP_ISMEM(gate), TP_CAT(TP_NOT_, TP_BLOCKING(name)))))
 
 /*
  * The kernel argument's register of a launch, for its entry stub: a .def
@@ -317,10 +386,17 @@ _Static_assert(sizeof(struct tp_launch_hit) == 16 && __builtin_offsetof(struct t
  * record macro's name, not yet expanded.  Every gate but LAUNCH discards it.
  */
 #define TP_FREG_WIN(x) none
-#define TP_FREG_MEM(x) none
+#define TP_FREG_MEM(x) mem
 #define TP_FREG_OWN(x) none
 #define TP_FREG_PAPI(x) none
 #define TP_FREG_LAUNCH(x) x
+/* TP_STUBFREG(freg) - an exported wrapper's stub: an allocation's (mem)
+ * also routes to its lean path (meml). */
+#define TP_STUBFREG(freg) TP_CAT(TP_STUBFREG_, freg)
+#define TP_STUBFREG_none none
+#define TP_STUBFREG_arg1 arg1
+#define TP_STUBFREG_arg2 arg2
+#define TP_STUBFREG_mem meml
 #define TP_FUNCREG_TP_R_LAUNCH(...) arg1
 #define TP_FUNCREG_TP_R_DLAUNCH(...) arg1
 #define TP_FUNCREG_TP_R_LAUNCH_CFG(...) arg2
@@ -339,6 +415,8 @@ _Static_assert(sizeof(struct tp_launch_hit) == 16 && __builtin_offsetof(struct t
     static ret tp_first_##name params;                                               \
     TP_WRAP_SLOW(tp_slow_##name, ret, name, params, args, tp_real_##name,            \
                  TP_BEGIN(gate, begin), rec)                                         \
+    TP_IF(TP_ISMEM(gate))(TP_WRAP_LEANFN(tp_c_##name##_lean, ret, name, params, args, \
+                                         tp_real_##name, tp_slow_##name, rec), )     \
     TP_WRAP_INFLIGHT(tp_inflight_##name, ret, name, params, args, gate)              \
     TP_WRAP_FUNC(tp_func_##name, ret, name, params, rec)                             \
     static __attribute__((used, noinline)) ret tp_c_##name params                    \
@@ -356,10 +434,11 @@ _Static_assert(sizeof(struct tp_launch_hit) == 16 && __builtin_offsetof(struct t
         if (TP_COUNTS(gate, tp_h, tp_func_##name args))                              \
             return real args;                                                        \
         TP_MEM_SITE(gate);                                                           \
+        TP_IF(TP_ISMEM(gate))(if (!(tp_h & TP_HOT_FLAGS)) return tp_c_##name##_lean args;, ) \
         return tp_slow_##name args;                                                  \
     }                                                                                \
     TP_IF(TP_STUBBED(gate, name))(                                                   \
-        TP_ASM_STUB(#name, "", "tp_real_" #name, "tp_c_" #name, freg),               \
+        TP_ASM_STUB(#name, "", "tp_real_" #name, "tp_c_" #name, TP_STUBFREG(freg)),  \
         TP_EXPORT __typeof__(tp_c_##name) name __attribute__((alias("tp_c_" #name)));) \
     static __attribute__((noinline, cold)) ret tp_first_##name params                \
     {                                                                                \
@@ -434,10 +513,32 @@ _Static_assert(sizeof(struct tp_launch_hit) == 16 && __builtin_offsetof(struct t
         (void)tp_func;                                                               \
         (void)tp_fkind;                                                              \
         tp_depth--;                                                                  \
-        if (__builtin_expect(!__atomic_load_n(&tp_exit_hooked, __ATOMIC_RELAXED), 0)) \
-            tp_lifecycle_after_call();                                               \
+        tp_lifecycle_check();                                                        \
         errno = tp_errno;                                                            \
         return tp_rc;                                                                \
+    }
+
+/*
+ * TP_WRAP_LEANFN - define "fn", the lean path of the exported allocation
+ * wrapper of "name" (gate MEM) between windows: the entry stub (or the C
+ * wrapper), having found tp_hot's flags 0 and tp_mem_on set, jumps here
+ * with tp_mem_site set instead of to the recording path "slow", whose frame (the call protocol's struct, the record, the
+ * capture's scratch record, saved registers) costs about 80 instructions
+ * per allocation and free that this path never uses.  tp_mem_lean_begin
+ * makes tp_mem_begin's decision again (the hot word may have changed):
+ * "slow" while a window records, the real function for a nested call or
+ * with tracking off, else TP_WRAP_LEAN.  The driver's lookup-time slot
+ * wrappers keep the lean branch inside TP_WRAP_SLOW.
+ */
+#define TP_WRAP_LEANFN(fn, ret, name, params, args, slot, slow, rec)                 \
+    static __attribute__((used, noinline)) ret fn params                             \
+    {                                                                                \
+        tp_fn_##name real = __atomic_load_n(&(slot), __ATOMIC_ACQUIRE);             \
+        struct tp_call tp_c;                                                         \
+        int tp_b = tp_mem_lean_begin(&tp_c, TP_API_##name);                          \
+        if (__builtin_expect(tp_b != TP_MEM_LEAN, 0))                                \
+            return tp_b ? slow args : real args;                                     \
+        TP_WRAP_LEAN(ret, real, args, rec)                                           \
     }
 
 /*

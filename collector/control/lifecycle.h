@@ -27,6 +27,15 @@ void tp_lifecycle_self_signal(int sig);
  * (registers the exit flush after CUDA's own atexit handlers). */
 void tp_lifecycle_after_call(void);
 
+/* tp_lifecycle_check - after a real CUDA call returned, on every path that
+ * made one (collector/wrap/protocol.h tp_call_finish, preload/wrap.h
+ * TP_WRAP_LEAN): one relaxed load once the exit flush is registered. */
+static inline void tp_lifecycle_check(void)
+{
+    if (__builtin_expect(!__atomic_load_n(&tp_exit_hooked, __ATOMIC_RELAXED), 0))
+        tp_lifecycle_after_call();
+}
+
 /* Slow path of tp_call_begin, before activation: the call is timed, and
  * tp_call_end activates the profiler if it succeeded (a failed call does not). */
 int tp_call_begin_slow(struct tp_call *c, uint16_t api, uint32_t hot);

@@ -6,10 +6,11 @@
  * PyTorch's calls cudaMalloc a few hundred times per run), so one mutex
  * (tp_mem_lock, a futex) guards everything here; the launch path never
  * comes near it.  Between windows an allocation's wrapper comes here
- * through its lean path (preload/wrap.h TP_WRAP_LEAN: the real call and
- * tp_mem_alloc_here or tp_mem_free_at, nothing else), so these two are
- * the whole cost of tracking there: their common case is one lock, one
- * probe of the origins' index and one of the address table.  Two
+ * through its lean path (preload/wrap.h TP_WRAP_LEANFN: the real call and
+ * tp_mem_alloc_lean or tp_mem_free_at, nothing else), so these two are
+ * the whole cost of tracking there: their common case is one lock, a
+ * comparison with the last allocation's call site (else one probe of the
+ * origins' index) and one probe of the address table.  Two
  * open-addressing tables (linear probing, backward-shift deletion, doubled at
  * half load) map device addresses and, apart from them, VMM allocation
  * handles (cuMemCreate/cuMemRelease: physical memory has no address until
@@ -204,6 +205,7 @@ static uint32_t tp_norig, tp_orig_cap;
 static uint32_t *tp_orig_idx;
 static size_t tp_orig_idx_cap;
 static int tp_wslot_gen[TP_MEM_WSLOTS] = { -1, -1, -1, -1 };
+static uint32_t tp_orig_last = TP_MEM_NO_ORIGIN;   /* the last allocation's (tp_orig_of) */
 
 /* TRAINPROF_MEMORY_STACKS (or TRAINPROF_WITH_STACK): the native stack of
  * each allocation, interned (id = index + 1) with an index on its hash */
@@ -250,10 +252,8 @@ static _Atomic(tp_meminfo_fn) tp_meminfo;
 
 /* Look the queries up once libcuda is in the process (never load it);
  * tp_driver_syms probes again only after the loader has added objects. */
-static void tp_mem_driver(void)
+TP_MEM_COLD void tp_mem_driver_find(void)
 {
-    if (atomic_load_explicit(&tp_ctxdev, memory_order_acquire))
-        return;
     static const char *const names[] = { "cuPointerGetAttribute", "cuCtxGetDevice", "cuMemGetInfo_v2" };
     void *fn[3];
     if (tp_driver_syms(names, fn, 3) != 0)
@@ -264,6 +264,13 @@ static void tp_mem_driver(void)
         atomic_store_explicit(&tp_ptrattr, (tp_ptrattr_fn)fn[0], memory_order_release);
     if (fn[1])
         atomic_store_explicit(&tp_ctxdev, (tp_ctxdev_fn)fn[1], memory_order_release);
+}
+
+/* (inlined: after the first call, one load) */
+TP_MEM_HOT void tp_mem_driver(void)
+{
+    if (__builtin_expect(!atomic_load_explicit(&tp_ctxdev, memory_order_acquire), 0))
+        tp_mem_driver_find();
 }
 
 int tp_mem_current_device(void)
@@ -623,8 +630,16 @@ TP_MEM_COLD uint32_t tp_orig_new(const struct tp_mem_from *from, int device, int
  * TP_MEM_NO_ORIGIN if even that cannot be had. */
 TP_MEM_HOT uint32_t tp_orig_of(const struct tp_mem_from *from, int device, int mclass, uint32_t stack)
 {
-    uint32_t i = tp_orig_find(from->site, from->outer, device, mclass, stack);
-    return i != TP_MEM_NO_ORIGIN ? i : tp_orig_new(from, device, mclass, stack);
+    /* the call site of the last allocation first: a loop allocates from
+     * one site again and again (no hash, no probe) */
+    uint32_t i = tp_orig_last;
+    if (i < tp_norig && tp_orig_same(&tp_orig[i], from->site, from->outer, device, mclass, stack))
+        return i;
+    i = tp_orig_find(from->site, from->outer, device, mclass, stack);
+    if (i == TP_MEM_NO_ORIGIN)
+        i = tp_orig_new(from, device, mclass, stack);
+    tp_orig_last = i;
+    return i;
 }
 
 TP_MEM_HOT void tp_orig_add(uint32_t i, uint64_t bytes)
@@ -845,11 +860,24 @@ void tp_mem_alloc(struct tp_record *r, int mclass, int device, uint64_t addr, ui
     tp_mem_alloc_in(r, mclass, device, addr, bytes, handle, ok, from);
 }
 
-void tp_mem_alloc_here(struct tp_record *r, int mclass, uint64_t addr, uint64_t bytes, int ok,
-                       struct tp_mem_from from)
+TP_MEM_HOT void tp_mem_alloc_here_in(struct tp_record *r, int mclass, uint64_t addr, uint64_t bytes, int ok,
+                                     struct tp_mem_from from)
 {
     int dev = mclass == TP_MEM_HOST ? -1 : ok && addr ? tp_mem_pointer_dev(addr) : tp_mem_current_device();
     tp_mem_alloc_in(r, mclass, dev, addr, bytes, 0, ok, from);
+}
+
+void tp_mem_alloc_here(struct tp_record *r, int mclass, uint64_t addr, uint64_t bytes, int ok,
+                       struct tp_mem_from from)
+{
+    tp_mem_alloc_here_in(r, mclass, addr, bytes, ok, from);
+}
+
+/* The lean path's (no record): its arguments fit in registers, where
+ * tp_mem_alloc_here's "from" goes on the stack. */
+void tp_mem_alloc_lean(int mclass, uint64_t addr, uint64_t bytes, int ok, struct tp_mem_from from)
+{
+    tp_mem_alloc_here_in(NULL, mclass, addr, bytes, ok, from);
 }
 
 void tp_mem_free(struct tp_record *r, int mclass, int device, uint64_t addr, int handle, int ok)
@@ -1132,6 +1160,7 @@ void tp_mem_reset(void)
     tp_orig_idx = NULL;
     tp_norig = tp_orig_cap = 0;
     tp_orig_idx_cap = 0;
+    tp_orig_last = TP_MEM_NO_ORIGIN;
     for (int i = 0; i < TP_MEM_WSLOTS; i++)
         tp_wslot_gen[i] = -1;
     memset(&tp_oom, 0, sizeof tp_oom);

@@ -109,6 +109,10 @@ void tp_mem_alloc(struct tp_record *r, int mclass, int device, uint64_t addr, ui
 void tp_mem_alloc_here(struct tp_record *r, int mclass, uint64_t addr, uint64_t bytes, int ok,
                        struct tp_mem_from from);
 
+/* tp_mem_alloc_lean - tp_mem_alloc_here with no record (an allocation
+ * between windows: preload/wrap.h TP_WRAP_LEAN). */
+void tp_mem_alloc_lean(int mclass, uint64_t addr, uint64_t bytes, int ok, struct tp_mem_from from);
+
 /*
  * tp_mem_free - a free call of "addr" (a VMM handle when "handle" is 1)
  * returned, "ok" when it succeeded.  "mclass" and "device" describe an

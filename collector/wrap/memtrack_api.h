@@ -22,9 +22,9 @@
 
 /*
  * tp_mem_begin - tp_call_begin for an allocation or free entry point: also
- * between windows (tp_hot 0) while tp_mem_on, the outermost intercepted call
- * only (runtime -> driver re-entries pass through, so a cudaMalloc counts
- * once).  Returns 1 if the wrapper must go through tp_call_end/finish,
+ * between windows (tp_hot's flags 0) while tp_mem_on, the outermost
+ * intercepted call only (runtime -> driver re-entries pass through, so a
+ * cudaMalloc counts once).  Returns 1 if the wrapper must go through tp_call_end/finish,
  * TP_MEM_LEAN between windows: then "c" holds only site, outer and api (what
  * the ledger reads), tp_depth is raised, and the wrapper lowers it after
  * the ledger's update, with no record and no step signal (tp_hot 0 asks for
@@ -38,14 +38,38 @@ static inline int tp_mem_begin(struct tp_call *c, uint16_t api)
     tp_mem_site = 0;        /* a path that sets none reads no stale site */
     c->outer = tp_lib_depth > 0 ? tp_lib_outer
              : api == TP_API_ncclMemAlloc || api == TP_API_ncclMemFree ? api : 0;
-    /* tp_hot 0 first (tp_call_begin would answer 0 there, after saving
-     * registers it never uses); a hot word that changes between this load
-     * and tp_call_begin's makes either path right */
-    if (__builtin_expect(tp_hot_load() != 0, 0))
+    /* tp_hot's flags 0 first (tp_call_begin would answer 0 there, or, with
+     * only the generation of the last window set, make a call protocol
+     * that records nothing and counts no signal); a hot word that changes
+     * between this load and tp_call_begin's makes either path right */
+    if (__builtin_expect(tp_hot_load() & TP_HOT_FLAGS, 0))
         return tp_call_begin(c, api);
     if (tp_depth > 0 || !atomic_load_explicit(&tp_mem_on, memory_order_relaxed))
         return 0;
     c->api = api;           /* no window records: no record, only the table */
+    tp_depth++;
+    return TP_MEM_LEAN;
+}
+
+/*
+ * tp_mem_lean_begin - tp_mem_begin for an exported allocation wrapper's
+ * lean path (preload/wrap.h TP_WRAP_LEANFN), entered with tp_hot's flags
+ * seen 0: 1 if they are not 0 now (the recording path then makes the whole
+ * decision, tp_mem_site still set), 0 to pass through (a nested call, or
+ * tracking off), TP_MEM_LEAN with "c" and tp_depth as tp_mem_begin leaves
+ * them.
+ */
+static inline int tp_mem_lean_begin(struct tp_call *c, uint16_t api)
+{
+    if (__builtin_expect(tp_hot_load() & TP_HOT_FLAGS, 0))
+        return 1;
+    c->site = tp_mem_site;
+    tp_mem_site = 0;
+    if (tp_depth > 0 || !atomic_load_explicit(&tp_mem_on, memory_order_relaxed))
+        return 0;
+    c->outer = tp_lib_depth > 0 ? tp_lib_outer
+             : api == TP_API_ncclMemAlloc || api == TP_API_ncclMemFree ? api : 0;
+    c->api = api;
     tp_depth++;
     return TP_MEM_LEAN;
 }
@@ -117,7 +141,12 @@ static inline void tp_mem_alloc_at(struct tp_record *r, const struct tp_call *c,
         tp_mem_untracked(r, mclass, addr, bytes, ok);
         return;
     }
-    tp_mem_alloc_here(r, mclass, addr, bytes, ok, tp_mem_from_call(c, oom));
+    /* no record (the lean path's is a constant NULL, folded there): the
+     * entry whose arguments all travel in registers */
+    if (!r)
+        tp_mem_alloc_lean(mclass, addr, bytes, ok, tp_mem_from_call(c, oom));
+    else
+        tp_mem_alloc_here(r, mclass, addr, bytes, ok, tp_mem_from_call(c, oom));
 }
 
 #endif

@@ -102,8 +102,7 @@ static inline void tp_call_finish(struct tp_call *c, struct tp_record *r, uint64
     if (r)
         tp_buf_commit();
     (*c->depth)--;
-    if (__builtin_expect(!__atomic_load_n(&tp_exit_hooked, __ATOMIC_RELAXED), 0))
-        tp_lifecycle_after_call();
+    tp_lifecycle_check();
     if (c->hot & (TP_HOT_LAUNCH_SIG | TP_HOT_CALL_SIG))
         tp_call_signal(c, func, func_kind);
     errno = c->saved_errno;

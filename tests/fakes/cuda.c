@@ -16,7 +16,9 @@
  * real driver may: ("cuMemsetD8", 3020) and ("cuLaunchHostFunc", 13010),
  * CUDA 13.1's cuLaunchHostFunc_v2 with a fourth argument the headers here
  * do not know; interposers must cope with pointers they cannot name.
- * There is no device: device memory is host memory, copies and sets really
+ * There is no device: device memory is host memory (an mmap'd arena of
+ * the fake's own, never the malloc heap: the memory section says why),
+ * copies and sets really
  * copy and set (2D/3D ones too, between host, device and array memory),
  * synchronizations return at once, host functions run at once on the
  * calling thread, launches validate their handle and dimensions, stream
@@ -600,8 +602,28 @@ static size_t fake_mem_total(void)
 
 /* Every block the fake handed out, by address, with its size and kind, so
  * that a free knows how many bytes it gives back.  A pointer the table does
- * not know (host memory the fake runtime allocated itself, freed through
- * the driver) is handed to free(), as the fake always did. */
+ * not know (host memory the fake runtime allocated itself with
+ * posix_memalign, freed through the driver) is handed to free(), as the
+ * fake always did.
+ *
+ * Where the memory comes from: not the host heap.  The real driver's
+ * memory is the device's, in an address range of its own; it never touches
+ * the process's malloc heap, so a program's (or an interposer's) heap use
+ * does not change what an allocation costs, and an allocation does not
+ * change the heap.  The fake models that with an arena of its own: blocks
+ * of up to FAKE_CLASS_MAX_SIZE (2 MiB, the real driver's large page) are
+ * rounded up to a power of two from 256 bytes and carved from 64 MiB
+ * chunks mmap'd as needed; a freed block goes on its size class's free
+ * list and the next allocation of that class takes it (the memory is not
+ * cleared, as cuMemAlloc documents: "The memory is not cleared"); larger
+ * blocks are a mapping of their own, unmapped at their free.  Every block
+ * is 256-byte aligned at least (cuMemAlloc: "suitably aligned for any kind
+ * of variable"; the runtime's cudaMalloc promises 256 bytes or more, and
+ * callers such as PyTorch's caching allocator rely on 512).  The block
+ * records themselves come from mmap'd slabs too, recycled through a free
+ * list.  Device memory stays host-readable and writable (copies and sets
+ * really copy and set).  A mapping that fails is CUDA_ERROR_OUT_OF_MEMORY,
+ * as the real driver answers when the device is full. */
 enum fake_mem_kind {
     FAKE_MEM_OTHER,     /* host or managed memory: not charged */
     FAKE_MEM_DEVICE,    /* charged against the budget */
@@ -610,13 +632,21 @@ enum fake_mem_kind {
 
 struct fake_block {
     uintptr_t addr;
-    size_t size;
+    size_t size;        /* the size asked for (a free list's record: its class's size) */
     int kind;
-    struct fake_block *next;
+    struct fake_block *next;    /* in its bucket, or on a free list */
 };
 
 #define FAKE_BLOCK_BUCKETS 1024
+#define FAKE_CLASS_MIN 8                    /* 256 bytes */
+#define FAKE_CLASS_MAX 21                   /* 2 MiB */
+#define FAKE_CLASS_MAX_SIZE ((size_t)1 << FAKE_CLASS_MAX)
+#define FAKE_CHUNK ((size_t)64 << 20)
+#define FAKE_SLAB 4096                      /* block records per slab */
 static struct fake_block *fake_blocks[FAKE_BLOCK_BUCKETS];
+static struct fake_block *fake_spare[FAKE_CLASS_MAX + 1];  /* freed blocks by class (records keep addr) */
+static struct fake_block *fake_recs;        /* unused records */
+static char *fake_chunk_at, *fake_chunk_end;
 static size_t fake_live;     /* device bytes handed out and not freed */
 static pthread_mutex_t fake_mem_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -625,47 +655,143 @@ static struct fake_block **fake_bucket(uintptr_t a)
     return &fake_blocks[(a >> 8) % FAKE_BLOCK_BUCKETS];
 }
 
-/* Charge "n" device bytes against the budget: 0 when they do not fit. */
-static int fake_charge(size_t n)
+/* The size class of "n" bytes (lock not needed): log2 of the block's size,
+ * or 0 for a block with a mapping of its own. */
+static int fake_class(size_t n)
+{
+    if (n > FAKE_CLASS_MAX_SIZE)
+        return 0;
+    int c = n > 1 ? 64 - __builtin_clzll((unsigned long long)(n - 1)) : 0;
+    return c > FAKE_CLASS_MIN ? c : FAKE_CLASS_MIN;
+}
+
+static void *fake_map(size_t n)
+{
+    void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return m == MAP_FAILED ? NULL : m;
+}
+
+static size_t fake_page_round(size_t n)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    return n > SIZE_MAX - page ? 0 : (n + page - 1) / page * page;
+}
+
+/* A block record (lock held), or NULL when out of memory. */
+static struct fake_block *fake_rec_get(void)
+{
+    if (!fake_recs) {
+        struct fake_block *slab = fake_map(FAKE_SLAB * sizeof *slab);
+        if (!slab)
+            return NULL;
+        for (int i = 0; i < FAKE_SLAB - 1; i++)
+            slab[i].next = &slab[i + 1];
+        slab[FAKE_SLAB - 1].next = NULL;
+        fake_recs = slab;
+    }
+    struct fake_block *b = fake_recs;
+    fake_recs = b->next;
+    return b;
+}
+
+static void fake_rec_put(struct fake_block *b)
+{
+    b->next = fake_recs;
+    fake_recs = b;
+}
+
+/* A block of "n" bytes and its record (lock held; addr set), or NULL: a
+ * freed block of its class, a new one carved from the current chunk (a new
+ * chunk when it is full: the old one's rest is left unused), or its own
+ * mapping. */
+static struct fake_block *fake_take(size_t n)
+{
+    int c = fake_class(n);
+    if (c && fake_spare[c]) {
+        struct fake_block *b = fake_spare[c];
+        fake_spare[c] = b->next;
+        return b;
+    }
+    struct fake_block *b = fake_rec_get();
+    if (!b)
+        return NULL;
+    if (!c) {
+        size_t len = fake_page_round(n);
+        void *m = len ? fake_map(len) : NULL;
+        if (!m) {
+            fake_rec_put(b);
+            return NULL;
+        }
+        b->addr = (uintptr_t)m;
+        return b;
+    }
+    size_t sz = (size_t)1 << c;
+    if (!fake_chunk_at || (size_t)(fake_chunk_end - fake_chunk_at) < sz) {
+        char *m = fake_map(FAKE_CHUNK);
+        if (!m) {
+            fake_rec_put(b);
+            return NULL;
+        }
+        fake_chunk_at = m;
+        fake_chunk_end = m + FAKE_CHUNK;
+    }
+    b->addr = (uintptr_t)fake_chunk_at;
+    fake_chunk_at += sz;
+    return b;
+}
+
+/* Block "b" (out of the table) is free again (lock held): to its class's
+ * free list, or unmapped. */
+static void fake_give(struct fake_block *b)
+{
+    int c = fake_class(b->size);
+    if (c) {
+        b->next = fake_spare[c];
+        fake_spare[c] = b;
+        return;
+    }
+    munmap((void *)b->addr, fake_page_round(b->size));
+    fake_rec_put(b);
+}
+
+/* Whether "n" more device bytes fit the budget (lock held). */
+static int fake_fits(size_t n)
 {
     size_t total = fake_mem_total();
-    pthread_mutex_lock(&fake_mem_lock);
     /* without a budget nothing fails for want of it */
-    int ok = !fake_budget || (fake_live <= total && n <= total - fake_live);
-    if (ok)
-        fake_live += n;
-    pthread_mutex_unlock(&fake_mem_lock);
-    return ok;
+    return !fake_budget || (fake_live <= total && n <= total - fake_live);
 }
 
-static void fake_uncharge(size_t n)
+/* Put record "b" of "n" bytes of "kind" into the table (lock held). */
+static void fake_insert(struct fake_block *b, size_t n, int kind)
 {
-    pthread_mutex_lock(&fake_mem_lock);
-    fake_live -= n < fake_live ? n : fake_live;
-    pthread_mutex_unlock(&fake_mem_lock);
-}
-
-/* Remember block "a": 0 when out of host memory (nothing charged then). */
-static int fake_remember(uintptr_t a, size_t n, int kind)
-{
-    struct fake_block *b = malloc(sizeof *b);
-    if (!b)
-        return 0;
-    b->addr = a;
     b->size = n;
     b->kind = kind;
-    pthread_mutex_lock(&fake_mem_lock);
-    struct fake_block **head = fake_bucket(a);
+    struct fake_block **head = fake_bucket(b->addr);
     b->next = *head;
     *head = b;
+    if (kind == FAKE_MEM_DEVICE)
+        fake_live += n;
+}
+
+/* Remember reservation "a" of "n" bytes: 0 when out of memory. */
+static int fake_remember(uintptr_t a, size_t n, int kind)
+{
+    pthread_mutex_lock(&fake_mem_lock);
+    struct fake_block *b = fake_rec_get();
+    if (b) {
+        b->addr = a;
+        fake_insert(b, n, kind);
+    }
     pthread_mutex_unlock(&fake_mem_lock);
-    return 1;
+    return b != NULL;
 }
 
 /* Forget block "a" if the table has it (its size in *size, its device
- * bytes given back): 1 found, 0 unknown, -1 known but not what the caller
- * frees (va: a reservation, else memory; "want", if not 0, the size the
- * block must have), left as it is: the real driver answers
+ * bytes given back, its memory to the arena unless it is a reservation,
+ * which the caller unmaps): 1 found, 0 unknown, -1 known but not what the
+ * caller frees (va: a reservation, else memory; "want", if not 0, the size
+ * the block must have), left as it is: the real driver answers
  * CUDA_ERROR_INVALID_VALUE to cuMemFree of a reservation, to
  * cuMemAddressFree of memory and to a reservation freed at another size. */
 static int fake_forget(uintptr_t a, int va, size_t want, size_t *size)
@@ -684,7 +810,14 @@ static int fake_forget(uintptr_t a, int va, size_t want, size_t *size)
         *size = b->size;
         if (b->kind == FAKE_MEM_DEVICE)
             fake_live -= b->size < fake_live ? b->size : fake_live;
-        free(b);
+        if (va) {
+            fake_rec_put(b);
+        } else {
+            int c = fake_class(b->size);
+            if (c)
+                b->size = (size_t)1 << c;   /* a spare's size is its class's */
+            fake_give(b);
+        }
         found = 1;
         break;
     }
@@ -693,8 +826,8 @@ static int fake_forget(uintptr_t a, int va, size_t want, size_t *size)
 }
 
 /* The allocation itself, without the call's report (fake_alloc and the
- * private fakegpu_mem_alloc).  256-byte aligned, as cuMemAlloc documents
- * ("suitably aligned for any kind of variable"; the runtime promises 256). */
+ * private fakegpu_mem_alloc): one lock for the budget, the block and the
+ * table. */
 static CUresult fake_alloc_block(CUdeviceptr *p, size_t n, int kind)
 {
     if (!p || !n)
@@ -702,25 +835,30 @@ static CUresult fake_alloc_block(CUdeviceptr *p, size_t n, int kind)
     size_t limit = fake_oom_bytes();
     if (limit && n > limit)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if (kind == FAKE_MEM_DEVICE && !fake_charge(n))
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    void *m = NULL;
-    if (posix_memalign(&m, 256, n) != 0 || !fake_remember((uintptr_t)m, n, kind)) {
-        free(m);
-        if (kind == FAKE_MEM_DEVICE)
-            fake_uncharge(n);
-        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (kind == FAKE_MEM_DEVICE)
+        fake_mem_total();           /* the budget read, outside the lock */
+    uintptr_t a = 0;
+    pthread_mutex_lock(&fake_mem_lock);
+    struct fake_block *b = kind != FAKE_MEM_DEVICE || fake_fits(n) ? fake_take(n) : NULL;
+    if (b) {
+        a = b->addr;
+        fake_insert(b, n, kind);
     }
-    *p = (CUdeviceptr)(uintptr_t)m;
+    pthread_mutex_unlock(&fake_mem_lock);
+    if (!a)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *p = (CUdeviceptr)a;
     return CUDA_SUCCESS;
 }
 
 static CUresult fake_free_block(CUdeviceptr p)
 {
     size_t size;
-    if (!p || fake_forget((uintptr_t)p, 0, 0, &size) < 0)
+    int found;
+    if (!p || (found = fake_forget((uintptr_t)p, 0, 0, &size)) < 0)
         return CUDA_ERROR_INVALID_VALUE;
-    free((void *)(uintptr_t)p);
+    if (!found)
+        free((void *)(uintptr_t)p);
     return CUDA_SUCCESS;
 }
 
@@ -870,14 +1008,22 @@ FAKE_EXPORT CUresult cuMemFreeHost(void *p)
     return fake_free(CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost, (CUdeviceptr)(uintptr_t)p);
 }
 
-/* Every pointer lives on device 0 (FAKE_CUDA_POINTER_DEVICE=N: on device N). */
-static int fake_pointer_device;
-static pthread_once_t fake_pointer_once = PTHREAD_ONCE_INIT;
+/* Every pointer lives on device 0 (FAKE_CUDA_POINTER_DEVICE=N: on device N).
+ * Read once, with an atomic flag rather than pthread_once: the real query
+ * is a table lookup in the driver, and the memory ledger makes it on every
+ * allocation, so that its cost shows in the allocation benchmarks. */
+static int fake_pointer_device = -1;
 
-static void fake_pointer_read(void)
+static int fake_pointer_dev(void)
 {
-    const char *v = getenv("FAKE_CUDA_POINTER_DEVICE");
-    fake_pointer_device = v && *v ? atoi(v) : 0;
+    int d = __atomic_load_n(&fake_pointer_device, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(d < 0, 0)) {
+        const char *v = getenv("FAKE_CUDA_POINTER_DEVICE");
+        d = v && *v ? atoi(v) : 0;
+        d = d < 0 ? 0 : d;
+        __atomic_store_n(&fake_pointer_device, d, __ATOMIC_RELEASE);
+    }
+    return d;
 }
 
 FAKE_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr p)
@@ -887,12 +1033,11 @@ FAKE_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr,
         return CUDA_ERROR_INVALID_VALUE;
     if (attr != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
         return CUDA_ERROR_NOT_SUPPORTED;
-    pthread_once(&fake_pointer_once, fake_pointer_read);
-    *(int *)data = fake_pointer_device;
+    *(int *)data = fake_pointer_dev();
     return CUDA_SUCCESS;
 }
 
-/* Physical allocations: the handle is the malloc'ed block; a mapping only
+/* Physical allocations: the handle is the block's address in the arena; a mapping only
  * checks its arguments (a range need not be reserved: tests/programs/
  * mem_calls.c maps a block at its own address).  The memory is charged at
  * cuMemCreate and given back at cuMemRelease, as the real driver's

@@ -6,7 +6,8 @@
  * libcudart.so.13), so that test programs link and call exactly what a program
  * built by nvcc against CUDA 13 links and calls, and the preloaded library
  * interposes the same symbols it would in production.  There is no device:
- * device memory is host memory (malloc), copies and sets really copy and set,
+ * device memory is host memory (the fake driver's arena, never the malloc
+ * heap: tests/fakes/cuda.c), copies and sets really copy and set,
  * synchronizations return at once, and launches do nothing but validate their
  * function (NULL gives cudaErrorInvalidDeviceFunction and sets the calling
  * thread's last error, as the real runtime does) and, when FAKE_CUDA_LAUNCH_NS
@@ -1668,7 +1669,13 @@ FAKE_EXPORT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t e, 
  * does when the driver answers CUDA_ERROR_OUT_OF_MEMORY.  cudaFree and
  * cudaFreeAsync give them back the same way.  Host memory (cudaMallocHost,
  * cudaHostAlloc) is posix_memalign, freed with free(); so is everything when
- * no fake driver was found.
+ * no fake driver was found.  What the real runtime does, and the fake with
+ * it: the memory is not cleared and is aligned for any variable (256 bytes
+ * at least: the driver's blocks are); cudaMalloc of 0 bytes succeeds with
+ * NULL; cudaFree(NULL) succeeds and does nothing ("If devPtr is 0, no
+ * operation is performed", cuda_runtime_api.h); a failure for want of
+ * memory is cudaErrorMemoryAllocation ("in case of failure") with *p NULL
+ * and the thread's last error set.
  * FAKE_CUDA_OOM_BYTES=N: an allocation of more than N bytes fails with
  * cudaErrorMemoryAllocation (and sets the last error), as a full device does.
  * FAKE_CUDART_VIA_DRIVER=1: cudaMalloc and cudaFree go through the

@@ -182,3 +182,51 @@ def test_totals_carry_across_windows():
     mem = tputil.events(second, ph="i", name="[memory]")
     freed_c = [e for e in mem if e["args"]["Addr"] == a["C"]]
     assert [e["args"]["Bytes"] for e in freed_c] == [-4096]
+
+
+# ---- the lean path between windows (tests/programs/mem_lean.c) -------------
+
+import pytest
+
+
+@pytest.mark.parametrize("via_driver", ["0", "1"])
+def test_lean_path_and_windows_see_each_others_blocks(via_driver):
+    """Blocks that cross a window's edge: X and D allocated between windows
+    (the wrappers' lean path), X freed in window 1 (the recording path) with
+    its size and owner; Y allocated in window 1 and freed between windows
+    with D, gone when window 2 starts; Z and W allocated between windows, Z
+    freed in window 2 with its size; W held at exit.  A lean path that lost
+    an allocation makes X's free unknown (0 bytes) and window 1 start low; one
+    that lost a free makes window 2 start high (and the exit line wrong).
+    FAKE_CUDART_VIA_DRIVER=1: each cudaMalloc reaches cuMemAlloc_v2 inside
+    it, which must not count twice."""
+    env = {"TRAINPROF_SCHEDULE": "wait=1,warmup=0,active=1,repeat=2", "TRAINPROF_ACTIVITIES": "cpu",
+           "FAKE_CUDART_VIA_DRIVER": via_driver}
+    plain = tputil.run("mem_lean", preload=False, env=env)
+    r = tputil.run("mem_lean", env=env)
+    assert r.rc == 0 and r.stdout == plain.stdout, r.stderr
+    a = {m.group(1).decode(): int(m.group(2), 16) for m in re.finditer(rb"addr (\w+) 0x([0-9a-f]+)", r.stderr)}
+    assert len(r.traces) == 2, r.stderr
+    w1, w2 = (tputil.load_trace(p) for p in r.traces)
+
+    def level(t, name="GPU 0 memory reserved"):
+        return [c["args"]["bytes"] for c in tputil.events(t, ph="C", name=name)]
+
+    def mem(t):
+        return {e["args"]["Addr"]: e["args"] for e in tputil.events(t, ph="i", name="[memory]")}
+
+    kib = 1024
+    assert level(w1)[0] == MIB + 64 * kib, level(w1)
+    m1 = mem(w1)
+    assert set(m1) == {a["X"], a["Y"]}, m1
+    assert m1[a["X"]]["Bytes"] == -MIB and m1[a["Y"]]["Bytes"] == 2 * MIB, m1
+    # X's owner is the program, from the call site the lean path kept
+    assert m1[a["X"]]["Owner"] == "mem_lean" and m1[a["X"]]["Site"].endswith("(mem_lean)"), m1
+    assert level(w2)[0] == 12 * MIB and level(w2)[-1] == 8 * MIB, level(w2)
+    assert [c["args"] for c in tputil.events(w2, ph="C", name="GPU 0 memory by owner")][0] == {"mem_lean": 12 * MIB}
+    m2 = mem(w2)
+    assert set(m2) == {a["Z"]} and m2[a["Z"]]["Bytes"] == -4 * MIB, m2
+    held = [ln for ln in r.stderr.decode().splitlines() if "memory held at exit" in ln]
+    assert len(held) == 1 and "GPU 0: mem_lean 8.00 MiB (1 block)" in held[0], held
+    r = tputil.run("mem_lean", ["--free-w"], env=env)
+    assert r.rc == 0 and b"memory held at exit" not in r.stderr, r.stderr

@@ -314,6 +314,40 @@ START_TEST(test_ledger_sites)
 }
 END_TEST
 
+/* Sites that take turns, and a reset between: each allocation goes to its
+ * own site whatever the last one's was (tp_orig_of tries the last
+ * allocation's site first). */
+START_TEST(test_ledger_sites_alternate)
+{
+    struct tp_record r;
+    uint32_t o[2] = { TP_MEM_NO_ORIGIN, TP_MEM_NO_ORIGIN };
+    for (int i = 0; i < 6; i++) {
+        int k = i % 2 == 0 || i == 5;   /* A B A B A A */
+        tp_mem_alloc(&r, TP_MEM_DEVICE, 0, 0x1000 + 0x100 * (uint64_t)i, 10 + (uint64_t)i, 0, 1,
+                     from(k ? SITE_A : SITE_B, 0, TP_API_cudaMalloc, 0));
+        if (o[k] == TP_MEM_NO_ORIGIN)
+            o[k] = r.u.mem.origin;
+        ck_assert_uint_eq(r.u.mem.origin, o[k]);
+    }
+    ck_assert_uint_ne(o[0], o[1]);
+    struct tp_mem_origin_info *v;
+    int n = tp_mem_origins(-1, &v, NULL, NULL);
+    ck_assert_int_eq(n, 2);
+    ck_assert_uint_eq(origin_of(v, n, SITE_A, 0, 0)->live, 10 + 12 + 14 + 15);
+    ck_assert_uint_eq(origin_of(v, n, SITE_B, 0, 0)->live, 11 + 13);
+    free(v);
+    /* after a reset the ledger starts empty: B is its first site */
+    tp_mem_reset();
+    tp_mem_alloc(&r, TP_MEM_DEVICE, 0, 0x9000, 5, 0, 1, from(SITE_B, 0, TP_API_cudaMalloc, 0));
+    tp_mem_alloc(&r, TP_MEM_DEVICE, 0, 0xa000, 6, 0, 1, from(SITE_A, 0, TP_API_cudaMalloc, 0));
+    n = tp_mem_origins(-1, &v, NULL, NULL);
+    ck_assert_int_eq(n, 2);
+    ck_assert_uint_eq(origin_of(v, n, SITE_B, 0, 0)->live, 5);
+    ck_assert_uint_eq(origin_of(v, n, SITE_A, 0, 0)->live, 6);
+    free(v);
+}
+END_TEST
+
 /* What each site held at the last step ends: the ring fills lazily, a
  * site born later held nothing before. */
 START_TEST(test_ledger_growth)
@@ -422,6 +456,7 @@ int main(void)
     tcase_add_test(tl, test_ledger_growth);
     tcase_add_test(tl, test_ledger_window_starts);
     tcase_add_test(tl, test_ledger_oom_burst);
+    tcase_add_test(tl, test_ledger_sites_alternate);
     suite_add_tcase(s, tl);
     TCase *tc = tcase_create("memory");
     tcase_add_checked_fixture(tc, setup, NULL);
