@@ -506,7 +506,7 @@ START_TEST(test_put_strn_vs_strbody)
     char out[6 * 64 + 10 + 16];
     for (int iter = 0; iter < 20000; iter++) {
         size_t n = (size_t)(rnd_next(&x) % 41);
-        int plain = iter % 3 == 0;  /* mostly plain runs, to reach the 8-byte path */
+        int plain = iter % 3 == 0;  /* mostly plain runs, to reach the 16-byte path */
         for (size_t i = 0; i < n; i++) {
             uint64_t r = rnd_next(&x);
             in[i] = plain && r % 8 ? (unsigned char)('a' + r % 26) : alphabet[r % sizeof alphabet];
