@@ -479,6 +479,53 @@ void tp_jsonw_printf(struct tp_jsonw *w, const char *fmt, ...)
     tp_jsonw_raw(w, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
+/* Eight digits to a store (jsonw.h, tp_jsonw_digits8) where the words are
+ * little-endian; pairs from the last back elsewhere. */
+char *tp_jsonw_put_u64_big(char *p, uint64_t v)
+{
+    unsigned len = tp_jsonw_u64_len(v);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t d;
+    if (len <= 8) {
+        d = tp_jsonw_digits8((uint32_t)v) >> (8 * (8 - len));
+        __builtin_memcpy(p, &d, 8);
+        return p + len;
+    }
+    char *q = p;
+    unsigned lead = len - 8;            /* the digits before the last eight */
+    uint64_t top = v / 100000000;
+    uint32_t low = (uint32_t)(v - top * 100000000);
+    if (len > 16) {
+        uint64_t top2 = top / 100000000;  /* <= 1844 */
+        lead = len - 16;
+        d = tp_jsonw_digits8((uint32_t)top2) >> (8 * (8 - lead));
+        __builtin_memcpy(q, &d, 8);
+        q += lead;
+        top -= top2 * 100000000;
+        lead = 8;
+    }
+    d = tp_jsonw_digits8((uint32_t)top) >> (8 * (8 - lead));
+    __builtin_memcpy(q, &d, 8);
+    q += lead;
+    d = tp_jsonw_digits8(low);
+    __builtin_memcpy(q, &d, 8);
+    return q + 8;
+#else
+    char *end = p + len, *q = end;
+    while (v >= 100) {
+        uint64_t d = v / 100;
+        q -= 2;
+        __builtin_memcpy(q, tp_jsonw_digits2 + 2 * (v - 100 * d), 2);
+        v = d;
+    }
+    if (v >= 10)
+        __builtin_memcpy(q - 2, tp_jsonw_digits2 + 2 * v, 2);
+    else
+        q[-1] = (char)('0' + v);
+    return end;
+#endif
+}
+
 size_t tp_jsonw_fmt_u64(char *out, uint64_t v)
 {
     return (size_t)(tp_jsonw_put_u64(out, v) - out);

@@ -152,22 +152,43 @@ static inline unsigned tp_jsonw_u64_len(uint64_t v)
     return t + 1 - ((v | 1) < tp_jsonw_pow10[t]);
 }
 
-/* tp_jsonw_put_u64 - the decimal digits of "v" at "p" (20 bytes at most),
- * written from the last pair back, two digits per division; the end. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* tp_jsonw_digits8 - the 8 decimal digits of "x" (< 10^8, leading zeros
+ * kept) as ASCII in one word whose first byte in memory is the first
+ * digit: x split in two 4-digit halves, each in two 2-digit quarters,
+ * each in two digits, by multiplications that divide every lane of the
+ * word at once (the quotients are exact for these ranges: /100 is
+ * *10486 >> 20 below 43,690, /10 is *103 >> 10 below 179). */
+static inline uint64_t tp_jsonw_digits8(uint32_t x)
+{
+    uint64_t m = (x / 10000) | ((uint64_t)(x % 10000) << 32);
+    uint64_t hi = ((m * 10486) >> 20) & 0x0000007f0000007full;
+    m = hi | ((m - 100 * hi) << 16);
+    hi = ((m * 103) >> 10) & 0x000f000f000f000full;
+    m = hi | ((m - 10 * hi) << 8);
+    return m + 0x3030303030303030ull;
+}
+#endif
+
+/* tp_jsonw_put_u64_big - tp_jsonw_put_u64 for v >= 100 (jsonw.c). */
+char *tp_jsonw_put_u64_big(char *p, uint64_t v);
+
+/* tp_jsonw_put_u64 - the decimal digits of "v" at "p"; the end.  It
+ * writes max(8, digits) <= 20 bytes: eight digits to a store (the first
+ * store of a shorter number also writes up to 7 bytes past its end, for
+ * the text after it to overwrite).  One and two digits (most of a
+ * launch's: its block, grid, stream) here, inline; longer in jsonw.c. */
 static inline char *tp_jsonw_put_u64(char *p, uint64_t v)
 {
-    char *end = p + tp_jsonw_u64_len(v), *q = end;
-    while (v >= 100) {
-        uint64_t d = v / 100;
-        q -= 2;
-        __builtin_memcpy(q, tp_jsonw_digits2 + 2 * (v - 100 * d), 2);
-        v = d;
+    if (__builtin_expect(v < 10, 1)) {
+        *p = (char)('0' + v);
+        return p + 1;
     }
-    if (v >= 10)
-        __builtin_memcpy(q - 2, tp_jsonw_digits2 + 2 * v, 2);
-    else
-        q[-1] = (char)('0' + v);
-    return end;
+    if (v < 100) {
+        __builtin_memcpy(p, tp_jsonw_digits2 + 2 * v, 2);
+        return p + 2;
+    }
+    return tp_jsonw_put_u64_big(p, v);
 }
 
 /* tp_jsonw_put_i64 - a signed decimal (21 bytes at most). */
