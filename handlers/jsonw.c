@@ -483,6 +483,17 @@ void tp_jsonw_printf(struct tp_jsonw *w, const char *fmt, ...)
  * little-endian; pairs from the last back elsewhere. */
 char *tp_jsonw_put_u64_big(char *p, uint64_t v)
 {
+    if (v < 10000) {            /* a block, a grid, a cbid: a digit or a pair, a pair */
+        unsigned h = (unsigned)v / 100, l = (unsigned)v - 100 * h;
+        if (h < 10) {
+            p[0] = (char)('0' + h);
+            memcpy(p + 1, tp_jsonw_digits2 + 2 * l, 2);
+            return p + 3;
+        }
+        memcpy(p, tp_jsonw_digits2 + 2 * h, 2);
+        memcpy(p + 2, tp_jsonw_digits2 + 2 * l, 2);
+        return p + 4;
+    }
     unsigned len = tp_jsonw_u64_len(v);
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     uint64_t d;
