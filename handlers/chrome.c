@@ -5,9 +5,12 @@
  * one event per line as it arrives (a host call's arguments:
  * chrome_args.c), close() appends the metadata events of every thread seen
  * and "traceName", then commits the file through output.c (temporary name,
- * rename).  Nothing is buffered per event besides the writer's 64 KiB and a
- * small (pid, tid) table for the metadata rows, so memory does not grow
- * with the window.  The window's steps come first (parents before their
+ * rename).  Nothing is buffered per event besides the writer's buffers, a
+ * small (pid, tid) table for the metadata rows and a table of names'
+ * texts (CHROME_TEXTS entries of names up to CHROME_TEXT_MAX bytes, ph,
+ * cat and the quoted, escaped name: most events repeat a few names, and
+ * a copy costs a tenth of escaping), so memory does not grow with the
+ * window.  The window's steps come first (parents before their
  * children), with no FLOPs track of zeros.  The memory ledger's account
  * is in the window, not the events: each [memory] instant names its
  * owner and call site from its event, and close() writes one counter
@@ -187,12 +190,16 @@ const struct chrome_text *tp_chrome_text(struct chrome *c, const char *prefix, s
     memcpy(text, prefix, prefix_len);
     char *end = tp_jsonw_put_strn(text + prefix_len, s, n);
     memset(end, 0, 16);
+    size_t len = (size_t)(end - text);
+    char *fit = realloc(raw, n + 1 + len + 16);     /* the escaper's spare room back */
+    if (fit)
+        raw = fit;
     free(t->raw);
     t->prefix = prefix;
     t->key = s;
     t->raw = raw;
-    t->text = text;
-    t->len = (uint32_t)(end - text);
+    t->text = raw + n + 1;
+    t->len = (uint32_t)len;
     return t;
 }
 

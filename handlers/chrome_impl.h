@@ -41,7 +41,7 @@ struct chrome_text {
 /* Entries of the table (direct-mapped on the two pointers), and the
  * longest name kept (longer ones are escaped per event). */
 #define CHROME_TEXTS 512
-#define CHROME_TEXT_MAX 1024
+#define CHROME_TEXT_MAX 2048
 
 struct chrome {
     struct tp_output out;

@@ -1,9 +1,10 @@
 /*
  * jsonw.c - DESIGN: text is appended to one 64 KiB buffer; a full buffer
  * goes to deflate (gzip) or straight to write(2).  Everything on the per-event
- * path is hand-rolled (integers from a two-digit table written from the
- * last pair back into the buffer, microseconds as integer division of
- * nanoseconds, string escaping that tests eight bytes at a time) because
+ * path is hand-rolled (integers of one to four digits from a two-digit
+ * table, longer ones eight digits to a store by dividing every lane of a
+ * word at once, microseconds as integer division of nanoseconds, string
+ * escaping that tests sixteen bytes at a time) because
  * printf per field costs about 80 ns and a trace must be written at >= 3 M
  * events/s (README "Overhead"); a fixed-shape event asks once for room for
  * its longest text and writes its fields with no check between them (the
