@@ -17,10 +17,14 @@
 #include <zlib.h>
 
 #define TP_JSONW_BUF (64u * 1024u)
-/* The text buffer of a gzip writer: igzip takes about 20 % fewer cycles
- * per byte given 512 KiB at a time than 64 KiB (tests/bench/RESULTS.md,
- * "writer3m"), and the compressor thread is woken 8 times less often. */
+/* The text buffer of a gzip writer: each full one handed to tp-gzip costs
+ * two futex calls and, on a busy machine, two switches, so 8 times fewer
+ * of them (tests/bench/RESULTS.md, "writer3m": on two CPUs 2.41 M events
+ * per CPU second against 2.01 M with 64 KiB); igzip also takes fewer
+ * cycles per byte given larger pieces.  A -D may set another size. */
+#ifndef TP_JSONW_GZ_BUF
 #define TP_JSONW_GZ_BUF (512u * 1024u)
+#endif
 #define TP_JSONW_GZIP_LEVEL 1
 
 /* tp_jsonw_init's "gzip": plain text, one gzip member by the fastest
