@@ -1,6 +1,7 @@
 /*
- * jsonw.c - DESIGN: text is appended to one 64 KiB buffer; a full buffer
- * goes to deflate (gzip) or straight to write(2).  Everything on the per-event
+ * jsonw.c - DESIGN: text is appended to one buffer (64 KiB, 512 KiB with
+ * gzip); a full buffer goes to deflate (gzip) or straight to write(2).
+ * Everything on the per-event
  * path is hand-rolled (integers of one to four digits from a two-digit
  * table, longer ones eight digits to a store by dividing every lane of a
  * word at once, microseconds as integer division of nanoseconds, string
