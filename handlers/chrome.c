@@ -5,9 +5,12 @@
  * one event per line as it arrives (a host call's arguments:
  * chrome_args.c), close() appends the metadata events of every thread seen
  * and "traceName", then commits the file through output.c (temporary name,
- * rename).  Nothing is buffered per event besides the writer's 64 KiB and a
- * small (pid, tid) table for the metadata rows, so memory does not grow
- * with the window.  The window's steps come first (parents before their
+ * rename).  Nothing is buffered per event besides the writer's buffers, a
+ * small (pid, tid) table for the metadata rows and a table of names'
+ * texts (CHROME_TEXTS entries of names up to CHROME_TEXT_MAX bytes, ph,
+ * cat and the quoted, escaped name: most events repeat a few names, and
+ * a copy costs a tenth of escaping), so memory does not grow with the
+ * window.  The window's steps come first (parents before their
  * children), with no FLOPs track of zeros.  The memory ledger's account
  * is in the window, not the events: each [memory] instant names its
  * owner and call site from its event, and close() writes one counter
@@ -98,13 +101,16 @@ static void *chrome_open(const struct tp_window *w)
         return NULL;
     }
     c->cap = 64;
+    c->texts = calloc(CHROME_TEXTS, sizeof *c->texts);   /* NULL: names escaped per event */
     c->threads = calloc(c->cap, sizeof *c->threads);
     if (!c->threads) {
         TP_ERROR("cannot write %s: %s", path, strerror(ENOMEM));
+        free(c->texts);
         free(c);
         return NULL;
     }
     if (tp_output_open(&c->out, path, 0, w->overwrite) != 0) {
+        free(c->texts);
         free(c->threads);
         free(c);
         return NULL;
@@ -112,6 +118,7 @@ static void *chrome_open(const struct tp_window *w)
     if (tp_jsonw_init(&c->j, c->out.fd, w->gzip, TP_JSONW_GZIP_LEVEL) != 0) {
         tp_output_abort(&c->out, c->j.err);
         tp_jsonw_finish(&c->j);
+        free(c->texts);
         free(c->threads);
         free(c);
         return NULL;
@@ -137,7 +144,8 @@ static void put_ts(struct chrome *c, int64_t ts_ns)
 }
 
 /* The text `, "pid": P, "tid": T, "ts": ` of the last (pid, tid), kept:
- * most events come from a few threads, one after another. */
+ * most events come from a few threads, one after another.  At most 48
+ * bytes (two int32s of 11), so that 64 may be copied. */
 static const char *ids_text(struct chrome *c, const struct tp_event *ev)
 {
     if (c->ids_len == 0 || ev->pid != c->ids_pid || ev->tid != c->ids_tid) {
@@ -157,15 +165,64 @@ static const char *ids_text(struct chrome *c, const struct tp_event *ev)
 /* Names up to this long go in one room with the rest of the head. */
 #define HEAD_NAME_ONCE 4096
 
+const struct chrome_text *tp_chrome_text(struct chrome *c, const char *prefix, size_t prefix_len,
+                                         const char *s)
+{
+    if (!c->texts)
+        return NULL;
+    uint64_t k = ((uint64_t)(uintptr_t)s ^ ((uint64_t)(uintptr_t)prefix << 7)) * 0x9e3779b97f4a7c15ull;
+    struct chrome_text *t = &c->texts[(k >> 40) & (CHROME_TEXTS - 1)];
+    if (t->key == s && t->prefix == prefix) {
+        if (strcmp(t->raw, s) == 0)
+            return t;
+        return NULL;    /* a buffer that holds one name after another: not kept */
+    }
+    size_t n = strnlen(s, CHROME_TEXT_MAX + 1);
+    if (n > CHROME_TEXT_MAX || prefix_len > 128)
+        return NULL;
+    /* the name and its NUL, then the text with the escaper's spare bytes
+     * and 16 more to read (zeroed: nothing unset is ever copied) */
+    char *raw = calloc(1, n + 1 + prefix_len + TP_JSONW_STR_ROOM(n) + 16);
+    if (!raw)
+        return NULL;
+    memcpy(raw, s, n);
+    char *text = raw + n + 1;
+    memcpy(text, prefix, prefix_len);
+    char *end = tp_jsonw_put_strn(text + prefix_len, s, n);
+    memset(end, 0, 16);
+    size_t len = (size_t)(end - text);
+    char *fit = realloc(raw, n + 1 + len + 16);     /* the escaper's spare room back */
+    if (fit)
+        raw = fit;
+    free(t->raw);
+    t->prefix = prefix;
+    t->key = s;
+    t->raw = raw;
+    t->text = raw + n + 1;
+    t->len = (uint32_t)len;
+    return t;
+}
+
+static void free_texts(struct chrome *c)
+{
+    if (!c->texts)
+        return;
+    for (size_t i = 0; i < CHROME_TEXTS; i++)
+        free(c->texts[i].raw);
+    free(c->texts);
+    c->texts = NULL;
+}
+
 /* {"ph": PH, "cat": CAT, "name": NAME, "pid": P, "tid": T, "ts": TS
- * in one room of the writer (jsonw.h's cursor). */
+ * in one room of the writer (jsonw.h's cursor); "ph_cat" ends with
+ * "name": . */
 static void put_head_n(struct chrome *c, const char *ph_cat, size_t ph_cat_len,
                        const char *name, size_t name_len, const struct tp_event *ev)
 {
     struct tp_jsonw *j = &c->j;
     int64_t rel = ev->ts_ns - c->base;
     if (name_len <= HEAD_NAME_ONCE && ph_cat_len <= 128) {
-        char *p = tp_jsonw_room(j, 2 + ph_cat_len + 8 + TP_JSONW_STR_ROOM(name_len) + sizeof c->ids + 25);
+        char *p = tp_jsonw_room(j, 2 + ph_cat_len + TP_JSONW_STR_ROOM(name_len) + sizeof c->ids + 25);
         if (!p)
             return;
         if (c->events++)
@@ -173,8 +230,7 @@ static void put_head_n(struct chrome *c, const char *ph_cat, size_t ph_cat_len,
         else
             *p++ = '\n';
         memcpy(p, ph_cat, ph_cat_len);
-        p = TP_JSONW_PUT_LIT(p + ph_cat_len, "\"name\": ");
-        p = tp_jsonw_put_strn(p, name, name_len);
+        p = tp_jsonw_put_strn(p + ph_cat_len, name, name_len);
         const char *ids = ids_text(c, ev);
         memcpy(p, ids, c->ids_len);
         p = tp_jsonw_put_us(p + c->ids_len, rel > 0 ? rel : 0);
@@ -186,7 +242,6 @@ static void put_head_n(struct chrome *c, const char *ph_cat, size_t ph_cat_len,
     else
         tp_jsonw_char(j, '\n');
     tp_jsonw_raw(j, ph_cat, ph_cat_len);
-    LIT(j, "\"name\": ");
     tp_jsonw_strn(j, name, name_len);
     LIT(j, ", \"pid\": ");
     tp_jsonw_i64(j, ev->pid);
@@ -196,14 +251,37 @@ static void put_head_n(struct chrome *c, const char *ph_cat, size_t ph_cat_len,
     put_ts(c, ev->ts_ns);
 }
 
+/* put_head_n for a NUL-terminated name: from the table of names' texts
+ * (tp_chrome_text), two copies and the time stamp. */
 static void put_head(struct chrome *c, const char *ph_cat, size_t ph_cat_len,
                      const char *name, const struct tp_event *ev)
 {
-    put_head_n(c, ph_cat, ph_cat_len, name, strlen(name), ev);
+    const struct chrome_text *t = tp_chrome_text(c, ph_cat, ph_cat_len, name);
+    if (!t) {
+        put_head_n(c, ph_cat, ph_cat_len, name, strlen(name), ev);
+        return;
+    }
+    struct tp_jsonw *j = &c->j;
+    int64_t rel = ev->ts_ns - c->base;
+    /* the ids' copy (sizeof c->ids at most) takes the text's 15 spare bytes */
+    char *p = tp_jsonw_room(j, 2 + t->len + sizeof c->ids + 25);
+    if (!p)
+        return;
+    if (c->events++)
+        p = TP_JSONW_PUT_LIT(p, ",\n");
+    else
+        *p++ = '\n';
+    p = tp_chrome_copy16(p, t->text, t->len);
+    const char *ids = ids_text(c, ev);
+    p = tp_chrome_copy16(p, ids, c->ids_len);
+    p = tp_jsonw_put_us(p, rel > 0 ? rel : 0);
+    tp_jsonw_done(j, p);
 }
 
-#define HEAD(c, phcat, name, ev) put_head((c), "" phcat, sizeof(phcat) - 1, (name), (ev))
-#define HEADN(c, phcat, name, len, ev) put_head_n((c), "" phcat, sizeof(phcat) - 1, (name), (len), (ev))
+#define HEAD(c, phcat, name, ev) \
+    put_head((c), "" phcat "\"name\": ", sizeof(phcat "\"name\": ") - 1, (name), (ev))
+#define HEADN(c, phcat, name, len, ev) \
+    put_head_n((c), "" phcat "\"name\": ", sizeof(phcat "\"name\": ") - 1, (name), (len), (ev))
 
 static void put_dur(struct chrome *c, const struct tp_event *ev)
 {
@@ -467,8 +545,9 @@ static void put_call(struct chrome *c, const struct tp_event *ev)
     default:
         HEAD(c, "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", ", name, ev);
     }
-    /* dur, the ids and cbid: at most 9 + 25 + 23 + 20 + 18 + 20 + 10 + 21 bytes */
-    char *p = tp_jsonw_room(j, 160);
+    /* dur, the ids and cbid: at most 9 + 25 + 23 + 20 + 18 + 20 + 10 + 21
+     * bytes, and 12 that the External id's copy may write past its end */
+    char *p = tp_jsonw_room(j, 176);
     if (!p)
         return;
     p = TP_JSONW_PUT_LIT(p, ", \"dur\": ");
@@ -482,8 +561,13 @@ static void put_call(struct chrome *c, const struct tp_event *ev)
         p = TP_JSONW_PUT_LIT(p, ", \"args\": {\"correlation\": ");
         p = tp_jsonw_put_u64(p, ev->correlation);
         if (ev->external_id) {
+            /* an operator's id, on each of its calls one after another */
+            if (ev->external_id != c->xid || !c->xid_len) {
+                c->xid = ev->external_id;
+                c->xid_len = (uint32_t)(tp_jsonw_put_u64(c->xid_text, c->xid) - c->xid_text);
+            }
             p = TP_JSONW_PUT_LIT(p, ", \"External id\": ");
-            p = tp_jsonw_put_u64(p, ev->external_id);
+            p = tp_chrome_copy16(p, c->xid_text, c->xid_len);
         }
     }
     if (ev->cbid >= 0) {
@@ -853,6 +937,7 @@ static int chrome_close(void *state, const struct tp_window *w, struct tp_saved 
     int rc = err ? tp_output_abort(&c->out, err) : tp_output_commit(&c->out);
     if (rc == 0)
         snprintf(saved->trace, sizeof saved->trace, "%s", c->out.final);
+    free_texts(c);
     free(c->threads);
     free(c);
     return rc;

@@ -194,17 +194,23 @@ static char *put_dim3(char *p, uint32_t x, uint32_t y, uint32_t z)
     return tp_jsonw_put_u64(p, z);
 }
 
-/* A launch's kernel (of "kn" bytes), grid, block, shared memory and
- * stream (or a graph's FLOPs) in one room of the writer (jsonw.h's
- * cursor): what the loop below writes field by field for a longer name. */
-static void put_launch_args(struct tp_jsonw *j, const struct tp_event *ev, size_t kn)
+static const char kernel_key[] = ", \"kernel\": ";
+
+/* A launch's kernel (of "kn" bytes; its text "kt" from the table when
+ * there), grid, block, shared memory and stream (or a graph's FLOPs) in
+ * one room of the writer (jsonw.h's cursor): what the loop below writes
+ * field by field for a longer name. */
+static void put_launch_args(struct tp_jsonw *j, const struct tp_event *ev, size_t kn,
+                            const struct chrome_text *kt)
 {
     const struct tp_record *r = ev->rec;
     /* 12 + the name, 11 + 3 * 20 + 4, 13 + 3 * 20 + 4, 19 + 20, 17 + 20 */
-    char *p = tp_jsonw_room(j, 12 + TP_JSONW_STR_ROOM(kn) + 240);
+    char *p = tp_jsonw_room(j, (kt ? kt->len + 16 : 12 + TP_JSONW_STR_ROOM(kn)) + 240);
     if (!p)
         return;
-    if (kn) {
+    if (kt) {
+        p = tp_chrome_copy16(p, kt->text, kt->len);
+    } else if (kn) {
         p = TP_JSONW_PUT_LIT(p, ", \"kernel\": ");
         p = tp_jsonw_put_strn(p, ev->kernel, kn);
     }
@@ -233,9 +239,16 @@ void tp_chrome_put_call_args(struct chrome *c, const struct tp_event *ev)
     struct tp_jsonw *j = &c->j;
     const struct tp_record *r = ev->rec;
     if (r->kind == TP_REC_LAUNCH) {
+        if (ev->kernel && ev->kernel[0]) {
+            const struct chrome_text *kt = tp_chrome_text(c, kernel_key, sizeof kernel_key - 1, ev->kernel);
+            if (kt) {
+                put_launch_args(j, ev, 0, kt);
+                return;
+            }
+        }
         size_t kn = ev->kernel ? strlen(ev->kernel) : 0;
         if (kn <= 4096) {
-            put_launch_args(j, ev, kn);
+            put_launch_args(j, ev, kn, NULL);
             return;
         }
         if (ev->kernel && ev->kernel[0]) {

@@ -25,6 +25,24 @@ struct chrome_thread {
     char name[64];
 };
 
+/* A name's text as the trace writes it, kept for the window (chrome.c
+ * text_of): the literal before it ("key" ph and cat and "name": , or
+ * "kernel": ) and the name quoted and escaped, for one memcpy per event
+ * instead of strlen and the escaper.  "raw" is the name (NUL-terminated)
+ * the entry stands for, compared with strcmp at each use, since a name may
+ * come from a buffer that holds another name later. */
+struct chrome_text {
+    const char *prefix, *key;      /* what it was made from (pointers) */
+    char *raw;                     /* the name, then NUL, then "text" */
+    const char *text;              /* prefix + quoted name, 16 bytes readable past "len" */
+    uint32_t len;
+};
+
+/* Entries of the table (direct-mapped on the two pointers), and the
+ * longest name kept (longer ones are escaped per event). */
+#define CHROME_TEXTS 512
+#define CHROME_TEXT_MAX 2048
+
 struct chrome {
     struct tp_output out;
     struct tp_jsonw j;
@@ -33,7 +51,11 @@ struct chrome {
     uint64_t events;
     int32_t ids_pid, ids_tid;      /* whose text "ids" holds (chrome.c ids_text) */
     size_t ids_len;                /* 0: none yet */
-    char ids[64];                  /* , "pid": P, "tid": T, "ts": (at most 53 bytes) */
+    char ids[64];                  /* , "pid": P, "tid": T, "ts": (at most 48 bytes) */
+    struct chrome_text *texts;     /* CHROME_TEXTS entries, NULL: none */
+    uint64_t xid;                  /* the last External id written, and its digits */
+    uint32_t xid_len;              /* 0: none yet */
+    char xid_text[32];             /* 20 digits at most, read 16 at a time */
     struct chrome_thread *threads; /* open addressing on (pid, tid) */
     size_t nthreads, cap;
     size_t last;                   /* slot of the previous event's thread */
@@ -86,6 +108,24 @@ int tp_chrome_is_world(int size, int rank, int world_size, int my_rank);
 
 /* tp_chrome_put_rank_list - "[0, 1, ..., n-1]", quoted when "as_string". */
 void tp_chrome_put_rank_list(struct tp_jsonw *j, int n, int as_string);
+
+/* chrome.c */
+
+/* tp_chrome_text - "prefix" (a literal, "prefix_len" bytes) then "s"
+ * quoted and escaped, from the table (made on a miss), or NULL (too long,
+ * no memory: write it the long way).  Its text may be read 16 bytes past
+ * its length (tp_chrome_copy16). */
+const struct chrome_text *tp_chrome_text(struct chrome *c, const char *prefix, size_t prefix_len,
+                                         const char *s);
+
+/* tp_chrome_copy16 - "n" bytes of "s" to "p" sixteen at a time: both may
+ * be read or written up to 15 bytes past "n"; the end. */
+static inline char *tp_chrome_copy16(char *p, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i += 16)
+        __builtin_memcpy(p + i, s + i, 16);
+    return p + n;
+}
 
 /* chrome_args.c */
 

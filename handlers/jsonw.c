@@ -1,17 +1,23 @@
 /*
- * jsonw.c - DESIGN: text is appended to one 64 KiB buffer; a full buffer
- * goes to deflate (gzip) or straight to write(2).  Everything on the per-event
- * path is hand-rolled (integers from a two-digit table written from the
- * last pair back into the buffer, microseconds as integer division of
- * nanoseconds, string escaping that tests eight bytes at a time) because
+ * jsonw.c - DESIGN: text is appended to one buffer (64 KiB, 512 KiB with
+ * gzip); a full buffer goes to deflate (gzip) or straight to write(2).
+ * Everything on the per-event
+ * path is hand-rolled (integers of one to four digits from a two-digit
+ * table, longer ones eight digits to a store by dividing every lane of a
+ * word at once, microseconds as integer division of nanoseconds, string
+ * escaping that tests sixteen bytes at a time) because
  * printf per field costs about 80 ns and a trace must be written at >= 3 M
  * events/s (README "Overhead"); a fixed-shape event asks once for room for
  * its longest text and writes its fields with no check between them (the
  * cursor, jsonw.h).  Deflate is the larger part even so, so with gzip a
  * helper thread ("tp-gzip", signals blocked, alive
  * only while one file is written) compresses and writes full buffers while
- * the caller formats the next ones: a ring of four 64 KiB buffers, the
- * caller waiting only when all four are queued; and the deflate is ISA-L's
+ * the caller formats the next ones: a ring of three 512 KiB buffers, the
+ * caller waiting only when all three are queued (a gzip writer's buffer
+ * is 512 KiB because igzip is faster on larger pieces and each hand-over
+ * costs two futex calls and, on a busy core, two switches); where the
+ * process may run on one CPU only, the two threads could only take turns,
+ * so the caller compresses each full buffer itself.  The deflate is ISA-L's
  * igzip level 1 where libisal.so.2 loads (7 times fewer instructions than
  * zlib's level 1 for as small a file), zlib's otherwise.  gzip is one member
  * (zlib: deflateInit2 windowBits 15+16, ended by Z_FINISH; ISA-L:
@@ -28,6 +34,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -48,7 +55,7 @@ const uint64_t tp_jsonw_pow10[20] = {
     100000000000000000ull, 1000000000000000000ull, 10000000000000000000ull,
 };
 
-#define PIPE_BUFS 4
+#define PIPE_BUFS 3
 
 /*
  * Buffers bufs[head..tail-1] (mod PIPE_BUFS) wait for or are under
@@ -268,7 +275,7 @@ static struct tp_jsonw_pipe *pipe_start(struct tp_jsonw *w)
     p->sink = &w->sink;
     p->bufs[0] = w->buf;
     for (int i = 1; i < PIPE_BUFS; i++) {
-        p->bufs[i] = malloc(TP_JSONW_BUF);
+        p->bufs[i] = malloc(w->cap);
         if (!p->bufs[i]) {
             p->bufs[0] = NULL;
             pipe_free(p);
@@ -344,20 +351,31 @@ static void jw_flush(struct tp_jsonw *w)
 
 char *tp_jsonw_room_slow(struct tp_jsonw *w, size_t n)
 {
-    if (!w->buf || w->err || n > TP_JSONW_BUF)
+    if (!w->buf || w->err || n > w->cap)
         return NULL;
-    if (w->len + n > TP_JSONW_BUF)
+    if (w->len + n > w->cap)
         jw_flush(w);
     if (w->err || !w->buf)
         return NULL;
     return w->buf + w->len;
 }
 
+/* Whether this process may run on one CPU only (taskset, a cgroup's
+ * cpuset, a one-core container): a compressor thread would then only
+ * take turns with the caller, each buffer costing a switch each way. */
+static int one_cpu(void)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    return sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) == 1;
+}
+
 int tp_jsonw_init(struct tp_jsonw *w, int fd, int gzip, int level)
 {
     memset(w, 0, sizeof *w);
     w->sink.fd = fd;
-    w->buf = malloc(TP_JSONW_BUF);
+    w->cap = gzip ? TP_JSONW_GZ_BUF : TP_JSONW_BUF;
+    w->buf = malloc(w->cap);
     if (!w->buf) {
         jw_fail(w, ENOMEM);
         errno = w->err;
@@ -383,7 +401,8 @@ int tp_jsonw_init(struct tp_jsonw *w, int fd, int gzip, int level)
             }
             w->sink.gzip = 1;
         }
-        w->pipe = pipe_start(w);
+        if (!one_cpu())
+            w->pipe = pipe_start(w);
     }
     return 0;
 }
@@ -422,7 +441,7 @@ void tp_jsonw_raw_slow(struct tp_jsonw *w, const char *s, size_t n)
     if (!w->buf)
         return;
     while (n && !w->err) {
-        size_t room = TP_JSONW_BUF - w->len;
+        size_t room = w->cap - w->len;
         if (room == 0) {
             jw_flush(w);
             continue;
@@ -460,6 +479,64 @@ void tp_jsonw_printf(struct tp_jsonw *w, const char *fmt, ...)
     if (n < 0)
         return;
     tp_jsonw_raw(w, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+/* Eight digits to a store (jsonw.h, tp_jsonw_digits8) where the words are
+ * little-endian; pairs from the last back elsewhere. */
+char *tp_jsonw_put_u64_big(char *p, uint64_t v)
+{
+    if (v < 10000) {            /* a block, a grid, a cbid: a digit or a pair, a pair */
+        unsigned h = (unsigned)v / 100, l = (unsigned)v - 100 * h;
+        if (h < 10) {
+            p[0] = (char)('0' + h);
+            memcpy(p + 1, tp_jsonw_digits2 + 2 * l, 2);
+            return p + 3;
+        }
+        memcpy(p, tp_jsonw_digits2 + 2 * h, 2);
+        memcpy(p + 2, tp_jsonw_digits2 + 2 * l, 2);
+        return p + 4;
+    }
+    unsigned len = tp_jsonw_u64_len(v);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t d;
+    if (len <= 8) {
+        d = tp_jsonw_digits8((uint32_t)v) >> (8 * (8 - len));
+        __builtin_memcpy(p, &d, 8);
+        return p + len;
+    }
+    char *q = p;
+    unsigned lead = len - 8;            /* the digits before the last eight */
+    uint64_t top = v / 100000000;
+    uint32_t low = (uint32_t)(v - top * 100000000);
+    if (len > 16) {
+        uint64_t top2 = top / 100000000;  /* <= 1844 */
+        lead = len - 16;
+        d = tp_jsonw_digits8((uint32_t)top2) >> (8 * (8 - lead));
+        __builtin_memcpy(q, &d, 8);
+        q += lead;
+        top -= top2 * 100000000;
+        lead = 8;
+    }
+    d = tp_jsonw_digits8((uint32_t)top) >> (8 * (8 - lead));
+    __builtin_memcpy(q, &d, 8);
+    q += lead;
+    d = tp_jsonw_digits8(low);
+    __builtin_memcpy(q, &d, 8);
+    return q + 8;
+#else
+    char *end = p + len, *q = end;
+    while (v >= 100) {
+        uint64_t d = v / 100;
+        q -= 2;
+        __builtin_memcpy(q, tp_jsonw_digits2 + 2 * (v - 100 * d), 2);
+        v = d;
+    }
+    if (v >= 10)
+        __builtin_memcpy(q - 2, tp_jsonw_digits2 + 2 * v, 2);
+    else
+        q[-1] = (char)('0' + v);
+    return end;
+#endif
 }
 
 size_t tp_jsonw_fmt_u64(char *out, uint64_t v)
@@ -516,19 +593,6 @@ static const uint8_t jw_class[256] = {
 
 static const char jw_hex[] = "0123456789abcdef";
 
-/* Whether any of the 8 bytes in "x" is not copied as it is (jw_class not
- * 0): below 0x20, '"', '\\', 0x7f, or 0x80 and above.  has_zero(v) is
- * the classic test for a zero byte, exact as to whether there is one. */
-static inline int jw_special8(uint64_t x)
-{
-    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
-#define has_zero(v) (((v) - ones) & ~(v) & high)
-    uint64_t lt20 = (x - 0x20 * ones) & ~x & high;
-    return ((x & high) | lt20 | has_zero(x ^ (0x22 * ones)) | has_zero(x ^ (0x5c * ones)) |
-            has_zero(x ^ (0x7f * ones))) != 0;
-#undef has_zero
-}
-
 /* One byte of class 1 at "p", escaped; the end. */
 static inline char *jw_escape(char *p, unsigned c)
 {
@@ -547,40 +611,68 @@ static inline char *jw_escape(char *p, unsigned c)
     }
 }
 
-/* Eight plain bytes at a time (one load, one test, one store; the last
- * 1-7 padded with plain 'A's and stored whole, the room having 8 bytes to
- * spare), byte by byte from the first one that is not plain; the same text
- * as tp_jsonw_strbody. */
+/* Sixteen bytes as one vector (GCC's vector extensions: SSE2 on x86-64,
+ * NEON on aarch64, plain code elsewhere). */
+typedef int8_t jw_v16 __attribute__((vector_size(16)));
+
+/* The bytes of "x" that are not copied as they are (jw_class not 0) as
+ * 0xff, the others 0: as signed bytes, those below 0x20 and from 0x80 up
+ * are all below 0x20; then 0x7f, '"' and '\\'. */
+static inline jw_v16 jw_special16(jw_v16 x)
+{
+    return (jw_v16)((x < 0x20) | (x == 0x7f) | (x == '"') | (x == '\\'));
+}
+
+/* Index (0-15) of the first 0xff byte of a mask that has one. */
+static inline unsigned jw_first16(jw_v16 m)
+{
+    uint64_t h[2];
+    memcpy(h, &m, 16);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    return h[0] ? (unsigned)__builtin_ctzll(h[0]) / 8 : 8 + (unsigned)__builtin_ctzll(h[1]) / 8;
+#else
+    return h[0] ? (unsigned)__builtin_clzll(h[0]) / 8 : 8 + (unsigned)__builtin_clzll(h[1]) / 8;
+#endif
+}
+
+/* Sixteen bytes at a time: one load, one store, four compares; the bytes
+ * before the first that is not plain are kept, that one escaped (or its
+ * UTF-8 sequence copied or replaced), and on from the byte after it.  The
+ * last 1-15 bytes are padded with plain 'A's to a vector and stored whole
+ * (the room has 16 bytes to spare).  The same text as tp_jsonw_strbody. */
 char *tp_jsonw_put_strn(char *p, const char *str, size_t n)
 {
     const unsigned char *s = (const unsigned char *)str, *e = s + n;
     *p++ = '"';
     for (;;) {
         size_t rem = (size_t)(e - s);
-        uint64_t x = 0x4141414141414141ull;
-        if (rem >= 8) {
-            memcpy(&x, s, 8);
-            if (!jw_special8(x)) {
-                memcpy(p, &x, 8);
-                p += 8;
-                s += 8;
-                continue;
-            }
+        jw_v16 x;
+        if (rem >= 16) {
+            memcpy(&x, s, 16);
         } else if (rem > 0) {
+            memset(&x, 'A', 16);
             memcpy(&x, s, rem);
-            if (!jw_special8(x)) {
-                memcpy(p, &x, 8);
-                p += rem;
-                break;
-            }
         } else {
             break;
         }
+        memcpy(p, &x, 16);
+        jw_v16 m = jw_special16(x);
+        uint64_t h[2];
+        memcpy(h, &m, 16);
+        if (!(h[0] | h[1])) {
+            if (rem <= 16) {
+                p += rem;
+                break;
+            }
+            p += 16;
+            s += 16;
+            continue;
+        }
+        unsigned k = jw_first16(m);      /* < rem: the padding is plain */
+        p += k;
+        s += k;
         unsigned c = *s;
-        if (jw_class[c] == 0) {
-            *p++ = (char)c;
-            s++;
-        } else if (jw_class[c] == 1) {
+        if (jw_class[c] == 1) {
             p = jw_escape(p, c);
             s++;
         } else {

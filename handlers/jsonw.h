@@ -17,6 +17,14 @@
 #include <zlib.h>
 
 #define TP_JSONW_BUF (64u * 1024u)
+/* The text buffer of a gzip writer: each full one handed to tp-gzip costs
+ * two futex calls and, on a busy machine, two switches, so 8 times fewer
+ * of them (tests/bench/RESULTS.md, "writer3m": on two CPUs 2.41 M events
+ * per CPU second against 2.01 M with 64 KiB); igzip also takes fewer
+ * cycles per byte given larger pieces.  A -D may set another size. */
+#ifndef TP_JSONW_GZ_BUF
+#define TP_JSONW_GZ_BUF (512u * 1024u)
+#endif
 #define TP_JSONW_GZIP_LEVEL 1
 
 /* tp_jsonw_init's "gzip": plain text, one gzip member by the fastest
@@ -46,7 +54,8 @@ struct tp_jsonw {
     size_t len;             /* bytes pending in "buf" */
     uint64_t bytes_in;      /* uncompressed bytes accepted so far */
     uint64_t bytes_out;     /* bytes written to fd, valid after tp_jsonw_finish */
-    char *buf;              /* TP_JSONW_BUF bytes of text being filled */
+    char *buf;              /* "cap" bytes of text being filled */
+    size_t cap;             /* TP_JSONW_BUF, or TP_JSONW_GZ_BUF with gzip */
     struct tp_jsonw_sink sink;  /* owned by the compressor thread while "pipe" runs */
     struct tp_jsonw_pipe *pipe; /* NULL: the caller's thread compresses */
 };
@@ -59,7 +68,9 @@ struct tp_jsonw {
  * every other level) by zlib (deflateInit2, windowBits 15+16);
  * TP_JSONW_GZIP_ZLIB (2) the same member by zlib always.  Compressed
  * on a helper thread ("tp-gzip", all signals blocked) while the caller
- * formats the next buffers; if the thread cannot be started, inline.
+ * formats the next buffers, unless the process may run on one CPU only
+ * (its affinity mask: the two threads could only take turns, paying a
+ * switch each way) or the thread cannot be started: then inline.
  * Returns 0, or -1 with w->err and errno set (w may still be passed to
  * every other function, and must be passed to tp_jsonw_finish).
  */
@@ -92,7 +103,7 @@ void tp_jsonw_raw_slow(struct tp_jsonw *w, const char *s, size_t n);
 /* tp_jsonw_raw - append "n" bytes of text as they are. */
 static inline void tp_jsonw_raw(struct tp_jsonw *w, const char *s, size_t n)
 {
-    if (__builtin_expect(w->len + n <= TP_JSONW_BUF && w->buf != NULL, 1)) {
+    if (__builtin_expect(w->len + n <= w->cap && w->buf != NULL, 1)) {
         __builtin_memcpy(w->buf + w->len, s, n);
         w->len += n;
         w->bytes_in += n;
@@ -117,7 +128,7 @@ char *tp_jsonw_room_slow(struct tp_jsonw *w, size_t n);
  * error (then write nothing). */
 static inline char *tp_jsonw_room(struct tp_jsonw *w, size_t n)
 {
-    if (__builtin_expect(w->len + n <= TP_JSONW_BUF && w->buf != NULL && !w->err, 1))
+    if (__builtin_expect(w->len + n <= w->cap && w->buf != NULL && !w->err, 1))
         return w->buf + w->len;
     return tp_jsonw_room_slow(w, n);
 }
@@ -145,22 +156,43 @@ static inline unsigned tp_jsonw_u64_len(uint64_t v)
     return t + 1 - ((v | 1) < tp_jsonw_pow10[t]);
 }
 
-/* tp_jsonw_put_u64 - the decimal digits of "v" at "p" (20 bytes at most),
- * written from the last pair back, two digits per division; the end. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* tp_jsonw_digits8 - the 8 decimal digits of "x" (< 10^8, leading zeros
+ * kept) as ASCII in one word whose first byte in memory is the first
+ * digit: x split in two 4-digit halves, each in two 2-digit quarters,
+ * each in two digits, by multiplications that divide every lane of the
+ * word at once (the quotients are exact for these ranges: /100 is
+ * *10486 >> 20 below 43,690, /10 is *103 >> 10 below 179). */
+static inline uint64_t tp_jsonw_digits8(uint32_t x)
+{
+    uint64_t m = (x / 10000) | ((uint64_t)(x % 10000) << 32);
+    uint64_t hi = ((m * 10486) >> 20) & 0x0000007f0000007full;
+    m = hi | ((m - 100 * hi) << 16);
+    hi = ((m * 103) >> 10) & 0x000f000f000f000full;
+    m = hi | ((m - 10 * hi) << 8);
+    return m + 0x3030303030303030ull;
+}
+#endif
+
+/* tp_jsonw_put_u64_big - tp_jsonw_put_u64 for v >= 100 (jsonw.c). */
+char *tp_jsonw_put_u64_big(char *p, uint64_t v);
+
+/* tp_jsonw_put_u64 - the decimal digits of "v" at "p"; the end.  It
+ * writes max(8, digits) <= 20 bytes: eight digits to a store (the first
+ * store of a shorter number also writes up to 7 bytes past its end, for
+ * the text after it to overwrite).  One and two digits (most of a
+ * launch's: its block, grid, stream) here, inline; longer in jsonw.c. */
 static inline char *tp_jsonw_put_u64(char *p, uint64_t v)
 {
-    char *end = p + tp_jsonw_u64_len(v), *q = end;
-    while (v >= 100) {
-        uint64_t d = v / 100;
-        q -= 2;
-        __builtin_memcpy(q, tp_jsonw_digits2 + 2 * (v - 100 * d), 2);
-        v = d;
+    if (__builtin_expect(v < 10, 1)) {
+        *p = (char)('0' + v);
+        return p + 1;
     }
-    if (v >= 10)
-        __builtin_memcpy(q - 2, tp_jsonw_digits2 + 2 * v, 2);
-    else
-        q[-1] = (char)('0' + v);
-    return end;
+    if (v < 100) {
+        __builtin_memcpy(p, tp_jsonw_digits2 + 2 * v, 2);
+        return p + 2;
+    }
+    return tp_jsonw_put_u64_big(p, v);
 }
 
 /* tp_jsonw_put_i64 - a signed decimal (21 bytes at most). */
@@ -193,9 +225,9 @@ static inline char *tp_jsonw_put_us(char *p, int64_t ns)
 }
 
 /* Room tp_jsonw_put_strn may take for "n" bytes: each byte becomes at most
- * 6 (\u00XX, or U+FFFD's 3 for 1), the quotes, and 8 bytes it may write
- * past its end (its last 1-7 bytes are stored as 8). */
-#define TP_JSONW_STR_ROOM(n) (6 * (size_t)(n) + 10)
+ * 6 (\u00XX, or U+FFFD's 3 for 1), the quotes, and 16 bytes it may write
+ * past its end (its last 1-15 bytes are stored as 16). */
+#define TP_JSONW_STR_ROOM(n) (6 * (size_t)(n) + 18)
 
 /* tp_jsonw_put_strn - tp_jsonw_strn's quoted string at "p", which has
  * TP_JSONW_STR_ROOM(n) bytes; the end. */

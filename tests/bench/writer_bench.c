@@ -9,7 +9,9 @@
  * wall time, events per CPU second of the whole process (the formatting
  * thread and tp-gzip together: what one core would take), bytes per
  * event and the file's size.  Run under `taskset -c 0` for one core's
- * wall time.
+ * wall time: there the writer compresses on the formatting thread (it
+ * starts no tp-gzip where the process may run on one CPU only); on two
+ * CPUs or more tp-gzip compresses while the next buffer is formatted.
  *
  * DESIGN: the window and events are built here as the drain hands them
  * over (collector/contract/sink.h), with no recording before: the figure is

@@ -1223,6 +1223,76 @@ static const char *const bench_kernels[] = {
     "elementwise_add_kernel",
 };
 
+/* Names as the drain hands them over: interned ones (the same pointer,
+ * the same text, again and again) and ones written into one buffer that
+ * holds another name at the next event (a device copy's "Memcpy ..."); the
+ * handler keeps names' texts by pointer (chrome.c tp_chrome_text), so each
+ * event must still carry its own name, of every length (past the longest
+ * kept, CHROME_TEXT_MAX), escaped. */
+#define NAMES_EVENTS 600
+
+static char names_buf[3000], kernels_buf[3000];
+
+static const char *names_expect(int i, int kernel, char *out, size_t outsz)
+{
+    if (i % 5 == 4)                    /* interned: one pointer, one text */
+        return kernel ? bench_kernels[i % 4] : "cudaLaunchKernel";
+    size_t len = (size_t)(5 + (i * 37) % (kernel ? 2100 : 60));
+    int k = snprintf(out, outsz, "%s%d\"\x01<", kernel ? "k" : "n", i);
+    for (size_t x = (size_t)k; x < len && x + 1 < outsz; x++)
+        out[x] = (char)('a' + (x + (size_t)i) % 26);
+    out[len < outsz ? len : outsz - 1] = '\0';
+    return out;
+}
+
+static void feed_names(const struct tp_handler *h, void *st)
+{
+    struct item it;
+    int64_t t = START;
+    for (int i = 0; i < NAMES_EVENTS; i++) {
+        struct tp_event *ev = mk(&it, TP_REC_LAUNCH, PID, t, 1000);
+        ev->name = names_expect(i, 0, names_buf, sizeof names_buf);
+        ev->kernel = names_expect(i, 1, kernels_buf, sizeof kernels_buf);
+        ev->layer = TP_LAYER_RUNTIME;
+        ev->correlation = (uint64_t)i + 1;
+        ev->external_id = (uint64_t)(i / 3) + 1;    /* runs of 3: the kept digits */
+        h->event(st, ev);
+        t += 5000;
+    }
+}
+
+START_TEST(test_names_from_one_buffer)
+{
+    setup_window(1);
+    win.steps = NULL;
+    win.steps_recorded = 0;
+    ck_assert_int_eq(run_window(1, feed_names), 0);
+    char *text = load_text(saved.trace, 1);
+    json_t *r = json_loads(text, 0, NULL);
+    ck_assert_ptr_nonnull(r);
+    json_t *events = json_object_get(r, "traceEvents");
+    int seen = 0;
+    for (size_t k = 0; k < json_array_size(events); k++) {
+        json_t *e = json_array_get(events, k);
+        json_t *args = json_object_get(e, "args");
+        json_t *corr = json_object_get(args, "correlation");
+        if (!json_is_integer(corr))
+            continue;
+        int i = (int)json_integer_value(corr) - 1;
+        ck_assert_int_eq(i, seen);
+        char want[3000];
+        ck_assert_str_eq(json_string_value(json_object_get(e, "name")), names_expect(i, 0, want, sizeof want));
+        ck_assert_str_eq(json_string_value(json_object_get(args, "kernel")), names_expect(i, 1, want, sizeof want));
+        ck_assert_int_eq(json_integer_value(json_object_get(args, "External id")), i / 3 + 1);
+        seen++;
+    }
+    ck_assert_int_eq(seen, NAMES_EVENTS);
+    json_decref(r);
+    free(text);
+}
+END_TEST
+
+
 /* Events of the throughput test: a million, or 50,000 with TP_TEST_QUICK
  * set (scripts/dev/check-arm64 under qemu, where a million take a minute). */
 static int bench_events(void)
@@ -1298,6 +1368,7 @@ int main(void)
     tcase_add_test(tc, test_device_side);
     tcase_add_test(tc, test_no_overwrite);
     tcase_add_test(tc, test_unwritable_folder);
+    tcase_add_test(tc, test_names_from_one_buffer);
     tcase_add_test(tc, test_throughput);
     suite_add_tcase(s, tc);
     return tp_test_run(s);
