@@ -211,9 +211,9 @@ static inline int tp_papi_begin(struct tp_call *c, uint16_t api)
  * tp_mem_on and tp_inflight_on are all 0 (TP_PASS_H, and a blocking
  * call's hang-doctor test, made as one; a call that is not blocking
  * reaches its C wrapper while the hang doctor is on, which passes it
- * through).  "meml", an exported wrapper's: with tp_hot's flags 0 (the
- * window generation in its second byte stays set after a window: no
- * window records) and tp_mem_on set (the hang doctor off) it stores its
+ * through).  "meml", an exported wrapper's: with tp_hot's flags 0 (no
+ * window records; the word is then 0 as a whole, the flag byte is what
+ * the lean path needs) and tp_mem_on set (the hang doctor off) it stores its
  * return address in tp_mem_site, as the C wrapper's TP_MEM_SITE does, and
  * jumps to the lean path <target>_lean (TP_WRAP_LEANFN) itself. */
 #define TP_ASM_HOT_mem(slot, target)                                                 \
