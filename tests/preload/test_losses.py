@@ -132,18 +132,20 @@ def test_full_name_table_is_counted():
 
 def test_name_table_follows_buffer_mb():
     """With TRAINPROF_BUFFER_MB=1 the name table holds 256 KiB of names:
-    50,000 distinct range names a step (300,000 in all) add less than 2 MiB
+    50,000 distinct range names a step (300,000 in all) add less than 4 MiB
     to the peak RSS next to 1,000 a step; the names it refused are counted.
-    Before: +16.7 MB against +1.9 MB (every name interned)."""
+    Before: +16.7 MB against +1.9 MB (every name interned).  Of the 4 MiB,
+    up to 2 MiB are the trace writer's gzip buffers (512 KiB each, the one
+    being filled and a ring of 3 for tp-gzip), which the heavy window's
+    text fills and the light one's does not: +1.4-3.0 MiB measured."""
     env = {"TRAINPROF_BUFFER_MB": 1}
     light = _vmhwm(_window("names", 1000, env)[0].stderr)
     r, meta, trace, text, events = _window("names", 50_000, env)
     heavy = _vmhwm(r.stderr)
     # under make check-sanitize ASan's allocator adds redzones and shadow
-    # pages to every allocation: the same run measures +2.4-2.9 MiB there
-    # against +1.0-1.6 MiB on the plain build; 4 MiB still tells the bound
-    # table from the unbounded one (+16.7 MB)
-    budget = 4096 if os.environ.get("TP_TEST_ASAN") else 2048
+    # pages to every allocation (about +1.3 MiB more); 6 MiB there and 4
+    # here still tell the bound table from the unbounded one (+16.7 MB)
+    budget = 6144 if os.environ.get("TP_TEST_ASAN") else 4096
     assert (heavy[1] - heavy[0]) - (light[1] - light[0]) < budget, (light, heavy)
     assert meta["names_lost"] > 0 and events["names_lost"] == meta["names_lost"]
     lost = [ev for ev in tputil.events(trace) if ev.get("name") == "<name table full>"]
