@@ -530,9 +530,24 @@ static void tp_step_record(uint64_t index, uint64_t t0, uint64_t t1, uint32_t si
     tp_cur.steps++;
 }
 
+/* Whether TRAINPROF_STEP_ON lists a signal of "kind": the others check
+ * their own lists as they match (a range's glob, a launch's, a call's). */
+static int tp_signal_listed(enum tp_signal_kind kind)
+{
+    for (int i = 0; i < tp_cfg.n_signals; i++)
+        if (tp_cfg.signals[i].kind == kind)
+            return 1;
+    return 0;
+}
+
 void tp_steps_signal(enum tp_signal_kind kind)
 {
     if (!tp_steps_on() || tp_depth > 0)
+        return;
+    /* trainprof_step() ends a step only where "api" is listed: a program
+     * (or `trainprof run`'s hook) calling it must not take the place of
+     * the signal the user chose */
+    if (kind == TP_SIGNAL_API && !tp_signal_listed(TP_SIGNAL_API))
         return;
     int want = -1;
     if (!atomic_compare_exchange_strong(&tp_signal_kind, &want, (int)kind) && want != (int)kind)

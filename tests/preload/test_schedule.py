@@ -108,6 +108,19 @@ def test_schedule_and_signal(schedule, nsteps, sig_id, mode, step_on, signal_tex
     _check_run(schedule, nsteps, mode, step_on, signal_text, per_step)
 
 
+def test_api_not_listed_ends_no_step():
+    """TRAINPROF_STEP_ON=nvtx:step and a program that calls only
+    trainprof_step(): its calls activate the library but end no step (api
+    is not listed), so no window records and the warning at exit says no
+    step signal came."""
+    r = tputil.run("train_loop", ["--steps=8", "--mode=api"],
+                   env={"TRAINPROF_STEP_ON": "nvtx:step",
+                        "TRAINPROF_SCHEDULE": "wait=1,warmup=1,active=2"})
+    assert r.rc == 0, r.stderr
+    assert r.traces == [], r.traces
+    assert b"no step signal seen" in r.stderr and b"TRAINPROF_STEP_ON=nvtx:step" in r.stderr, r.stderr
+
+
 def test_launch_signal_every_second():
     """launch:GLOB/N counts every Nth matching launch: two iterations per step."""
     _check_run("wait=1,warmup=1,active=2,repeat=1", 10, "none", "launch:*adam*/2",
