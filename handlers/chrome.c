@@ -7,9 +7,9 @@
  * and "traceName", then commits the file through output.c (temporary name,
  * rename).  Nothing is buffered per event besides the writer's buffers, a
  * small (pid, tid) table for the metadata rows and a table of names'
- * texts (CHROME_TEXTS entries of names up to CHROME_TEXT_MAX bytes, ph,
- * cat and the quoted, escaped name: most events repeat a few names, and
- * a copy costs a tenth of escaping), so memory does not grow with the
+ * texts (chrome_text.c: ph, cat and the quoted, escaped name, for names
+ * up to CHROME_TEXT_MAX bytes: most events repeat a few names, and a copy
+ * costs a tenth of escaping), so memory does not grow with the
  * window.  The window's steps come first (parents before their
  * children), with no FLOPs track of zeros.  The memory ledger's account
  * is in the window, not the events: each [memory] instant names its
@@ -164,54 +164,6 @@ static const char *ids_text(struct chrome *c, const struct tp_event *ev)
 
 /* Names up to this long go in one room with the rest of the head. */
 #define HEAD_NAME_ONCE 4096
-
-const struct chrome_text *tp_chrome_text(struct chrome *c, const char *prefix, size_t prefix_len,
-                                         const char *s)
-{
-    if (!c->texts)
-        return NULL;
-    uint64_t k = ((uint64_t)(uintptr_t)s ^ ((uint64_t)(uintptr_t)prefix << 7)) * 0x9e3779b97f4a7c15ull;
-    struct chrome_text *t = &c->texts[(k >> 40) & (CHROME_TEXTS - 1)];
-    if (t->key == s && t->prefix == prefix) {
-        if (strcmp(t->raw, s) == 0)
-            return t;
-        return NULL;    /* a buffer that holds one name after another: not kept */
-    }
-    size_t n = strnlen(s, CHROME_TEXT_MAX + 1);
-    if (n > CHROME_TEXT_MAX || prefix_len > 128)
-        return NULL;
-    /* the name and its NUL, then the text with the escaper's spare bytes
-     * and 16 more to read (zeroed: nothing unset is ever copied) */
-    char *raw = calloc(1, n + 1 + prefix_len + TP_JSONW_STR_ROOM(n) + 16);
-    if (!raw)
-        return NULL;
-    memcpy(raw, s, n);
-    char *text = raw + n + 1;
-    memcpy(text, prefix, prefix_len);
-    char *end = tp_jsonw_put_strn(text + prefix_len, s, n);
-    memset(end, 0, 16);
-    size_t len = (size_t)(end - text);
-    char *fit = realloc(raw, n + 1 + len + 16);     /* the escaper's spare room back */
-    if (fit)
-        raw = fit;
-    free(t->raw);
-    t->prefix = prefix;
-    t->key = s;
-    t->raw = raw;
-    t->text = raw + n + 1;
-    t->len = (uint32_t)len;
-    return t;
-}
-
-static void free_texts(struct chrome *c)
-{
-    if (!c->texts)
-        return;
-    for (size_t i = 0; i < CHROME_TEXTS; i++)
-        free(c->texts[i].raw);
-    free(c->texts);
-    c->texts = NULL;
-}
 
 /* {"ph": PH, "cat": CAT, "name": NAME, "pid": P, "tid": T, "ts": TS
  * in one room of the writer (jsonw.h's cursor); "ph_cat" ends with
@@ -937,7 +889,7 @@ static int chrome_close(void *state, const struct tp_window *w, struct tp_saved 
     int rc = err ? tp_output_abort(&c->out, err) : tp_output_commit(&c->out);
     if (rc == 0)
         snprintf(saved->trace, sizeof saved->trace, "%s", c->out.final);
-    free_texts(c);
+    tp_chrome_free_texts(c);
     free(c->threads);
     free(c);
     return rc;

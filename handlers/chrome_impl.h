@@ -25,8 +25,8 @@ struct chrome_thread {
     char name[64];
 };
 
-/* A name's text as the trace writes it, kept for the window (chrome.c
- * text_of): the literal before it ("key" ph and cat and "name": , or
+/* A name's text as the trace writes it, kept for the window (chrome_text.c
+ * tp_chrome_text): the literal before it ("key" ph and cat and "name": , or
  * "kernel": ) and the name quoted and escaped, for one memcpy per event
  * instead of strlen and the escaper.  "raw" is the name (NUL-terminated)
  * the entry stands for, compared with strcmp at each use, since a name may
@@ -109,7 +109,7 @@ int tp_chrome_is_world(int size, int rank, int world_size, int my_rank);
 /* tp_chrome_put_rank_list - "[0, 1, ..., n-1]", quoted when "as_string". */
 void tp_chrome_put_rank_list(struct tp_jsonw *j, int n, int as_string);
 
-/* chrome.c */
+/* chrome_text.c */
 
 /* tp_chrome_text - "prefix" (a literal, "prefix_len" bytes) then "s"
  * quoted and escaped, from the table (made on a miss), or NULL (too long,
@@ -117,6 +117,9 @@ void tp_chrome_put_rank_list(struct tp_jsonw *j, int n, int as_string);
  * its length (tp_chrome_copy16). */
 const struct chrome_text *tp_chrome_text(struct chrome *c, const char *prefix, size_t prefix_len,
                                          const char *s);
+
+/* tp_chrome_free_texts - free the table and its texts; c->texts NULL after. */
+void tp_chrome_free_texts(struct chrome *c);
 
 /* tp_chrome_copy16 - "n" bytes of "s" to "p" sixteen at a time: both may
  * be read or written up to 15 bytes past "n"; the end. */

@@ -1026,6 +1026,21 @@ static int fake_pointer_dev(void)
     return d;
 }
 
+/* The real driver reads its environment once, as it initializes, never
+ * from whichever thread makes a query later: glibc's getenv is not safe
+ * against a setenv of another thread, and a program may change its
+ * environment while a profiler's thread queries the device (tp-flush
+ * reads the device's properties at a save).  The fake reads its own
+ * FAKE_CUDA_* variables as it loads (the fake runtime loads it at its own
+ * load, before the program's threads), the calls' once-guards then find
+ * them read. */
+__attribute__((constructor)) static void fake_env_at_load(void)
+{
+    pthread_once(&fake_oom_once, fake_oom_read);
+    pthread_once(&fake_budget_once, fake_budget_read);
+    (void)fake_pointer_dev();
+}
+
 FAKE_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr p)
 {
     FAKE_READY();
