@@ -38,10 +38,10 @@ static inline int tp_mem_begin(struct tp_call *c, uint16_t api)
     tp_mem_site = 0;        /* a path that sets none reads no stale site */
     c->outer = tp_lib_depth > 0 ? tp_lib_outer
              : api == TP_API_ncclMemAlloc || api == TP_API_ncclMemFree ? api : 0;
-    /* tp_hot's flags 0 first (tp_call_begin would answer 0 there, or, with
-     * only the generation of the last window set, make a call protocol
-     * that records nothing and counts no signal); a hot word that changes
-     * between this load and tp_call_begin's makes either path right */
+    /* tp_hot's flags 0 first (tp_call_begin would answer 0 there, after
+     * saving registers it never uses; with no flag the word is 0 as a
+     * whole, call.h); a hot word that changes between this load and
+     * tp_call_begin's makes either path right */
     if (__builtin_expect(tp_hot_load() & TP_HOT_FLAGS, 0))
         return tp_call_begin(c, api);
     if (tp_depth > 0 || !atomic_load_explicit(&tp_mem_on, memory_order_relaxed))
